@@ -1,0 +1,49 @@
+# Two commands on a fresh machine: `make synth` and `make test`. Everything they need is installed here.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 1
+export KUEUE_CRDS_DIR ?= $(abspath ../shared/kueue-crds)
+
+.PHONY: setup synth test lint typecheck unit clean validate
+
+$(VENV)/.stamp: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade "pip>=25.1"
+	$(PY) -m pip install --quiet --group dev -e .
+	touch $@
+
+# network-config-analyzer pins PyYAML 6.0.2, cfn-lint needs >=6.0.3: it lives in its own venv.
+.venv-nca/.stamp:
+	$(PYTHON) -m venv .venv-nca
+	.venv-nca/bin/python -m pip install --quiet --upgrade "pip>=25.1"
+	.venv-nca/bin/python -m pip install --quiet "network-config-analyzer==2.1.0"
+	touch $@
+
+node_modules/.stamp: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+setup: $(VENV)/.stamp .venv-nca/.stamp node_modules/.stamp
+
+synth: setup
+	npx cdk synth --quiet
+
+validate: $(VENV)/.stamp
+	$(VENV)/bin/hyperpod-tenancy validate platform.yaml
+
+lint: $(VENV)/.stamp
+	$(VENV)/bin/ruff check src tests app.py benchmarks
+	$(VENV)/bin/ruff format --check src tests app.py benchmarks
+
+typecheck: $(VENV)/.stamp
+	$(VENV)/bin/mypy
+
+unit: setup
+	NCA_BIN=$(abspath .venv-nca/bin/nca) $(PY) -m pytest -n auto
+
+test: lint typecheck unit
+
+clean:
+	rm -rf cdk.out $(VENV) .venv-nca node_modules .pytest_cache .mypy_cache .ruff_cache

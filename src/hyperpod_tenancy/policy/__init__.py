@@ -1,0 +1,63 @@
+"""The tenancy policy model: pure Python, no jsii. The single source of truth for every renderer."""
+
+from hyperpod_tenancy.policy import names
+from hyperpod_tenancy.policy.instance_types import HYPERPOD_INSTANCE_TYPES, RESOURCE_CATALOGUE, resource_shape
+from hyperpod_tenancy.policy.loader import load_platform, platform_from_dict
+from hyperpod_tenancy.policy.model import (
+    CheckpointEnforcement,
+    ClassificationMismatch,
+    ClusterSpec,
+    ComputeAllocation,
+    DeepHealthCheck,
+    FairnessBackend,
+    FsxSpec,
+    HelmChartSource,
+    IdentityCenter,
+    InstanceGroup,
+    KueueChartSource,
+    Platform,
+    PodSecurityLevel,
+    PreemptTeamTasks,
+    PriorityClass,
+    ResourceShape,
+    SchedulingSpec,
+    SharingStrategy,
+    SystemNodeGroup,
+    Team,
+    TeamIdentity,
+    WorkloadKind,
+)
+from hyperpod_tenancy.policy.validation import policy_warnings, validate_platform
+
+__all__ = [
+    "HYPERPOD_INSTANCE_TYPES",
+    "RESOURCE_CATALOGUE",
+    "CheckpointEnforcement",
+    "ClassificationMismatch",
+    "ClusterSpec",
+    "ComputeAllocation",
+    "DeepHealthCheck",
+    "FairnessBackend",
+    "FsxSpec",
+    "HelmChartSource",
+    "IdentityCenter",
+    "InstanceGroup",
+    "KueueChartSource",
+    "Platform",
+    "PodSecurityLevel",
+    "PreemptTeamTasks",
+    "PriorityClass",
+    "ResourceShape",
+    "SchedulingSpec",
+    "SharingStrategy",
+    "SystemNodeGroup",
+    "Team",
+    "TeamIdentity",
+    "WorkloadKind",
+    "load_platform",
+    "names",
+    "platform_from_dict",
+    "policy_warnings",
+    "resource_shape",
+    "validate_platform",
+]

@@ -1,0 +1,384 @@
+"""The tenancy policy: one plain-Python description of the shared cluster and its teams.
+
+Everything else (constructs, cdk8s charts, the CLI) reads these objects; nothing here imports jsii.
+Objects are frozen dataclasses with keyword-only fields. Build them from YAML with
+:func:`hyperpod_tenancy.policy.load_platform` or directly in Python, then call
+:func:`hyperpod_tenancy.policy.validate_platform` (the loader does that for you).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+#: Nodes of every instance group kept outside all quotas by default, so that quotas still hold
+#: while HyperPod replaces a faulty node.
+DEFAULT_RESERVED_NODES = 1
+#: Task Governance's documented default borrow limit (percent of the team's guaranteed amount).
+DEFAULT_BORROW_LIMIT = 50
+
+
+class FairnessBackend(enum.StrEnum):
+    """Which scheduler enforces quotas, lending and borrowing."""
+
+    #: HyperPod Task Governance: ``ClusterSchedulerConfig`` + one ``ComputeQuota`` per team.
+    TASK_GOVERNANCE = "task-governance"
+    #: Self-managed Kueue: the charts emit ClusterQueues, LocalQueues, Cohort and priority classes.
+    KUEUE = "kueue"
+
+
+class SharingStrategy(enum.StrEnum):
+    """How a team shares its idle guaranteed capacity (Task Governance ``ResourceSharingConfig``)."""
+
+    #: Lend idle capacity to other teams and borrow theirs, up to ``borrow_limit`` percent.
+    LEND_AND_BORROW = "lend-and-borrow"
+    #: Lend idle capacity, never borrow.
+    LEND = "lend"
+    #: Neither lend nor borrow: the quota is private.
+    DONT_LEND = "dont-lend"
+
+    @property
+    def api_value(self) -> str:
+        """The value the SageMaker API and CloudFormation expect (``LendAndBorrow``...)."""
+        return {"lend-and-borrow": "LendAndBorrow", "lend": "Lend", "dont-lend": "DontLend"}[self.value]
+
+    @property
+    def lends(self) -> bool:
+        """Whether other teams may borrow this team's idle capacity."""
+        return self is not SharingStrategy.DONT_LEND
+
+    @property
+    def borrows(self) -> bool:
+        """Whether this team may borrow other teams' idle capacity."""
+        return self is SharingStrategy.LEND_AND_BORROW
+
+
+class PreemptTeamTasks(enum.StrEnum):
+    """Whether higher-priority work of a team preempts its own lower-priority work."""
+
+    LOWER_PRIORITY = "LowerPriority"
+    NEVER = "Never"
+
+
+class WorkloadKind(enum.StrEnum):
+    """What a team mostly runs; inference teams get extra priority guardrails."""
+
+    TRAINING = "training"
+    INFERENCE = "inference"
+
+
+class PodSecurityLevel(enum.StrEnum):
+    """Kubernetes Pod Security Standards levels."""
+
+    PRIVILEGED = "privileged"
+    BASELINE = "baseline"
+    RESTRICTED = "restricted"
+
+
+class ClassificationMismatch(enum.StrEnum):
+    """What to do with a team whose data classification differs from the cluster's."""
+
+    #: Refuse the platform: a namespace is an organisational boundary, not a security boundary.
+    REFUSE = "refuse"
+    #: Keep the team off this cluster and flag it for a dedicated cluster/account.
+    DEDICATED_CLUSTER = "dedicated-cluster"
+
+
+class CheckpointEnforcement(enum.StrEnum):
+    """How the admission policy treats preemptible work without a checkpoint declaration."""
+
+    DENY = "deny"
+    WARN = "warn"
+
+
+class DeepHealthCheck(enum.StrEnum):
+    """HyperPod on-start deep health checks."""
+
+    INSTANCE_STRESS = "InstanceStress"
+    INSTANCE_CONNECTIVITY = "InstanceConnectivity"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResourceShape:
+    """Schedulable resources of one instance (used to turn instance counts into Kueue quantities)."""
+
+    #: Accelerators per instance (GPUs, or Neuron devices on Trainium).
+    accelerators: int
+    #: vCPUs per instance as EC2 counts them (two threads per core).
+    vcpus: int
+    #: Memory per instance in GiB.
+    memory_gib: int
+    #: Extended resource name of the accelerator.
+    accelerator_resource: str = "nvidia.com/gpu"
+
+
+@dataclass(frozen=True, kw_only=True)
+class InstanceGroup:
+    """A HyperPod instance group: identical nodes that team quotas are carved from."""
+
+    #: Instance group name (``^[a-zA-Z0-9](-*[a-zA-Z0-9])*$``, 1-63).
+    name: str
+    #: HyperPod instance type, e.g. ``ml.p5.48xlarge``.
+    instance_type: str
+    #: Number of instances.
+    count: int
+    #: Nodes kept outside every team quota (spare capacity while nodes recover).
+    reserved: int = DEFAULT_RESERVED_NODES
+    #: 1 disables hyperthreading (common for training); 2 keeps it.
+    threads_per_core: int = 1
+    #: Checks HyperPod runs when a node starts.
+    deep_health_checks: tuple[DeepHealthCheck, ...] = (
+        DeepHealthCheck.INSTANCE_STRESS,
+        DeepHealthCheck.INSTANCE_CONNECTIVITY,
+    )
+    #: Availability zone of the group's subnet. Default: the platform's first zone.
+    availability_zone: str | None = None
+    #: Optional SageMaker training plan ARN that supplies the capacity.
+    training_plan_arn: str | None = None
+    #: Secondary EBS volume size (mounted at ``/opt/sagemaker``).
+    ebs_volume_gib: int = 500
+    #: Resources per instance. Default: looked up from the built-in catalogue.
+    resources: ResourceShape | None = None
+
+    @property
+    def quota_capacity(self) -> int:
+        """Instances that team quotas may promise: ``count - reserved``."""
+        return self.count - self.reserved
+
+
+@dataclass(frozen=True, kw_only=True)
+class SystemNodeGroup:
+    """Small EKS managed node group for cluster add-ons (CoreDNS, Kueue, webhooks)."""
+
+    #: EC2 instance type (not an ``ml.`` type).
+    instance_type: str = "m7i.xlarge"
+    #: Number of nodes.
+    count: int = 2
+
+
+@dataclass(frozen=True, kw_only=True)
+class FsxSpec:
+    """FSx for Lustre shared by all teams (one directory per team)."""
+
+    #: Storage capacity in GiB (PERSISTENT_2: 1200, 2400 or a multiple of 2400).
+    storage_capacity_gib: int = 4800
+    #: FSx for Lustre deployment type.
+    deployment_type: str = "PERSISTENT_2"
+    #: Throughput per TiB of storage (PERSISTENT_2: 125, 250, 500 or 1000).
+    per_unit_storage_throughput: int = 250
+
+
+@dataclass(frozen=True, kw_only=True)
+class HelmChartSource:
+    """Where the HyperPod dependencies Helm chart comes from.
+
+    The chart is only published in the ``aws/sagemaker-hyperpod-cli`` git repository; mirror it to an
+    OCI registry you own (``helm package`` + ``helm push``) or vendor it as a local directory.
+    Exactly one of ``oci_repository`` (with ``version``) or ``directory`` is set.
+    """
+
+    #: ``oci://`` repository, e.g. your ECR mirror.
+    oci_repository: str | None = None
+    #: Chart version in that repository.
+    version: str | None = None
+    #: Local directory with the chart (dependencies already built).
+    directory: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class KueueChartSource:
+    """Upstream Kueue Helm chart used by the ``kueue`` fairness backend."""
+
+    #: OCI repository of the upstream chart.
+    repository: str = "oci://registry.k8s.io/kueue/charts/kueue"
+    #: Pinned chart version (matches the Kueue shipped by Task Governance).
+    version: str = "0.19.2"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClusterSpec:
+    """The shared EKS + HyperPod cluster."""
+
+    #: Name of the HyperPod cluster and the EKS cluster (createOnly: changing it replaces both).
+    name: str
+    #: EKS Kubernetes minor version (Task Governance needs >= 1.30).
+    kubernetes_version: str = "1.33"
+    #: Availability zones of the VPC subnets (at least two: EKS requires it). Named explicitly
+    #: because GPU capacity lives in specific zones.
+    availability_zones: tuple[str, ...]
+    #: CIDR of the VPC the platform creates.
+    vpc_cidr: str = "10.192.0.0/16"
+    #: GPU (and other) instance groups.
+    instance_groups: tuple[InstanceGroup, ...]
+    #: EKS managed node group for system pods.
+    system_node_group: SystemNodeGroup = field(default_factory=SystemNodeGroup)
+    #: Shared FSx for Lustre file system.
+    fsx: FsxSpec = field(default_factory=FsxSpec)
+    #: Source of the HyperPod dependencies Helm chart.
+    hyperpod_helm_chart: HelmChartSource
+    #: Source of the upstream Kueue chart (``kueue`` backend only).
+    kueue_chart: KueueChartSource = field(default_factory=KueueChartSource)
+    #: Install the HyperPod observability add-on with an Amazon Managed Prometheus workspace.
+    observability: bool = True
+    #: Data classification the cluster is approved for; every team must match it.
+    data_classification: str
+    #: What to do with a team whose classification differs.
+    on_data_classification_mismatch: ClassificationMismatch = ClassificationMismatch.REFUSE
+
+
+@dataclass(frozen=True, kw_only=True)
+class PriorityClass:
+    """A scheduling priority. Task Governance materialises it as WorkloadPriorityClass ``<name>-priority``."""
+
+    #: Name (``[a-z0-9]([-a-z0-9]*[a-z0-9])?``, at most 40 characters).
+    name: str
+    #: Weight 0-100; higher preempts lower.
+    weight: int
+    #: Work at this priority may run on borrowed capacity and be preempted when the lender returns,
+    #: so it must declare a checkpoint.
+    preemptible: bool = False
+
+    @property
+    def workload_priority_class(self) -> str:
+        """The Kueue WorkloadPriorityClass name jobs put in ``kueue.x-k8s.io/priority-class``."""
+        return f"{self.name}-priority"
+
+
+@dataclass(frozen=True, kw_only=True)
+class SchedulingSpec:
+    """Cluster-wide scheduling policy (Task Governance ``ClusterSchedulerConfig``)."""
+
+    #: Priority classes (at most 10).
+    priority_classes: tuple[PriorityClass, ...]
+    #: Fair-share borrowing by weight (``FairShare: Enabled``); off means first-come-first-served.
+    fair_share: bool = True
+    #: Let teams lend and borrow idle capacity at all.
+    idle_resource_sharing: bool = True
+    #: Treatment of preemptible work without a checkpoint declaration.
+    checkpoint_enforcement: CheckpointEnforcement = CheckpointEnforcement.DENY
+
+
+@dataclass(frozen=True, kw_only=True)
+class ComputeAllocation:
+    """A team's guaranteed capacity and how it is shared."""
+
+    #: Guaranteed instances per instance type.
+    quotas: dict[str, int]
+    #: Lending/borrowing strategy.
+    sharing: SharingStrategy = SharingStrategy.LEND_AND_BORROW
+    #: How much idle capacity the team may borrow, in percent of its guaranteed amount (1-500).
+    borrow_limit: int = DEFAULT_BORROW_LIMIT
+    #: Fair-share weight 0-100 (only used when fair share is enabled).
+    fair_share_weight: int = 0
+    #: Whether the team's higher-priority work preempts its own lower-priority work.
+    preempt_team_tasks: PreemptTeamTasks = PreemptTeamTasks.LOWER_PRIORITY
+
+
+@dataclass(frozen=True, kw_only=True)
+class TeamIdentity:
+    """How a team's people reach the cluster and what POSIX identity their files get."""
+
+    #: IAM Identity Center group (identity store group ID) assigned the team's permission set.
+    group_id: str
+    #: POSIX GID owning ``/fsx/<team>`` (mode 2770).
+    posix_gid: int
+    #: Identity Center permission set name. Default: the team name in PascalCase.
+    permission_set_name: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Team:
+    """One tenant of the shared cluster."""
+
+    #: DNS label; becomes namespace ``hyperpod-ns-<name>`` (createOnly: renaming replaces the quota).
+    name: str
+    #: Guaranteed compute and sharing.
+    compute: ComputeAllocation
+    #: Identity Center group and POSIX GID.
+    identity: TeamIdentity
+    #: Priority classes the team may label its work with.
+    allowed_priority_classes: tuple[str, ...]
+    #: Data classification of the team's data. Default: the cluster's classification.
+    data_classification: str | None = None
+    #: Training or inference.
+    workload: WorkloadKind = WorkloadKind.TRAINING
+    #: Pod Security Standards level enforced in the team namespace (warn/audit are always restricted).
+    pod_security: PodSecurityLevel = PodSecurityLevel.BASELINE
+    #: Create a SageMaker Studio domain for the team.
+    studio: bool = True
+
+
+@dataclass(frozen=True, kw_only=True)
+class IdentityCenter:
+    """The account's IAM Identity Center instance."""
+
+    #: Instance ARN, ``arn:aws:sso:::instance/ssoins-...``.
+    instance_arn: str
+    #: Region Identity Center lives in (the SSO role path has no region segment in us-east-1).
+    region: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Platform:
+    """The whole tenancy policy: one cluster, its scheduling policy and its teams."""
+
+    #: Short name; prefixes stack names.
+    name: str
+    #: Target AWS account (12 digits).
+    account: str
+    #: Target region.
+    region: str
+    #: The shared cluster.
+    cluster: ClusterSpec
+    #: Priorities and fair-share settings.
+    scheduling: SchedulingSpec
+    #: Identity Center instance.
+    identity_center: IdentityCenter
+    #: Tenants.
+    teams: tuple[Team, ...]
+    #: Task Governance (default) or self-managed Kueue.
+    fairness_backend: FairnessBackend = FairnessBackend.TASK_GOVERNANCE
+
+    def team(self, name: str) -> Team:
+        """Return the team called ``name``.
+
+        Raises:
+            KeyError: no such team.
+        """
+        for team in self.teams:
+            if team.name == name:
+                return team
+        raise KeyError(name)
+
+    def team_classification(self, team: Team) -> str:
+        """The team's data classification, defaulting to the cluster's."""
+        return team.data_classification or self.cluster.data_classification
+
+    @property
+    def hosted_teams(self) -> tuple[Team, ...]:
+        """Teams that run on this cluster (teams flagged for a dedicated cluster are left out)."""
+        return tuple(
+            t for t in self.teams if self.team_classification(t) == self.cluster.data_classification
+        )
+
+    @property
+    def dedicated_cluster_teams(self) -> tuple[Team, ...]:
+        """Teams whose classification differs from the cluster's and need a cluster of their own."""
+        return tuple(
+            t for t in self.teams if self.team_classification(t) != self.cluster.data_classification
+        )
+
+    def priority_class(self, name: str) -> PriorityClass:
+        """Return the priority class called ``name``.
+
+        Raises:
+            KeyError: no such priority class.
+        """
+        for pc in self.scheduling.priority_classes:
+            if pc.name == name:
+                return pc
+        raise KeyError(name)
+
+    def instance_group_for(self, instance_type: str) -> tuple[InstanceGroup, ...]:
+        """Instance groups of the given type."""
+        return tuple(g for g in self.cluster.instance_groups if g.instance_type == instance_type)
