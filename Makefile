@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 1
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export KUEUE_CRDS_DIR ?= $(abspath ../shared/kueue-crds)
 
 .PHONY: setup synth test lint typecheck unit clean validate

@@ -1,6 +1,7 @@
 """The tenancy policy model: pure Python, no jsii. The single source of truth for every renderer."""
 
 from hyperpod_tenancy.policy import names
+from hyperpod_tenancy.policy.changes import replacement_warnings
 from hyperpod_tenancy.policy.instance_types import HYPERPOD_INSTANCE_TYPES, RESOURCE_CATALOGUE, resource_shape
 from hyperpod_tenancy.policy.loader import load_platform, platform_from_dict
 from hyperpod_tenancy.policy.model import (
@@ -58,6 +59,7 @@ __all__ = [
     "names",
     "platform_from_dict",
     "policy_warnings",
+    "replacement_warnings",
     "resource_shape",
     "validate_platform",
 ]

@@ -1,7 +1,8 @@
 """Load a :class:`~hyperpod_tenancy.policy.model.Platform` from YAML (camelCase keys).
 
-Structural problems (unknown keys, wrong types, missing required keys) are collected together with the
-semantic ones from :func:`~hyperpod_tenancy.policy.validation.validate_platform` and raised once as a
+Structural problems (unknown keys, wrong types, missing required keys, duplicate YAML keys) are
+collected together with the semantic ones from
+:func:`~hyperpod_tenancy.policy.validation.validate_platform` and raised once as a
 :class:`~hyperpod_tenancy.errors.PolicyError`.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import enum
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -46,204 +48,288 @@ __all__ = ["load_platform", "platform_from_dict"]
 
 E = TypeVar("E", bound=enum.Enum)
 _MISSING: Any = object()
+_SCHEMA = "HPT-SCHEMA"
+_YAML = "HPT-YAML"
+#: Path shown for the document itself (the root mapping has no key).
+_ROOT = "(document)"
+
+_PLATFORM_KEYS = (
+    "name",
+    "account",
+    "region",
+    "fairnessBackend",
+    "cluster",
+    "scheduling",
+    "identityCenter",
+    "teams",
+)
+_CLUSTER_KEYS = (
+    "name",
+    "kubernetesVersion",
+    "availabilityZones",
+    "vpcCidr",
+    "instanceGroups",
+    "systemNodeGroup",
+    "fsx",
+    "hyperpodHelmChart",
+    "kueueChart",
+    "observability",
+    "dataClassification",
+    "onDataClassificationMismatch",
+)
+_GROUP_KEYS = (
+    "name",
+    "instanceType",
+    "count",
+    "reserved",
+    "threadsPerCore",
+    "deepHealthChecks",
+    "availabilityZone",
+    "trainingPlanArn",
+    "ebsVolumeGiB",
+    "resources",
+)
+_SCHEDULING_KEYS = ("priorityClasses", "fairShare", "idleResourceSharing", "checkpointEnforcement")
+_TEAM_KEYS = (
+    "name",
+    "compute",
+    "identity",
+    "allowedPriorityClasses",
+    "dataClassification",
+    "workload",
+    "podSecurity",
+    "studio",
+)
+_COMPUTE_KEYS = ("quotas", "sharing", "borrowLimit", "fairShareWeight", "preemptTeamTasks")
 
 
 class _Reader:
     """Reads one mapping, recording every structural problem under its YAML path."""
 
-    def __init__(self, data: object, path: str, issues: list[PolicyIssue], allowed: tuple[str, ...]):
+    def __init__(self, data: object, path: str, issues: list[PolicyIssue], allowed: tuple[str, ...]) -> None:
         self.path = path
         self.issues = issues
-        self.ok = True
+        self.data: Mapping[Any, Any] = {}
+        #: False when ``data`` is not a mapping: its keys are then not reported one by one as missing.
+        self.readable = isinstance(data, Mapping)
         if not isinstance(data, Mapping):
-            self._add(path, f"expected a mapping, got {_kind(data)} {data!r}.", "write it as `key: value` lines.")
-            self.data: Mapping[str, Any] = {}
+            self.add(
+                path or _ROOT,
+                f"expected a mapping, got {_kind(data)} {data!r}.",
+                "write it as indented `key: value` lines.",
+            )
             return
         self.data = data
         for key in data:
             if key not in allowed:
                 close = difflib.get_close_matches(str(key), allowed, n=1)
-                hint = f"did you mean `{close[0]}`?" if close else f"allowed keys: {', '.join(allowed)}."
-                self._add(self._at(str(key)), f"unknown key `{key}`.", f"remove it; {hint}")
+                hint = f"did you mean `{close[0]}`?" if close else f"allowed keys here: {', '.join(allowed)}."
+                self.add(self.at(str(key)), f"unknown key `{key}`.", f"remove or rename it; {hint}")
 
-    def _at(self, key: str) -> str:
+    def at(self, key: str) -> str:
+        """Return the YAML path of ``key`` in this mapping."""
         return f"{self.path}.{key}" if self.path else key
 
-    def _add(self, path: str, message: str, fix: str, code: str = "HPT-SCHEMA") -> None:
-        self.ok = False
-        self.issues.append(PolicyIssue(path, message, fix, code))
+    def add(self, path: str, message: str, fix: str) -> None:
+        """Record a structural problem."""
+        self.issues.append(PolicyIssue(path, message, fix, _SCHEMA))
 
-    def _get(self, key: str, required: bool) -> Any:
+    def get(self, key: str, *, required: bool) -> Any:
+        """Return the raw value of ``key`` or ``_MISSING``, reporting a missing required key."""
         if key not in self.data or self.data[key] is None:
-            if required:
-                self._add(self._at(key), "required key is missing.", f"add `{key}:` here.")
+            if required and self.readable:
+                self.add(
+                    self.at(key), "required key is missing (or empty).", f"add `{key}:` with a value here."
+                )
             return _MISSING
         return self.data[key]
 
-    def str(self, key: str, default: Any = _MISSING) -> Any:
-        value = self._get(key, default is _MISSING)
+    def text(self, key: str, default: Any = _MISSING) -> Any:
+        """Read a string (numbers are accepted and converted: YAML reads unquoted `1234` as a number)."""
+        value = self.get(key, required=default is _MISSING)
+        fallback = "" if default is _MISSING else default
         if value is _MISSING:
-            return "" if default is _MISSING else default
+            return fallback
         if isinstance(value, bool) or not isinstance(value, (str, int)):
-            self._add(self._at(key), f"expected a string, got {_kind(value)} {value!r}.", "quote the value.")
-            return "" if default is _MISSING else default
+            self.add(
+                self.at(key),
+                f"expected a string, got {_kind(value)} {value!r}.",
+                "quote the value so YAML reads it as text (unquoted, 1.30 is the number 1.3)."
+                if isinstance(value, float)
+                else f'write a single string, e.g. `{key}: "text"`.',
+            )
+            return fallback
         return str(value)
 
-    def int(self, key: str, default: Any = _MISSING) -> Any:
-        value = self._get(key, default is _MISSING)
+    def integer(self, key: str, default: Any = _MISSING) -> Any:
+        """Read a whole number."""
+        value = self.get(key, required=default is _MISSING)
+        fallback = 0 if default is _MISSING else default
         if value is _MISSING:
-            return 0 if default is _MISSING else default
+            return fallback
         if isinstance(value, bool) or not isinstance(value, int):
-            self._add(
-                self._at(key), f"expected a whole number, got {_kind(value)} {value!r}.", "write an integer."
+            self.add(
+                self.at(key),
+                f"expected a whole number, got {_kind(value)} {value!r}.",
+                "write an unquoted integer, e.g. `4`.",
             )
-            return 0 if default is _MISSING else default
+            return fallback
         return value
 
-    def bool(self, key: str, default: bool) -> bool:
-        value = self._get(key, False)
+    def flag(self, key: str, default: bool) -> bool:
+        """Read a boolean."""
+        value = self.get(key, required=False)
         if value is _MISSING:
             return default
         if not isinstance(value, bool):
-            self._add(self._at(key), f"expected true or false, got {value!r}.", "write `true` or `false`.")
+            self.add(
+                self.at(key),
+                f"expected true or false, got {_kind(value)} {value!r}.",
+                "write `true` or `false`.",
+            )
             return default
         return value
 
-    def enum(self, key: str, cls: type[E], default: E) -> E:
-        value = self._get(key, False)
+    def choice(self, key: str, cls: type[E], default: E) -> E:
+        """Read one value of an enumeration."""
+        value = self.get(key, required=False)
         if value is _MISSING:
             return default
         try:
             return cls(value)
         except ValueError:
             allowed = ", ".join(str(m.value) for m in cls)
-            self._add(self._at(key), f"{value!r} is not one of: {allowed}.", f"use one of: {allowed}.")
+            self.add(self.at(key), f"{value!r} is not one of: {allowed}.", f"use one of: {allowed}.")
             return default
 
-    def str_list(self, key: str, default: Any = _MISSING) -> tuple[str, ...]:
-        value = self._get(key, default is _MISSING)
+    def strings(self, key: str, default: Any = _MISSING) -> tuple[str, ...]:
+        """Read a list of strings."""
+        value = self.get(key, required=default is _MISSING)
         if value is _MISSING:
             return () if default is _MISSING else tuple(default)
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            self._add(self._at(key), f"expected a list of strings, got {value!r}.", "write `[a, b]`.")
+            self.add(
+                self.at(key),
+                f"expected a list of strings, got {_kind(value)} {value!r}.",
+                "write a list, e.g. `[a, b]`.",
+            )
             return ()
         return tuple(value)
 
-    def sub(self, key: str, allowed: tuple[str, ...], required: bool = True) -> _Reader | None:
-        value = self._get(key, required)
+    def sub(self, key: str, allowed: tuple[str, ...], *, required: bool = True) -> _Reader | None:
+        """Return a reader for the nested mapping under ``key`` (None when absent)."""
+        value = self.get(key, required=required)
         if value is _MISSING:
             return None
-        return _Reader(value, self._at(key), self.issues, allowed)
+        return _Reader(value, self.at(key), self.issues, allowed)
 
     def items(self, key: str) -> list[tuple[str, object]]:
-        value = self._get(key, True)
+        """``(path, item)`` for each entry of the required list under ``key``."""
+        value = self.get(key, required=True)
         if value is _MISSING:
             return []
         if not isinstance(value, list):
-            self._add(self._at(key), f"expected a list, got {_kind(value)}.", "write one `- ` item per entry.")
+            self.add(
+                self.at(key),
+                f"expected a list, got {_kind(value)} {value!r}.",
+                "write one `- ` item per entry.",
+            )
             return []
-        return [(f"{self._at(key)}[{i}]", item) for i, item in enumerate(value)]
+        return [(f"{self.at(key)}[{i}]", item) for i, item in enumerate(value)]
 
 
 def _kind(value: object) -> str:
-    return {bool: "boolean", int: "number", float: "number", str: "string", list: "list", dict: "mapping"}.get(
-        type(value), type(value).__name__
-    )
+    kinds = {
+        type(None): "nothing",
+        bool: "boolean",
+        int: "number",
+        float: "number",
+        str: "string",
+        list: "list",
+        dict: "mapping",
+    }
+    return kinds.get(type(value), type(value).__name__)
 
 
 def _instance_group(path: str, data: object, issues: list[PolicyIssue]) -> InstanceGroup:
-    r = _Reader(
-        data,
-        path,
-        issues,
-        (
-            "name",
-            "instanceType",
-            "count",
-            "reserved",
-            "threadsPerCore",
-            "deepHealthChecks",
-            "availabilityZone",
-            "trainingPlanArn",
-            "ebsVolumeGiB",
-            "resources",
-        ),
-    )
+    r = _Reader(data, path, issues, _GROUP_KEYS)
     checks: list[DeepHealthCheck] = []
-    for i, raw in enumerate(r.str_list("deepHealthChecks", default=[c.value for c in DeepHealthCheck])):
+    for i, raw in enumerate(r.strings("deepHealthChecks", default=[c.value for c in DeepHealthCheck])):
         try:
             checks.append(DeepHealthCheck(raw))
         except ValueError:
             allowed = ", ".join(c.value for c in DeepHealthCheck)
-            r._add(f"{path}.deepHealthChecks[{i}]", f"{raw!r} is not a deep health check.", f"use {allowed}.")
+            r.add(f"{path}.deepHealthChecks[{i}]", f"{raw!r} is not a deep health check.", f"use {allowed}.")
     resources = None
     res = r.sub("resources", ("accelerators", "vcpus", "memoryGiB", "acceleratorResource"), required=False)
     if res is not None:
         resources = ResourceShape(
-            accelerators=res.int("accelerators"),
-            vcpus=res.int("vcpus"),
-            memory_gib=res.int("memoryGiB"),
-            accelerator_resource=res.str("acceleratorResource", "nvidia.com/gpu"),
+            accelerators=res.integer("accelerators"),
+            vcpus=res.integer("vcpus"),
+            memory_gib=res.integer("memoryGiB"),
+            accelerator_resource=res.text("acceleratorResource", "nvidia.com/gpu"),
         )
     return InstanceGroup(
-        name=r.str("name"),
-        instance_type=r.str("instanceType"),
-        count=r.int("count"),
-        reserved=r.int("reserved", InstanceGroup.reserved),
-        threads_per_core=r.int("threadsPerCore", InstanceGroup.threads_per_core),
+        name=r.text("name"),
+        instance_type=r.text("instanceType"),
+        count=r.integer("count"),
+        reserved=r.integer("reserved", InstanceGroup.reserved),
+        threads_per_core=r.integer("threadsPerCore", InstanceGroup.threads_per_core),
         deep_health_checks=tuple(checks),
-        availability_zone=r.str("availabilityZone", None),
-        training_plan_arn=r.str("trainingPlanArn", None),
-        ebs_volume_gib=r.int("ebsVolumeGiB", InstanceGroup.ebs_volume_gib),
+        availability_zone=r.text("availabilityZone", None),
+        training_plan_arn=r.text("trainingPlanArn", None),
+        ebs_volume_gib=r.integer("ebsVolumeGiB", InstanceGroup.ebs_volume_gib),
         resources=resources,
     )
 
 
 def _cluster(r: _Reader) -> ClusterSpec:
     groups = [_instance_group(p, d, r.issues) for p, d in r.items("instanceGroups")]
-    sng = r.sub("systemNodeGroup", ("instanceType", "count"), required=False)
     system = SystemNodeGroup()
+    sng = r.sub("systemNodeGroup", ("instanceType", "count"), required=False)
     if sng is not None:
         system = SystemNodeGroup(
-            instance_type=sng.str("instanceType", system.instance_type), count=sng.int("count", system.count)
+            instance_type=sng.text("instanceType", system.instance_type),
+            count=sng.integer("count", system.count),
         )
-    fsx_r = r.sub(
-        "fsx", ("storageCapacityGiB", "deploymentType", "perUnitStorageThroughput"), required=False
-    )
     fsx = FsxSpec()
+    fsx_r = r.sub("fsx", ("storageCapacityGiB", "deploymentType", "perUnitStorageThroughput"), required=False)
     if fsx_r is not None:
         fsx = FsxSpec(
-            storage_capacity_gib=fsx_r.int("storageCapacityGiB", fsx.storage_capacity_gib),
-            deployment_type=fsx_r.str("deploymentType", fsx.deployment_type),
-            per_unit_storage_throughput=fsx_r.int("perUnitStorageThroughput", fsx.per_unit_storage_throughput),
+            storage_capacity_gib=fsx_r.integer("storageCapacityGiB", fsx.storage_capacity_gib),
+            deployment_type=fsx_r.text("deploymentType", fsx.deployment_type),
+            per_unit_storage_throughput=fsx_r.integer(
+                "perUnitStorageThroughput", fsx.per_unit_storage_throughput
+            ),
         )
     helm = HelmChartSource()
     helm_r = r.sub("hyperpodHelmChart", ("ociRepository", "version", "directory"))
     if helm_r is not None:
         helm = HelmChartSource(
-            oci_repository=helm_r.str("ociRepository", None),
-            version=helm_r.str("version", None),
-            directory=helm_r.str("directory", None),
+            oci_repository=helm_r.text("ociRepository", None),
+            version=helm_r.text("version", None),
+            directory=helm_r.text("directory", None),
         )
     kueue = KueueChartSource()
     kueue_r = r.sub("kueueChart", ("repository", "version"), required=False)
     if kueue_r is not None:
         kueue = KueueChartSource(
-            repository=kueue_r.str("repository", kueue.repository), version=kueue_r.str("version", kueue.version)
+            repository=kueue_r.text("repository", kueue.repository),
+            version=kueue_r.text("version", kueue.version),
         )
     return ClusterSpec(
-        name=r.str("name"),
-        kubernetes_version=r.str("kubernetesVersion", ClusterSpec.kubernetes_version),
-        availability_zones=r.str_list("availabilityZones"),
-        vpc_cidr=r.str("vpcCidr", ClusterSpec.vpc_cidr),
+        name=r.text("name"),
+        kubernetes_version=r.text("kubernetesVersion", ClusterSpec.kubernetes_version),
+        availability_zones=r.strings("availabilityZones"),
+        vpc_cidr=r.text("vpcCidr", ClusterSpec.vpc_cidr),
         instance_groups=tuple(groups),
         system_node_group=system,
         fsx=fsx,
         hyperpod_helm_chart=helm,
         kueue_chart=kueue,
-        observability=r.bool("observability", True),
-        data_classification=r.str("dataClassification"),
-        on_data_classification_mismatch=r.enum(
+        observability=r.flag("observability", True),
+        data_classification=r.text("dataClassification"),
+        on_data_classification_mismatch=r.choice(
             "onDataClassificationMismatch", ClassificationMismatch, ClassificationMismatch.REFUSE
         ),
     )
@@ -254,102 +340,94 @@ def _scheduling(r: _Reader) -> SchedulingSpec:
     for path, data in r.items("priorityClasses"):
         pr = _Reader(data, path, r.issues, ("name", "weight", "preemptible"))
         classes.append(
-            PriorityClass(name=pr.str("name"), weight=pr.int("weight"), preemptible=pr.bool("preemptible", False))
+            PriorityClass(
+                name=pr.text("name"), weight=pr.integer("weight"), preemptible=pr.flag("preemptible", False)
+            )
         )
     return SchedulingSpec(
         priority_classes=tuple(classes),
-        fair_share=r.bool("fairShare", True),
-        idle_resource_sharing=r.bool("idleResourceSharing", True),
-        checkpoint_enforcement=r.enum(
+        fair_share=r.flag("fairShare", True),
+        idle_resource_sharing=r.flag("idleResourceSharing", True),
+        checkpoint_enforcement=r.choice(
             "checkpointEnforcement", CheckpointEnforcement, CheckpointEnforcement.DENY
         ),
     )
 
 
 def _quotas(r: _Reader) -> dict[str, int]:
-    value = r._get("quotas", True)
+    value = r.get("quotas", required=True)
     if value is _MISSING:
         return {}
     if not isinstance(value, Mapping):
-        r._add(f"{r.path}.quotas", f"expected a mapping of instance type to count, got {value!r}.",
-               "write `ml.p5.48xlarge: 4`.")
+        r.add(
+            r.at("quotas"),
+            f"expected a mapping of instance type to instance count, got {_kind(value)} {value!r}.",
+            "write e.g. `quotas: {ml.p5.48xlarge: 4}`.",
+        )
         return {}
     quotas: dict[str, int] = {}
     for key, count in value.items():
         if isinstance(count, bool) or not isinstance(count, int):
-            r._add(f"{r.path}.quotas.{key}", f"expected a whole number of instances, got {count!r}.",
-                   "write an integer.")
+            r.add(
+                r.at(f"quotas.{key}"),
+                f"expected a whole number of instances, got {_kind(count)} {count!r}.",
+                "write an unquoted integer, e.g. `4`.",
+            )
             continue
         quotas[str(key)] = count
     return quotas
 
 
 def _team(path: str, data: object, issues: list[PolicyIssue]) -> Team:
-    r = _Reader(
-        data,
-        path,
-        issues,
-        ("name", "compute", "identity", "allowedPriorityClasses", "dataClassification", "workload",
-         "podSecurity", "studio"),
-    )
+    r = _Reader(data, path, issues, _TEAM_KEYS)
     compute = ComputeAllocation(quotas={})
-    cr = r.sub("compute", ("quotas", "sharing", "borrowLimit", "fairShareWeight", "preemptTeamTasks"))
+    cr = r.sub("compute", _COMPUTE_KEYS)
     if cr is not None:
         compute = ComputeAllocation(
             quotas=_quotas(cr),
-            sharing=cr.enum("sharing", SharingStrategy, SharingStrategy.LEND_AND_BORROW),
-            borrow_limit=cr.int("borrowLimit", ComputeAllocation.borrow_limit),
-            fair_share_weight=cr.int("fairShareWeight", ComputeAllocation.fair_share_weight),
-            preempt_team_tasks=cr.enum("preemptTeamTasks", PreemptTeamTasks, PreemptTeamTasks.LOWER_PRIORITY),
+            sharing=cr.choice("sharing", SharingStrategy, SharingStrategy.LEND_AND_BORROW),
+            borrow_limit=cr.integer("borrowLimit", ComputeAllocation.borrow_limit),
+            fair_share_weight=cr.integer("fairShareWeight", ComputeAllocation.fair_share_weight),
+            preempt_team_tasks=cr.choice(
+                "preemptTeamTasks", PreemptTeamTasks, PreemptTeamTasks.LOWER_PRIORITY
+            ),
         )
     identity = TeamIdentity(group_id="", posix_gid=0)
     ir = r.sub("identity", ("groupId", "posixGid", "permissionSetName"))
     if ir is not None:
         identity = TeamIdentity(
-            group_id=ir.str("groupId"),
-            posix_gid=ir.int("posixGid"),
-            permission_set_name=ir.str("permissionSetName", None),
+            group_id=ir.text("groupId"),
+            posix_gid=ir.integer("posixGid"),
+            permission_set_name=ir.text("permissionSetName", None),
         )
     return Team(
-        name=r.str("name"),
+        name=r.text("name"),
         compute=compute,
         identity=identity,
-        allowed_priority_classes=r.str_list("allowedPriorityClasses"),
-        data_classification=r.str("dataClassification", None),
-        workload=r.enum("workload", WorkloadKind, WorkloadKind.TRAINING),
-        pod_security=r.enum("podSecurity", PodSecurityLevel, PodSecurityLevel.BASELINE),
-        studio=r.bool("studio", True),
+        allowed_priority_classes=r.strings("allowedPriorityClasses"),
+        data_classification=r.text("dataClassification", None),
+        workload=r.choice("workload", WorkloadKind, WorkloadKind.TRAINING),
+        pod_security=r.choice("podSecurity", PodSecurityLevel, PodSecurityLevel.BASELINE),
+        studio=r.flag("studio", True),
     )
 
 
-def _platform(data: object, issues: list[PolicyIssue]) -> Platform:
-    root = _Reader(
-        data,
-        "",
-        issues,
-        ("name", "account", "region", "fairnessBackend", "cluster", "scheduling", "identityCenter", "teams"),
-    )
-    cluster_r = root.sub(
-        "cluster",
-        ("name", "kubernetesVersion", "availabilityZones", "vpcCidr", "instanceGroups", "systemNodeGroup", "fsx",
-         "hyperpodHelmChart", "kueueChart", "observability", "dataClassification",
-         "onDataClassificationMismatch"),
-    )
+def _platform(data: Mapping[Any, Any], issues: list[PolicyIssue]) -> Platform:
+    root = _Reader(data, "", issues, _PLATFORM_KEYS)
+    cluster_r = root.sub("cluster", _CLUSTER_KEYS)
     cluster = _cluster(cluster_r or _Reader({}, "cluster", [], ()))
-    sched_r = root.sub(
-        "scheduling", ("priorityClasses", "fairShare", "idleResourceSharing", "checkpointEnforcement")
-    )
+    sched_r = root.sub("scheduling", _SCHEDULING_KEYS)
     scheduling = _scheduling(sched_r or _Reader({}, "scheduling", [], ()))
     ic = IdentityCenter(instance_arn="", region="")
     ic_r = root.sub("identityCenter", ("instanceArn", "region"))
     if ic_r is not None:
-        ic = IdentityCenter(instance_arn=ic_r.str("instanceArn"), region=ic_r.str("region"))
+        ic = IdentityCenter(instance_arn=ic_r.text("instanceArn"), region=ic_r.text("region"))
     teams = tuple(_team(p, d, issues) for p, d in root.items("teams"))
     return Platform(
-        name=root.str("name"),
-        account=root.str("account"),
-        region=root.str("region"),
-        fairness_backend=root.enum("fairnessBackend", FairnessBackend, FairnessBackend.TASK_GOVERNANCE),
+        name=root.text("name"),
+        account=root.text("account"),
+        region=root.text("region"),
+        fairness_backend=root.choice("fairnessBackend", FairnessBackend, FairnessBackend.TASK_GOVERNANCE),
         cluster=cluster,
         scheduling=scheduling,
         identity_center=ic,
@@ -357,41 +435,146 @@ def _platform(data: object, issues: list[PolicyIssue]) -> Platform:
     )
 
 
-def platform_from_dict(data: object, *, source: str | None = None) -> Platform:
-    """Build and validate a platform from parsed YAML/JSON data.
+def _related(a: str, b: str) -> bool:
+    """Whether one YAML path is the other or lies inside it."""
+    return a == b or a.startswith((b + ".", b + "[")) or b.startswith((a + ".", a + "["))
 
-    Raises:
-        PolicyError: every structural and semantic problem, listed together.
-    """
-    issues: list[PolicyIssue] = []
-    platform = _platform(data, issues)
-    broken = [i.path for i in issues]
+
+def _inputs(issue: PolicyIssue) -> tuple[str, ...]:
+    """Paths a semantic rule reads besides the issue's own path (cross-references)."""
+    team = re.match(r"^teams\[\d+\]", issue.path)
+    if issue.code in ("HPT-QUOTA-UNKNOWN-TYPE", "HPT-QUOTA-CAPACITY"):
+        return ("cluster.instanceGroups",)
+    if issue.code == "HPT-PRIORITY-UNKNOWN":
+        return ("scheduling.priorityClasses",)
+    if issue.code == "HPT-BORROW-WITHOUT-CHECKPOINT" and team:
+        return ("scheduling.priorityClasses", f"{team.group(0)}.allowedPriorityClasses")
+    if issue.code == "HPT-AZ":
+        return ("region", "cluster.availabilityZones")
+    return ()
+
+
+def _build(data: object, source: str | None, issues: list[PolicyIssue]) -> Platform:
+    if not isinstance(data, Mapping):
+        shown = "an empty document" if data is None else f"{_kind(data)} {data!r}"
+        issues.append(
+            PolicyIssue(
+                _ROOT,
+                f"expected a mapping of platform settings at the top level, got {shown}.",
+                "start from the reference platform.yaml (top-level keys: name, account, region, cluster...).",
+                _SCHEMA,
+            )
+        )
+        raise PolicyError(issues, source)
+    structural: list[PolicyIssue] = []
+    platform = _platform(data, structural)
+    issues.extend(structural)
+    broken = [i.path for i in structural]
     for issue in validate_platform(platform, raise_on_error=False):
-        # a value that failed to parse is reported once, not again by the rule that reads it
-        if not any(issue.path == p or issue.path.startswith((p + ".", p + "[")) for p in broken):
+        # a value that failed to parse is reported once, not again by the rules that read it
+        reads = (issue.path, *_inputs(issue))
+        if not any(_related(path, bad) for path in reads for bad in broken):
             issues.append(issue)
     if issues:
         raise PolicyError(issues, source)
     return platform
 
 
+def platform_from_dict(data: object, *, source: str | None = None) -> Platform:
+    """Build and validate a platform from parsed YAML/JSON data (camelCase keys, as in ``platform.yaml``).
+
+    Args:
+        data: the parsed document, e.g. ``yaml.safe_load(text)``.
+        source: where the data came from (a file name), shown in the error.
+
+    Raises:
+        PolicyError: every structural and semantic problem, listed together.
+
+    """
+    return _build(data, source, [])
+
+
+class _DuplicateKeyLoader(yaml.SafeLoader):
+    """``SafeLoader`` that records duplicate mapping keys (plain PyYAML silently keeps the last one)."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.duplicate_keys: list[PolicyIssue] = []
+
+
+def _construct_mapping(loader: _DuplicateKeyLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    first_line: dict[object, int] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            seen = first_line.get(key)
+        except TypeError:  # unhashable key: construct_mapping reports it
+            continue
+        mark = key_node.start_mark
+        if seen is not None and key != "<<":
+            loader.duplicate_keys.append(
+                PolicyIssue(
+                    f"line {mark.line + 1}, column {mark.column + 1}",
+                    f"duplicate key `{key}` (first defined on line {seen}); YAML would silently keep "
+                    "only the last value.",
+                    "remove one of the two entries or merge them.",
+                    _YAML,
+                )
+            )
+        else:
+            first_line[key] = mark.line + 1
+    return loader.construct_mapping(node, deep=True)
+
+
+_DuplicateKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def _parse(text: str, source: str) -> tuple[object, list[PolicyIssue]]:
+    loader = _DuplicateKeyLoader(text)
+    try:
+        return loader.get_single_data(), loader.duplicate_keys
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "(document)"
+        problem = getattr(exc, "problem", None) or str(exc)
+        context = getattr(exc, "context", None)
+        context_mark = getattr(exc, "context_mark", None)
+        if context and context_mark is not None:
+            problem += (
+                f" ({context} started on line {context_mark.line + 1}, column {context_mark.column + 1})"
+            )
+        elif context:
+            problem += f" ({context})"
+        issue = PolicyIssue(
+            where,
+            f"not valid YAML: {problem}.",
+            "fix the YAML syntax at that position (indent with spaces, close brackets and quotes).",
+            _YAML,
+        )
+        raise PolicyError([issue], source) from None
+    finally:
+        loader.dispose()
+
+
 def load_platform(path: str | Path) -> Platform:
     """Load and validate ``platform.yaml``.
 
+    Args:
+        path: the YAML file.
+
     Raises:
         PolicyError: the file is not valid YAML or the policy is invalid (all problems listed).
+        OSError: the file cannot be read (e.g. ``FileNotFoundError``).
+
     """
-    text = Path(path).read_text(encoding="utf-8")
+    source = str(path)
+    raw = Path(path).read_bytes()
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown position"
-        raise PolicyError(
-            [PolicyIssue(where, f"not valid YAML: {getattr(exc, 'problem', exc)}.", "fix the YAML syntax.",
-                         "HPT-YAML")],
-            str(path),
-        ) from None
-    return platform_from_dict(data, source=str(path))
-
-
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        issue = PolicyIssue(
+            f"byte {exc.start}", f"the file is not UTF-8 text ({exc.reason}).", "save it as UTF-8.", _YAML
+        )
+        raise PolicyError([issue], source) from None
+    data, duplicates = _parse(text, source)
+    return _build(data, source, duplicates)

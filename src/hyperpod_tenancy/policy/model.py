@@ -344,6 +344,7 @@ class Platform:
 
         Raises:
             KeyError: no such team.
+
         """
         for team in self.teams:
             if team.name == name:
@@ -351,28 +352,25 @@ class Platform:
         raise KeyError(name)
 
     def team_classification(self, team: Team) -> str:
-        """The team's data classification, defaulting to the cluster's."""
+        """Return the team's data classification, defaulting to the cluster's."""
         return team.data_classification or self.cluster.data_classification
 
     @property
     def hosted_teams(self) -> tuple[Team, ...]:
         """Teams that run on this cluster (teams flagged for a dedicated cluster are left out)."""
-        return tuple(
-            t for t in self.teams if self.team_classification(t) == self.cluster.data_classification
-        )
+        return tuple(t for t in self.teams if self.team_classification(t) == self.cluster.data_classification)
 
     @property
     def dedicated_cluster_teams(self) -> tuple[Team, ...]:
         """Teams whose classification differs from the cluster's and need a cluster of their own."""
-        return tuple(
-            t for t in self.teams if self.team_classification(t) != self.cluster.data_classification
-        )
+        return tuple(t for t in self.teams if self.team_classification(t) != self.cluster.data_classification)
 
     def priority_class(self, name: str) -> PriorityClass:
         """Return the priority class called ``name``.
 
         Raises:
             KeyError: no such priority class.
+
         """
         for pc in self.scheduling.priority_classes:
             if pc.name == name:

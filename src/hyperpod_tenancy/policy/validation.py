@@ -15,6 +15,8 @@ from collections import defaultdict
 from hyperpod_tenancy.errors import PolicyError, PolicyIssue
 from hyperpod_tenancy.policy import names
 from hyperpod_tenancy.policy._accepted_types import HYPERPOD_INSTANCE_TYPES
+from hyperpod_tenancy.policy._typecheck import type_issues
+from hyperpod_tenancy.policy.instance_types import RESOURCE_CATALOGUE
 from hyperpod_tenancy.policy.model import (
     ClassificationMismatch,
     FairnessBackend,
@@ -32,7 +34,7 @@ __all__ = [
     "validate_platform",
 ]
 
-#: Kubernetes versions this release is tested with (Task Governance needs >= 1.30; the kubectl layer is v1.33).
+#: Kubernetes versions this release is tested with (Task Governance needs >= 1.30; kubectl layer v1.33).
 SUPPORTED_KUBERNETES_VERSIONS = ("1.30", "1.31", "1.32", "1.33")
 #: Task Governance allows at most 10 priority classes.
 MAX_PRIORITY_CLASSES = 10
@@ -68,13 +70,25 @@ class _Issues:
 def validate_platform(platform: Platform, *, raise_on_error: bool = True) -> list[PolicyIssue]:
     """Check every rule and return the errors (or raise them together).
 
+    A platform built in Python is first checked for wrong field types (``HPT-SCHEMA``, e.g. ``count="16"``);
+    when there are any, only those are reported, because the other rules cannot read such values.
+
     Args:
         platform: the policy to check.
         raise_on_error: raise :class:`PolicyError` when any error is found (default).
 
+    Returns:
+        Every error found (empty when the policy is valid).
+
     Raises:
         PolicyError: at least one error, with all of them listed.
+
     """
+    wrong_types = type_issues(platform, Platform)
+    if wrong_types:
+        if raise_on_error:
+            raise PolicyError(wrong_types)
+        return wrong_types
     out = _Issues()
     _check_platform(platform, out)
     _check_cluster(platform, out)
@@ -88,154 +102,324 @@ def validate_platform(platform: Platform, *, raise_on_error: bool = True) -> lis
 
 def _check_platform(p: Platform, out: _Issues) -> None:
     if not _DNS_LABEL.match(p.name) or len(p.name) > 32:
-        out.add("HPT-NAME", "name", f"{p.name!r} is not a lowercase DNS label of at most 32 characters.",
-                "use lowercase letters, digits and '-', e.g. `ml-platform`.")
+        out.add(
+            "HPT-NAME",
+            "name",
+            f"{p.name!r} is not a lowercase DNS label of at most 32 characters.",
+            "use lowercase letters, digits and '-', e.g. `ml-platform`.",
+        )
     if not _ACCOUNT.match(p.account):
-        out.add("HPT-ACCOUNT", "account", f"{p.account!r} is not a 12-digit AWS account ID.",
-                "quote the account ID, e.g. \"111122223333\".")
+        out.add(
+            "HPT-ACCOUNT",
+            "account",
+            f"{p.account!r} is not a 12-digit AWS account ID.",
+            'quote the account ID, e.g. "111122223333".',
+        )
     if not _REGION.match(p.region):
         out.add("HPT-REGION", "region", f"{p.region!r} is not an AWS region name.", "use e.g. `us-east-1`.")
     if not _SSO_INSTANCE.match(p.identity_center.instance_arn):
-        out.add("HPT-IDENTITY-CENTER", "identityCenter.instanceArn",
-                f"{p.identity_center.instance_arn!r} is not an IAM Identity Center instance ARN.",
-                "copy it from `aws sso-admin list-instances` (arn:aws:sso:::instance/ssoins-...).")
+        out.add(
+            "HPT-IDENTITY-CENTER",
+            "identityCenter.instanceArn",
+            f"{p.identity_center.instance_arn!r} is not an IAM Identity Center instance ARN.",
+            "copy it from `aws sso-admin list-instances` (arn:aws:sso:::instance/ssoins-...).",
+        )
     if not _REGION.match(p.identity_center.region):
-        out.add("HPT-REGION", "identityCenter.region", f"{p.identity_center.region!r} is not an AWS region name.",
-                "use the Identity Center home region, e.g. `us-east-1`.")
+        out.add(
+            "HPT-REGION",
+            "identityCenter.region",
+            f"{p.identity_center.region!r} is not an AWS region name.",
+            "use the Identity Center home region, e.g. `us-east-1`.",
+        )
 
 
 def _check_cluster(p: Platform, out: _Issues) -> None:
     c = p.cluster
     if not _HYPERPOD_NAME.match(c.name):
-        out.add("HPT-NAME", "cluster.name", f"{c.name!r} is not a valid HyperPod cluster name.",
-                "use 1-63 letters, digits and single '-' separators.")
+        out.add(
+            "HPT-NAME",
+            "cluster.name",
+            f"{c.name!r} is not a valid HyperPod cluster name.",
+            "use 1-63 letters, digits and hyphens, starting and ending with a letter or digit.",
+        )
     if c.kubernetes_version not in SUPPORTED_KUBERNETES_VERSIONS:
-        out.add("HPT-K8S-VERSION", "cluster.kubernetesVersion", f"{c.kubernetes_version!r} is not supported.",
-                f"use one of {', '.join(SUPPORTED_KUBERNETES_VERSIONS)} (Task Governance needs 1.30 or later).")
+        out.add(
+            "HPT-K8S-VERSION",
+            "cluster.kubernetesVersion",
+            f"{c.kubernetes_version!r} is not supported.",
+            f"use one of {', '.join(SUPPORTED_KUBERNETES_VERSIONS)} (Task Governance needs 1.30 or later).",
+        )
+    _check_network(p, out)
+    _check_instance_groups(p, out)
+    _check_fsx(p, out)
+    _check_helm_chart(p, out)
+    if not _DNS_LABEL.match(c.data_classification):
+        out.add(
+            "HPT-DATA-CLASSIFICATION",
+            "cluster.dataClassification",
+            f"{c.data_classification!r} is not a lowercase label.",
+            "use e.g. `internal` or `confidential`.",
+        )
+
+
+def _check_network(p: Platform, out: _Issues) -> None:
+    c = p.cluster
     zones = c.availability_zones
     if len(set(zones)) < 2:
-        out.add("HPT-AZ", "cluster.availabilityZones", f"{list(zones)!r} names fewer than two distinct zones.",
-                "list at least two zones of the region (EKS needs subnets in two zones).")
+        out.add(
+            "HPT-AZ",
+            "cluster.availabilityZones",
+            f"{list(zones)!r} names fewer than two distinct zones.",
+            "list at least two zones of the region (EKS needs subnets in two zones).",
+        )
     for i, zone in enumerate(zones):
         if not (zone.startswith(p.region) and len(zone) > len(p.region)):
-            out.add("HPT-AZ", f"cluster.availabilityZones[{i}]", f"{zone!r} is not a zone of region {p.region}.",
-                    f"use a zone such as {p.region}a.")
+            out.add(
+                "HPT-AZ",
+                f"cluster.availabilityZones[{i}]",
+                f"{zone!r} is not a zone of region {p.region}.",
+                f"use a zone such as {p.region}a.",
+            )
     try:
         net = ipaddress.ip_network(c.vpc_cidr)
         if net.version != 4 or net.prefixlen > 20:
             raise ValueError
     except ValueError:
-        out.add("HPT-VPC-CIDR", "cluster.vpcCidr", f"{c.vpc_cidr!r} is not an IPv4 CIDR of /20 or larger.",
-                "use e.g. 10.192.0.0/16.")
+        out.add(
+            "HPT-VPC-CIDR",
+            "cluster.vpcCidr",
+            f"{c.vpc_cidr!r} is not an IPv4 CIDR of /20 or larger.",
+            "use e.g. 10.192.0.0/16.",
+        )
+
+
+def _check_instance_groups(p: Platform, out: _Issues) -> None:
+    c = p.cluster
     if not c.instance_groups:
-        out.add("HPT-INSTANCE-GROUPS", "cluster.instanceGroups", "no instance groups are defined.",
-                "add at least one GPU instance group.")
+        out.add(
+            "HPT-INSTANCE-GROUPS",
+            "cluster.instanceGroups",
+            "no instance groups are defined.",
+            "add at least one GPU instance group.",
+        )
     seen: set[str] = set()
     for i, g in enumerate(c.instance_groups):
         _check_group(p, g, f"cluster.instanceGroups[{i}]", out)
         if g.name in seen:
-            out.add("HPT-DUPLICATE", f"cluster.instanceGroups[{i}].name", f"instance group {g.name!r} is defined twice.",
-                    "give every instance group a unique name.")
+            out.add(
+                "HPT-DUPLICATE",
+                f"cluster.instanceGroups[{i}].name",
+                f"instance group {g.name!r} is defined twice.",
+                "give every instance group a unique name.",
+            )
         seen.add(g.name)
     if c.system_node_group.count < 1:
-        out.add("HPT-COUNT", "cluster.systemNodeGroup.count", f"{c.system_node_group.count} is not positive.",
-                "run at least one system node (two for availability).")
+        out.add(
+            "HPT-COUNT",
+            "cluster.systemNodeGroup.count",
+            f"{c.system_node_group.count} is not positive.",
+            "run at least one system node (two for availability).",
+        )
     if c.system_node_group.instance_type.startswith("ml."):
-        out.add("HPT-INSTANCE-TYPE", "cluster.systemNodeGroup.instanceType",
-                f"{c.system_node_group.instance_type!r} is a SageMaker type; system nodes are EKS managed EC2 nodes.",
-                "use an EC2 type such as m7i.xlarge.")
-    _check_fsx(p, out)
-    h = c.hyperpod_helm_chart
+        out.add(
+            "HPT-INSTANCE-TYPE",
+            "cluster.systemNodeGroup.instanceType",
+            f"{c.system_node_group.instance_type!r} is a SageMaker type; system nodes are EKS managed "
+            "EC2 nodes.",
+            "use an EC2 type such as m7i.xlarge.",
+        )
+
+
+def _check_helm_chart(p: Platform, out: _Issues) -> None:
+    h = p.cluster.hyperpod_helm_chart
     if bool(h.directory) == bool(h.oci_repository):
-        out.add("HPT-HELM-CHART", "cluster.hyperpodHelmChart", "set exactly one of `ociRepository` or `directory`.",
-                "mirror the chart to your registry and set `ociRepository` + `version`, or vendor it as `directory`.")
+        state = (
+            f"both `ociRepository` ({h.oci_repository!r}) and `directory` ({h.directory!r}) are set"
+            if h.directory
+            else "neither `ociRepository` nor `directory` is set"
+        )
+        out.add(
+            "HPT-HELM-CHART",
+            "cluster.hyperpodHelmChart",
+            f"{state}; exactly one is needed.",
+            "mirror the chart to your registry and set `ociRepository` + `version`, or vendor it as "
+            "`directory`.",
+        )
     elif h.oci_repository and (not h.oci_repository.startswith("oci://") or not h.version):
-        out.add("HPT-HELM-CHART", "cluster.hyperpodHelmChart.ociRepository",
-                f"{h.oci_repository!r} needs the oci:// scheme and a `version`.",
-                "write e.g. oci://<account>.dkr.ecr.<region>.amazonaws.com/hyperpod/hyperpod-helm-chart with version.")
-    if not _DNS_LABEL.match(c.data_classification):
-        out.add("HPT-DATA-CLASSIFICATION", "cluster.dataClassification",
-                f"{c.data_classification!r} is not a lowercase label.", "use e.g. `internal` or `confidential`.")
+        out.add(
+            "HPT-HELM-CHART",
+            "cluster.hyperpodHelmChart.ociRepository",
+            f"{h.oci_repository!r} needs the oci:// scheme and a `version`.",
+            "write e.g. `ociRepository: oci://<account>.dkr.ecr.<region>.amazonaws.com/hyperpod/"
+            "hyperpod-helm-chart` and `version: 0.1.0`.",
+        )
 
 
 def _check_group(p: Platform, g: InstanceGroup, path: str, out: _Issues) -> None:
     if not _HYPERPOD_NAME.match(g.name):
-        out.add("HPT-NAME", f"{path}.name", f"{g.name!r} is not a valid instance group name.",
-                "use 1-63 letters, digits and single '-' separators.")
+        out.add(
+            "HPT-NAME",
+            f"{path}.name",
+            f"{g.name!r} is not a valid instance group name.",
+            "use 1-63 letters, digits and hyphens, starting and ending with a letter or digit.",
+        )
     if g.instance_type not in HYPERPOD_INSTANCE_TYPES:
         close = difflib.get_close_matches(g.instance_type, sorted(HYPERPOD_INSTANCE_TYPES), n=1)
-        hint = f"did you mean {close[0]}?" if close else "see the HyperPod ClusterInstanceType list."
-        out.add("HPT-INSTANCE-TYPE", f"{path}.instanceType",
-                f"{g.instance_type!r} is not an instance type HyperPod accepts.", hint)
+        hint = f"did you mean {close[0]}?" if close else "HyperPod types look like ml.p5.48xlarge."
+        out.add(
+            "HPT-INSTANCE-TYPE",
+            f"{path}.instanceType",
+            f"{g.instance_type!r} is not an instance type HyperPod accepts (SageMaker ClusterInstanceType).",
+            f"use an accepted `ml.` instance type; {hint}",
+        )
     if g.count < 1:
-        out.add("HPT-COUNT", f"{path}.count", f"{g.count} is not a positive number of instances.",
-                "set count to 1 or more, or remove the group.")
+        out.add(
+            "HPT-COUNT",
+            f"{path}.count",
+            f"{g.count} is not a positive number of instances.",
+            "set count to 1 or more, or remove the group.",
+        )
     elif g.count > _MAX_INSTANCE_COUNT:
-        out.add("HPT-COUNT", f"{path}.count", f"{g.count} exceeds HyperPod's limit of {_MAX_INSTANCE_COUNT}.",
-                f"use at most {_MAX_INSTANCE_COUNT}.")
+        out.add(
+            "HPT-COUNT",
+            f"{path}.count",
+            f"{g.count} exceeds HyperPod's limit of {_MAX_INSTANCE_COUNT}.",
+            f"use at most {_MAX_INSTANCE_COUNT}.",
+        )
     if g.reserved < 0 or (g.count >= 1 and g.reserved > g.count):
-        out.add("HPT-RESERVED", f"{path}.reserved", f"{g.reserved} must be between 0 and count ({g.count}).",
-                "keep at least 1 node in reserve so quotas hold while HyperPod replaces a node.")
+        out.add(
+            "HPT-RESERVED",
+            f"{path}.reserved",
+            f"{g.reserved} must be between 0 and count ({g.count}).",
+            "keep at least 1 node in reserve so quotas hold while HyperPod replaces a node.",
+        )
     if g.threads_per_core not in (1, 2):
-        out.add("HPT-THREADS", f"{path}.threadsPerCore", f"{g.threads_per_core} is not 1 or 2.",
-                "use 1 (no hyperthreading) or 2.")
+        out.add(
+            "HPT-THREADS",
+            f"{path}.threadsPerCore",
+            f"{g.threads_per_core} is not 1 or 2.",
+            "use 1 (no hyperthreading) or 2.",
+        )
     if g.availability_zone is not None and g.availability_zone not in p.cluster.availability_zones:
-        out.add("HPT-AZ", f"{path}.availabilityZone",
-                f"{g.availability_zone!r} is not one of cluster.availabilityZones {list(p.cluster.availability_zones)}.",
-                "add the zone to cluster.availabilityZones or pick one of them.")
+        out.add(
+            "HPT-AZ",
+            f"{path}.availabilityZone",
+            f"{g.availability_zone!r} is not one of cluster.availabilityZones "
+            f"{list(p.cluster.availability_zones)}.",
+            "add the zone to cluster.availabilityZones or pick one of them.",
+        )
     if g.training_plan_arn is not None and not _TRAINING_PLAN.match(g.training_plan_arn):
-        out.add("HPT-TRAINING-PLAN", f"{path}.trainingPlanArn", f"{g.training_plan_arn!r} is not a training plan ARN.",
-                "copy it from `aws sagemaker list-training-plans`.")
+        out.add(
+            "HPT-TRAINING-PLAN",
+            f"{path}.trainingPlanArn",
+            f"{g.training_plan_arn!r} is not a training plan ARN.",
+            "copy it from `aws sagemaker list-training-plans`.",
+        )
     if not 1 <= g.ebs_volume_gib <= 16384:
         out.add("HPT-EBS", f"{path}.ebsVolumeGiB", f"{g.ebs_volume_gib} is outside 1-16384.", "use e.g. 500.")
     if len(set(g.deep_health_checks)) != len(g.deep_health_checks):
-        out.add("HPT-DUPLICATE", f"{path}.deepHealthChecks", "a deep health check is listed twice.",
-                "list each check once.")
+        out.add(
+            "HPT-DUPLICATE",
+            f"{path}.deepHealthChecks",
+            "a deep health check is listed twice.",
+            "list each check once.",
+        )
     if g.resources is not None and (
         g.resources.accelerators < 0 or g.resources.vcpus < 1 or g.resources.memory_gib < 1
     ):
-        out.add("HPT-RESOURCES", f"{path}.resources", f"{g.resources} has a non-positive cpu/memory figure.",
-                "give the per-instance accelerators (>=0), vcpus (>=1) and memoryGiB (>=1).")
+        out.add(
+            "HPT-RESOURCES",
+            f"{path}.resources",
+            f"{g.resources} has a non-positive cpu/memory figure.",
+            "give the per-instance accelerators (>=0), vcpus (>=1) and memoryGiB (>=1).",
+        )
+    if (
+        p.fairness_backend is FairnessBackend.KUEUE
+        and g.resources is None
+        and g.instance_type in HYPERPOD_INSTANCE_TYPES
+        and g.instance_type not in RESOURCE_CATALOGUE
+    ):
+        out.add(
+            "HPT-RESOURCES",
+            f"{path}.resources",
+            f"{g.instance_type} has no built-in resource figures, and the kueue backend needs them to turn "
+            "instance counts into ClusterQueue GPU/CPU/memory quotas.",
+            "add `resources: {accelerators: N, vcpus: N, memoryGiB: N}` to the group.",
+        )
 
 
 def _check_fsx(p: Platform, out: _Issues) -> None:
     f = p.cluster.fsx
     if f.deployment_type not in _FSX_TYPES:
-        out.add("HPT-FSX", "cluster.fsx.deploymentType", f"{f.deployment_type!r} is not an FSx for Lustre type.",
-                f"use one of {', '.join(_FSX_TYPES)}.")
+        out.add(
+            "HPT-FSX",
+            "cluster.fsx.deploymentType",
+            f"{f.deployment_type!r} is not an FSx for Lustre type.",
+            f"use one of {', '.join(_FSX_TYPES)}.",
+        )
     cap = f.storage_capacity_gib
     if cap not in (1200, 2400) and (cap <= 0 or cap % 2400):
-        out.add("HPT-FSX", "cluster.fsx.storageCapacityGiB", f"{cap} GiB is not 1200, 2400 or a multiple of 2400.",
-                "use e.g. 4800.")
-    if f.deployment_type == "PERSISTENT_2" and f.per_unit_storage_throughput not in _FSX_PERSISTENT_2_THROUGHPUT:
-        out.add("HPT-FSX", "cluster.fsx.perUnitStorageThroughput",
-                f"{f.per_unit_storage_throughput} MB/s/TiB is not valid for PERSISTENT_2.",
-                f"use one of {', '.join(map(str, _FSX_PERSISTENT_2_THROUGHPUT))}.")
+        out.add(
+            "HPT-FSX",
+            "cluster.fsx.storageCapacityGiB",
+            f"{cap} GiB is not 1200, 2400 or a multiple of 2400.",
+            "use e.g. 4800.",
+        )
+    if (
+        f.deployment_type == "PERSISTENT_2"
+        and f.per_unit_storage_throughput not in _FSX_PERSISTENT_2_THROUGHPUT
+    ):
+        out.add(
+            "HPT-FSX",
+            "cluster.fsx.perUnitStorageThroughput",
+            f"{f.per_unit_storage_throughput} MB/s/TiB is not valid for PERSISTENT_2.",
+            f"use one of {', '.join(map(str, _FSX_PERSISTENT_2_THROUGHPUT))}.",
+        )
 
 
 def _check_scheduling(p: Platform, out: _Issues) -> None:
     classes = p.scheduling.priority_classes
     if not classes:
-        out.add("HPT-PRIORITY-COUNT", "scheduling.priorityClasses", "no priority classes are defined.",
-                "define at least one, e.g. `training` (weight 50).")
+        out.add(
+            "HPT-PRIORITY-COUNT",
+            "scheduling.priorityClasses",
+            "no priority classes are defined.",
+            "define at least one, e.g. `training` (weight 50).",
+        )
     if len(classes) > MAX_PRIORITY_CLASSES:
-        out.add("HPT-PRIORITY-COUNT", "scheduling.priorityClasses",
-                f"{len(classes)} priority classes defined; Task Governance allows at most {MAX_PRIORITY_CLASSES}.",
-                "merge classes that share a purpose.")
+        out.add(
+            "HPT-PRIORITY-COUNT",
+            "scheduling.priorityClasses",
+            f"{len(classes)} priority classes are defined; Task Governance allows at most "
+            f"{MAX_PRIORITY_CLASSES}.",
+            "merge classes that share a purpose.",
+        )
     seen: set[str] = set()
     for i, pc in enumerate(classes):
         path = f"scheduling.priorityClasses[{i}]"
         if not _PRIORITY_NAME.match(pc.name):
-            out.add("HPT-NAME", f"{path}.name", f"{pc.name!r} is not a lowercase DNS label of at most 40 characters.",
-                    "use e.g. `training`.")
+            out.add(
+                "HPT-NAME",
+                f"{path}.name",
+                f"{pc.name!r} is not a lowercase DNS label of at most 40 characters.",
+                "use e.g. `training`.",
+            )
         if pc.name in seen:
-            out.add("HPT-DUPLICATE", f"{path}.name", f"priority class {pc.name!r} is defined twice.",
-                    "give every priority class a unique name.")
+            out.add(
+                "HPT-DUPLICATE",
+                f"{path}.name",
+                f"priority class {pc.name!r} is defined twice.",
+                "give every priority class a unique name.",
+            )
         seen.add(pc.name)
         lo, hi = _WEIGHT_RANGE
         if not lo <= pc.weight <= hi:
-            out.add("HPT-PRIORITY-WEIGHT", f"{path}.weight", f"{pc.weight} is outside {lo}-{hi}.",
-                    f"use a weight between {lo} and {hi}; higher preempts lower.")
+            out.add(
+                "HPT-PRIORITY-WEIGHT",
+                f"{path}.weight",
+                f"{pc.weight} is outside {lo}-{hi}.",
+                f"use a weight between {lo} and {hi}; higher preempts lower.",
+            )
 
 
 def _check_teams(p: Platform, out: _Issues) -> None:
@@ -248,103 +432,186 @@ def _check_teams(p: Platform, out: _Issues) -> None:
         path = f"teams[{i}]"
         _check_team_name(team, path, out)
         if team.name in seen:
-            out.add("HPT-TEAM-DUPLICATE", f"{path}.name",
-                    f"team {team.name!r} is already defined at teams[{seen[team.name]}].",
-                    "give every team a unique name.")
+            out.add(
+                "HPT-TEAM-DUPLICATE",
+                f"{path}.name",
+                f"team {team.name!r} is already defined at teams[{seen[team.name]}].",
+                "give every team a unique name.",
+            )
         seen.setdefault(team.name, i)
         _check_compute(p, team, path, out)
-        if not team.identity.group_id:
-            out.add("HPT-IDENTITY", f"{path}.identity.groupId", "the Identity Center group ID is empty.",
-                    "copy it from `aws identitystore list-groups`.")
-        gid = team.identity.posix_gid
-        if not 1000 <= gid <= 2_147_483_647:
-            out.add("HPT-POSIX-GID", f"{path}.identity.posixGid", f"{gid} is outside 1000-2147483647.",
-                    "use a GID reserved for the team in your directory.")
-        elif gid in gids:
-            out.add("HPT-POSIX-GID", f"{path}.identity.posixGid",
-                    f"GID {gid} is already used by team {gids[gid]!r}; teams would share /fsx files.",
-                    "give every team its own GID.")
-        gids.setdefault(gid, team.name)
-        psn = team.identity.permission_set_name
-        if psn is not None and not _PERMISSION_SET.match(psn):
-            out.add("HPT-IDENTITY", f"{path}.identity.permissionSetName",
-                    f"{psn!r} is not a valid permission set name.", "use at most 32 letters, digits or +=,.@-_.")
-        if not team.allowed_priority_classes:
-            out.add("HPT-PRIORITY-UNKNOWN", f"{path}.allowedPriorityClasses", "the list is empty.",
-                    "allow at least one priority class; jobs must carry one.")
-        for j, name in enumerate(team.allowed_priority_classes):
-            if name not in class_names:
-                close = difflib.get_close_matches(name, sorted(class_names), n=1)
-                hint = f"did you mean {close[0]!r}?" if close else f"defined classes: {sorted(class_names)}."
-                out.add("HPT-PRIORITY-UNKNOWN", f"{path}.allowedPriorityClasses[{j}]",
-                        f"priority class {name!r} is not defined in scheduling.priorityClasses.", hint)
+        _check_identity(team, path, gids, out)
+        _check_allowed_classes(team, path, class_names, out)
         _check_classification(p, team, path, out)
         _check_borrowing_needs_checkpoints(p, team, path, out)
 
 
+def _check_identity(team: Team, path: str, gids: dict[int, str], out: _Issues) -> None:
+    if not team.identity.group_id:
+        out.add(
+            "HPT-IDENTITY",
+            f"{path}.identity.groupId",
+            "the Identity Center group ID is empty.",
+            "copy it from `aws identitystore list-groups`.",
+        )
+    gid = team.identity.posix_gid
+    if not 1000 <= gid <= 2_147_483_647:
+        out.add(
+            "HPT-POSIX-GID",
+            f"{path}.identity.posixGid",
+            f"{gid} is outside 1000-2147483647.",
+            "use a GID reserved for the team in your directory.",
+        )
+    elif gid in gids:
+        out.add(
+            "HPT-POSIX-GID",
+            f"{path}.identity.posixGid",
+            f"GID {gid} is already used by team {gids[gid]!r}; teams would share /fsx files.",
+            "give every team its own GID.",
+        )
+    gids.setdefault(gid, team.name)
+    psn = team.identity.permission_set_name
+    if psn is not None and not _PERMISSION_SET.match(psn):
+        out.add(
+            "HPT-IDENTITY",
+            f"{path}.identity.permissionSetName",
+            f"{psn!r} is not a valid permission set name.",
+            "use at most 32 letters, digits or +=,.@-_.",
+        )
+
+
+def _check_allowed_classes(team: Team, path: str, class_names: set[str], out: _Issues) -> None:
+    if not team.allowed_priority_classes:
+        out.add(
+            "HPT-PRIORITY-UNKNOWN",
+            f"{path}.allowedPriorityClasses",
+            "the list is empty.",
+            "allow at least one priority class; jobs must carry one.",
+        )
+    for j, name in enumerate(team.allowed_priority_classes):
+        if name not in class_names:
+            close = difflib.get_close_matches(name, sorted(class_names), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else "."
+            defined = ", ".join(sorted(class_names)) or "none"
+            out.add(
+                "HPT-PRIORITY-UNKNOWN",
+                f"{path}.allowedPriorityClasses[{j}]",
+                f"priority class {name!r} is not defined in scheduling.priorityClasses.",
+                f"allow only defined classes ({defined}){hint}",
+            )
+
+
 def _check_team_name(team: Team, path: str, out: _Issues) -> None:
     if not _DNS_LABEL.match(team.name):
-        out.add("HPT-TEAM-NAME", f"{path}.name", f"{team.name!r} is not a DNS label.",
-                "use lowercase letters, digits and '-', starting and ending with a letter or digit.")
+        out.add(
+            "HPT-TEAM-NAME",
+            f"{path}.name",
+            f"{team.name!r} is not a DNS label.",
+            "use lowercase letters, digits and '-', starting and ending with a letter or digit.",
+        )
         return
-    too_long = {k: v for k, v in names.derived_names(team.name).items() if len(v) > names.LABEL_VALUE_MAX}
-    if too_long:
-        shown = ", ".join(f"{k} {v!r} ({len(v)} chars)" for k, v in too_long.items())
-        out.add("HPT-TEAM-NAME", f"{path}.name",
-                f"{team.name!r} is too long: derived names exceed {names.LABEL_VALUE_MAX} characters: {shown}.",
-                f"shorten the team name to at most {MAX_TEAM_NAME} characters.")
+    derived = names.derived_names(team.name)
+    limit = names.LABEL_VALUE_MAX
+    if any(len(v) > limit for v in derived.values()):
+        shown = ", ".join(
+            f"{k} {v!r} ({len(v)}{' > ' + str(limit) if len(v) > limit else ''})" for k, v in derived.items()
+        )
+        out.add(
+            "HPT-TEAM-NAME",
+            f"{path}.name",
+            f"{team.name!r} ({len(team.name)} characters) is too long: the names derived from it must fit in "
+            f"{limit} characters (Kubernetes label values): {shown}.",
+            f"shorten the team name to at most {MAX_TEAM_NAME} characters.",
+        )
 
 
 def _check_compute(p: Platform, team: Team, path: str, out: _Issues) -> None:
     c = team.compute
     types = {g.instance_type for g in p.cluster.instance_groups}
     if len(c.quotas) > _MAX_QUOTA_ENTRIES:
-        out.add("HPT-QUOTA", f"{path}.compute.quotas", f"{len(c.quotas)} instance types; the limit is 15.",
-                "quota at most 15 instance types per team.")
+        out.add(
+            "HPT-QUOTA",
+            f"{path}.compute.quotas",
+            f"{len(c.quotas)} instance types; the limit is 15.",
+            "quota at most 15 instance types per team.",
+        )
     for itype, count in c.quotas.items():
         qpath = f"{path}.compute.quotas.{itype}"
         if itype not in types:
-            out.add("HPT-QUOTA-UNKNOWN-TYPE", qpath,
-                    f"{itype!r} is not the instance type of any instance group ({sorted(types)}).",
-                    "quota only instance types the cluster has.")
+            close = difflib.get_close_matches(itype, sorted(types & HYPERPOD_INSTANCE_TYPES), n=1)
+            hint = f"; did you mean {close[0]}?" if close else "."
+            out.add(
+                "HPT-QUOTA-UNKNOWN-TYPE",
+                qpath,
+                f"{itype!r} is not the instance type of any instance group ({', '.join(sorted(types))}).",
+                f"quota only instance types the cluster has, or add an instance group of that type{hint}",
+            )
         if count < 0:
             out.add("HPT-QUOTA", qpath, f"{count} is negative.", "use 0 or more instances.")
     lo, hi = _BORROW_LIMIT_RANGE
     if not lo <= c.borrow_limit <= hi:
-        out.add("HPT-BORROW-LIMIT", f"{path}.compute.borrowLimit",
-                f"{c.borrow_limit} is outside the service's range {lo}-{hi} (percent of the team's guaranteed amount).",
-                f"use a value between {lo} and {hi}; 50 is the service default.")
+        out.add(
+            "HPT-BORROW-LIMIT",
+            f"{path}.compute.borrowLimit",
+            f"{c.borrow_limit} is outside the service's range {lo}-{hi} (percent of the team's guaranteed "
+            "amount).",
+            f"use a value between {lo} and {hi}; 50 is the service default.",
+        )
     wlo, whi = _WEIGHT_RANGE
     if not wlo <= c.fair_share_weight <= whi:
-        out.add("HPT-FAIR-SHARE-WEIGHT", f"{path}.compute.fairShareWeight", f"{c.fair_share_weight} is outside {wlo}-{whi}.",
-                f"use a weight between {wlo} and {whi}.")
+        out.add(
+            "HPT-FAIR-SHARE-WEIGHT",
+            f"{path}.compute.fairShareWeight",
+            f"{c.fair_share_weight} is outside {wlo}-{whi}.",
+            f"use a weight between {wlo} and {whi}.",
+        )
 
 
 def _check_classification(p: Platform, team: Team, path: str, out: _Issues) -> None:
     cls = p.team_classification(team)
+    if team.data_classification is not None and not _DNS_LABEL.match(team.data_classification):
+        out.add(
+            "HPT-DATA-CLASSIFICATION",
+            f"{path}.dataClassification",
+            f"{team.data_classification!r} is not a lowercase label.",
+            "use e.g. `internal` or `confidential`, spelled as in cluster.dataClassification.",
+        )
+        return
     if cls == p.cluster.data_classification:
         return
     if p.cluster.on_data_classification_mismatch is ClassificationMismatch.REFUSE:
-        out.add("HPT-DATA-CLASSIFICATION", f"{path}.dataClassification",
-                f"team {team.name!r} holds {cls!r} data but the cluster is approved for "
-                f"{p.cluster.data_classification!r}. A namespace is an organisational boundary, not a security "
-                "boundary: pods of every team share nodes, the kernel and the cluster's control plane.",
-                "run this team on a cluster in its own account (set cluster.onDataClassificationMismatch: "
-                "dedicated-cluster to flag it and keep it off this cluster), or correct the classification.")
+        out.add(
+            "HPT-DATA-CLASSIFICATION",
+            f"{path}.dataClassification",
+            f"team {team.name!r} holds {cls!r} data but the cluster is approved for "
+            f"{p.cluster.data_classification!r}. A namespace is an organisational boundary, not a security "
+            "boundary: pods of every team share nodes, the kernel and the cluster's control plane.",
+            "run this team on a cluster in its own account (set cluster.onDataClassificationMismatch: "
+            "dedicated-cluster to flag it and keep it off this cluster), or correct the classification.",
+        )
 
 
 def _check_borrowing_needs_checkpoints(p: Platform, team: Team, path: str, out: _Issues) -> None:
     if not (p.scheduling.idle_resource_sharing and team.compute.sharing.borrows):
         return
-    preemptible = [n for n in team.allowed_priority_classes if n in {
-        pc.name for pc in p.scheduling.priority_classes if pc.preemptible}]
+    defined = {pc.name for pc in p.scheduling.priority_classes}
+    if not defined.intersection(team.allowed_priority_classes):
+        return  # none of the team's classes exists: HPT-PRIORITY-UNKNOWN reports it
+    preemptible = [
+        n
+        for n in team.allowed_priority_classes
+        if n in {pc.name for pc in p.scheduling.priority_classes if pc.preemptible}
+    ]
     if not preemptible:
-        out.add("HPT-BORROW-WITHOUT-CHECKPOINT", f"{path}.compute.sharing",
-                f"team {team.name!r} borrows idle capacity, but none of its allowed priority classes "
-                f"{list(team.allowed_priority_classes)} is marked `preemptible`, so borrowed work would be preempted "
-                "without a checkpoint and its GPU-hours thrown away.",
-                "mark a priority class `preemptible: true` and allow it (its jobs must declare a checkpoint), "
-                "or set `sharing: lend` / `dont-lend`.")
+        out.add(
+            "HPT-BORROW-WITHOUT-CHECKPOINT",
+            f"{path}.compute.sharing",
+            f"team {team.name!r} borrows idle capacity, but none of its allowed priority classes "
+            f"{list(team.allowed_priority_classes)} is marked `preemptible`, so borrowed work would be "
+            "preempted without a checkpoint and its GPU-hours thrown away.",
+            "mark a priority class `preemptible: true` and allow it (its jobs must declare a checkpoint), "
+            "or set `sharing: lend` / `dont-lend`.",
+        )
 
 
 def _check_capacity(p: Platform, out: _Issues) -> None:
@@ -362,48 +629,66 @@ def _check_capacity(p: Platform, out: _Issues) -> None:
         capacity = count - reserved
         if total > capacity:
             parts = " + ".join(f"{n} {c}" for n, c in shares)
-            out.add("HPT-QUOTA-CAPACITY", f"teams[*].compute.quotas.{itype}",
-                    f"quotas for {itype} sum to {total} ({parts}) but the cluster can promise only {capacity} "
-                    f"({count} instances - {reserved} reserved); quotas would promise capacity that is recovering.",
-                    f"lower the quotas by {total - capacity} in total, or add instances to the {itype} group.")
+            out.add(
+                "HPT-QUOTA-CAPACITY",
+                f"teams[*].compute.quotas.{itype}",
+                f"quotas for {itype} sum to {total} ({parts}) but the cluster can promise only {capacity} "
+                f"({count} instances - {reserved} reserved = {capacity}); quotas would promise capacity "
+                "that is recovering.",
+                f"lower the quotas by {total - capacity} in total, or add instances to the {itype} group.",
+            )
 
 
 def policy_warnings(platform: Platform) -> list[PolicyIssue]:
-    """Problems that do not stop synthesis but must be seen (also emitted as CDK warnings).
+    """Return the problems that do not stop synthesis but must be seen (also emitted as CDK warnings).
 
     Codes: ``HPT-INFERENCE-LOWEST-PRIORITY``, ``HPT-DEDICATED-CLUSTER``, ``HPT-REGION-TASK-GOVERNANCE``,
-    ``HPT-UNUSED-INSTANCE-TYPE``.
+    ``HPT-UNUSED-INSTANCE-TYPE``. Call it on a valid platform.
     """
     out = _Issues()
     classes = platform.scheduling.priority_classes
-    if classes:
+    # with a single weight no class is below another, so no class is "the lowest"
+    if len({pc.weight for pc in classes}) > 1:
         lowest = min(pc.weight for pc in classes)
         lowest_names = {pc.name for pc in classes if pc.weight == lowest}
         for i, team in enumerate(platform.teams):
             used = sorted(lowest_names.intersection(team.allowed_priority_classes))
             if team.workload is WorkloadKind.INFERENCE and used:
-                out.add("HPT-INFERENCE-LOWEST-PRIORITY", f"teams[{i}].allowedPriorityClasses",
-                        f"inference team {team.name!r} may use the lowest priority class {used}; its endpoints "
-                        "would be the first work evicted when capacity is reclaimed.",
-                        "allow inference teams only priority classes above the lowest weight.")
+                out.add(
+                    "HPT-INFERENCE-LOWEST-PRIORITY",
+                    f"teams[{i}].allowedPriorityClasses",
+                    f"inference team {team.name!r} may use the lowest priority class {used}; its endpoints "
+                    "would be the first work evicted when capacity is reclaimed.",
+                    "allow inference teams only priority classes above the lowest weight.",
+                )
     for i, team in enumerate(platform.teams):
         if team in platform.dedicated_cluster_teams:
-            out.add("HPT-DEDICATED-CLUSTER", f"teams[{i}].dataClassification",
-                    f"team {team.name!r} ({platform.team_classification(team)!r}) is kept off this "
-                    f"{platform.cluster.data_classification!r} cluster and needs a dedicated cluster.",
-                    "deploy a separate platform (own account and cluster) for this team.")
+            out.add(
+                "HPT-DEDICATED-CLUSTER",
+                f"teams[{i}].dataClassification",
+                f"team {team.name!r} ({platform.team_classification(team)!r}) is kept off this "
+                f"{platform.cluster.data_classification!r} cluster and needs a dedicated cluster.",
+                "deploy a separate platform (own account and cluster) for this team.",
+            )
     if (
         platform.fairness_backend is FairnessBackend.TASK_GOVERNANCE
         and platform.region not in TASK_GOVERNANCE_CONFIRMED_REGIONS
     ):
-        out.add("HPT-REGION-TASK-GOVERNANCE", "region",
-                f"AWS::SageMaker::ComputeQuota and ClusterSchedulerConfig are not both confirmed in {platform.region}.",
-                "run `aws cloudformation describe-type --type RESOURCE --type-name AWS::SageMaker::ComputeQuota` "
-                "(and ClusterSchedulerConfig) in the region, or use `fairnessBackend: kueue`.")
+        out.add(
+            "HPT-REGION-TASK-GOVERNANCE",
+            "region",
+            "AWS::SageMaker::ComputeQuota and ClusterSchedulerConfig are not both confirmed in "
+            f"{platform.region}.",
+            "run `aws cloudformation describe-type --type RESOURCE --type-name AWS::SageMaker::ComputeQuota` "
+            "(and ClusterSchedulerConfig) in the region, or use `fairnessBackend: kueue`.",
+        )
     quota_types = {t for team in platform.hosted_teams for t in team.compute.quotas}
     for i, g in enumerate(platform.cluster.instance_groups):
         if g.instance_type not in quota_types:
-            out.add("HPT-UNUSED-INSTANCE-TYPE", f"cluster.instanceGroups[{i}]",
-                    f"no team has a quota on {g.instance_type}; its nodes can only be borrowed.",
-                    "give a team a quota on it, or remove the group.")
+            out.add(
+                "HPT-UNUSED-INSTANCE-TYPE",
+                f"cluster.instanceGroups[{i}]",
+                f"no team has a quota on {g.instance_type}; its nodes can only be borrowed.",
+                "give a team a quota on it, or remove the group.",
+            )
     return out.items

@@ -1,0 +1,229 @@
+"""The ``hyperpod-tenancy`` command.
+
+``hyperpod-tenancy validate [PATH] [--baseline OLD_PATH]`` loads and validates a platform policy. On errors
+it prints every problem (YAML path, message, fix, rule code) to stderr and exits 1; on success it prints a
+one-screen summary of the cluster, priority classes, teams, promised capacity, warnings and, with
+``--baseline``, the changes CloudFormation would perform as replacements, and exits 0. Usage errors exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from hyperpod_tenancy.errors import PolicyError, PolicyIssue
+from hyperpod_tenancy.policy import names
+from hyperpod_tenancy.policy.changes import replacement_warnings
+from hyperpod_tenancy.policy.loader import load_platform
+from hyperpod_tenancy.policy.model import Platform, Team
+from hyperpod_tenancy.policy.validation import policy_warnings
+
+__all__ = ["main"]
+
+PROG = "hyperpod-tenancy"
+#: Exit status: the policy is valid.
+EXIT_OK = 0
+#: Exit status: the policy is invalid or a file cannot be read.
+EXIT_INVALID = 1
+#: Exit status: the command line is wrong.
+EXIT_USAGE = 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line and return the exit status (0 valid, 1 invalid or unreadable, 2 usage).
+
+    Args:
+        argv: the arguments after the program name; default ``sys.argv[1:]``.
+
+    Returns:
+        The process exit status.
+
+    """
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits on --help (0) and on usage errors (2)
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    if args.command != "validate":
+        parser.print_usage(sys.stderr)
+        print(f"{PROG}: error: choose a command, e.g. `{PROG} validate platform.yaml`", file=sys.stderr)
+        return EXIT_USAGE
+    return validate(path=args.path, baseline=args.baseline, out=sys.stdout, err=sys.stderr)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Check a shared HyperPod cluster tenancy policy (platform.yaml) before `cdk synth`.",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    check = commands.add_parser(
+        "validate",
+        help="validate a platform policy and print a summary",
+        description="Validate a platform policy: list every problem (exit 1) or print a summary (exit 0).",
+    )
+    check.add_argument(
+        "path", nargs="?", default="platform.yaml", type=Path, help="policy file (default: platform.yaml)"
+    )
+    check.add_argument(
+        "--baseline",
+        metavar="OLD_PATH",
+        type=Path,
+        help="the deployed policy: report changes that CloudFormation performs as a replacement",
+    )
+    return parser
+
+
+def validate(*, path: Path, baseline: Path | None = None, out: TextIO, err: TextIO) -> int:
+    """Validate ``path`` (and compare it with ``baseline``), print the outcome and return the exit status.
+
+    Args:
+        path: the policy file.
+        baseline: the deployed policy file, to report replacements against.
+        out: where the summary goes.
+        err: where problems go.
+
+    Returns:
+        0 when the policy (and the baseline) are valid, 1 otherwise.
+
+    """
+    platform = _load(path, "", err)
+    old = _load(baseline, "baseline ", err) if baseline is not None else None
+    if platform is None or (baseline is not None and old is None):
+        return EXIT_INVALID
+    replacements = replacement_warnings(old, platform) if old is not None else None
+    for line in summary(platform, source=str(path), replacements=replacements, baseline=baseline):
+        print(line, file=out)
+    return EXIT_OK
+
+
+def _load(path: Path, role: str, err: TextIO) -> Platform | None:
+    try:
+        return load_platform(path)
+    except PolicyError as exc:
+        if role:
+            print(f"{PROG}: the {role.strip()} policy is invalid, so changes cannot be compared.", file=err)
+        print(str(exc), file=err)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        print(f"{PROG}: error: cannot read {role}policy {str(path)!r}: {reason}.", file=err)
+    return None
+
+
+def summary(
+    platform: Platform,
+    *,
+    source: str,
+    replacements: Sequence[PolicyIssue] | None = None,
+    baseline: Path | None = None,
+) -> list[str]:
+    """Return the one-screen summary of a valid platform, one string per line.
+
+    Args:
+        platform: the validated policy.
+        source: where it was loaded from.
+        replacements: replacement warnings against ``baseline``; None when no baseline was given.
+        baseline: the baseline file the replacements were computed against.
+
+    Returns:
+        The lines to print.
+
+    """
+    c = platform.cluster
+    lines = [
+        f"{source}: valid. Platform {platform.name}, account {platform.account}, region {platform.region}.",
+        f"cluster  {c.name}  backend {platform.fairness_backend.value}  Kubernetes {c.kubernetes_version}  "
+        f"zones {', '.join(c.availability_zones)}",
+        f"         VPC {c.vpc_cidr}  data {c.data_classification}  FSx {c.fsx.deployment_type} "
+        f"{c.fsx.storage_capacity_gib} GiB",
+        "instance groups",
+    ]
+    groups = [["name", "type", "count", "reserved", "promisable", "zone"]]
+    groups += [
+        [
+            g.name,
+            g.instance_type,
+            str(g.count),
+            str(g.reserved),
+            str(g.quota_capacity),
+            g.availability_zone or "-",
+        ]
+        for g in c.instance_groups
+    ]
+    lines += _table(groups)
+    s = platform.scheduling
+    on_off = {True: "on", False: "off"}
+    lines.append(
+        f"priority classes (weight; * preemptible: must checkpoint)  fair share {on_off[s.fair_share]}, "
+        f"idle sharing {on_off[s.idle_resource_sharing]}, checkpoints {s.checkpoint_enforcement.value}"
+    )
+    lines.append(
+        "  " + ", ".join(f"{_class_label(platform, pc.name)} {pc.weight}" for pc in s.priority_classes)
+    )
+    lines.append("teams")
+    rows = [["name", "namespace", "quotas", "sharing", "borrow", "weight", "priority classes"]]
+    rows += [_team_row(platform, t) for t in platform.teams]
+    lines += _table(rows)
+    lines.append("quotas per instance type (promisable = count - reserved)")
+    lines += _table(_capacity_rows(platform))
+    lines += _issues("warnings", policy_warnings(platform))
+    if replacements is not None:
+        lines += _issues(f"replacements vs baseline {baseline}", replacements)
+    return lines
+
+
+def _class_label(platform: Platform, name: str) -> str:
+    return f"{name}*" if platform.priority_class(name).preemptible else name
+
+
+def _team_row(platform: Platform, team: Team) -> list[str]:
+    hosted = team in platform.hosted_teams
+    compute = team.compute
+    borrows = platform.scheduling.idle_resource_sharing and compute.sharing.borrows
+    return [
+        team.name,
+        names.namespace(team.name)
+        if hosted
+        else f"- (dedicated cluster: {platform.team_classification(team)})",
+        ", ".join(f"{t}={n}" for t, n in compute.quotas.items()) or "-",
+        compute.sharing.value,
+        f"{compute.borrow_limit}%" if borrows else "-",
+        str(compute.fair_share_weight) if platform.scheduling.fair_share else "-",
+        ", ".join(_class_label(platform, n) for n in team.allowed_priority_classes),
+    ]
+
+
+def _capacity_rows(platform: Platform) -> list[list[str]]:
+    rows = [["type", "promised", "promisable", "unpromised", "teams"]]
+    for itype in dict.fromkeys(g.instance_type for g in platform.cluster.instance_groups):
+        capacity = sum(g.quota_capacity for g in platform.instance_group_for(itype))
+        shares = [
+            (t.name, t.compute.quotas[itype]) for t in platform.hosted_teams if itype in t.compute.quotas
+        ]
+        promised = sum(n for _, n in shares)
+        rows.append(
+            [
+                itype,
+                str(promised),
+                str(capacity),
+                str(capacity - promised),
+                ", ".join(f"{name} {n}" for name, n in shares) or "-",
+            ]
+        )
+    return rows
+
+
+def _issues(title: str, issues: Sequence[PolicyIssue]) -> list[str]:
+    if not issues:
+        return [f"{title}: none"]
+    return [f"{title} ({len(issues)})"] + [f"  {issue}" for issue in issues]
+
+
+def _table(rows: list[list[str]]) -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return [
+        "  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows
+    ]

@@ -1,0 +1,178 @@
+"""IAM policy documents of a team, as plain dicts (no jsii, so they can be evaluated in unit tests).
+
+ARNs are passed in as strings that may be CDK tokens: they are only concatenated, never parsed,
+split or compared. The team name is plain text and is validated, because a wildcard in it would
+widen every S3 grant.
+
+What a team gets:
+
+* Identity Center permission set (people): read the shared EKS and HyperPod clusters (enough for
+  ``aws eks update-kubeconfig --name <cluster>`` and ``hyp set-cluster-context``), read/write S3
+  under ``<bucket>/teams/<team>/`` and open Studio user profiles of the team's own domain.
+  Everything inside the cluster is RBAC's job (the access entry maps the role to the team group).
+* Team data policy (Studio execution role, pod identity role): S3 under the team prefix only.
+
+``eks:ListClusters`` / ``sagemaker:ListClusters`` are left out on purpose: they only take
+``Resource: "*"``, reveal every cluster in the account, and no team workflow needs them when the
+cluster name is handed out with the team's onboarding.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+#: IAM policy language version.
+POLICY_VERSION = "2012-10-17"
+#: Key prefix of every team's data in the shared bucket: ``teams/<team>/``.
+TEAM_PREFIX_ROOT = "teams/"
+#: Object-level S3 actions a team may perform under its own prefix.
+S3_OBJECT_ACTIONS = (
+    "s3:GetObject",
+    "s3:PutObject",
+    "s3:DeleteObject",
+    "s3:AbortMultipartUpload",
+    "s3:ListMultipartUploadParts",
+)
+#: Actions on the shared EKS cluster.
+EKS_CLUSTER_ACTIONS = ("eks:DescribeCluster",)
+#: Actions on the shared HyperPod cluster (describe it, list and describe its nodes).
+HYPERPOD_CLUSTER_ACTIONS = (
+    "sagemaker:DescribeCluster",
+    "sagemaker:DescribeClusterNode",
+    "sagemaker:ListClusterNodes",
+)
+#: Studio sign-in through a presigned URL (IAM-auth domains), scoped to the team's domain.
+STUDIO_ACTIONS = ("sagemaker:CreatePresignedDomainUrl",)
+
+_TEAM = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DOMAIN_ID = re.compile(r"^d-[a-z0-9]+$")
+
+
+def team_prefix(team: str) -> str:
+    """Return the S3 key prefix of a team's data: ``teams/<team>/``.
+
+    Raises:
+        ValueError: ``team`` is not a DNS label (wildcards or slashes would widen the grants).
+
+    """
+    if not _TEAM.match(team):
+        raise ValueError(
+            f"team name {team!r} is not a DNS label ([a-z0-9-], starting and ending alphanumeric); "
+            "it is used verbatim in S3 resource ARNs and s3:prefix conditions"
+        )
+    return f"{TEAM_PREFIX_ROOT}{team}/"
+
+
+def team_data_policy(*, team: str, bucket_arn: str) -> dict[str, Any]:
+    """Build the policy of a team's execution / pod-identity role: S3 under ``teams/<team>/`` only.
+
+    Objects: read, write, delete and multipart uploads under the prefix. Listing: ``s3:ListBucket``
+    on the bucket only with an ``s3:prefix`` under the team prefix (a listing without a prefix, or
+    with ``teams/``, is denied, so other teams' key names stay private). Note that S3 listing
+    needs the trailing slash: ``aws s3 ls s3://<bucket>/teams/<team>/``.
+
+    Raises:
+        ValueError: bad team name or a wildcard in ``bucket_arn``.
+
+    """
+    return {"Version": POLICY_VERSION, "Statement": _s3_statements(team, bucket_arn)}
+
+
+def permission_set_inline_policy(
+    *,
+    team: str,
+    eks_cluster_arn: str,
+    hyperpod_cluster_arn: str,
+    bucket_arn: str,
+    domain_id: str | None,
+    region: str,
+    account: str,
+    partition: str = "aws",
+) -> dict[str, Any]:
+    """Build the inline policy of a team's Identity Center permission set.
+
+    Args:
+        team: team name (DNS label).
+        eks_cluster_arn: ARN of the shared EKS cluster (may be a token).
+        hyperpod_cluster_arn: ARN of the HyperPod cluster (may be a token).
+        bucket_arn: ARN of the shared data bucket (may be a token).
+        domain_id: ID (``d-...``, may be a token) of the team's SageMaker domain; ``None`` when the
+            team has no Studio domain, in which case no SageMaker Studio permission is granted.
+            An ID rather than an ARN because the user-profile ARNs the grant needs are built from it.
+        region: region of the domain (may be a token).
+        account: account of the domain (may be a token).
+        partition: ARN partition. Default: ``aws`` (pass ``Aws.PARTITION`` for GovCloud/China).
+
+    Raises:
+        ValueError: bad team name, bad domain ID or a wildcard in one of the ARNs.
+
+    """
+    for label, arn in (("eks_cluster_arn", eks_cluster_arn), ("hyperpod_cluster_arn", hyperpod_cluster_arn)):
+        _no_wildcards(label, arn)
+    statements: list[dict[str, Any]] = [
+        {
+            "Sid": "DescribeSharedEksCluster",
+            "Effect": "Allow",
+            "Action": list(EKS_CLUSTER_ACTIONS),
+            "Resource": eks_cluster_arn,
+        },
+        {
+            "Sid": "DescribeSharedHyperPodCluster",
+            "Effect": "Allow",
+            "Action": list(HYPERPOD_CLUSTER_ACTIONS),
+            "Resource": hyperpod_cluster_arn,
+        },
+        *_s3_statements(team, bucket_arn),
+    ]
+    if domain_id is not None:
+        for label, value in (("domain_id", domain_id), ("region", region), ("account", account)):
+            _no_wildcards(label, value)
+        if not _is_token(domain_id) and not _DOMAIN_ID.match(domain_id):
+            raise ValueError(f"domain_id {domain_id!r} is not a SageMaker domain ID (d-...)")
+        statements.append(
+            {
+                "Sid": "OpenTeamStudioDomain",
+                "Effect": "Allow",
+                "Action": list(STUDIO_ACTIONS),
+                "Resource": f"arn:{partition}:sagemaker:{region}:{account}:user-profile/{domain_id}/*",
+            }
+        )
+    return {"Version": POLICY_VERSION, "Statement": statements}
+
+
+def _s3_statements(team: str, bucket_arn: str) -> list[dict[str, Any]]:
+    """Object read/write under the team prefix and a prefix-conditioned ListBucket."""
+    prefix = team_prefix(team)
+    _no_wildcards("bucket_arn", bucket_arn)
+    return [
+        {
+            "Sid": "TeamPrefixObjects",
+            "Effect": "Allow",
+            "Action": list(S3_OBJECT_ACTIONS),
+            "Resource": f"{bucket_arn}/{prefix}*",
+        },
+        {
+            "Sid": "ListTeamPrefixOnly",
+            "Effect": "Allow",
+            "Action": "s3:ListBucket",
+            "Resource": bucket_arn,
+            "Condition": {"StringLike": {"s3:prefix": [f"{prefix}*"]}},
+        },
+    ]
+
+
+def _no_wildcards(label: str, value: str) -> None:
+    """Reject IAM wildcards in a value that ends up in a ``Resource`` (tokens never contain them).
+
+    Raises:
+        ValueError: ``value`` is empty or contains ``*`` or ``?``.
+
+    """
+    if not value or "*" in value or "?" in value:
+        raise ValueError(f"{label} {value!r} must be a concrete value without IAM wildcards")
+
+
+def _is_token(value: str) -> bool:
+    """Tell whether ``value`` embeds an unresolved CDK token (``${Token[...]}``)."""
+    return "${Token[" in value

@@ -1,0 +1,368 @@
+"""``TeamTenant``: one team's identity, cluster access, Studio domain, data, quota and namespace."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import aws_cdk as cdk
+import jsii
+from constructs import Construct, IValidation
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sagemaker as sagemaker
+from aws_cdk import aws_sso as sso
+from aws_cdk import custom_resources as cr
+
+from hyperpod_tenancy.constructs._private.annotations import (
+    acknowledge,
+    acknowledge_cdk_handlers,
+    acknowledge_role,
+)
+from hyperpod_tenancy.constructs._private.principals import pod_identity_principal
+from hyperpod_tenancy.constructs._private.task_governance import compute_quota_properties
+from hyperpod_tenancy.constructs._private.team_iam import permission_set_inline_policy, team_data_policy
+from hyperpod_tenancy.errors import TenancyError
+from hyperpod_tenancy.k8s.team_chart import TeamChart
+from hyperpod_tenancy.k8s.team_manifests import DEFAULT_SERVICE_ACCOUNT, FsxVolume, namespace_label_patch
+from hyperpod_tenancy.policy import FairnessBackend, Team, names
+
+if TYPE_CHECKING:
+    from hyperpod_tenancy.constructs.shared_hyperpod_cluster import SharedHyperPodCluster
+
+__all__ = ["TeamTenant"]
+
+_RUNTIME = Path(__file__).resolve().parent.parent / "runtime"
+#: How long the SSO role lookup waits for Identity Center to provision the role.
+DEFAULT_SSO_ROLE_TIMEOUT = cdk.Duration.minutes(15)
+
+
+@jsii.implements(IValidation)
+class _RequireNetworkPolicyEnforcement:
+    """A team's NetworkPolicies are only YAML unless the CNI enforces them: refuse to synthesize then."""
+
+    def __init__(self, cluster: SharedHyperPodCluster, team: str) -> None:
+        self._cluster = cluster
+        self._team = team
+
+    def validate(self) -> list[str]:
+        if self._cluster.network_policy_enforced:
+            return []
+        return [
+            f"[HPT-NETWORK-POLICY-ENFORCEMENT] team {self._team!r} relies on NetworkPolicies for isolation, but the "
+            'cluster\'s vpc-cni add-on does not set enableNetworkPolicy="true": the policies would be accepted and '
+            "never enforced. Keep the add-on configuration SharedHyperPodCluster sets."
+        ]
+
+
+class TeamTenant(Construct):
+    """Everything one team needs on the shared cluster, isolated from the other teams.
+
+    Creates: an IAM Identity Center permission set (inline policy: describe this EKS and HyperPod cluster,
+    the team's S3 prefix, its Studio domain) assigned to the team's group; a custom resource that resolves the
+    ``AWSReservedSSO_<PermissionSet>_<hash>`` role Identity Center provisions; EKS access entries (full ARN
+    with path) for that role and the team's Studio execution role, mapped to the team's Kubernetes group only
+    (no access policy, never cluster-admin); a SageMaker domain (Identity Center auth, VPC only, retained);
+    the team's execution role and workload role (EKS Pod Identity), both limited to ``s3://<bucket>/teams/<team>/``;
+    the fairness objects (a Task Governance ``ComputeQuota``, or the Kueue ClusterQueue/LocalQueue in the chart);
+    and the team chart (namespace ``hyperpod-ns-<team>`` labels, RBAC, default-deny NetworkPolicies, pod
+    security, LimitRange, ServiceAccount, FSx directory and PV/PVC).
+
+    Args:
+        scope: parent construct (a :class:`~hyperpod_tenancy.stacks.TeamStack` keeps each team in its own stack).
+        id: construct ID.
+        cluster: the shared cluster.
+        team: name of a team of the cluster's platform policy.
+        sso_role_timeout: how long to wait for Identity Center to provision the team's role. Default: 15 minutes.
+
+    Raises:
+        TenancyError: the team is not in the policy, or it is flagged for a dedicated cluster.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        cluster: SharedHyperPodCluster,
+        team: str,
+        sso_role_timeout: cdk.Duration | None = None,
+    ) -> None:
+        super().__init__(scope, id)
+        platform = cluster.platform
+        try:
+            spec = platform.team(team)
+        except KeyError:
+            known = ", ".join(t.name for t in platform.teams)
+            raise TenancyError(
+                f"{self.node.path}: team {team!r} is not in the platform policy (teams: {known})."
+            ) from None
+        if spec not in platform.hosted_teams:
+            raise TenancyError(
+                f"{self.node.path}: team {team!r} holds {platform.team_classification(spec)!r} data and is flagged "
+                f"for a dedicated cluster; it cannot be added to this {platform.cluster.data_classification!r} cluster."
+            )
+        #: The shared cluster.
+        self.cluster = cluster
+        #: The team's policy.
+        self.team: Team = spec
+        #: Namespace of the team, ``hyperpod-ns-<team>``.
+        self.namespace = names.namespace(team)
+        #: Kubernetes group the team's access entries map to.
+        self.kubernetes_group = names.kubernetes_group(team)
+        #: ServiceAccount of the team's workloads (bound to :attr:`workload_role`).
+        self.service_account = DEFAULT_SERVICE_ACCOUNT
+        self.node.add_validation(_RequireNetworkPolicyEnforcement(cluster, team))
+
+        self.execution_role = self._data_role(
+            "ExecutionRole", iam.ServicePrincipal("sagemaker.amazonaws.com")
+        )
+        self.workload_role = self._data_role("WorkloadRole", pod_identity_principal(cluster.eks_cluster))
+        eks.CfnPodIdentityAssociation(
+            self,
+            "WorkloadIdentity",
+            cluster_name=cluster.eks_cluster.cluster_name,
+            namespace=self.namespace,
+            service_account=self.service_account,
+            role_arn=self.workload_role.role_arn,
+        )
+        self.domain: sagemaker.CfnDomain | None = self._create_domain() if spec.studio else None
+        self.permission_set, assignment = self._create_permission_set()
+        #: Full ARN (with its /aws-reserved/... path) of the team's Identity Center role.
+        self.sso_role_arn = self._resolve_sso_role(assignment, sso_role_timeout or DEFAULT_SSO_ROLE_TIMEOUT)
+        self.access_entries = self._create_access_entries()
+        #: The Task Governance ComputeQuota (``None`` with the Kueue backend, where the chart holds the queues).
+        self.compute_quota: cdk.CfnResource | None = None
+        self.chart_manifest = self._create_chart()
+        self._acknowledge_findings()
+
+    # ------------------------------------------------------------------ data and identity
+    def _data_role(self, id: str, principal: iam.IPrincipal) -> iam.Role:
+        role = iam.Role(
+            self,
+            id,
+            assumed_by=principal,
+            description=f"team {self.team.name}: S3 under teams/{self.team.name}/ only",
+            inline_policies={
+                "TeamData": iam.PolicyDocument.from_json(
+                    team_data_policy(team=self.team.name, bucket_arn=self.cluster.data_bucket.bucket_arn)
+                )
+            },
+        )
+        return role
+
+    def _create_domain(self) -> sagemaker.CfnDomain:
+        platform = self.cluster.platform
+        security_group = ec2.SecurityGroup(
+            self,
+            "StudioSecurityGroup",
+            vpc=self.cluster.vpc,
+            description=f"SageMaker Studio of team {self.team.name}",
+            allow_all_outbound=True,
+        )
+        domain = sagemaker.CfnDomain(
+            self,
+            "Domain",
+            domain_name=f"{platform.cluster.name}-{self.team.name}",
+            auth_mode="SSO",
+            app_network_access_type="VpcOnly",
+            vpc_id=self.cluster.vpc.vpc_id,
+            subnet_ids=[
+                s.subnet_id
+                for s in self.cluster.vpc.select_subnets(
+                    subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS
+                ).subnets
+            ],
+            default_user_settings=sagemaker.CfnDomain.UserSettingsProperty(
+                execution_role=self.execution_role.role_arn,
+                security_groups=[security_group.security_group_id],
+            ),
+        )
+        domain.apply_removal_policy(cdk.RemovalPolicy.RETAIN)
+        return domain
+
+    def _create_permission_set(self) -> tuple[sso.CfnPermissionSet, sso.CfnAssignment]:
+        platform = self.cluster.platform
+        stack = cdk.Stack.of(self)
+        name = self.team.identity.permission_set_name or names.permission_set(self.team.name)
+        permission_set = sso.CfnPermissionSet(
+            self,
+            "PermissionSet",
+            instance_arn=platform.identity_center.instance_arn,
+            name=name,
+            description=f"Team {self.team.name} on HyperPod cluster {platform.cluster.name}",
+            session_duration="PT8H",
+            inline_policy=permission_set_inline_policy(
+                team=self.team.name,
+                eks_cluster_arn=self.cluster.eks_cluster.cluster_arn,
+                hyperpod_cluster_arn=self.cluster.hyperpod_cluster_arn,
+                bucket_arn=self.cluster.data_bucket.bucket_arn,
+                domain_id=self.domain.attr_domain_id if self.domain else None,
+                region=stack.region,
+                account=stack.account,
+                partition=stack.partition,
+            ),
+        )
+        assignment = sso.CfnAssignment(
+            self,
+            "Assignment",
+            instance_arn=platform.identity_center.instance_arn,
+            permission_set_arn=permission_set.attr_permission_set_arn,
+            principal_type="GROUP",
+            principal_id=self.team.identity.group_id,
+            target_type="AWS_ACCOUNT",
+            target_id=stack.account,
+        )
+        self._permission_set_name = name
+        return permission_set, assignment
+
+    def _resolve_sso_role(self, assignment: sso.CfnAssignment, timeout: cdk.Duration) -> str:
+        code = lambda_.Code.from_asset(str(_RUNTIME), exclude=["__pycache__", "*.pyc"])
+        common: dict[str, Any] = {
+            "runtime": lambda_.Runtime.PYTHON_3_14,
+            "code": code,
+            "timeout": cdk.Duration.minutes(1),
+        }
+        on_event = lambda_.Function(
+            self,
+            "SsoRoleOnEvent",
+            handler="sso_role_resolver.on_event",
+            log_group=logs.LogGroup(self, "SsoRoleOnEventLogs", retention=logs.RetentionDays.ONE_MONTH),
+            **common,
+        )
+        is_complete = lambda_.Function(
+            self,
+            "SsoRoleIsComplete",
+            handler="sso_role_resolver.is_complete",
+            log_group=logs.LogGroup(self, "SsoRoleIsCompleteLogs", retention=logs.RetentionDays.ONE_MONTH),
+            **common,
+        )
+        # only the poller calls IAM; on_event just starts the clock
+        is_complete.add_to_role_policy(iam.PolicyStatement(actions=["iam:ListRoles"], resources=["*"]))
+        interval = 20
+        # the framework requires a total timeout divisible by the query interval; it stays longer than the
+        # handler's own deadline, so the handler's explicit message is what CloudFormation shows
+        total = -(-(int(timeout.to_seconds()) + 300) // interval) * interval
+        provider = cr.Provider(
+            self,
+            "SsoRoleProvider",
+            on_event_handler=on_event,
+            is_complete_handler=is_complete,
+            query_interval=cdk.Duration.seconds(interval),
+            total_timeout=cdk.Duration.seconds(total),
+        )
+        resource = cdk.CustomResource(
+            self,
+            "SsoRole",
+            service_token=provider.service_token,
+            resource_type="Custom::SsoRoleArn",
+            properties={
+                "PermissionSetName": self._permission_set_name,
+                "PermissionSetArn": self.permission_set.attr_permission_set_arn,
+                "TimeoutSeconds": str(int(timeout.to_seconds())),
+                # re-run the lookup whenever the assignment is recreated (the role suffix changes then)
+                "Assignment": assignment.ref,
+            },
+        )
+        resource.node.add_dependency(assignment)
+        self._sso_functions = (on_event, is_complete)
+        self._sso_provider = provider
+        return resource.get_att_string("RoleArn")
+
+    def _create_access_entries(self) -> list[eks.CfnAccessEntry]:
+        principals = {"SsoAccess": self.sso_role_arn}
+        if self.domain is not None:
+            principals["StudioAccess"] = self.execution_role.role_arn
+        return [
+            eks.CfnAccessEntry(
+                self,
+                id,
+                cluster_name=self.cluster.eks_cluster.cluster_name,
+                principal_arn=arn,
+                type="STANDARD",
+                # RBAC in the team namespace only: no access policy, so never cluster-admin or cluster-wide.
+                kubernetes_groups=[self.kubernetes_group],
+            )
+            for id, arn in principals.items()
+        ]
+
+    # ------------------------------------------------------------------ fairness and chart
+    def _create_chart(self) -> eks.KubernetesManifest:
+        platform = self.cluster.platform
+        eks_cluster = self.cluster.eks_cluster
+        after: list[Construct] = [self.cluster.fairness_ready, self.cluster.platform_chart_manifest]
+        if platform.fairness_backend is FairnessBackend.TASK_GOVERNANCE:
+            quota = cdk.CfnResource(
+                self,
+                "ComputeQuota",
+                type="AWS::SageMaker::ComputeQuota",
+                properties=compute_quota_properties(
+                    platform, self.team, cluster_arn=self.cluster.hyperpod_cluster_arn
+                ),
+            )
+            quota.node.add_dependency(self.cluster.fairness_ready)
+            acknowledge(
+                quota,
+                "CloudFormation-Validate::F3006",
+                "aws-cdk-lib's bundled schemas predate AWS::SageMaker::ComputeQuota; cfn-lint 1.58 knows and "
+                "validates it (the test suite lints every template)",
+            )
+            self.compute_quota = quota
+            # the service creates the namespace with the quota; label it for the admission policies
+            labels = namespace_label_patch(platform, self.team)
+            patch = eks.KubernetesPatch(
+                self,
+                "NamespaceLabels",
+                cluster=eks_cluster,
+                resource_name=f"namespace/{self.namespace}",
+                apply_patch=labels,
+                restore_patch={"metadata": {"labels": dict.fromkeys(labels["metadata"]["labels"])}},
+            )
+            patch.node.add_dependency(quota)
+            after = [quota, patch]
+        fs = self.cluster.file_system
+        chart = TeamChart.build(
+            platform,
+            self.team,
+            fsx=FsxVolume(
+                file_system_id=fs.ref,
+                dns_name=fs.attr_dns_name,
+                mount_name=fs.attr_lustre_mount_name,
+            ),
+            service_account=self.service_account,
+        )
+        manifest = eks.KubernetesManifest(
+            self, "Chart", cluster=eks_cluster, manifest=chart.to_json(), overwrite=True
+        )
+        for dependency in after:
+            manifest.node.add_dependency(dependency)
+        return manifest
+
+    # ------------------------------------------------------------------ compliance
+    def _acknowledge_findings(self) -> None:
+        for role in (self.execution_role, self.workload_role):
+            acknowledge_role(
+                role,
+                wildcards=f"objects under the team's own prefix teams/{self.team.name}/ only (ListBucket is "
+                "conditioned on s3:prefix); isolation from other teams is proven by tests/test_team_iam.py",
+            )
+        for fn in self._sso_functions:
+            if isinstance(fn.role, iam.Role):
+                acknowledge_role(
+                    fn.role,
+                    managed_policies="AWSLambdaBasicExecutionRole only lets the handler write its own logs",
+                    wildcards="iam:ListRoles supports no resource-level permissions; the handler lists roles "
+                    "under /aws-reserved/sso.amazonaws.com/ only",
+                )
+        acknowledge_cdk_handlers(
+            self._sso_provider,
+            "custom-resource provider framework created and maintained by aws-cdk-lib",
+        )
+        acknowledge(
+            self._sso_provider,
+            ["AwsSolutions-SF1", "AwsSolutions-SF2"],
+            "the provider framework's waiter state machine is created by aws-cdk-lib; the handlers log every call",
+        )

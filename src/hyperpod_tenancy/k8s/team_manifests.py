@@ -1,0 +1,590 @@
+"""The Kubernetes objects of one team, rendered as plain manifest dicts (no jsii).
+
+For a team ``<team>`` everything lives in namespace ``hyperpod-ns-<team>``:
+
+* the Namespace itself, only with the ``kueue`` fairness backend. With Task Governance the service
+  creates the namespace when the team's ``ComputeQuota`` is created, so the platform *patches* our
+  labels onto it instead (:func:`namespace_label_patch`);
+* RBAC for the team's Kubernetes group (:func:`hyperpod_tenancy.policy.names.kubernetes_group`): a Role
+  and RoleBinding in the namespace, plus a read-only ClusterRole/ClusterRoleBinding for the team's own
+  ClusterQueue and the cluster-wide Kueue catalogue objects;
+* NetworkPolicies: default deny, DNS to kube-dns, everything inside the namespace, and egress to the
+  internet except the instance metadata service and the cluster's VPC;
+* a LimitRange with container defaults, a ServiceAccount for workloads (bound to the team's S3 role by an
+  EKS Pod Identity association), and a static FSx for Lustre PersistentVolume + claim on ``/fsx/<team>``.
+
+:func:`fsx_directory_job` renders, in the platform namespace :data:`SYSTEM_NAMESPACE`, the Job that
+creates ``/fsx/<team>`` owned by ``root:<team GID>`` with mode ``2770`` before teams mount it.
+
+Values of :class:`FsxVolume` may be CDK token strings: they are only ever concatenated, never parsed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from hyperpod_tenancy.k8s.labels import TEAM_LABEL, namespace_labels
+from hyperpod_tenancy.policy import names
+from hyperpod_tenancy.policy.model import FairnessBackend, Platform, Team, WorkloadKind
+
+__all__ = [
+    "BUSYBOX_IMAGE",
+    "DEFAULT_SERVICE_ACCOUNT",
+    "FSX_CLAIM_NAME",
+    "FSX_CSI_DRIVER",
+    "IMDS_CIDR",
+    "MANAGED_BY_LABEL",
+    "SYSTEM_NAMESPACE",
+    "TEAM_ROLE_NAME",
+    "FsxVolume",
+    "cluster_role_name",
+    "fsx_directory_job",
+    "fsx_root_claim_name",
+    "fsx_volume_name",
+    "namespace_label_patch",
+    "system_namespace",
+    "team_manifests",
+]
+
+Manifest = dict[str, Any]
+
+#: Namespace of the platform's own workloads (the FSx directory Jobs). Teams have no access to it.
+SYSTEM_NAMESPACE = "hyperpod-tenancy-system"
+#: Default name of the ServiceAccount team workloads run as; bind it to the team's S3 role with an
+#: EKS Pod Identity association (namespace ``hyperpod-ns-<team>``, this service account).
+DEFAULT_SERVICE_ACCOUNT = "team-workloads"
+#: Name of the PersistentVolumeClaim on ``/fsx/<team>`` in every team namespace (``claimName: fsx``).
+FSX_CLAIM_NAME = "fsx"
+#: CSI driver of FSx for Lustre.
+FSX_CSI_DRIVER = "fsx.csi.aws.com"
+#: The EC2 instance metadata service; pods must never reach it (node role credentials).
+IMDS_CIDR = "169.254.169.254/32"
+#: Image of the FSx directory Job, pinned by tag (ECR Public mirror of Docker Hub's ``busybox``).
+BUSYBOX_IMAGE = "public.ecr.aws/docker/library/busybox:1.37.0"
+#: Name of the Role and RoleBinding granted to a team's group in its namespace.
+TEAM_ROLE_NAME = "hyperpod-tenancy-team-member"
+#: ``app.kubernetes.io/managed-by`` value on every object rendered here.
+MANAGED_BY_LABEL = "hyperpod-tenancy"
+
+_RBAC_GROUP = "rbac.authorization.k8s.io"
+_KUEUE_GROUP = "kueue.x-k8s.io"
+_READ = ("get", "list", "watch")
+_WRITE = ("get", "list", "watch", "create", "update", "patch", "delete")
+#: Training job kinds: Kubeflow training operator v1.7 (the HyperPod chart's ``training-operators``:
+#: TFJob, PyTorchJob, MPIJob, XGBoostJob, PaddleJob; ``mpi-operator`` owns ``mpijobs`` too) and the
+#: HyperPod training operator add-on (``HyperPodPyTorchJob``, what ``hyp create hyp-pytorch-job`` creates).
+_TRAINING_JOBS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("kubeflow.org", ("pytorchjobs", "mpijobs", "tfjobs", "xgboostjobs", "paddlejobs")),
+    ("sagemaker.amazonaws.com", ("hyperpodpytorchjobs",)),
+)
+#: Node label HyperPod sets on its nodes; ``Schedulable`` means healthy (and Lustre-capable).
+_HYPERPOD_HEALTH_LABEL = "sagemaker.amazonaws.com/node-health-status"
+
+
+@dataclass(frozen=True, kw_only=True)
+class FsxVolume:
+    """The shared FSx for Lustre file system as the CSI driver needs it.
+
+    Every value may be a CDK token string (e.g. ``file_system.file_system_id``,
+    ``file_system.dns_name``, ``file_system.mount_name``); the renderers only concatenate them.
+    """
+
+    #: File system ID, ``fs-...``.
+    file_system_id: str
+    #: DNS name of the file system, ``fs-....fsx.<region>.amazonaws.com``.
+    dns_name: str
+    #: Lustre mount name of the file system (``LustreMountName``).
+    mount_name: str
+
+
+def _labels(team: Team | None = None) -> dict[str, str]:
+    labels = {"app.kubernetes.io/managed-by": MANAGED_BY_LABEL}
+    if team is not None:
+        labels[TEAM_LABEL] = team.name
+    return labels
+
+
+def _meta(name: str, team: Team | None, namespace: str | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "labels": _labels(team)}
+    if namespace is not None:
+        meta["namespace"] = namespace
+    return meta
+
+
+def _rule(
+    group: str, resources: Sequence[str], verbs: Sequence[str], *, resource_names: Sequence[str] = ()
+) -> Manifest:
+    rule: Manifest = {"apiGroups": [group], "resources": list(resources), "verbs": list(verbs)}
+    if resource_names:
+        rule["resourceNames"] = list(resource_names)
+    return rule
+
+
+def cluster_role_name(team: Team) -> str:
+    """Name of the team's read-only ClusterRole (and its ClusterRoleBinding)."""
+    return f"hyperpod-tenancy-{team.name}-queue-reader"
+
+
+def fsx_volume_name(team: Team) -> str:
+    """Name of the (cluster-scoped) PersistentVolume on ``/fsx/<team>``."""
+    return f"hyperpod-tenancy-fsx-{team.name}"
+
+
+def fsx_root_claim_name(team: Team) -> str:
+    """Name of the claim on the file-system root that the team's directory Job mounts."""
+    return f"fsx-root-{team.name}"
+
+
+def namespace_label_patch(platform: Platform, team: Team) -> Manifest:
+    """Strategic-merge patch body that adds the label contract to a namespace Task Governance created.
+
+    Apply it to ``Namespace/hyperpod-ns-<team>`` (``eks_v2.KubernetesPatch`` with
+    ``patch_type=STRATEGIC``) after the team's ``ComputeQuota`` exists. Only labels are added; the
+    labels the service sets (``sagemaker.amazonaws.com/...``) are left alone.
+    """
+    return {"metadata": {"labels": namespace_labels(platform, team)}}
+
+
+def _namespace(platform: Platform, team: Team) -> Manifest:
+    labels = {**_labels(team), **namespace_labels(platform, team)}
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": names.namespace(team.name), "labels": labels},
+    }
+
+
+def _role_rules(team: Team) -> list[Manifest]:
+    """Rules of the team Role: what a team member does, nothing that changes the namespace's guard rails."""
+    rules = [_rule("batch", ("jobs",), _WRITE)]
+    rules += [_rule(group, resources, _WRITE) for group, resources in _TRAINING_JOBS]
+    rules += [
+        _rule("", ("pods",), ("get", "list", "watch", "delete")),
+        _rule("", ("pods/log",), ("get",)),
+        _rule("", ("pods/exec", "pods/portforward"), ("create",)),
+        _rule("", ("configmaps", "secrets", "services"), _WRITE),
+        _rule("", ("persistentvolumeclaims", "serviceaccounts", "events"), _READ),
+        _rule("events.k8s.io", ("events",), _READ),
+        _rule(_KUEUE_GROUP, ("localqueues", "workloads"), _READ),
+    ]
+    if team.workload is WorkloadKind.INFERENCE:
+        rules.append(_rule("apps", ("deployments",), _WRITE))
+        rules.append(_rule("apps", ("replicasets",), _READ))
+    return rules
+
+
+def _rbac(team: Team) -> list[Manifest]:
+    """Role + RoleBinding in the team namespace and a read-only ClusterRole + ClusterRoleBinding.
+
+    Namespaced (Role ``hyperpod-tenancy-team-member``): create/get/list/watch/update/patch/delete batch
+    Jobs, the training-operator jobs (Kubeflow PyTorchJob, MPIJob, TFJob, XGBoostJob, PaddleJob and
+    HyperPod's HyperPodPyTorchJob), ConfigMaps, Secrets and Services; get/list/watch/delete Pods;
+    get ``pods/log``; create ``pods/exec`` and ``pods/portforward``; read PVCs, ServiceAccounts, Events,
+    Kueue LocalQueues and Workloads. Inference teams may also manage Deployments (read ReplicaSets).
+
+    Secrets are writable in the team's own namespace: anyone who can create a Job there can already
+    mount and read every Secret of the namespace, so withholding ``get secrets`` would protect nothing,
+    while teams need Secrets for registry credentials and API tokens. They hold no platform secret.
+
+    Deliberately absent: any verb on namespaces, resourcequotas, limitranges, networkpolicies, roles and
+    rolebindings (the team cannot rewrite its own guard rails), writes to localqueues/workloads (Kueue's
+    view of the queue), ``serviceaccounts/token`` (pods get the workload identity; people do not need
+    tokens), pod creation outside a Job (bare pods would sidestep the job-level admission checks), and
+    bind/escalate/impersonate. No wildcard appears anywhere.
+
+    Cluster-wide (ClusterRole ``hyperpod-tenancy-<team>-queue-reader``): get/list/watch the team's *own*
+    ClusterQueue (``resourceNames``: list/watch then only work with
+    ``--field-selector metadata.name=<name>``) to see quota, usage and borrowing, and read
+    ResourceFlavors and WorkloadPriorityClasses, which hold no team data and tell users which instance
+    types and priority classes exist. Other teams' ClusterQueues, namespaces and nodes stay invisible.
+    """
+    ns = names.namespace(team.name)
+    group = names.kubernetes_group(team.name)
+    subject = [{"kind": "Group", "apiGroup": _RBAC_GROUP, "name": group}]
+    cluster_role = cluster_role_name(team)
+    return [
+        {
+            "apiVersion": f"{_RBAC_GROUP}/v1",
+            "kind": "Role",
+            "metadata": _meta(TEAM_ROLE_NAME, team, ns),
+            "rules": _role_rules(team),
+        },
+        {
+            "apiVersion": f"{_RBAC_GROUP}/v1",
+            "kind": "RoleBinding",
+            "metadata": _meta(TEAM_ROLE_NAME, team, ns),
+            "subjects": subject,
+            "roleRef": {"apiGroup": _RBAC_GROUP, "kind": "Role", "name": TEAM_ROLE_NAME},
+        },
+        {
+            "apiVersion": f"{_RBAC_GROUP}/v1",
+            "kind": "ClusterRole",
+            "metadata": _meta(cluster_role, team),
+            "rules": [
+                _rule(
+                    _KUEUE_GROUP, ("clusterqueues",), _READ, resource_names=(names.cluster_queue(team.name),)
+                ),
+                _rule(_KUEUE_GROUP, ("resourceflavors", "workloadpriorityclasses"), _READ),
+            ],
+        },
+        {
+            "apiVersion": f"{_RBAC_GROUP}/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": _meta(cluster_role, team),
+            "subjects": subject,
+            "roleRef": {"apiGroup": _RBAC_GROUP, "kind": "ClusterRole", "name": cluster_role},
+        },
+    ]
+
+
+def _network_policy(team: Team, name: str, spec: Manifest) -> Manifest:
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": _meta(name, team, names.namespace(team.name)),
+        "spec": {"podSelector": {}, **spec},
+    }
+
+
+def _network_policies(platform: Platform, team: Team, service_cidr: str | None) -> list[Manifest]:
+    """Default deny, then allow DNS, the namespace itself, and the internet minus IMDS and the VPC.
+
+    ``default-deny`` selects every pod for ingress and egress. ``allow-same-namespace`` also selects
+    every pod for both directions, so the deny is redundant in effect; it is kept so that removing or
+    editing one allow policy can never open the namespace. ``allow-internet-egress`` allows egress to
+    ``0.0.0.0/0`` except IMDS (node role credentials), the VPC CIDR (other teams' pods and nodes: with the
+    VPC CNI pods have VPC addresses) and, when given, the Service CIDR (ClusterIPs of other teams'
+    Services). The EKS Pod Identity agent (``169.254.170.23``) stays reachable, S3 and other AWS
+    endpoints are reached through their public addresses (or a gateway endpoint). Ingress from other
+    namespaces stays denied, which is what actually isolates teams: it holds even if another team's
+    egress were open.
+    """
+    except_cidrs = [platform.cluster.vpc_cidr, IMDS_CIDR]
+    if service_cidr is not None:
+        except_cidrs.append(service_cidr)
+    dns_peer = {
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
+        "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
+    }
+    same_namespace: Manifest = {"podSelector": {}}
+    return [
+        _network_policy(team, "default-deny", {"policyTypes": ["Ingress", "Egress"]}),
+        _network_policy(
+            team,
+            "allow-dns",
+            {
+                "policyTypes": ["Egress"],
+                "egress": [
+                    {
+                        "to": [dns_peer],
+                        "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
+                    }
+                ],
+            },
+        ),
+        _network_policy(
+            team,
+            "allow-same-namespace",
+            {
+                "policyTypes": ["Ingress", "Egress"],
+                "ingress": [{"from": [same_namespace]}],
+                "egress": [{"to": [same_namespace]}],
+            },
+        ),
+        _network_policy(
+            team,
+            "allow-internet-egress",
+            {
+                "policyTypes": ["Egress"],
+                "egress": [{"to": [{"ipBlock": {"cidr": "0.0.0.0/0", "except": except_cidrs}}]}],
+            },
+        ),
+    ]
+
+
+def _limit_range(team: Team) -> Manifest:
+    """Container defaults for the team namespace (applied only where a container sets nothing).
+
+    ``defaultRequest`` cpu 250m / memory 512Mi: enough for sidecars and small helpers, and it makes
+    every container count against the scheduler and Kueue. ``default`` (limit) cpu 2 / memory 4Gi caps a
+    container that forgot its resources instead of letting it starve a GPU node's training pods. No GPU
+    defaults: accelerators must always be requested explicitly (and Kueue quotas count them). A container
+    that sets a request above a default limit but no limit of its own is rejected at admission
+    (request > limit): set limits explicitly on large containers.
+    """
+    return {
+        "apiVersion": "v1",
+        "kind": "LimitRange",
+        "metadata": _meta("container-defaults", team, names.namespace(team.name)),
+        "spec": {
+            "limits": [
+                {
+                    "type": "Container",
+                    "defaultRequest": {"cpu": "250m", "memory": "512Mi"},
+                    "default": {"cpu": "2", "memory": "4Gi"},
+                }
+            ]
+        },
+    }
+
+
+def _service_account(team: Team, name: str) -> Manifest:
+    """Render the workloads' ServiceAccount; it mounts no Kubernetes API token by default.
+
+    EKS Pod Identity delivers AWS credentials through its own projected token volume
+    (``/var/run/secrets/pods.eks.amazonaws.com/serviceaccount/eks-pod-identity-token``) that its webhook
+    injects regardless of ``automountServiceAccountToken``. The account has no RBAC, and the API server
+    sits inside the VPC CIDR that team egress excludes, so a Kubernetes token would be useless in the pod.
+    A pod that really needs one can still set ``automountServiceAccountToken: true`` in its own spec.
+    """
+    return {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": _meta(name, team, names.namespace(team.name)),
+        "automountServiceAccountToken": False,
+    }
+
+
+def _storage(platform: Platform) -> str:
+    return f"{platform.cluster.fsx.storage_capacity_gib}Gi"
+
+
+def _fsx_pv(
+    platform: Platform,
+    team: Team | None,
+    *,
+    name: str,
+    handle: str,
+    mount_name: str,
+    claim_namespace: str,
+    claim: str,
+    fsx: FsxVolume,
+) -> Manifest:
+    # The CSI node plugin mounts ``<dnsname>@tcp:/<mountname>``; a mount name of ``<mount>/<dir>`` mounts
+    # that Lustre subdirectory. ``volumeHandle`` must be unique per PV: kubelet identifies a mounted CSI
+    # volume by driver and handle, so two PVs sharing the file system ID could be confused on one node.
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": _meta(name, team),
+        "spec": {
+            "capacity": {"storage": _storage(platform)},
+            "volumeMode": "Filesystem",
+            "accessModes": ["ReadWriteMany"],
+            "persistentVolumeReclaimPolicy": "Retain",
+            "storageClassName": "",
+            "mountOptions": ["flock"],
+            # Pre-bound: only this claim can ever bind the volume, so no other namespace can claim it.
+            "claimRef": {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "namespace": claim_namespace,
+                "name": claim,
+            },
+            "csi": {
+                "driver": FSX_CSI_DRIVER,
+                "volumeHandle": handle,
+                "volumeAttributes": {"dnsname": fsx.dns_name, "mountname": mount_name},
+            },
+        },
+    }
+
+
+def _fsx_pvc(platform: Platform, team: Team, *, name: str, namespace: str, volume: str) -> Manifest:
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": _meta(name, team, namespace),
+        "spec": {
+            "accessModes": ["ReadWriteMany"],
+            "storageClassName": "",
+            "volumeName": volume,
+            "resources": {"requests": {"storage": _storage(platform)}},
+        },
+    }
+
+
+def _team_fsx(platform: Platform, team: Team, fsx: FsxVolume) -> list[Manifest]:
+    """Render the static PV on ``/fsx/<team>`` (Retain, pre-bound) and the team's claim ``fsx`` on it."""
+    volume = fsx_volume_name(team)
+    ns = names.namespace(team.name)
+    return [
+        _fsx_pv(
+            platform,
+            team,
+            name=volume,
+            handle=f"{fsx.file_system_id}::{team.name}",
+            mount_name=f"{fsx.mount_name}/{team.name}",
+            claim_namespace=ns,
+            claim=FSX_CLAIM_NAME,
+            fsx=fsx,
+        ),
+        _fsx_pvc(platform, team, name=FSX_CLAIM_NAME, namespace=ns, volume=volume),
+    ]
+
+
+def team_manifests(
+    platform: Platform,
+    team: Team,
+    *,
+    fsx: FsxVolume,
+    service_account: str = DEFAULT_SERVICE_ACCOUNT,
+    service_cidr: str | None = None,
+) -> list[Manifest]:
+    """Every Kubernetes object of ``team``, in apply order.
+
+    Order: Namespace (``kueue`` backend only), ServiceAccount, Role, RoleBinding, ClusterRole,
+    ClusterRoleBinding, NetworkPolicies ``default-deny``, ``allow-dns``, ``allow-same-namespace``,
+    ``allow-internet-egress``, LimitRange ``container-defaults``, PersistentVolume
+    ``hyperpod-tenancy-fsx-<team>`` and PersistentVolumeClaim ``fsx``.
+
+    With ``fairness_backend`` Task Governance the namespace is created by the service; apply
+    :func:`namespace_label_patch` to it and apply these objects only after the team's ``ComputeQuota``.
+
+    Args:
+        platform: the tenancy policy.
+        team: the team to render.
+        fsx: the shared FSx for Lustre file system (values may be CDK tokens).
+        service_account: name of the workloads' ServiceAccount; associate it with the team's S3 role
+            through EKS Pod Identity. Default: :data:`DEFAULT_SERVICE_ACCOUNT`.
+        service_cidr: the cluster's Kubernetes Service CIDR, also excluded from internet egress so that
+            other teams' ClusterIPs are not reachable even before ingress policy applies. Default: not
+            excluded (other teams' pods still deny the ingress). Used verbatim; may be a CDK token.
+
+    Returns:
+        Plain manifest dicts (``apiVersion``, ``kind``, ``metadata``...), valid for Kubernetes 1.33.
+
+    """
+    objects: list[Manifest] = []
+    if platform.fairness_backend is FairnessBackend.KUEUE:
+        objects.append(_namespace(platform, team))
+    objects.append(_service_account(team, service_account))
+    objects += _rbac(team)
+    objects += _network_policies(platform, team, service_cidr)
+    objects.append(_limit_range(team))
+    objects += _team_fsx(platform, team, fsx)
+    return objects
+
+
+def system_namespace() -> Manifest:
+    """Render the platform namespace :data:`SYSTEM_NAMESPACE` (Pod Security ``baseline`` enforced).
+
+    The FSx directory Jobs run here as root with the ``CHOWN``, ``FOWNER`` and ``FSETID`` capabilities,
+    which ``baseline`` admits and ``restricted`` does not. No team is granted anything in it.
+    """
+    labels = {
+        **_labels(),
+        "pod-security.kubernetes.io/enforce": "baseline",
+        "pod-security.kubernetes.io/warn": "baseline",
+        "pod-security.kubernetes.io/audit": "baseline",
+    }
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": SYSTEM_NAMESPACE, "labels": labels}}
+
+
+def _directory_script(team: Team) -> str:
+    path = f"/fsx/{team.name}"
+    gid = team.identity.posix_gid
+    return "\n".join(
+        (
+            "set -eu",
+            f'd="{path}"',
+            'mkdir -p "$d"',
+            f'chown 0:{gid} "$d"',
+            'chmod 2770 "$d"',
+            'stat -c "%n %u:%g %a" "$d"',
+        )
+    )
+
+
+def fsx_directory_job(platform: Platform, team: Team, *, fsx: FsxVolume) -> list[Manifest]:
+    """Objects in :data:`SYSTEM_NAMESPACE` that create ``/fsx/<team>`` once (idempotently).
+
+    Returns a PersistentVolume on the file-system root (``volumeHandle`` ``<fs-id>::root-<team>``, unique
+    per team so that each team's stack owns its own objects), its claim ``fsx-root-<team>`` and the Job
+    ``fsx-dir-<team>``: busybox running ``mkdir -p``, ``chown 0:<team posix_gid>``, ``chmod 2770`` (the
+    setgid bit makes new files inherit the team group). Re-running it changes nothing once the directory
+    is right. The pod runs as root with all capabilities dropped but ``CHOWN``, ``FOWNER`` (chmod a
+    directory someone else may own) and ``FSETID`` (keep the setgid bit although root is not in the
+    group), no privilege escalation, a read-only root file system and no service account token. It is
+    pinned to healthy HyperPod nodes (they have the Lustre client) and is deleted 10 minutes after it
+    finishes; ``backoffLimit`` 4 and a 15-minute deadline bound a stuck mount.
+
+    Apply after :func:`system_namespace`; the team's pods can start before the Job has run (kubelet
+    retries the mount until the directory exists).
+    """
+    claim = fsx_root_claim_name(team)
+    volume = f"hyperpod-tenancy-fsx-root-{team.name}"
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": _meta(f"fsx-dir-{team.name}", team, SYSTEM_NAMESPACE),
+        "spec": {
+            "backoffLimit": 4,
+            "activeDeadlineSeconds": 900,
+            "ttlSecondsAfterFinished": 600,
+            "template": {
+                "metadata": {"labels": _labels(team)},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "automountServiceAccountToken": False,
+                    "enableServiceLinks": False,
+                    "securityContext": {
+                        "runAsUser": 0,
+                        "runAsGroup": 0,
+                        "seccompProfile": {"type": "RuntimeDefault"},
+                    },
+                    "affinity": {
+                        "nodeAffinity": {
+                            "requiredDuringSchedulingIgnoredDuringExecution": {
+                                "nodeSelectorTerms": [
+                                    {
+                                        "matchExpressions": [
+                                            {
+                                                "key": _HYPERPOD_HEALTH_LABEL,
+                                                "operator": "In",
+                                                "values": ["Schedulable"],
+                                            }
+                                        ]
+                                    }
+                                ]
+                            }
+                        }
+                    },
+                    "containers": [
+                        {
+                            "name": "mkdir",
+                            "image": BUSYBOX_IMAGE,
+                            "command": ["sh", "-c", _directory_script(team)],
+                            "securityContext": {
+                                "allowPrivilegeEscalation": False,
+                                "readOnlyRootFilesystem": True,
+                                "capabilities": {"drop": ["ALL"], "add": ["CHOWN", "FOWNER", "FSETID"]},
+                            },
+                            "resources": {
+                                "requests": {"cpu": "10m", "memory": "16Mi"},
+                                "limits": {"cpu": "100m", "memory": "64Mi"},
+                            },
+                            "volumeMounts": [{"name": "fsx-root", "mountPath": "/fsx"}],
+                        }
+                    ],
+                    "volumes": [{"name": "fsx-root", "persistentVolumeClaim": {"claimName": claim}}],
+                },
+            },
+        },
+    }
+    return [
+        _fsx_pv(
+            platform,
+            team,
+            name=volume,
+            handle=f"{fsx.file_system_id}::root-{team.name}",
+            mount_name=fsx.mount_name,
+            claim_namespace=SYSTEM_NAMESPACE,
+            claim=claim,
+            fsx=fsx,
+        ),
+        _fsx_pvc(platform, team, name=claim, namespace=SYSTEM_NAMESPACE, volume=volume),
+        job,
+    ]

@@ -1,0 +1,256 @@
+"""Policy changes that CloudFormation carries out as a replacement (delete + create).
+
+Some properties of the resources the platform deploys are *createOnly* in their CloudFormation schema:
+changing them makes CloudFormation create a new resource and delete (or, with ``RETAIN``, orphan) the old
+one. :func:`replacement_warnings` compares a deployed policy with a new one and names each such change, the
+createOnly property behind it and what the replacement destroys, before ``cdk deploy`` does it.
+
+Codes: ``HPT-REPLACE-STACKS``, ``HPT-REPLACE-CLUSTER``, ``HPT-REPLACE-VPC``, ``HPT-REPLACE-FSX``,
+``HPT-REPLACE-TEAM``, ``HPT-REPLACE-PERMISSION-SET``.
+"""
+
+from __future__ import annotations
+
+from hyperpod_tenancy.errors import PolicyIssue
+from hyperpod_tenancy.policy import names
+from hyperpod_tenancy.policy.model import FairnessBackend, Platform, Team
+
+__all__ = ["replacement_warnings"]
+
+
+def replacement_warnings(old: Platform, new: Platform) -> list[PolicyIssue]:
+    """Return one issue per change from ``old`` to ``new`` that CloudFormation performs as a replacement.
+
+    Both policies should be valid. Paths point into ``new`` (a removed team points at ``teams``).
+    Adding a team or changing quotas, weights, borrow limits or priority classes updates in place and is
+    not reported.
+
+    Args:
+        old: the policy that is deployed (the baseline).
+        new: the policy about to be deployed.
+
+    Returns:
+        The replacement warnings, empty when every change updates in place.
+
+    """
+    out: list[PolicyIssue] = []
+    _stacks(old, new, out)
+    _cluster(old, new, out)
+    _network(old, new, out)
+    _fsx(old, new, out)
+    _teams(old, new, out)
+    _identity_center(old, new, out)
+    return out
+
+
+def _stacks(old: Platform, new: Platform, out: list[PolicyIssue]) -> None:
+    why = {
+        "name": "the platform name prefixes every stack name",
+        "account": "the stacks are deployed to the account",
+        "region": "the stacks are deployed to the region",
+    }
+    for key, before, after in (
+        ("name", old.name, new.name),
+        ("account", old.account, new.account),
+        ("region", old.region, new.region),
+    ):
+        if before == after:
+            continue
+        out.append(
+            PolicyIssue(
+                key,
+                f"{key} changes from {before!r} to {after!r}: {why[key]}, so `cdk deploy` creates a second, "
+                "separate platform; the deployed stacks are neither updated nor deleted, and named "
+                "resources (the cluster name) collide when both platforms share an account and region.",
+                f"keep {key} {before!r} to update the deployed platform, or deploy the new one on purpose "
+                "and destroy the old stacks after moving the teams.",
+                "HPT-REPLACE-STACKS",
+            )
+        )
+
+
+def _cluster(old: Platform, new: Platform, out: list[PolicyIssue]) -> None:
+    before, after = old.cluster.name, new.cluster.name
+    if before == after:
+        return
+    out.append(
+        PolicyIssue(
+            "cluster.name",
+            f"cluster.name changes from {before!r} to {after!r}: AWS::SageMaker::Cluster ClusterName and "
+            "AWS::EKS::Cluster Name are createOnly, so CloudFormation replaces both clusters. Every node, "
+            "team namespace, queue and running job of the old cluster is lost; the ComputeQuotas, the "
+            "ClusterSchedulerConfig (ClusterArn createOnly) and the EKS access entries (ClusterName "
+            "createOnly) are replaced with them; a retained (RETAIN) old HyperPod cluster keeps its "
+            "instances running and billing until it is deleted by hand.",
+            f"keep cluster.name {before!r}; to move to a new cluster, deploy a second platform and move "
+            "the teams one by one.",
+            "HPT-REPLACE-CLUSTER",
+        )
+    )
+
+
+def _network(old: Platform, new: Platform, out: list[PolicyIssue]) -> None:
+    before, after = old.cluster.vpc_cidr, new.cluster.vpc_cidr
+    if before != after:
+        out.append(
+            PolicyIssue(
+                "cluster.vpcCidr",
+                f"cluster.vpcCidr changes from {before!r} to {after!r}: AWS::EC2::VPC CidrBlock is "
+                "createOnly, so the VPC and all its subnets are replaced, and with them the HyperPod "
+                "cluster (VpcConfig createOnly) and the FSx file system (SubnetIds, SecurityGroupIds "
+                "createOnly); an EKS cluster cannot move to another VPC, so the deployment fails or leaves "
+                "the platform split across two VPCs.",
+                f"keep cluster.vpcCidr {before!r}; for more addresses deploy a new platform.",
+                "HPT-REPLACE-VPC",
+            )
+        )
+    old_zones, new_zones = list(old.cluster.availability_zones), list(new.cluster.availability_zones)
+    if old_zones != new_zones:
+        out.append(
+            PolicyIssue(
+                "cluster.availabilityZones",
+                f"cluster.availabilityZones changes from {old_zones} to {new_zones}: the subnets are laid "
+                "out from this ordered list and AWS::EC2::Subnet AvailabilityZone and CidrBlock are "
+                "createOnly, so subnets are replaced, and with them the HyperPod cluster (VpcConfig "
+                "createOnly) and the FSx file system (SubnetIds createOnly): nodes, running jobs and the "
+                "data on /fsx are lost.",
+                f"keep cluster.availabilityZones {old_zones} (same zones, same order); to use another zone, "
+                "deploy a new platform.",
+                "HPT-REPLACE-VPC",
+            )
+        )
+
+
+def _fsx(old: Platform, new: Platform, out: list[PolicyIssue]) -> None:
+    before, after = old.cluster.fsx.deployment_type, new.cluster.fsx.deployment_type
+    if before == after:
+        return
+    out.append(
+        PolicyIssue(
+            "cluster.fsx.deploymentType",
+            f"cluster.fsx.deploymentType changes from {before!r} to {after!r}: AWS::FSx::FileSystem "
+            "LustreConfiguration.DeploymentType cannot be updated, so CloudFormation replaces the file "
+            "system. The new one is empty: every team's /fsx/<team> data (checkpoints, datasets) stays "
+            "only on the old, retained file system, which is no longer mounted.",
+            f"keep cluster.fsx.deploymentType {before!r}; to change it, create the new file system beside "
+            "the old one and copy the data (e.g. through an S3 data repository) before switching.",
+            "HPT-REPLACE-FSX",
+        )
+    )
+
+
+def _team_quota(platform: Platform) -> str:
+    if platform.fairness_backend is FairnessBackend.TASK_GOVERNANCE:
+        return "its AWS::SageMaker::ComputeQuota is deleted"
+    return "its Kueue ClusterQueue and LocalQueue are deleted"
+
+
+def _same_identity(a: Team, b: Team) -> str | None:
+    if a.identity.group_id and a.identity.group_id == b.identity.group_id:
+        return f"same identity.groupId {a.identity.group_id!r}"
+    if a.identity.posix_gid == b.identity.posix_gid:
+        return f"same identity.posixGid {a.identity.posix_gid}"
+    return None
+
+
+def _teams(old: Platform, new: Platform, out: list[PolicyIssue]) -> None:
+    old_hosted = {t.name: t for t in old.hosted_teams}
+    new_hosted = {t.name: t for t in new.hosted_teams}
+    new_index = {t.name: i for i, t in enumerate(new.teams)}
+    added = [t for name, t in new_hosted.items() if name not in old_hosted]
+    for name, before in old_hosted.items():
+        if name in new_hosted:
+            _permission_set(before, new_hosted[name], new_index[name], out)
+            continue
+        renamed = next(((t, why) for t in added if (why := _same_identity(before, t))), None)
+        if renamed is not None:
+            after, why = renamed
+            added.remove(after)
+            out.append(_renamed(new, before, after, why, new_index[after.name]))
+        elif name in new_index:
+            out.append(_kept_off(new, before, new_index[name]))
+        else:
+            out.append(_removed(old, before))
+
+
+def _renamed(new: Platform, before: Team, after: Team, why: str, index: int) -> PolicyIssue:
+    old_ns, new_ns = names.namespace(before.name), names.namespace(after.name)
+    if new.fairness_backend is FairnessBackend.TASK_GOVERNANCE:
+        cause = "AWS::SageMaker::ComputeQuota ComputeQuotaTarget/TeamName is createOnly, so CloudFormation "
+        cause += "replaces the team's quota"
+    else:
+        cause = "the namespace and queue names are derived from the team name, so they are replaced"
+    old_ps = before.identity.permission_set_name or names.permission_set(before.name)
+    new_ps = after.identity.permission_set_name or names.permission_set(after.name)
+    sso = ""
+    if old_ps != new_ps:
+        sso = f" Permission set {old_ps!r} is replaced by {new_ps!r} (Name is createOnly): members sign in "
+        sso += "again."
+    return PolicyIssue(
+        f"teams[{index}].name",
+        f"team renamed from {before.name!r} to {after.name!r} ({why}): {cause}: namespace {old_ns} with "
+        f"its queues and running jobs is deleted and {new_ns} is created empty; files under "
+        f"/fsx/{before.name} are not moved.{sso}",
+        f"keep the team name {before.name!r}; if the rename is intended, drain the team's jobs and copy "
+        f"/fsx/{before.name} to /fsx/{after.name} first.",
+        "HPT-REPLACE-TEAM",
+    )
+
+
+def _removed(old: Platform, before: Team) -> PolicyIssue:
+    index = old.teams.index(before)
+    return PolicyIssue(
+        "teams",
+        f"team {before.name!r} (baseline teams[{index}]) is removed: {_team_quota(old)}, and with it "
+        f"namespace {names.namespace(before.name)}, its queues and running jobs.",
+        "drain the team's jobs before deploying, or keep the team; if it was renamed, keep its "
+        f"identity.groupId ({before.identity.group_id!r}) so the rename is recognised.",
+        "HPT-REPLACE-TEAM",
+    )
+
+
+def _kept_off(new: Platform, before: Team, index: int) -> PolicyIssue:
+    after = new.teams[index]
+    return PolicyIssue(
+        f"teams[{index}].dataClassification",
+        f"team {before.name!r} now holds {new.team_classification(after)!r} data and is kept off this "
+        f"{new.cluster.data_classification!r} cluster: {_team_quota(new)}, and with it namespace "
+        f"{names.namespace(before.name)}, its queues and running jobs.",
+        "drain the team's jobs and deploy its dedicated platform before deploying this change.",
+        "HPT-REPLACE-TEAM",
+    )
+
+
+def _permission_set(before: Team, after: Team, index: int, out: list[PolicyIssue]) -> None:
+    old_name = before.identity.permission_set_name or names.permission_set(before.name)
+    new_name = after.identity.permission_set_name or names.permission_set(after.name)
+    if old_name == new_name:
+        return
+    out.append(
+        PolicyIssue(
+            f"teams[{index}].identity.permissionSetName",
+            f"team {after.name!r}: the permission set name changes from {old_name!r} to {new_name!r}: "
+            "AWS::SSO::PermissionSet Name is createOnly, so the permission set and its group assignment "
+            f"are replaced; role AWSReservedSSO_{old_name}_... is deleted and AWSReservedSSO_{new_name}_... "
+            "created, the EKS access entry (PrincipalArn createOnly) is replaced, and members must sign in "
+            "again.",
+            f"set identity.permissionSetName: {old_name} to keep the current permission set.",
+            "HPT-REPLACE-PERMISSION-SET",
+        )
+    )
+
+
+def _identity_center(old: Platform, new: Platform, out: list[PolicyIssue]) -> None:
+    before, after = old.identity_center.instance_arn, new.identity_center.instance_arn
+    if before == after:
+        return
+    out.append(
+        PolicyIssue(
+            "identityCenter.instanceArn",
+            f"identityCenter.instanceArn changes from {before!r} to {after!r}: AWS::SSO::PermissionSet and "
+            "AWS::SSO::Assignment InstanceArn are createOnly, so every team's permission set, assignment, "
+            "SSO role and EKS access entry is replaced.",
+            f"keep identityCenter.instanceArn {before!r} unless Identity Center itself was moved.",
+            "HPT-REPLACE-PERMISSION-SET",
+        )
+    )

@@ -1,0 +1,51 @@
+"""``PlatformStage``: every stack of a platform, built from its policy."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import aws_cdk as cdk
+from constructs import Construct
+
+from hyperpod_tenancy.policy import Platform
+from hyperpod_tenancy.stacks.cluster_stack import ClusterStack
+from hyperpod_tenancy.stacks.team_stack import TeamStack
+
+__all__ = ["PlatformStage", "team_stack_id"]
+
+
+def team_stack_id(team: str) -> str:
+    """Stack ID of a team: ``Team-<PascalCase name>`` (stable: changing it replaces the stack)."""
+    return "Team-" + "".join(part.capitalize() for part in re.split(r"-", team))
+
+
+class PlatformStage(cdk.Stage):
+    """The cluster stack and one :class:`TeamStack` per team hosted on the cluster.
+
+    Teams flagged for a dedicated cluster (``onDataClassificationMismatch: dedicated-cluster``) get no stack;
+    the cluster emits a warning naming them.
+
+    Args:
+        scope: the CDK app.
+        id: stage ID (the platform name is a good choice).
+        platform: the validated tenancy policy.
+        **kwargs: other ``cdk.Stage`` props (``env`` defaults to the platform's account and region).
+    """
+
+    def __init__(self, scope: Construct, id: str, *, platform: Platform, **kwargs: Any) -> None:
+        kwargs.setdefault("env", cdk.Environment(account=platform.account, region=platform.region))
+        super().__init__(scope, id, **kwargs)
+        # team stacks import a few cluster attributes; keep CloudFormation's exports protecting them
+        self.node.set_context("@aws-cdk/core:defaultCrossStackReferences", "strong")
+        #: The policy the stage was built from.
+        self.platform = platform
+        #: The shared cluster's stack.
+        self.cluster_stack = ClusterStack(self, "Cluster", platform=platform)
+        #: Team stacks by team name.
+        self.team_stacks: dict[str, TeamStack] = {
+            team.name: TeamStack(
+                self, team_stack_id(team.name), cluster=self.cluster_stack.cluster, team=team.name
+            )
+            for team in platform.hosted_teams
+        }

@@ -1,0 +1,34 @@
+"""``TeamStack``: one stack per team, so no stack nears CloudFormation's limits at any team count."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import aws_cdk as cdk
+from constructs import Construct
+
+from hyperpod_tenancy.constructs.shared_hyperpod_cluster import SharedHyperPodCluster
+from hyperpod_tenancy.constructs.team_tenant import TeamTenant
+
+__all__ = ["TeamStack"]
+
+
+class TeamStack(cdk.Stack):
+    """Stack with the :class:`TeamTenant` of one team.
+
+    Args:
+        scope: parent (an App or the platform stage).
+        id: stack ID.
+        cluster: the shared cluster (in another stack: a few of its attributes become cross-stack references).
+        team: name of a team of the cluster's platform policy.
+        **kwargs: other ``cdk.Stack`` props (``env`` defaults to the cluster's).
+    """
+
+    def __init__(
+        self, scope: Construct, id: str, *, cluster: SharedHyperPodCluster, team: str, **kwargs: Any
+    ) -> None:
+        platform = cluster.platform
+        kwargs.setdefault("env", cdk.Environment(account=platform.account, region=platform.region))
+        super().__init__(scope, id, **kwargs)
+        #: The team's tenant.
+        self.tenant: TeamTenant = cluster.add_team("Tenant", team=team, scope=self)

@@ -1,0 +1,127 @@
+"""Evaluate ValidatingAdmissionPolicies offline with a standard CEL engine (``common-expression-language``).
+
+Mirrors the API server's order: resource rules and namespace selectors (policy and binding), then every
+match condition, then each validation; a failed validation reports its ``messageExpression`` (falling back
+to ``message``) and the binding's ``validationActions`` decide whether it denies or warns.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import cel
+
+#: CEL functions and macros that every standard engine evaluates (no Kubernetes-only libraries).
+STANDARD_CEL_FUNCTIONS = frozenset(
+    {"has", "startsWith", "endsWith", "contains", "matches", "exists", "all", "exists_one", "size", "filter", "map"}
+)
+_CALL = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
+_STRING = re.compile(r"'[^']*'")
+
+
+def functions_used(expression: str) -> set[str]:
+    """Names of the functions and macros an expression calls (string literals ignored)."""
+    return set(_CALL.findall(_STRING.sub("''", expression)))
+
+
+@dataclass
+class PolicyOutcome:
+    """What one matched policy decided."""
+
+    policy: str
+    actions: list[str]
+    failures: list[str] = field(default_factory=list)
+
+
+@dataclass
+class AdmissionDecision:
+    """Combined outcome of every policy for one request."""
+
+    outcomes: list[PolicyOutcome]
+
+    @property
+    def denied(self) -> list[str]:
+        """Messages of failed validations bound with ``Deny``."""
+        return [m for o in self.outcomes if "Deny" in o.actions for m in o.failures]
+
+    @property
+    def warnings(self) -> list[str]:
+        """Messages of failed validations bound with ``Warn``."""
+        return [m for o in self.outcomes if "Warn" in o.actions for m in o.failures]
+
+    @property
+    def allowed(self) -> bool:
+        """Whether the request is admitted."""
+        return not self.denied
+
+    def policies(self) -> set[str]:
+        """Names of the policies that matched the request."""
+        return {o.policy for o in self.outcomes}
+
+
+def _selector_matches(selector: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    assert not selector.get("matchExpressions"), "simulator only models matchLabels"
+    return all(labels.get(k) == v for k, v in selector.get("matchLabels", {}).items())
+
+
+def _rule_matches(rules: Sequence[Mapping[str, Any]], group: str, resource: str, operation: str) -> bool:
+    return any(
+        group in r["apiGroups"] and resource in r["resources"] and operation in r["operations"] for r in rules
+    )
+
+
+def _evaluate(expression: str, context: Mapping[str, Any]) -> Any:
+    return cel.evaluate(expression, dict(context))
+
+
+def evaluate_policies(
+    objects: Sequence[Mapping[str, Any]],
+    *,
+    obj: Mapping[str, Any],
+    namespace: Mapping[str, Any],
+    group: str,
+    resource: str,
+    operation: str = "CREATE",
+) -> AdmissionDecision:
+    """Evaluate every policy/binding pair in ``objects`` for one request on ``obj`` in ``namespace``."""
+    policies = {o["metadata"]["name"]: o for o in objects if o["kind"] == "ValidatingAdmissionPolicy"}
+    bindings = [o for o in objects if o["kind"] == "ValidatingAdmissionPolicyBinding"]
+    ns_labels = namespace["metadata"].get("labels", {})
+    context = {
+        "object": obj,
+        "oldObject": None,
+        "namespaceObject": namespace,
+        "request": {
+            "operation": operation,
+            "namespace": namespace["metadata"]["name"],
+            "resource": {"group": group, "resource": resource},
+        },
+    }
+    outcomes = []
+    for binding in bindings:
+        policy = policies[binding["spec"]["policyName"]]
+        spec = policy["spec"]
+        constraints = spec["matchConstraints"]
+        if not _rule_matches(constraints["resourceRules"], group, resource, operation):
+            continue
+        if not _selector_matches(constraints.get("namespaceSelector", {}), ns_labels):
+            continue
+        if not _selector_matches(binding["spec"].get("matchResources", {}).get("namespaceSelector", {}), ns_labels):
+            continue
+        if not all(_evaluate(c["expression"], context) is True for c in spec.get("matchConditions", [])):
+            continue
+        outcome = PolicyOutcome(policy["metadata"]["name"], list(binding["spec"]["validationActions"]))
+        for validation in spec["validations"]:
+            result = _evaluate(validation["expression"], context)
+            assert isinstance(result, bool), f"{validation['expression']} returned {result!r}"
+            if not result:
+                message = validation.get("message", "")
+                if "messageExpression" in validation:
+                    message = _evaluate(validation["messageExpression"], context)
+                    assert isinstance(message, str) and message
+                outcome.failures.append(message)
+        outcomes.append(outcome)
+    return AdmissionDecision(outcomes)

@@ -1,0 +1,283 @@
+"""Two independent readers of the fairness renderings, and a small Kueue admission simulator.
+
+``from_task_governance`` reads ``AWS::SageMaker::ClusterSchedulerConfig`` / ``ComputeQuota`` properties
+with Task Governance semantics; ``from_kueue`` reads ``kueue.x-k8s.io/v1beta2`` objects and the Kueue
+manager configuration with Kueue semantics. Both produce a :class:`FairnessForm`: per (team, instance
+type, resource) the guaranteed amount, the amount other teams may borrow from it, and the team's borrowing
+ceiling, plus per-team fair-share weights. Neither reader imports the renderers.
+
+Task Governance semantics modelled here (from the SageMaker API reference and the policy docs):
+``Count`` instances of an instance type are guaranteed; ``Lend``/``LendAndBorrow`` lend all idle
+guaranteed capacity, ``DontLend`` none; only ``LendAndBorrow`` borrows, up to ``BorrowLimit`` percent of
+the guarantee (default 50), rounded down to a schedulable unit (one accelerator, one millicore, one MiB);
+``IdleResourceSharing: Disabled`` stops all lending and borrowing; ``FairShareWeight`` counts only with
+``FairShare: Enabled``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+import yaml
+
+from hyperpod_tenancy.policy import Platform, resource_shape
+
+NAMESPACE_PREFIX = "hyperpod-ns-"
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+GIB = Decimal(2**30)
+MIB = Decimal(2**20)
+#: Smallest schedulable unit per resource (accelerators: one device).
+UNITS = {"cpu": Decimal("0.001"), "memory": MIB}
+
+Key = tuple[str, str, str]  # (team, instance type, resource)
+
+
+@dataclass(frozen=True)
+class Share:
+    """What one team's quota of one resource on one instance type means."""
+
+    guaranteed: Decimal
+    #: How much of the guarantee other teams may borrow while it is idle.
+    lendable: Decimal
+    #: How much above its guarantee the team may use (None: unlimited).
+    borrow_ceiling: Decimal | None
+
+    def is_zero(self) -> bool:
+        """Whether the share promises nothing at all."""
+        return self.guaranteed == 0 and self.lendable == 0 and self.borrow_ceiling == 0
+
+
+@dataclass
+class FairnessForm:
+    """Backend-neutral meaning of a fairness rendering."""
+
+    fair_share: bool
+    shares: dict[Key, Share] = field(default_factory=dict)
+    #: Fair-share weight per team (None when fair share is off).
+    weights: dict[str, Decimal | None] = field(default_factory=dict)
+
+    def normalized(self) -> FairnessForm:
+        """The form without shares that promise nothing (a listed-but-empty flavor means the same)."""
+        return FairnessForm(
+            self.fair_share, {k: v for k, v in self.shares.items() if not v.is_zero()}, dict(self.weights)
+        )
+
+
+def floor_to_unit(resource: str, amount: Decimal) -> Decimal:
+    """Round ``amount`` down to whole schedulable units of ``resource``."""
+    unit = UNITS.get(resource, Decimal(1))
+    return Decimal(math.floor(amount / unit)) * unit
+
+
+def schedulable_shapes(platform: Platform) -> dict[str, dict[str, Decimal]]:
+    """Per-instance schedulable resources by instance type: accelerators, cpu (cores), memory (bytes).
+
+    Schedulable cpu is ``vcpus x threadsPerCore / 2``: EC2's vCPU count assumes two threads per core.
+    """
+    shapes: dict[str, dict[str, Decimal]] = {}
+    for group in platform.cluster.instance_groups:
+        shape = resource_shape(group)
+        assert shape is not None, f"{group.name} has no resource shape"
+        shapes[group.instance_type] = {
+            shape.accelerator_resource: Decimal(shape.accelerators),
+            "cpu": Decimal(shape.vcpus * group.threads_per_core) / 2,
+            "memory": Decimal(shape.memory_gib) * GIB,
+        }
+    return shapes
+
+
+def from_task_governance(
+    scheduler_config: Mapping[str, Any],
+    compute_quotas: Iterable[Mapping[str, Any]],
+    shapes: Mapping[str, Mapping[str, Decimal]],
+) -> FairnessForm:
+    """Read the CloudFormation properties of the cluster policy and every team's compute quota."""
+    sched = scheduler_config["SchedulerConfig"]
+    sharing_on = sched.get("IdleResourceSharing", "Enabled") == "Enabled"
+    fair = sched.get("FairShare", "Enabled") == "Enabled"
+    form = FairnessForm(fair_share=fair)
+    for quota in compute_quotas:
+        target = quota["ComputeQuotaTarget"]
+        team = target["TeamName"]
+        config = quota["ComputeQuotaConfig"]
+        rsc = config.get("ResourceSharingConfig", {"Strategy": "LendAndBorrow"})
+        strategy = rsc["Strategy"]
+        percent = Decimal(rsc.get("BorrowLimit", 50))
+        lends = sharing_on and strategy in ("Lend", "LendAndBorrow")
+        borrows = sharing_on and strategy == "LendAndBorrow"
+        for item in config.get("ComputeQuotaResources", []):
+            unsupported = set(item) - {"InstanceType", "Count"}
+            assert not unsupported, f"interpreter does not model {unsupported}"
+            count = Decimal(item.get("Count", 0))
+            for resource, per_instance in shapes[item["InstanceType"]].items():
+                guaranteed = count * per_instance
+                form.shares[(team, item["InstanceType"], resource)] = Share(
+                    guaranteed=guaranteed,
+                    lendable=guaranteed if lends else Decimal(0),
+                    borrow_ceiling=floor_to_unit(resource, guaranteed * percent / 100)
+                    if borrows
+                    else Decimal(0),
+                )
+        form.weights[team] = Decimal(target.get("FairShareWeight", 0)) if fair else None
+    return form
+
+
+_QUANTITY = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E)?$")
+_SUFFIX = {
+    None: Decimal(1),
+    "m": Decimal("0.001"),
+    "k": Decimal(10**3),
+    "M": Decimal(10**6),
+    "G": Decimal(10**9),
+    "T": Decimal(10**12),
+    "P": Decimal(10**15),
+    "E": Decimal(10**18),
+    "Ki": Decimal(2**10),
+    "Mi": Decimal(2**20),
+    "Gi": Decimal(2**30),
+    "Ti": Decimal(2**40),
+    "Pi": Decimal(2**50),
+    "Ei": Decimal(2**60),
+}
+
+
+def quantity(value: object) -> Decimal:
+    """Parse a Kubernetes quantity (int or string); floats are rejected, as the Kueue CRDs do."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise TypeError(f"{value!r} is not an int or a quantity string")
+    if isinstance(value, int):
+        return Decimal(value)
+    match = _QUANTITY.match(value)
+    if match is None:
+        raise ValueError(f"{value!r} is not a quantity")
+    return Decimal(match.group(1)) * _SUFFIX[match.group(2)]
+
+
+def kueue_config(helm_values: Mapping[str, Any]) -> dict[str, Any]:
+    """The Kueue manager configuration inside the Helm values."""
+    config = yaml.safe_load(helm_values["managerConfig"]["controllerManagerConfigYaml"])
+    assert isinstance(config, dict)
+    return config
+
+
+def _team_of(cq: Mapping[str, Any]) -> str:
+    selected = cq["spec"]["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"]
+    assert selected.startswith(NAMESPACE_PREFIX), selected
+    return str(selected[len(NAMESPACE_PREFIX) :])
+
+
+def from_kueue(objects: Sequence[Mapping[str, Any]], helm_values: Mapping[str, Any]) -> FairnessForm:
+    """Read ResourceFlavors, ClusterQueues and the manager configuration with Kueue semantics."""
+    fair = "fairSharing" in kueue_config(helm_values)
+    form = FairnessForm(fair_share=fair)
+    flavor_type = {
+        o["metadata"]["name"]: o["spec"]["nodeLabels"][INSTANCE_TYPE_LABEL]
+        for o in objects
+        if o["kind"] == "ResourceFlavor"
+    }
+    for cq in (o for o in objects if o["kind"] == "ClusterQueue"):
+        team = _team_of(cq)
+        spec = cq["spec"]
+        in_cohort = bool(spec.get("cohortName"))
+        for group in spec["resourceGroups"]:
+            for flavor in group["flavors"]:
+                for res in flavor["resources"]:
+                    nominal = quantity(res["nominalQuota"])
+                    if in_cohort:
+                        lendable = quantity(res["lendingLimit"]) if "lendingLimit" in res else nominal
+                        ceiling = quantity(res["borrowingLimit"]) if "borrowingLimit" in res else None
+                    else:
+                        lendable, ceiling = Decimal(0), Decimal(0)
+                    form.shares[(team, flavor_type[flavor["name"]], res["name"])] = Share(
+                        nominal, lendable, ceiling
+                    )
+        weight = spec.get("fairSharing", {}).get("weight", 1)
+        form.weights[team] = quantity(weight) if fair else None
+    return form
+
+
+# ------------------------------------------------------------------------------------- admission simulation
+
+
+@dataclass(frozen=True)
+class Admission:
+    """Outcome of one admission attempt."""
+
+    admitted: bool
+    #: Amount above the team's guarantee the workload runs on, per resource (when admitted).
+    borrowed: dict[str, Decimal]
+    reason: str = ""
+
+
+class KueueCohortSimulator:
+    """Kueue's quota check for one cohort of ClusterQueues (no preemption), per flavor and resource.
+
+    A workload of ClusterQueue ``i`` fits when, for every requested resource, ``usage_i + request`` stays
+    within ``nominal_i + borrowingLimit_i`` (no limit when unset) and the cohort can lend it: the usage of
+    every member beyond what it keeps for itself (``nominal - lendingLimit``; everything when unset) must
+    fit in the sum of what the members lend (``lendingLimit``, or ``nominal`` when unset).
+    """
+
+    def __init__(self, objects: Sequence[Mapping[str, Any]]) -> None:
+        self.quota: dict[tuple[str, str, str], tuple[Decimal, Decimal | None, Decimal | None]] = {}
+        self.usage: dict[tuple[str, str, str], Decimal] = {}
+        self.cohort: dict[str, str] = {}
+        for cq in (o for o in objects if o["kind"] == "ClusterQueue"):
+            team = _team_of(cq)
+            self.cohort[team] = cq["spec"].get("cohortName", "")
+            for group in cq["spec"]["resourceGroups"]:
+                for flavor in group["flavors"]:
+                    for res in flavor["resources"]:
+                        key = (team, flavor["name"], res["name"])
+                        self.quota[key] = (
+                            quantity(res["nominalQuota"]),
+                            quantity(res["borrowingLimit"]) if "borrowingLimit" in res else None,
+                            quantity(res["lendingLimit"]) if "lendingLimit" in res else None,
+                        )
+                        self.usage[key] = Decimal(0)
+
+    def idle_lendable(self, team: str, flavor: str, resource: str) -> Decimal:
+        """How much of ``team``'s guarantee is idle and lendable right now."""
+        nominal, _, lending = self.quota[(team, flavor, resource)]
+        lendable = nominal if lending is None else lending
+        return max(Decimal(0), min(lendable, nominal - self.usage[(team, flavor, resource)]))
+
+    def _fits(self, team: str, flavor: str, resource: str, amount: Decimal) -> str:
+        nominal, borrowing, _ = self.quota[(team, flavor, resource)]
+        new_usage = self.usage[(team, flavor, resource)] + amount
+        if not self.cohort[team]:
+            return "" if new_usage <= nominal else f"{resource}: above nominal quota and not in a cohort"
+        if borrowing is not None and new_usage > nominal + borrowing:
+            return f"{resource}: {new_usage} exceeds nominal {nominal} + borrowingLimit {borrowing}"
+        pool = Decimal(0)
+        used = Decimal(0)
+        for member, cohort in self.cohort.items():
+            if cohort != self.cohort[team]:
+                continue
+            m_nominal, _, m_lending = self.quota[(member, flavor, resource)]
+            kept = Decimal(0) if m_lending is None else m_nominal - m_lending
+            pool += m_nominal - kept
+            usage = new_usage if member == team else self.usage[(member, flavor, resource)]
+            used += max(Decimal(0), usage - kept)
+        if used > pool:
+            return f"{resource}: the cohort has no idle {resource} left to lend ({used} > {pool})"
+        return ""
+
+    def admit(self, team: str, flavor: str, request: Mapping[str, Decimal]) -> Admission:
+        """Try to admit a workload; on success its usage is recorded."""
+        for resource, amount in request.items():
+            reason = self._fits(team, flavor, resource, amount)
+            if reason:
+                return Admission(False, {}, reason)
+        borrowed = {}
+        for resource, amount in request.items():
+            key = (team, flavor, resource)
+            before = max(Decimal(0), self.usage[key] - self.quota[key][0])
+            self.usage[key] += amount
+            borrowed[resource] = max(Decimal(0), self.usage[key] - self.quota[key][0]) - before
+        return Admission(True, borrowed)
