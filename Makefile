@@ -41,7 +41,7 @@ typecheck: $(VENV)/.stamp
 	$(VENV)/bin/mypy
 
 unit: setup
-	NCA_BIN=$(abspath .venv-nca/bin/nca) $(PY) -m pytest -n auto
+	NCA_BIN=$(abspath .venv-nca/bin/nca) $(PY) -m pytest
 
 test: lint typecheck unit
 

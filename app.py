@@ -1,27 +1,38 @@
 #!/usr/bin/env python3
-"""Synthesize the reference platform described by ``platform.yaml`` (no AWS credentials needed)."""
+"""Synthesize the reference platform described by ``platform.yaml`` (no AWS credentials needed).
+
+The policy file is ``platform.yaml``, or ``cdk synth -c platform=<file>``, or ``$PLATFORM_FILE``. It is
+validated before the CDK app exists, so a bad policy writes nothing.
+"""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 
-import aws_cdk as cdk
-
 from hyperpod_tenancy.errors import PolicyError
 from hyperpod_tenancy.policy import load_platform
-from hyperpod_tenancy.stacks import PlatformStage
+
+
+def _policy_path() -> str:
+    context = json.loads(os.environ.get("CDK_CONTEXT_JSON", "{}") or "{}")
+    return str(context.get("platform") or os.environ.get("PLATFORM_FILE", "platform.yaml"))
 
 
 def main() -> None:
-    """Load the policy and build one cluster stack plus one stack per team."""
-    app = cdk.App()
-    path = app.node.try_get_context("platform") or os.environ.get("PLATFORM_FILE", "platform.yaml")
+    """Load the policy, then build one cluster stack plus one stack per team."""
     try:
-        platform = load_platform(path)
-    except PolicyError as exc:
+        platform = load_platform(_policy_path())
+    except (PolicyError, OSError) as exc:
         print(exc, file=sys.stderr)
         raise SystemExit(1) from None
+
+    import aws_cdk as cdk  # noqa: PLC0415  (jsii starts only for a valid policy)
+
+    from hyperpod_tenancy.stacks import PlatformStage  # noqa: PLC0415
+
+    app = cdk.App()
     PlatformStage(app, platform.name, platform=platform)
     app.synth()
 

@@ -14,13 +14,13 @@ import yaml
 
 sys.path.append(str(Path(__file__).parent / "support"))
 
-import fairness_platforms as fp  # noqa: E402
-from kueue_crd_validator import validate_kueue  # noqa: E402
+import fairness_platforms as fp
+from kueue_crd_validator import validate_kueue
 
-from hyperpod_tenancy.errors import TenancyError  # noqa: E402
-from hyperpod_tenancy.k8s import kueue  # noqa: E402
-from hyperpod_tenancy.k8s.labels import namespace_labels  # noqa: E402
-from hyperpod_tenancy.policy import InstanceGroup, Platform, ResourceShape, names  # noqa: E402
+from hyperpod_tenancy.errors import TenancyError
+from hyperpod_tenancy.k8s import kueue
+from hyperpod_tenancy.k8s.labels import namespace_labels
+from hyperpod_tenancy.policy import InstanceGroup, Platform, ResourceShape, names
 
 
 def render(platform: Platform) -> list[dict[str, Any]]:
@@ -46,7 +46,9 @@ def by_kind(objects: list[dict[str, Any]], kind: str) -> dict[str, dict[str, Any
 
 
 def cq_of(platform: Platform, team: str) -> dict[str, Any]:
-    return by_kind(kueue.team_objects(platform, platform.team(team)), "ClusterQueue")[names.cluster_queue(team)]
+    return by_kind(kueue.team_objects(platform, platform.team(team)), "ClusterQueue")[
+        names.cluster_queue(team)
+    ]
 
 
 def flavor_resources(cq: dict[str, Any], flavor: str) -> dict[str, dict[str, Any]]:
@@ -128,7 +130,9 @@ def test_names_are_the_task_governance_names() -> None:
 
 def test_cluster_queue_selects_exactly_the_team_namespace() -> None:
     cq = cq_of(fp.reference_kueue(), "vision")
-    assert cq["spec"]["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": "hyperpod-ns-vision"}}
+    assert cq["spec"]["namespaceSelector"] == {
+        "matchLabels": {"kubernetes.io/metadata.name": "hyperpod-ns-vision"}
+    }
     assert cq["spec"]["cohortName"] == kueue.COHORT
     assert cq["spec"]["queueingStrategy"] == "BestEffortFIFO"
 
@@ -151,12 +155,22 @@ def test_nominal_quota_is_count_times_schedulable_shape() -> None:
     platform = fp.reference_kueue()
     p5 = flavor_resources(cq_of(platform, "research"), "ml.p5.48xlarge")
     # 9 x ml.p5.48xlarge (8 GPU, 192 vCPU, 2048 GiB) with threadsPerCore 1: 96 schedulable cores each.
-    assert {r: v["nominalQuota"] for r, v in p5.items()} == {"nvidia.com/gpu": 72, "cpu": 864, "memory": "18432Gi"}
+    assert {r: v["nominalQuota"] for r, v in p5.items()} == {
+        "nvidia.com/gpu": 72,
+        "cpu": 864,
+        "memory": "18432Gi",
+    }
     g5 = flavor_resources(cq_of(platform, "inference"), "ml.g5.12xlarge")
     # 3 x ml.g5.12xlarge (4 GPU, 48 vCPU, 192 GiB) with threadsPerCore 2: all 48 vCPUs schedulable.
-    assert {r: v["nominalQuota"] for r, v in g5.items()} == {"nvidia.com/gpu": 12, "cpu": 144, "memory": "576Gi"}
+    assert {r: v["nominalQuota"] for r, v in g5.items()} == {
+        "nvidia.com/gpu": 12,
+        "cpu": 144,
+        "memory": "576Gi",
+    }
     # no quota on a flavor: listed with nominalQuota 0
-    assert flavor_resources(cq_of(platform, "research"), "ml.g5.12xlarge")["nvidia.com/gpu"]["nominalQuota"] == 0
+    assert (
+        flavor_resources(cq_of(platform, "research"), "ml.g5.12xlarge")["nvidia.com/gpu"]["nominalQuota"] == 0
+    )
 
 
 def test_trainium_and_cpu_only_flavors() -> None:
@@ -180,7 +194,9 @@ def test_odd_cpu_and_memory_become_milli_and_mebi_quantities() -> None:
         platform.cluster.instance_groups[0],
         resources=ResourceShape(accelerators=1, vcpus=3, memory_gib=5),
     )
-    platform = dataclasses.replace(platform, cluster=dataclasses.replace(platform.cluster, instance_groups=(odd,)))
+    platform = dataclasses.replace(
+        platform, cluster=dataclasses.replace(platform.cluster, instance_groups=(odd,))
+    )
     res = flavor_resources(cq_of(platform, "team-b"), "ml.g5.8xlarge")
     # 5 x 1.5 cores = 7.5 cores; borrow 60%: 4.5 cores. Memory 25 GiB; borrow 60%: 15 GiB.
     assert res["cpu"]["nominalQuota"] == "7500m"
@@ -190,7 +206,10 @@ def test_odd_cpu_and_memory_become_milli_and_mebi_quantities() -> None:
     # 6 x 5 GiB = 30 GiB; borrow 50%: 15 GiB; 6 x 1 GPU; borrow 50%: 3
     assert team_a["memory"]["borrowingLimit"] == "15Gi"
     assert team_a["nvidia.com/gpu"]["borrowingLimit"] == 3
-    assert validate_kueue([*kueue.cluster_objects(platform), *kueue.team_objects(platform, platform.teams[1])]) == []
+    assert (
+        validate_kueue([*kueue.cluster_objects(platform), *kueue.team_objects(platform, platform.teams[1])])
+        == []
+    )
 
 
 # ------------------------------------------------------------------------------------------------- sharing
@@ -199,9 +218,13 @@ def test_odd_cpu_and_memory_become_milli_and_mebi_quantities() -> None:
 def test_lend_and_borrow_floors_the_borrow_limit_and_lends_everything() -> None:
     platform = fp.mixed_accelerators()  # research: LendAndBorrow, borrowLimit 33
     p5 = flavor_resources(cq_of(platform, "research"), "ml.p5.48xlarge")
-    assert p5["nvidia.com/gpu"] == {"name": "nvidia.com/gpu", "nominalQuota": 56, "borrowingLimit": 18}  # 18.48
+    assert p5["nvidia.com/gpu"] == {
+        "name": "nvidia.com/gpu",
+        "nominalQuota": 56,
+        "borrowingLimit": 18,
+    }  # 18.48
     assert p5["cpu"]["borrowingLimit"] == "221760m"  # 672 x 33% = 221.76 cores
-    assert p5["memory"]["borrowingLimit"] == "4730142Mi"  # 14336 GiB x 33% = 4730142.72 MiB
+    assert p5["memory"]["borrowingLimit"] == "4844421Mi"  # 14336 GiB = 14680064 MiB; x 33% = 4844421.12
     assert all("lendingLimit" not in r for r in p5.values())
 
 
@@ -296,7 +319,8 @@ def test_instance_type_without_shape_names_the_group() -> None:
     base = fp.reference()  # task-governance backend: the policy accepts an uncatalogued type there
     group = InstanceGroup(name="cpu-tools", instance_type="ml.c5.2xlarge", count=2, reserved=0)
     platform = dataclasses.replace(
-        base, cluster=dataclasses.replace(base.cluster, instance_groups=(*base.cluster.instance_groups, group))
+        base,
+        cluster=dataclasses.replace(base.cluster, instance_groups=(*base.cluster.instance_groups, group)),
     )
     with pytest.raises(TenancyError, match=r"cpu-tools.*ml\.c5\.2xlarge") as err:
         kueue.team_objects(platform, platform.team("research"))
@@ -305,11 +329,13 @@ def test_instance_type_without_shape_names_the_group() -> None:
 
 def test_one_instance_type_with_two_shapes_is_refused() -> None:
     base = fp.reference_kueue()
-    twin = dataclasses.replace(base.cluster.instance_groups[0], name="p5-more", threads_per_core=2, reserved=0)
+    twin = dataclasses.replace(
+        base.cluster.instance_groups[0], name="p5-more", threads_per_core=2, reserved=0
+    )
     platform = dataclasses.replace(
         base, cluster=dataclasses.replace(base.cluster, instance_groups=(*base.cluster.instance_groups, twin))
     )
-    with pytest.raises(TenancyError, match="p5-training.*p5-more"):
+    with pytest.raises(TenancyError, match=r"p5-training.*p5-more"):
         kueue.team_objects(platform, platform.team("research"))
 
 
@@ -336,7 +362,9 @@ def test_helm_values_enable_fair_sharing_when_the_policy_does() -> None:
     on = manager_config(fp.reference_kueue())
     assert on["apiVersion"] == "config.kueue.x-k8s.io/v1beta2"
     assert on["kind"] == "Configuration"
-    assert on["fairSharing"] == {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]}
+    assert on["fairSharing"] == {
+        "preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]
+    }
     assert "enable" not in on["fairSharing"]  # a v1beta1 config field; v1beta2 enables by presence
     off = manager_config(fp.fair_share_disabled())
     assert "fairSharing" not in off
@@ -411,7 +439,9 @@ def _cohort_quota(o: Objects) -> None:
 
 
 def _namespace_not_selected(o: Objects) -> None:
-    _cq(o)["spec"]["namespaceSelector"] = {"matchLabels": {"kubernetes.io/metadata.name": "hyperpod-ns-vision"}}
+    _cq(o)["spec"]["namespaceSelector"] = {
+        "matchLabels": {"kubernetes.io/metadata.name": "hyperpod-ns-vision"}
+    }
 
 
 GUARDRAILS: list[tuple[str, Callable[[Objects], None], str | None]] = [
@@ -449,7 +479,9 @@ def test_self_check_catches(lint_id: str, mutate: Callable[[Objects], None], ups
 
 def test_renderers_raise_when_the_self_check_finds_something(monkeypatch: pytest.MonkeyPatch) -> None:
     platform = fp.reference_kueue()
-    monkeypatch.setattr(kueue, "lint_kueue_objects", lambda objects: [f"{kueue.LINT_COHORT_QUOTA} Cohort/x: y"])
+    monkeypatch.setattr(
+        kueue, "lint_kueue_objects", lambda objects: [f"{kueue.LINT_COHORT_QUOTA} Cohort/x: y"]
+    )
     with pytest.raises(TenancyError, match="self-check"):
         kueue.cluster_objects(platform)
     with pytest.raises(TenancyError, match=kueue.LINT_COHORT_QUOTA):

@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_usage(sys.stderr)
         print(f"{PROG}: error: choose a command, e.g. `{PROG} validate platform.yaml`", file=sys.stderr)
         return EXIT_USAGE
-    return validate(path=args.path, baseline=args.baseline, out=sys.stdout, err=sys.stderr)
+    return _validate(path=args.path, baseline=args.baseline, out=sys.stdout, err=sys.stderr)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -77,7 +77,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def validate(*, path: Path, baseline: Path | None = None, out: TextIO, err: TextIO) -> int:
+def _validate(*, path: Path, baseline: Path | None = None, out: TextIO, err: TextIO) -> int:
     """Validate ``path`` (and compare it with ``baseline``), print the outcome and return the exit status.
 
     Args:
@@ -95,7 +95,7 @@ def validate(*, path: Path, baseline: Path | None = None, out: TextIO, err: Text
     if platform is None or (baseline is not None and old is None):
         return EXIT_INVALID
     replacements = replacement_warnings(old, platform) if old is not None else None
-    for line in summary(platform, source=str(path), replacements=replacements, baseline=baseline):
+    for line in _summary(platform, source=str(path), replacements=replacements, baseline=baseline):
         print(line, file=out)
     return EXIT_OK
 
@@ -113,7 +113,7 @@ def _load(path: Path, role: str, err: TextIO) -> Platform | None:
     return None
 
 
-def summary(
+def _summary(
     platform: Platform,
     *,
     source: str,

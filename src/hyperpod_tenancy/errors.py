@@ -18,6 +18,7 @@ class PolicyIssue:
         message: what is wrong, quoting the bad value.
         fix: how to fix it.
         code: stable identifier of the rule, e.g. ``HPT-QUOTA-CAPACITY``.
+
     """
 
     path: str

@@ -16,7 +16,19 @@ import cel
 
 #: CEL functions and macros that every standard engine evaluates (no Kubernetes-only libraries).
 STANDARD_CEL_FUNCTIONS = frozenset(
-    {"has", "startsWith", "endsWith", "contains", "matches", "exists", "all", "exists_one", "size", "filter", "map"}
+    {
+        "has",
+        "startsWith",
+        "endsWith",
+        "contains",
+        "matches",
+        "exists",
+        "all",
+        "exists_one",
+        "size",
+        "filter",
+        "map",
+    }
 )
 _CALL = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
 _STRING = re.compile(r"'[^']*'")
@@ -109,7 +121,9 @@ def evaluate_policies(
             continue
         if not _selector_matches(constraints.get("namespaceSelector", {}), ns_labels):
             continue
-        if not _selector_matches(binding["spec"].get("matchResources", {}).get("namespaceSelector", {}), ns_labels):
+        if not _selector_matches(
+            binding["spec"].get("matchResources", {}).get("namespaceSelector", {}), ns_labels
+        ):
             continue
         if not all(_evaluate(c["expression"], context) is True for c in spec.get("matchConditions", [])):
             continue

@@ -30,14 +30,14 @@ def _validator() -> tuple[Any, Any]:
     script = folder / "validate.py"
     if not script.is_file():
         pytest.fail(
-            f"Kueue CRD validator not found: {script} does not exist. Point KUEUE_CRDS_DIR at the folder with "
-            "the Kueue v0.19.2 CRDs and validate.py (default <repo>/../shared/kueue-crds); the Kueue schema "
-            "checks cannot run without it.",
+            f"Kueue CRD validator not found: {script} does not exist. Point KUEUE_CRDS_DIR at the folder "
+            "with the Kueue v0.19.2 CRDs and validate.py (default <repo>/../shared/kueue-crds); the Kueue "
+            "schema checks cannot run without it.",
             pytrace=False,
         )
     if str(folder) not in sys.path:
         sys.path.insert(0, str(folder))
-    from validate import load_crds, validate_manifests
+    from validate import load_crds, validate_manifests  # type: ignore[import-not-found]
 
     return load_crds(str(folder)), validate_manifests
 

@@ -145,16 +145,24 @@ class Decision:
 
 
 def _match_any(patterns: Iterable[str], value: str) -> bool:
-    return any(p == "*" or p == value for p in patterns)
+    return any(p in ("*", value) for p in patterns)
 
 
 def resource_matches(rule: Manifest, resource: str) -> bool:
     """Upstream ``ResourceMatches``: ``*``, exact ``res/sub``, or ``*/sub`` for a subresource request."""
     sub = resource.split("/", 1)[1] if "/" in resource else ""
     for r in rule.get("resources") or ():
-        if r == "*" or r == resource:
+        if r in ("*", resource):
             return True
         if sub and r == f"*/{sub}":
+            return True
+    return False
+
+
+def non_resource_url_matches(rule: Manifest, url: str) -> bool:
+    """Upstream ``NonResourceURLMatches``: ``*``, the exact URL, or a ``prefix*``."""
+    for pattern in rule.get("nonResourceURLs") or ():
+        if pattern in ("*", url) or (pattern.endswith("*") and url.startswith(pattern[:-1])):
             return True
     return False
 
@@ -164,20 +172,13 @@ def rule_allows(rule: Manifest, req: Request) -> bool:
     if not _match_any(rule.get("verbs") or (), req.verb):
         return False
     if req.non_resource_url:
-        for url in rule.get("nonResourceURLs") or ():
-            if url == "*" or url == req.non_resource_url:
-                return True
-            if url.endswith("*") and req.non_resource_url.startswith(url[:-1]):
-                return True
-        return False
-    if not rule.get("resources"):
-        return False
-    if not _match_any(rule.get("apiGroups") or (), req.api_group):
-        return False
-    if not resource_matches(rule, req.resource):
-        return False
+        return non_resource_url_matches(rule, req.non_resource_url)
     names = rule.get("resourceNames") or ()
-    return not names or req.name in names
+    return (
+        _match_any(rule.get("apiGroups") or (), req.api_group)
+        and resource_matches(rule, req.resource)
+        and (not names or req.name in names)
+    )
 
 
 class Authorizer:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, cast
 
 import aws_cdk as cdk
 from aws_cdk import aws_aps as aps
@@ -35,11 +35,12 @@ from hyperpod_tenancy.constructs._private.annotations import (
     warn,
 )
 from hyperpod_tenancy.constructs._private.principals import pod_identity_principal
+from hyperpod_tenancy.constructs._private.task_governance import scheduler_config_properties
+from hyperpod_tenancy.constructs.team_tenant import TeamTenant
 from hyperpod_tenancy.errors import TenancyError
+from hyperpod_tenancy.k8s.kueue import kueue_helm_values
+from hyperpod_tenancy.k8s.platform_chart import PlatformChart
 from hyperpod_tenancy.policy import FairnessBackend, InstanceGroup, Platform, policy_warnings
-
-if TYPE_CHECKING:
-    from hyperpod_tenancy.constructs.team_tenant import TeamTenant
 
 __all__ = ["HYPERPOD_HELM_RELEASE", "SharedHyperPodCluster"]
 
@@ -86,6 +87,7 @@ class SharedHyperPodCluster(Construct):
         execution_role, hyperpod_helm_chart: the created resources (see each attribute's type).
         scheduler_config: the Task Governance ``ClusterSchedulerConfig`` (``None`` with the Kueue backend).
         fairness_ready: the construct team objects must depend on before creating quotas or queues.
+
     """
 
     def __init__(
@@ -147,6 +149,11 @@ class SharedHyperPodCluster(Construct):
 
     # ------------------------------------------------------------------ attributes
     @property
+    def kubernetes(self) -> eks.ICluster:
+        """The EKS cluster as the ``ICluster`` that Kubernetes manifests, patches and charts take."""
+        return cast("eks.ICluster", self.eks_cluster)
+
+    @property
     def hyperpod_cluster_arn(self) -> str:
         """ARN of the HyperPod cluster."""
         return self.hyperpod_cluster.attr_cluster_arn
@@ -172,9 +179,8 @@ class SharedHyperPodCluster(Construct):
 
         Raises:
             TenancyError: no such team, or the team was already added.
-        """
-        from hyperpod_tenancy.constructs.team_tenant import TeamTenant
 
+        """
         if team in self._teams:
             raise TenancyError(f"{self.node.path}: team {team!r} was already added.")
         tenant = TeamTenant(scope or self, id, cluster=self, team=team)
@@ -451,7 +457,7 @@ class SharedHyperPodCluster(Construct):
         source = self.platform.cluster.hyperpod_helm_chart
         values = {"health-monitoring-agent": {"region": self.platform.region}}
         common: dict[str, Any] = {
-            "cluster": self.eks_cluster,
+            "cluster": self.kubernetes,
             "release": HYPERPOD_HELM_RELEASE,
             "namespace": "kube-system",
             "values": values,
@@ -467,7 +473,10 @@ class SharedHyperPodCluster(Construct):
                 )
             asset = s3_assets.Asset(self, "HyperPodChartAsset", path=str(path))
             return eks.HelmChart(self, "HyperPodDependencies", chart_asset=asset, **common)
-        assert source.oci_repository is not None  # the policy guarantees one of the two
+        if source.oci_repository is None:  # the policy validation guarantees one of the two
+            raise TenancyError(
+                f"{self.node.path}: cluster.hyperpodHelmChart needs ociRepository or directory."
+            )
         return eks.HelmChart(
             self,
             "HyperPodDependencies",
@@ -529,15 +538,13 @@ class SharedHyperPodCluster(Construct):
 
     # ------------------------------------------------------------------ fairness
     def _create_task_governance(self) -> Construct:
-        from hyperpod_tenancy.constructs._private.task_governance import scheduler_config_properties
-
         addon = self._addon("TaskGovernance", _TASK_GOVERNANCE_ADDON)
         addon.node.add_dependency(self.hyperpod_cluster)
         # Kueue's webhook must serve before the scheduler config and quotas create Kueue objects.
         kueue_ready = eks.KubernetesObjectValue(
             self,
             "KueueReady",
-            cluster=self.eks_cluster,
+            cluster=self.kubernetes,
             object_type="deployment",
             object_name="kueue-controller-manager",
             object_namespace="kueue-system",
@@ -572,13 +579,11 @@ class SharedHyperPodCluster(Construct):
         return config
 
     def _create_kueue(self) -> Construct:
-        from hyperpod_tenancy.k8s.kueue import kueue_helm_values
-
         chart = self.platform.cluster.kueue_chart
         kueue = eks.HelmChart(
             self,
             "Kueue",
-            cluster=self.eks_cluster,
+            cluster=self.kubernetes,
             repository=chart.repository,
             chart="kueue",
             version=chart.version,
@@ -594,8 +599,6 @@ class SharedHyperPodCluster(Construct):
         return kueue
 
     def _create_platform_chart(self) -> eks.KubernetesManifest:
-        from hyperpod_tenancy.k8s.platform_chart import PlatformChart
-
         chart = PlatformChart.build(self.platform)
         manifest = self.eks_cluster.add_cdk8s_chart("PlatformChart", chart)
         manifest.node.add_dependency(self.fairness_ready)
@@ -607,7 +610,7 @@ class SharedHyperPodCluster(Construct):
         role = iam.Role(
             self,
             "ObservabilityRole",
-            assumed_by=pod_identity_principal(self.eks_cluster),
+            assumed_by=pod_identity_principal(self.kubernetes),
             description="HyperPod observability collector (EKS Pod Identity)",
         )
         role.add_to_policy(iam.PolicyStatement(actions=["aps:RemoteWrite"], resources=[workspace.attr_arn]))

@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Any
 
 import aws_cdk as cdk
 import jsii
-from constructs import Construct, IValidation
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
@@ -16,6 +15,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk import aws_sso as sso
 from aws_cdk import custom_resources as cr
+from constructs import Construct, IValidation
 
 from hyperpod_tenancy.constructs._private.annotations import (
     acknowledge,
@@ -80,6 +80,7 @@ class TeamTenant(Construct):
 
     Raises:
         TenancyError: the team is not in the policy, or it is flagged for a dedicated cluster.
+
     """
 
     def __init__(
@@ -120,7 +121,7 @@ class TeamTenant(Construct):
         self.execution_role = self._data_role(
             "ExecutionRole", iam.ServicePrincipal("sagemaker.amazonaws.com")
         )
-        self.workload_role = self._data_role("WorkloadRole", pod_identity_principal(cluster.eks_cluster))
+        self.workload_role = self._data_role("WorkloadRole", pod_identity_principal(cluster.kubernetes))
         eks.CfnPodIdentityAssociation(
             self,
             "WorkloadIdentity",
@@ -279,20 +280,20 @@ class TeamTenant(Construct):
         return [
             eks.CfnAccessEntry(
                 self,
-                id,
+                entry_id,
                 cluster_name=self.cluster.eks_cluster.cluster_name,
                 principal_arn=arn,
                 type="STANDARD",
                 # RBAC in the team namespace only: no access policy, so never cluster-admin or cluster-wide.
                 kubernetes_groups=[self.kubernetes_group],
             )
-            for id, arn in principals.items()
+            for entry_id, arn in principals.items()
         ]
 
     # ------------------------------------------------------------------ fairness and chart
     def _create_chart(self) -> eks.KubernetesManifest:
         platform = self.cluster.platform
-        eks_cluster = self.cluster.eks_cluster
+        eks_cluster = self.cluster.kubernetes
         after: list[Construct] = [self.cluster.fairness_ready, self.cluster.platform_chart_manifest]
         if platform.fairness_backend is FairnessBackend.TASK_GOVERNANCE:
             quota = cdk.CfnResource(

@@ -28,6 +28,7 @@ class ManifestChart(cdk8s.Chart):
 
     Raises:
         TenancyError: a manifest has no ``metadata.name`` or two manifests share kind, namespace and name.
+
     """
 
     def __init__(self, scope: Construct, id: str, *, manifests: Iterable[Mapping[str, Any]]) -> None:

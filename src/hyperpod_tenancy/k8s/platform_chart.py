@@ -15,14 +15,16 @@ __all__ = ["PlatformChart"]
 
 
 class PlatformChart(ManifestChart):
-    """Cluster-scoped objects: the platform's system namespace and the admission policies for team
-    namespaces; with the Kueue backend also the ResourceFlavors, the Cohort and the WorkloadPriorityClasses
-    (Task Governance creates those itself).
+    """Cluster-scoped objects of the platform.
+
+    The platform's system namespace and the admission policies for team namespaces; with the Kueue backend
+    also the ResourceFlavors, the Cohort and the WorkloadPriorityClasses (Task Governance creates those itself).
 
     Args:
         scope: a cdk8s App (or another chart scope).
         id: chart ID.
         platform: the tenancy policy.
+
     """
 
     def __init__(self, scope: Construct, id: str, *, platform: Platform) -> None:

@@ -14,8 +14,10 @@ __all__ = ["TeamChart"]
 
 
 class TeamChart(ManifestChart):
-    """A team's namespace objects: RBAC, default-deny NetworkPolicies, LimitRange, ServiceAccount, the FSx
-    directory job and PV/PVC; with the Kueue backend also its Namespace, ClusterQueue and LocalQueue.
+    """A team's namespaced objects, rendered from the policy.
+
+    RBAC, default-deny NetworkPolicies, LimitRange, ServiceAccount, the FSx directory job and PV/PVC; with the
+    Kueue backend also its Namespace, ClusterQueue and LocalQueue.
 
     With Task Governance the service owns the namespace and the queues: the chart leaves them alone and must
     be applied after the team's ``ComputeQuota`` (``TeamTenant`` adds that dependency).
@@ -27,6 +29,7 @@ class TeamChart(ManifestChart):
         team: the team to render.
         fsx: the shared file system (values may be CDK tokens).
         service_account: name of the workloads' ServiceAccount.
+
     """
 
     def __init__(

@@ -191,8 +191,10 @@ def _rbac(team: Team) -> list[Manifest]:
     Deliberately absent: any verb on namespaces, resourcequotas, limitranges, networkpolicies, roles and
     rolebindings (the team cannot rewrite its own guard rails), writes to localqueues/workloads (Kueue's
     view of the queue), ``serviceaccounts/token`` (pods get the workload identity; people do not need
-    tokens), pod creation outside a Job (bare pods would sidestep the job-level admission checks), and
-    bind/escalate/impersonate. No wildcard appears anywhere.
+    tokens), creating bare Pods (work goes through Jobs and training jobs, which Kueue queues; Kueue's
+    plain-pod integration is off by default, so a bare Pod would run outside the quota), and
+    bind/escalate/impersonate. No wildcard appears anywhere. Jobs may be patched and updated, so the
+    admission policies must also match UPDATE (a label change after creation).
 
     Cluster-wide (ClusterRole ``hyperpod-tenancy-<team>-queue-reader``): get/list/watch the team's *own*
     ClusterQueue (``resourceNames``: list/watch then only work with

@@ -51,6 +51,10 @@ _REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-\d$")
 _SSO_INSTANCE = re.compile(r"^arn:aws[a-z-]*:sso:::instance/(sso)?ins-[a-zA-Z0-9-.]{16}$")
 _TRAINING_PLAN = re.compile(r"^arn:aws[a-z\-]*:sagemaker:[a-z0-9\-]*:[0-9]{12}:training-plan/.*$")
 _PERMISSION_SET = re.compile(r"^[\w+=,.@-]{1,32}$")
+#: Identity store group ID, as AWS::SSO::Assignment PrincipalId accepts it.
+_GROUP_ID = re.compile(
+    r"^([0-9a-f]{10}-|)[A-Fa-f0-9]{8}-[A-Fa-f0-9]{4}-[A-Fa-f0-9]{4}-[A-Fa-f0-9]{4}-[A-Fa-f0-9]{12}$"
+)
 _FSX_TYPES = ("PERSISTENT_2", "PERSISTENT_1", "SCRATCH_2")
 _FSX_PERSISTENT_2_THROUGHPUT = (125, 250, 500, 1000)
 _BORROW_LIMIT_RANGE = (1, 500)
@@ -453,6 +457,14 @@ def _check_identity(team: Team, path: str, gids: dict[int, str], out: _Issues) -
             f"{path}.identity.groupId",
             "the Identity Center group ID is empty.",
             "copy it from `aws identitystore list-groups`.",
+        )
+    elif not _GROUP_ID.match(team.identity.group_id):
+        out.add(
+            "HPT-IDENTITY",
+            f"{path}.identity.groupId",
+            f"{team.identity.group_id!r} is not an Identity Center group ID (a UUID, optionally prefixed by "
+            "10 hex digits and '-'); AWS::SSO::Assignment would reject it as PrincipalId.",
+            "copy the GroupId from `aws identitystore list-groups --identity-store-id d-...`.",
         )
     gid = team.identity.posix_gid
     if not 1000 <= gid <= 2_147_483_647:

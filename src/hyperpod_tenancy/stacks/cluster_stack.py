@@ -24,6 +24,7 @@ class ClusterStack(cdk.Stack):
         id: stack ID.
         platform: the tenancy policy.
         **kwargs: other ``cdk.Stack`` props (``env`` defaults to the platform's account and region).
+
     """
 
     def __init__(self, scope: Construct, id: str, *, platform: Platform, **kwargs: Any) -> None:

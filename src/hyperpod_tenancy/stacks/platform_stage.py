@@ -31,6 +31,7 @@ class PlatformStage(cdk.Stage):
         id: stage ID (the platform name is a good choice).
         platform: the validated tenancy policy.
         **kwargs: other ``cdk.Stage`` props (``env`` defaults to the platform's account and region).
+
     """
 
     def __init__(self, scope: Construct, id: str, *, platform: Platform, **kwargs: Any) -> None:

@@ -22,6 +22,7 @@ class TeamStack(cdk.Stack):
         cluster: the shared cluster (in another stack: a few of its attributes become cross-stack references).
         team: name of a team of the cluster's platform policy.
         **kwargs: other ``cdk.Stack`` props (``env`` defaults to the cluster's).
+
     """
 
     def __init__(

@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, TypeVar
 
 import aws_cdk as cdk
 import jsii
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
 from constructs import IConstruct, IValidation
 
 #: Prefix of every warning ID this library emits; acknowledge one with
 #: ``Annotations.of(scope).acknowledge_warning("hyperpod-tenancy:<CODE>")``.
 WARNING_PREFIX = "hyperpod-tenancy:"
+T = TypeVar("T")
 
 
 def warn(scope: IConstruct, code: str, message: str) -> None:
@@ -32,6 +34,13 @@ def acknowledge(scope: IConstruct, rule_ids: str | Iterable[str], reason: str) -
     ids = [rule_ids] if isinstance(rule_ids, str) else list(rule_ids)
     for rule_id in ids:
         cdk.Validations.of(scope).acknowledge(cdk.Acknowledgment(id=rule_id, reason=reason))
+
+
+def _cfn(construct: IConstruct, cls: type[T]) -> T:
+    child = construct.node.default_child
+    if not isinstance(child, cls):
+        raise TypeError(f"{construct.node.path}: expected a {cls.__name__} default child")
+    return child
 
 
 def _render(value: Any) -> str:
@@ -55,23 +64,20 @@ def _render(value: Any) -> str:
 def managed_policy_findings(role: iam.Role) -> list[str]:
     """IDs of the AwsSolutions-IAM4 findings for every AWS managed policy attached to ``role``."""
     stack = cdk.Stack.of(role)
-    cfn = role.node.default_child
-    assert isinstance(cfn, iam.CfnRole)
+    cfn = _cfn(role, iam.CfnRole)
     arns = stack.resolve(cfn.managed_policy_arns) or []
     return [f"AwsSolutions-IAM4[Policy::{_render(arn)}]" for arn in arns]
 
 
 def wildcard_findings(policy: iam.Policy | iam.CfnPolicy) -> list[str]:
     """IDs of the AwsSolutions-IAM5 findings for every wildcard action/resource in ``policy`` as it is now."""
-    cfn = policy.node.default_child if isinstance(policy, iam.Policy) else policy
-    assert isinstance(cfn, iam.CfnPolicy)
+    cfn = _cfn(policy, iam.CfnPolicy) if isinstance(policy, iam.Policy) else policy
     return _document_wildcards(cdk.Stack.of(policy).resolve(cfn.policy_document))
 
 
 def inline_wildcard_findings(role: iam.Role) -> list[str]:
     """IDs of the AwsSolutions-IAM5 findings in the inline policies of ``role`` as they are now."""
-    cfn = role.node.default_child
-    assert isinstance(cfn, iam.CfnRole)
+    cfn = _cfn(role, iam.CfnRole)
     found: list[str] = []
     for policy in cdk.Stack.of(role).resolve(cfn.policies) or []:
         document = policy.get("PolicyDocument") or policy.get("policyDocument") or {}
@@ -119,18 +125,23 @@ class _AcknowledgeRoleFindings:
         return []
 
 
-def acknowledge_role(role: iam.Role, *, managed_policies: str | None = None, wildcards: str | None = None) -> None:
-    """Acknowledge the managed-policy and/or wildcard findings of ``role`` (inline and default policy), each
-    with a reason. The IDs are computed at synthesis, from the role's final policies."""
+def acknowledge_role(
+    role: iam.Role, *, managed_policies: str | None = None, wildcards: str | None = None
+) -> None:
+    """Acknowledge the managed-policy and/or wildcard findings of ``role`` (inline and default policy).
+
+    Each kind of finding gets its reason. The IDs are computed at synthesis, from the role's final policies.
+    """
     role.node.add_validation(_AcknowledgeRoleFindings(role, managed_policies, wildcards))
 
 
 def acknowledge_cdk_handlers(scope: IConstruct, reason: str) -> None:
-    """Acknowledge the findings of a subtree that CDK itself creates (kubectl provider, bucket deployment,
-    custom-resource provider framework): managed Lambda policies, handler wildcards and Lambda runtimes
-    that CDK pins. Only use it on such subtrees, never on constructs of this library."""
-    from aws_cdk import aws_lambda as lambda_
+    """Acknowledge the findings of a subtree that CDK itself creates.
 
+    Covers the kubectl provider, bucket deployment and custom-resource provider framework: managed Lambda
+    policies, handler wildcards and Lambda runtimes that CDK pins. Only use it on such subtrees, never on
+    constructs of this library.
+    """
     for node in scope.node.find_all():
         if isinstance(node, iam.Role):
             acknowledge(node, managed_policy_findings(node), reason)

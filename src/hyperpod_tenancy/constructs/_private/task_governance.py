@@ -40,8 +40,13 @@ COMPUTE_QUOTA_TYPE = "AWS::SageMaker::ComputeQuota"
 #: Suffix of a team's compute quota name: ``<team>-quota``.
 QUOTA_NAME_SUFFIX = "-quota"
 
-# Name pattern of both resource types (cfn-lint schema), 1-63 characters.
+# Name pattern of both resource types (cfn-lint schema); the schema also caps the length at 63.
 _RESOURCE_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
+_NAME_MAX = 63
+
+
+def _valid_name(name: str) -> bool:
+    return len(name) <= _NAME_MAX and _RESOURCE_NAME.match(name) is not None
 
 
 def _enabled(flag: bool) -> str:
@@ -63,14 +68,15 @@ def compute_quota_name(team: str) -> str:
     """Name of a team's ``AWS::SageMaker::ComputeQuota``: ``<team>-quota``.
 
     Raises:
-        TenancyError: the name does not match ``[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}``.
+        TenancyError: the name does not match ``[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}`` or is longer
+            than 63 characters.
 
     """
     name = f"{team}{QUOTA_NAME_SUFFIX}"
-    if not _RESOURCE_NAME.match(name):
+    if not _valid_name(name):
         raise TenancyError(
-            f"compute quota name {name!r} (from team {team!r}) does not match "
-            "[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}; use a team name of lowercase letters, digits and '-' "
+            f"compute quota name {name!r} (from team {team!r}) is longer than 63 characters or does not "
+            "match [a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}; use a team name of lowercase letters, digits and '-' "
             f"of at most {63 - len(QUOTA_NAME_SUFFIX)} characters."
         )
     return name
@@ -88,9 +94,10 @@ def scheduler_config_properties(platform: Platform, *, cluster_arn: str, name: s
         TenancyError: ``name`` is not a valid cluster policy name.
 
     """
-    if not _RESOURCE_NAME.match(name):
+    if not _valid_name(name):
         raise TenancyError(
-            f"cluster scheduler config name {name!r} does not match [a-zA-Z0-9](-*[a-zA-Z0-9]){{0,62}}; "
+            f"cluster scheduler config name {name!r} is longer than 63 characters or does not match "
+            "[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}; "
             "use 1-63 letters, digits and '-', e.g. `<cluster>-policy`."
         )
     scheduling = platform.scheduling

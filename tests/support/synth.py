@@ -1,0 +1,151 @@
+"""Synthesize platforms once and read what the templates contain (shared by the template-level tests)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+import yaml
+
+from hyperpod_tenancy.policy import Platform, platform_from_dict
+from hyperpod_tenancy.stacks import PlatformStage
+
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+
+REPO = Path(__file__).resolve().parents[2]
+REFERENCE_YAML = REPO / "platform.yaml"
+K8S_RESOURCE = "Custom::AWSCDK-EKS-KubernetesResource"
+#: Stand-in for every CloudFormation intrinsic found inside a Kubernetes manifest.
+TOKEN = "cfn-token"
+
+
+def reference_dict() -> dict[str, Any]:
+    """The reference platform.yaml as plain data (a fresh copy each call)."""
+    return copy.deepcopy(yaml.safe_load(REFERENCE_YAML.read_text()))
+
+
+def platform_with(**changes: Any) -> Platform:
+    """The reference platform with top-level keys replaced."""
+    data = reference_dict()
+    data.update(changes)
+    return platform_from_dict(data)
+
+
+@dataclass
+class Synth:
+    """A synthesized platform: its stage, app and templates by stack name."""
+
+    platform: Platform
+    app: cdk.App
+    stage: PlatformStage
+    templates: dict[str, dict[str, Any]] = field(default_factory=dict)
+    outdir: Path | None = None
+
+    @property
+    def cluster(self) -> dict[str, Any]:
+        """Template of the cluster stack."""
+        return self.templates[self.stage.cluster_stack.stack_name]
+
+    def team(self, name: str) -> dict[str, Any]:
+        """Template of a team's stack."""
+        return self.templates[self.stage.team_stacks[name].stack_name]
+
+    def manifests(self) -> list[dict[str, Any]]:
+        """Every Kubernetes object applied by every stack (intrinsics replaced by :data:`TOKEN`)."""
+        return [obj for tpl in self.templates.values() for obj in manifests_in(tpl)]
+
+
+def synthesize(platform: Platform, outdir: Path, *, nag: bool = False) -> Synth:
+    """Synthesize ``platform`` through :class:`PlatformStage` (optionally with cdk-nag AwsSolutions)."""
+    app = cdk.App(outdir=str(outdir))
+    stage = PlatformStage(app, platform.name, platform=platform)
+    if nag:
+        from cdk_nag import AwsSolutionsChecks
+
+        cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    app.synth()
+    assembly = stage.synth()
+    templates = {s.stack_name: s.template for s in assembly.stacks}
+    return Synth(platform=platform, app=app, stage=stage, templates=templates, outdir=outdir)
+
+
+def render_intrinsics(value: Any) -> Any:
+    """Replace CloudFormation intrinsics with :data:`TOKEN` (Fn::Join is joined)."""
+    if isinstance(value, dict):
+        if len(value) == 1:
+            ((key, arg),) = value.items()
+            if key == "Fn::Join":
+                sep, parts = arg
+                return sep.join(str(render_intrinsics(p)) for p in parts)
+            if key.startswith("Fn::") or key == "Ref":
+                return TOKEN
+        return {k: render_intrinsics(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [render_intrinsics(v) for v in value]
+    return value
+
+
+def manifests_in(template: dict[str, Any]) -> list[dict[str, Any]]:
+    """Kubernetes objects of every ``KubernetesManifest`` in a template."""
+    found: list[dict[str, Any]] = []
+    for resource in template["Resources"].values():
+        if resource["Type"] == K8S_RESOURCE:
+            text = render_intrinsics(resource["Properties"]["Manifest"])
+            found += json.loads(text)
+    return found
+
+
+def resources_of(template: dict[str, Any], type_: str) -> dict[str, dict[str, Any]]:
+    """Resources of one type, by logical ID."""
+    return {k: v for k, v in template["Resources"].items() if v["Type"] == type_}
+
+
+def one(template: dict[str, Any], type_: str) -> tuple[str, dict[str, Any]]:
+    """The single resource of a type (asserts there is exactly one)."""
+    found = resources_of(template, type_)
+    assert len(found) == 1, f"expected one {type_}, found {sorted(found)}"
+    return next(iter(found.items()))
+
+
+def depends_on(template: dict[str, Any], logical_id: str) -> set[str]:
+    """Direct DependsOn of a resource."""
+    deps = template["Resources"][logical_id].get("DependsOn", [])
+    return {deps} if isinstance(deps, str) else set(deps)
+
+
+def transitively_depends(template: dict[str, Any], source: str, target: str) -> bool:
+    """Whether ``source`` depends on ``target`` through DependsOn, Ref or GetAtt chains."""
+    seen: set[str] = set()
+    todo = [source]
+    while todo:
+        current = todo.pop()
+        if current == target:
+            return True
+        if current in seen or current not in template["Resources"]:
+            continue
+        seen.add(current)
+        resource = template["Resources"][current]
+        todo += list(depends_on(template, current))
+        todo += list(_references(resource.get("Properties", {})))
+    return False
+
+
+def _references(value: Any) -> set[str]:
+    refs: set[str] = set()
+    if isinstance(value, dict):
+        for key, arg in value.items():
+            if key == "Ref" and isinstance(arg, str):
+                refs.add(arg)
+            elif key == "Fn::GetAtt":
+                refs.add(arg[0] if isinstance(arg, list) else str(arg).split(".")[0])
+            else:
+                refs |= _references(arg)
+    elif isinstance(value, list):
+        for item in value:
+            refs |= _references(item)
+    return refs

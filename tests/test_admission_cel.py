@@ -1,0 +1,419 @@
+"""Admission policies: Kubernetes 1.33 schemas, what they match, and every CEL expression on sample objects.
+
+Expressions are evaluated with ``common-expression-language`` (a standard CEL engine) through
+``tests/support/cel_admission.py``, which applies resource rules, namespace selectors, match conditions,
+validations and binding actions in the API server's order.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import sys
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+
+sys.path.append(str(Path(__file__).parent / "support"))
+
+import fairness_platforms as fp
+from cel_admission import STANDARD_CEL_FUNCTIONS, AdmissionDecision, evaluate_policies, functions_used
+
+from hyperpod_tenancy.k8s import admission
+from hyperpod_tenancy.k8s.labels import namespace_labels
+from hyperpod_tenancy.policy import Platform, names
+
+PLATFORM = fp.reference()
+POLICIES = admission.admission_policies(PLATFORM)
+
+
+def namespace(team: str, platform: Platform = PLATFORM) -> dict[str, Any]:
+    labels = {
+        "kubernetes.io/metadata.name": names.namespace(team),
+        **namespace_labels(platform, platform.team(team)),
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": names.namespace(team), "labels": labels},
+    }
+
+
+def job(
+    team: str = "research",
+    *,
+    priority: str | None = "training-priority",
+    queue: str | None = None,
+    annotations: dict[str, str] | None = None,
+    owners: list[dict[str, Any]] | None = None,
+    kind: str = "Job",
+) -> dict[str, Any]:
+    labels = {}
+    if priority is not None:
+        labels["kueue.x-k8s.io/priority-class"] = priority
+    labels["kueue.x-k8s.io/queue-name"] = queue if queue is not None else names.local_queue(team)
+    metadata: dict[str, Any] = {"name": "train", "namespace": names.namespace(team), "labels": labels}
+    if annotations is not None:
+        metadata["annotations"] = annotations
+    if owners is not None:
+        metadata["ownerReferences"] = owners
+    return {"apiVersion": "batch/v1", "kind": kind, "metadata": metadata, "spec": {}}
+
+
+CHECKPOINT = {
+    "hyperpod-tenancy.io/checkpoint-path": "/fsx/research/runs/exp-1/",
+    "hyperpod-tenancy.io/checkpoint-interval": "30m",
+}
+
+
+def decide(
+    obj: dict[str, Any],
+    *,
+    team: str = "research",
+    group: str = "batch",
+    resource: str = "jobs",
+    operation: str = "CREATE",
+    policies: list[dict[str, Any]] | None = None,
+    platform: Platform = PLATFORM,
+) -> AdmissionDecision:
+    return evaluate_policies(
+        policies if policies is not None else POLICIES,
+        obj=obj,
+        namespace=namespace(team, platform),
+        group=group,
+        resource=resource,
+        operation=operation,
+    )
+
+
+def by_name(objects: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
+    return {(o["kind"], o["metadata"]["name"]): o for o in objects}
+
+
+# ----------------------------------------------------------------------------------------- object shapes
+
+
+@pytest.mark.parametrize("name", ["reference", "fair-share-disabled", "doc-example"])
+def test_every_object_validates_against_kubernetes_1_33(name: str) -> None:
+    for obj in admission.admission_policies(fp.platform(name)):
+        kubernetes_validate.validate(obj, "1.33.0", strict=True)
+
+
+def test_policies_fail_closed_and_bind_only_tenant_namespaces() -> None:
+    tenant = {"matchLabels": {"hyperpod-tenancy.io/tenant": "true"}}
+    kinds = [(o["kind"], o["metadata"]["name"]) for o in POLICIES]
+    assert kinds == [
+        ("ValidatingAdmissionPolicy", admission.WORKLOAD_POLICY),
+        ("ValidatingAdmissionPolicyBinding", admission.WORKLOAD_POLICY),
+        ("ValidatingAdmissionPolicy", admission.CHECKPOINT_POLICY),
+        ("ValidatingAdmissionPolicyBinding", admission.CHECKPOINT_POLICY),
+    ]
+    for obj in POLICIES:
+        if obj["kind"] == "ValidatingAdmissionPolicy":
+            assert obj["spec"]["failurePolicy"] == "Fail"
+            assert obj["spec"]["matchConstraints"]["namespaceSelector"] == tenant
+        else:
+            assert obj["spec"]["policyName"] == obj["metadata"]["name"]
+            assert obj["spec"]["matchResources"] == {"namespaceSelector": tenant}
+    bindings = {
+        o["metadata"]["name"]: o["spec"]["validationActions"] for o in POLICIES if "Binding" in o["kind"]
+    }
+    assert bindings == {admission.WORKLOAD_POLICY: ["Deny"], admission.CHECKPOINT_POLICY: ["Deny"]}
+
+
+def test_match_constraints_cover_the_workload_kinds() -> None:
+    expected = {
+        ("batch", "jobs"),
+        ("kubeflow.org", "pytorchjobs"),
+        ("kubeflow.org", "mpijobs"),
+        ("kubeflow.org", "tfjobs"),
+        ("kubeflow.org", "xgboostjobs"),
+        ("kubeflow.org", "paddlejobs"),
+        ("kubeflow.org", "jaxjobs"),
+        ("ray.io", "rayjobs"),
+        ("ray.io", "rayclusters"),
+        ("sagemaker.amazonaws.com", "hyperpodpytorchjobs"),
+        ("apps", "deployments"),
+        ("apps", "statefulsets"),
+        ("apps", "replicasets"),
+        ("", "pods"),
+    }
+    for policy in (o for o in POLICIES if o["kind"] == "ValidatingAdmissionPolicy"):
+        rules = policy["spec"]["matchConstraints"]["resourceRules"]
+        matched = {(g, r) for rule in rules for g in rule["apiGroups"] for r in rule["resources"]}
+        assert matched == expected
+        for rule in rules:
+            assert rule["operations"] == ["CREATE", "UPDATE"]
+            assert rule["apiVersions"] == ["*"]
+            assert rule["scope"] == "Namespaced"
+
+
+def test_checkpoint_binding_warns_when_the_policy_says_warn() -> None:
+    objects = admission.admission_policies(fp.fair_share_disabled())  # checkpointEnforcement: warn
+    binding = by_name(objects)[("ValidatingAdmissionPolicyBinding", admission.CHECKPOINT_POLICY)]
+    assert binding["spec"]["validationActions"] == ["Warn"]
+    decision = decide(job(priority="experimentation-priority"), policies=objects)
+    assert decision.allowed
+    assert any("checkpoint-path" in w for w in decision.warnings)
+
+
+def test_no_checkpoint_policy_without_preemptible_classes() -> None:
+    classes = tuple(dataclasses.replace(pc, preemptible=False) for pc in PLATFORM.scheduling.priority_classes)
+    platform = dataclasses.replace(
+        PLATFORM, scheduling=dataclasses.replace(PLATFORM.scheduling, priority_classes=classes)
+    )
+    objects = admission.admission_policies(platform)
+    assert [o["metadata"]["name"] for o in objects] == [admission.WORKLOAD_POLICY] * 2
+
+
+def test_expressions_use_only_standard_cel() -> None:
+    expressions = []
+    for policy in (o for o in POLICIES if o["kind"] == "ValidatingAdmissionPolicy"):
+        expressions += [c["expression"] for c in policy["spec"]["matchConditions"]]
+        for v in policy["spec"]["validations"]:
+            expressions += [v["expression"], v.get("messageExpression", "''")]
+    assert len(expressions) == 2 * 2 + 1 + 2 * 7
+    for expression in expressions:
+        assert functions_used(expression) <= STANDARD_CEL_FUNCTIONS, expression
+        for forbidden in ("authorizer", "params", "variables.", "oldObject"):
+            assert forbidden not in expression
+
+
+# ------------------------------------------------------------------------------------- workload labels
+
+
+def test_entitled_job_on_own_queue_is_allowed() -> None:
+    decision = decide(job())
+    assert decision.policies() == {admission.WORKLOAD_POLICY}  # training is not preemptible
+    assert decision.allowed, decision.denied
+
+
+def test_inference_team_with_its_class_is_allowed() -> None:
+    decision = decide(job("inference", priority="inference-priority"), team="inference")
+    assert decision.allowed, decision.denied
+
+
+def test_missing_priority_label_is_denied() -> None:
+    (message,) = decide(job(priority=None)).denied
+    assert "kueue.x-k8s.io/priority-class is required" in message
+    (message,) = decide(job(priority="")).denied  # an empty value is no value
+    assert "is required" in message
+
+
+def test_unentitled_priority_class_is_denied() -> None:
+    (message,) = decide(job(priority="inference-priority")).denied
+    assert message.startswith(
+        "priority class inference-priority is not allowed in namespace hyperpod-ns-research"
+    )
+    # a class that does not exist at all is not entitled either
+    (message,) = decide(job(priority="vip-priority")).denied
+    assert "vip-priority is not allowed" in message
+
+
+def test_entitlement_label_must_say_allowed() -> None:
+    ns = namespace("research")
+    ns["metadata"]["labels"]["priority.hyperpod-tenancy.io/inference-priority"] = "denied"
+    decision = evaluate_policies(
+        POLICIES, obj=job(priority="inference-priority"), namespace=ns, group="batch", resource="jobs"
+    )
+    assert not decision.allowed
+
+
+def test_foreign_or_missing_queue_is_denied() -> None:
+    (message,) = decide(job(queue="hyperpod-ns-vision-localqueue")).denied
+    assert "must be hyperpod-ns-research-localqueue" in message
+    obj = job()
+    del obj["metadata"]["labels"]["kueue.x-k8s.io/queue-name"]
+    (message,) = decide(obj).denied
+    assert "hyperpod-ns-research-localqueue" in message
+
+
+def test_object_without_labels_gets_both_label_denials() -> None:
+    obj = job()
+    del obj["metadata"]["labels"]
+    assert len(decide(obj).denied) == 2
+
+
+@pytest.mark.parametrize(
+    ("group", "resource", "kind", "api_version"),
+    [
+        ("kubeflow.org", "pytorchjobs", "PyTorchJob", "kubeflow.org/v1"),
+        ("kubeflow.org", "mpijobs", "MPIJob", "kubeflow.org/v2beta1"),
+        ("ray.io", "rayjobs", "RayJob", "ray.io/v1"),
+        (
+            "sagemaker.amazonaws.com",
+            "hyperpodpytorchjobs",
+            "HyperPodPyTorchJob",
+            "sagemaker.amazonaws.com/v1",
+        ),
+        ("apps", "deployments", "Deployment", "apps/v1"),
+        ("apps", "statefulsets", "StatefulSet", "apps/v1"),
+        ("", "pods", "Pod", "v1"),
+    ],
+)
+def test_every_workload_kind_is_checked(group: str, resource: str, kind: str, api_version: str) -> None:
+    obj = job(priority="inference-priority", kind=kind)
+    obj["apiVersion"] = api_version
+    assert not decide(obj, group=group, resource=resource).allowed
+    assert decide(job(kind=kind), group=group, resource=resource).allowed
+
+
+def test_update_is_checked_delete_is_not() -> None:
+    bad = job(priority="inference-priority")
+    assert not decide(bad, operation="UPDATE").allowed
+    assert decide(bad, operation="DELETE").policies() == set()
+
+
+def test_objects_being_deleted_are_not_checked() -> None:
+    bad = job(priority=None)
+    bad["metadata"]["deletionTimestamp"] = "2026-11-30T00:00:00Z"
+    assert decide(bad, operation="UPDATE").policies() == set()
+
+
+def test_pods_and_jobs_created_by_a_checked_controller_are_skipped() -> None:
+    unlabelled_pod = job(priority=None, queue="", kind="Pod")
+    del unlabelled_pod["metadata"]["labels"]
+    for owner in (
+        {"apiVersion": "batch/v1", "kind": "Job", "name": "train", "uid": "1", "controller": True},
+        {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-1", "uid": "2", "controller": True},
+        {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "name": "pt", "uid": "3", "controller": True},
+    ):
+        pod = copy.deepcopy(unlabelled_pod)
+        pod["metadata"]["ownerReferences"] = [owner]
+        assert decide(pod, group="", resource="pods").policies() == set(), owner
+    launcher = job(priority=None, kind="Job")
+    launcher["metadata"]["ownerReferences"] = [
+        {
+            "apiVersion": "kubeflow.org/v2beta1",
+            "kind": "MPIJob",
+            "name": "mpi",
+            "uid": "4",
+            "controller": True,
+        }
+    ]
+    assert decide(launcher).policies() == set()
+
+
+def test_an_arbitrary_owner_does_not_exempt_a_workload() -> None:
+    # Bare pods are pods without a checked controller: a ConfigMap owner, a non-controller reference or a
+    # look-alike kind in another API group does not let a pod skip its queue.
+    for owner in (
+        {"apiVersion": "v1", "kind": "ConfigMap", "name": "cm", "uid": "1", "controller": True},
+        {"apiVersion": "batch/v1", "kind": "Job", "name": "train", "uid": "2", "controller": False},
+        {"apiVersion": "batch/v1", "kind": "Job", "name": "train", "uid": "3"},
+        {"apiVersion": "example.com/v1", "kind": "PyTorchJob", "name": "pt", "uid": "4", "controller": True},
+    ):
+        pod = job(priority=None, kind="Pod", owners=[owner])
+        assert not decide(pod, group="", resource="pods").allowed, owner
+
+
+def test_non_tenant_namespace_is_not_checked() -> None:
+    ns = namespace("research")
+    del ns["metadata"]["labels"]["hyperpod-tenancy.io/tenant"]
+    decision = evaluate_policies(
+        POLICIES, obj=job(priority=None), namespace=ns, group="batch", resource="jobs"
+    )
+    assert decision.policies() == set()
+
+
+# ------------------------------------------------------------------------------------------- checkpoints
+
+
+def test_preemptible_class_with_checkpoint_is_allowed() -> None:
+    decision = decide(job(priority="experimentation-priority", annotations=dict(CHECKPOINT)))
+    assert decision.policies() == {admission.WORKLOAD_POLICY, admission.CHECKPOINT_POLICY}
+    assert decision.allowed, decision.denied
+    for interval in ("1h", "90m", "12h"):
+        annotations = {**CHECKPOINT, "hyperpod-tenancy.io/checkpoint-interval": interval}
+        assert decide(job(priority="experimentation-priority", annotations=annotations)).allowed, interval
+
+
+def test_non_preemptible_class_needs_no_checkpoint() -> None:
+    decision = decide(job(priority="training-priority"))
+    assert admission.CHECKPOINT_POLICY not in decision.policies()
+    assert decision.allowed
+
+
+def test_missing_checkpoint_annotations_are_denied() -> None:
+    denied = decide(job(priority="experimentation-priority")).denied
+    assert len(denied) == 2
+    assert "Add annotation hyperpod-tenancy.io/checkpoint-path: /fsx/research/<job>/" in denied[0]
+    assert "hyperpod-tenancy.io/checkpoint-interval" in denied[1]
+    only_path = {"hyperpod-tenancy.io/checkpoint-path": "/fsx/research/x/"}
+    (message,) = decide(job(priority="experimentation-priority", annotations=only_path)).denied
+    assert "checkpoint-interval" in message
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/fsx/vision/runs/",  # another team's directory
+        "/fsx/research",  # the team directory needs a trailing slash (so /fsx/research-x is not inside)
+        "/fsx/research-old/runs/",
+        "/scratch/research/",
+        "fsx/research/runs/",
+        "/fsx/research/../vision/runs/",
+        "/fsx/research/runs/..",
+    ],
+)
+def test_checkpoint_path_outside_the_team_directory_is_denied(path: str) -> None:
+    annotations = {**CHECKPOINT, "hyperpod-tenancy.io/checkpoint-path": path}
+    (message,) = decide(job(priority="experimentation-priority", annotations=annotations)).denied
+    assert (
+        message
+        == f"checkpoint path {path} must be inside the team directory /fsx/research/ (without ..): "
+        + ("other teams cannot read or keep it.")
+    )
+
+
+@pytest.mark.parametrize("interval", ["30", "0m", "30s", "1d", "1h30m", "m", " 30m", "30min"])
+def test_bad_checkpoint_interval_is_denied(interval: str) -> None:
+    annotations = {**CHECKPOINT, "hyperpod-tenancy.io/checkpoint-interval": interval}
+    (message,) = decide(job(priority="experimentation-priority", annotations=annotations)).denied
+    assert message.startswith(f"annotation hyperpod-tenancy.io/checkpoint-interval {interval} is not")
+
+
+def test_checkpoint_path_needs_the_team_label_on_the_namespace() -> None:
+    ns = namespace("research")
+    del ns["metadata"]["labels"]["hyperpod-tenancy.io/team"]
+    decision = evaluate_policies(
+        POLICIES,
+        obj=job(priority="experimentation-priority", annotations=dict(CHECKPOINT)),
+        namespace=ns,
+        group="batch",
+        resource="jobs",
+    )
+    (message,) = decision.denied
+    assert "/fsx/<team>/" in message
+
+
+def test_every_validation_can_fail_and_pass() -> None:
+    # Each validation of each policy is false for at least one sample above and true for another.
+    samples = [
+        job(),
+        job(priority=None),
+        job(priority="inference-priority"),
+        job(queue="hyperpod-ns-vision-localqueue"),
+        job(priority="experimentation-priority", annotations=dict(CHECKPOINT)),
+        job(priority="experimentation-priority"),
+        job(
+            priority="experimentation-priority",
+            annotations={**CHECKPOINT, "hyperpod-tenancy.io/checkpoint-path": "/x"},
+        ),
+        job(
+            priority="experimentation-priority",
+            annotations={**CHECKPOINT, "hyperpod-tenancy.io/checkpoint-interval": "1d"},
+        ),
+    ]
+    import cel
+
+    ns = namespace("research")
+    for policy in (o for o in POLICIES if o["kind"] == "ValidatingAdmissionPolicy"):
+        for validation in policy["spec"]["validations"]:
+            results = {
+                cel.evaluate(validation["expression"], {"object": s, "namespaceObject": ns, "request": {}})
+                for s in samples
+            }
+            assert results == {True, False}, validation["expression"]

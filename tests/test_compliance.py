@@ -1,0 +1,172 @@
+"""Offline checks on every synthesized template: cfn-lint, cdk-nag AwsSolutions, Kubernetes schemas."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+from cfnlint.api import ManualArgs, lint
+from synth import REPO, Synth, synthesize
+
+from hyperpod_tenancy.policy import Platform
+
+#: cfn-lint warnings accepted on purpose, with the reason. Anything else fails the suite.
+ACCEPTED_CFN_LINT_WARNINGS = {
+    "W3010": "availability zones are named on purpose: GPU capacity (reservations, training plans) is per zone",
+    "W3005": "aws-cdk-lib adds DependsOn next to Ref/GetAtt on its own constructs (EKS, kubectl provider, "
+    "bucket deployment); harmless",
+}
+KUBERNETES_VERSION = "1.33.0"
+KUEUE_GROUP = "kueue.x-k8s.io/"
+
+
+def _lint(template: dict[str, Any], region: str) -> list[Any]:
+    return lint(json.dumps(template), config=ManualArgs(regions=[region]))
+
+
+@pytest.mark.parametrize("backend", ["reference", "kueue_reference"])
+def test_cfn_lint_has_no_errors_and_only_accepted_warnings(
+    backend: str, request: pytest.FixtureRequest
+) -> None:
+    synth: Synth = request.getfixturevalue(backend)
+    for name, template in synth.templates.items():
+        matches = _lint(template, synth.platform.region)
+        errors = [
+            f"{m.rule.id} {m.message} at {'/'.join(map(str, m.path))}"
+            for m in matches
+            if m.rule.id.startswith("E")
+        ]
+        assert not errors, f"{name}: {errors}"
+        unexpected = [
+            f"{m.rule.id} {m.message}"
+            for m in matches
+            if not m.rule.id.startswith("E") and m.rule.id not in ACCEPTED_CFN_LINT_WARNINGS
+        ]
+        assert not unexpected, f"{name}: {unexpected}"
+
+
+def test_cfn_lint_catches_a_broken_template(reference: Synth) -> None:
+    """The lint gate is not vacuous: a bad value in the HyperPod cluster is an error."""
+    template = json.loads(json.dumps(reference.cluster))
+    hp = next(r for r in template["Resources"].values() if r["Type"] == "AWS::SageMaker::Cluster")
+    hp["Properties"]["NodeRecovery"] = "Sometimes"
+    assert any(m.rule.id.startswith("E") for m in _lint(template, "us-east-1"))
+
+
+@pytest.mark.parametrize("backend", ["task-governance", "kueue"])
+def test_cdk_nag_aws_solutions_has_no_unacknowledged_findings(
+    backend: str, reference_platform: Platform, kueue_platform: Platform, tmp_path: Path
+) -> None:
+    platform = reference_platform if backend == "task-governance" else kueue_platform
+    # raises ValidationFailed on any unacknowledged finding
+    synth = synthesize(platform, tmp_path, nag=True)
+    report = json.loads((tmp_path / "validation-report.json").read_text())
+    failing = [
+        (p["pluginName"], v["ruleName"])
+        for p in report["pluginReports"]
+        for v in p["violations"]
+        if v.get("severity") in ("error", "fatal")
+    ]
+    assert not failing
+    # every acknowledgment carries a reason
+    acknowledgments = [
+        (construct.node.path, rule, reason)
+        for construct in synth.app.node.find_all()
+        for entry in construct.node.metadata
+        if entry.type == "aws:cdk:acknowledged-rules"
+        for rule, reason in entry.data.items()
+    ]
+    assert acknowledgments
+    assert all(isinstance(reason, str) and len(reason) > 20 for _, _, reason in acknowledgments), (
+        acknowledgments
+    )
+
+
+def test_cdk_nag_fails_on_an_unacknowledged_finding(tmp_path: Path) -> None:
+    """The nag gate is not vacuous."""
+    import aws_cdk as cdk
+    from aws_cdk import aws_sqs as sqs
+    from cdk_nag import AwsSolutionsChecks
+
+    app = cdk.App(outdir=str(tmp_path))
+    sqs.Queue(cdk.Stack(app, "S"), "Q")
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    with pytest.raises(RuntimeError, match="ValidationFailed"):
+        app.synth()
+
+
+def _core(manifests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [m for m in manifests if not m["apiVersion"].startswith(KUEUE_GROUP)]
+
+
+@pytest.mark.parametrize("backend", ["reference", "kueue_reference"])
+def test_every_core_kubernetes_object_validates_strictly(
+    backend: str, request: pytest.FixtureRequest
+) -> None:
+    synth: Synth = request.getfixturevalue(backend)
+    objects = _core(synth.manifests())
+    kinds = {m["kind"] for m in objects}
+    assert {
+        "Namespace",
+        "Role",
+        "RoleBinding",
+        "NetworkPolicy",
+        "LimitRange",
+        "ServiceAccount",
+        "PersistentVolume",
+        "PersistentVolumeClaim",
+        "Job",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+    } <= kinds
+    for obj in objects:
+        # SchemaNotFoundError is a failure too: an unknown apiVersion must not pass silently
+        kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
+
+
+def test_kubernetes_validation_is_strict() -> None:
+    bad = {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": "x", "namespace": "y"},
+        "spec": {"podSelector": {}, "policyType": ["Ingress"]},
+    }
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(bad, KUBERNETES_VERSION, strict=True)
+
+
+def _kueue_validator() -> Any:
+    crds = Path(os.environ.get("KUEUE_CRDS_DIR", REPO.parent / "shared" / "kueue-crds"))
+    if not (crds / "validate.py").is_file():
+        pytest.fail(f"Kueue CRDs not found at {crds}: set KUEUE_CRDS_DIR to the kueue-crds folder")
+    sys.path.insert(0, str(crds))
+    import validate
+
+    return validate, validate.load_crds(str(crds))
+
+
+def test_every_kueue_object_in_the_templates_validates_against_upstream_crds(kueue_reference: Synth) -> None:
+    validate, crds = _kueue_validator()
+    objects = [m for m in kueue_reference.manifests() if m["apiVersion"].startswith(KUEUE_GROUP)]
+    kinds = {m["kind"] for m in objects}
+    assert kinds == {"ResourceFlavor", "Cohort", "WorkloadPriorityClass", "ClusterQueue", "LocalQueue"}
+    assert all(m["apiVersion"] == "kueue.x-k8s.io/v1beta2" for m in objects)
+    # all manifests, so the validator's cross-object checks (namespaces selected, queues resolved) run too
+    issues = validate.validate_manifests(
+        kueue_reference.manifests(), crds, api_version="kueue.x-k8s.io/v1beta2"
+    )
+    assert not [str(i) for i in issues], [str(i) for i in issues]
+
+
+def test_task_governance_backend_leaves_kueue_objects_to_the_service(reference: Synth) -> None:
+    assert not [m for m in reference.manifests() if m["apiVersion"].startswith(KUEUE_GROUP)]
+    assert not [
+        m
+        for m in reference.manifests()
+        if m["kind"] == "Namespace" and m["metadata"]["name"].startswith("hyperpod-ns-")
+    ]

@@ -1,0 +1,225 @@
+"""replacement_warnings names every policy change that CloudFormation performs as delete + create."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from hyperpod_tenancy.errors import PolicyIssue
+from hyperpod_tenancy.policy import Platform, load_platform, platform_from_dict, replacement_warnings
+
+REFERENCE = Path(__file__).resolve().parents[1] / "platform.yaml"
+
+
+def reference_data() -> dict[str, Any]:
+    data = yaml.safe_load(REFERENCE.read_text(encoding="utf-8"))
+    assert isinstance(data, dict)
+    return data
+
+
+@pytest.fixture(scope="module")
+def old() -> Platform:
+    return load_platform(REFERENCE)
+
+
+def changed(edit: dict[str, Any] | None = None, /, **top: Any) -> Platform:
+    """The reference policy with top-level keys replaced and ``edit``'s sections updated."""
+    data = reference_data()
+    data.update(copy.deepcopy(top))
+    for section, values in (edit or {}).items():
+        data[section].update(copy.deepcopy(values))
+    return platform_from_dict(data)
+
+
+def only(issues: list[PolicyIssue]) -> PolicyIssue:
+    assert len(issues) == 1, "\n".join(map(str, issues))
+    return issues[0]
+
+
+def team_named(data: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(t for t in data["teams"] if t["name"] == name)
+
+
+def test_unchanged_policy_has_no_replacements(old: Platform) -> None:
+    assert replacement_warnings(old, load_platform(REFERENCE)) == []
+
+
+def test_in_place_updates_are_not_reported(old: Platform) -> None:
+    data = reference_data()
+    research = team_named(data, "research")
+    research["compute"].update(quotas={"ml.p5.48xlarge": 8}, borrowLimit=200, fairShareWeight=10)
+    research["allowedPriorityClasses"] = ["experimentation"]
+    data["scheduling"]["priorityClasses"][0]["weight"] = 90
+    data["cluster"]["instanceGroups"][0]["count"] = 20
+    data["cluster"]["fsx"]["storageCapacityGiB"] = 9600
+    data["cluster"]["kubernetesVersion"] = "1.33"
+    new_team = copy.deepcopy(research)
+    new_team.update(
+        name="speech",
+        identity={"groupId": "0123456789-99999999-aaaa-bbbb-cccc-999999999999", "posixGid": 20009},
+    )
+    new_team["compute"]["quotas"] = {"ml.p5.48xlarge": 5}
+    data["teams"].append(new_team)
+    assert replacement_warnings(old, platform_from_dict(data)) == []
+
+
+def test_cluster_name(old: Platform) -> None:
+    issue = only(replacement_warnings(old, changed({"cluster": {"name": "shared-gpu-2"}})))
+    assert (issue.code, issue.path) == ("HPT-REPLACE-CLUSTER", "cluster.name")
+    assert "from 'shared-gpu' to 'shared-gpu-2'" in issue.message
+    assert "AWS::SageMaker::Cluster ClusterName and AWS::EKS::Cluster Name are createOnly" in issue.message
+    assert "running job" in issue.message
+    assert "keep cluster.name 'shared-gpu'" in issue.fix
+
+
+def test_vpc_cidr(old: Platform) -> None:
+    issue = only(replacement_warnings(old, changed({"cluster": {"vpcCidr": "10.0.0.0/16"}})))
+    assert (issue.code, issue.path) == ("HPT-REPLACE-VPC", "cluster.vpcCidr")
+    assert "from '10.192.0.0/16' to '10.0.0.0/16'" in issue.message
+    assert "AWS::EC2::VPC CidrBlock is createOnly" in issue.message
+    assert "HyperPod cluster (VpcConfig createOnly)" in issue.message
+    assert "keep cluster.vpcCidr '10.192.0.0/16'" in issue.fix
+
+
+@pytest.mark.parametrize(
+    "zones",
+    [["us-east-1a", "us-east-1b", "us-east-1c"], ["us-east-1b", "us-east-1a"]],
+    ids=["added", "reordered"],
+)
+def test_availability_zones(old: Platform, zones: list[str]) -> None:
+    issue = only(replacement_warnings(old, changed({"cluster": {"availabilityZones": zones}})))
+    assert (issue.code, issue.path) == ("HPT-REPLACE-VPC", "cluster.availabilityZones")
+    assert f"to {zones}" in issue.message
+    assert "AWS::EC2::Subnet AvailabilityZone and CidrBlock are createOnly" in issue.message
+    assert "FSx file system (SubnetIds createOnly)" in issue.message
+    assert "same zones, same order" in issue.fix
+
+
+def test_fsx_deployment_type(old: Platform) -> None:
+    fsx = {"storageCapacityGiB": 4800, "deploymentType": "PERSISTENT_1", "perUnitStorageThroughput": 200}
+    issue = only(replacement_warnings(old, changed({"cluster": {"fsx": fsx}})))
+    assert (issue.code, issue.path) == ("HPT-REPLACE-FSX", "cluster.fsx.deploymentType")
+    assert "from 'PERSISTENT_2' to 'PERSISTENT_1'" in issue.message
+    assert "LustreConfiguration.DeploymentType cannot be updated" in issue.message
+    assert "/fsx/<team> data" in issue.message
+    assert "keep cluster.fsx.deploymentType 'PERSISTENT_2'" in issue.fix
+
+
+def test_removed_team(old: Platform) -> None:
+    data = reference_data()
+    data["teams"] = [t for t in data["teams"] if t["name"] != "vision"]
+    issue = only(replacement_warnings(old, platform_from_dict(data)))
+    assert (issue.code, issue.path) == ("HPT-REPLACE-TEAM", "teams")
+    assert "team 'vision' (baseline teams[1]) is removed" in issue.message
+    assert "AWS::SageMaker::ComputeQuota is deleted" in issue.message
+    assert "namespace hyperpod-ns-vision, its queues and running jobs" in issue.message
+    assert "drain the team's jobs" in issue.fix
+
+
+@pytest.mark.parametrize("kept", ["groupId", "posixGid"])
+def test_renamed_team_is_recognised_by_its_identity(old: Platform, kept: str) -> None:
+    data = reference_data()
+    vision = team_named(data, "vision")
+    vision["name"] = "computer-vision"
+    if kept == "groupId":
+        vision["identity"]["posixGid"] = 20042
+    else:
+        vision["identity"]["groupId"] = "0123456789-42424242-aaaa-bbbb-cccc-424242424242"
+    issue = only(replacement_warnings(old, platform_from_dict(data)))
+    assert (issue.code, issue.path) == ("HPT-REPLACE-TEAM", "teams[1].name")
+    assert f"team renamed from 'vision' to 'computer-vision' (same identity.{kept}" in issue.message
+    assert "ComputeQuotaTarget/TeamName is createOnly" in issue.message
+    assert "namespace hyperpod-ns-vision with its queues and running jobs is deleted" in issue.message
+    assert "hyperpod-ns-computer-vision is created empty" in issue.message
+    assert "Permission set" not in issue.message  # vision names its permission set explicitly
+    assert "keep the team name 'vision'" in issue.fix
+
+
+def test_rename_that_also_replaces_the_default_permission_set(old: Platform) -> None:
+    data = reference_data()
+    team_named(data, "research")["name"] = "research-lab"
+    issue = only(replacement_warnings(old, platform_from_dict(data)))
+    assert "team renamed from 'research' to 'research-lab'" in issue.message
+    assert "Permission set 'Research' is replaced by 'ResearchLab'" in issue.message
+
+
+def test_removed_and_unrelated_added_team_are_not_a_rename(old: Platform) -> None:
+    data = reference_data()
+    vision = team_named(data, "vision")
+    vision.update(
+        name="speech",
+        identity={"groupId": "0123456789-50505050-aaaa-bbbb-cccc-505050505050", "posixGid": 20050},
+    )
+    issue = only(replacement_warnings(old, platform_from_dict(data)))
+    assert "team 'vision' (baseline teams[1]) is removed" in issue.message
+
+
+def test_team_moved_to_a_dedicated_cluster(old: Platform) -> None:
+    data = reference_data()
+    data["cluster"]["onDataClassificationMismatch"] = "dedicated-cluster"
+    team_named(data, "inference")["dataClassification"] = "restricted"
+    issue = only(replacement_warnings(old, platform_from_dict(data)))
+    assert (issue.code, issue.path) == ("HPT-REPLACE-TEAM", "teams[2].dataClassification")
+    assert (
+        "team 'inference' now holds 'restricted' data and is kept off this 'internal' cluster"
+        in issue.message
+    )
+    assert "namespace hyperpod-ns-inference" in issue.message
+
+
+def test_kueue_backend_names_the_kueue_objects(old: Platform) -> None:
+    data = reference_data()
+    data["fairnessBackend"] = "kueue"
+    kueue_old = platform_from_dict(copy.deepcopy(data))
+    data["teams"] = data["teams"][:2]
+    issue = only(replacement_warnings(kueue_old, platform_from_dict(data)))
+    assert "its Kueue ClusterQueue and LocalQueue are deleted" in issue.message
+
+
+def test_permission_set_name(old: Platform) -> None:
+    data = reference_data()
+    team_named(data, "vision")["identity"]["permissionSetName"] = "Vision"
+    issue = only(replacement_warnings(old, platform_from_dict(data)))
+    assert (issue.code, issue.path) == ("HPT-REPLACE-PERMISSION-SET", "teams[1].identity.permissionSetName")
+    assert "from 'ComputerVision' to 'Vision'" in issue.message
+    assert "AWS::SSO::PermissionSet Name is createOnly" in issue.message
+    assert "AWSReservedSSO_ComputerVision_... is deleted" in issue.message
+    assert "permissionSetName: ComputerVision" in issue.fix
+
+
+def test_identity_center_instance(old: Platform) -> None:
+    issue = only(
+        replacement_warnings(
+            old,
+            changed(
+                identityCenter={
+                    "instanceArn": "arn:aws:sso:::instance/ssoins-9999888877776666",
+                    "region": "us-east-1",
+                }
+            ),
+        )
+    )
+    assert (issue.code, issue.path) == ("HPT-REPLACE-PERMISSION-SET", "identityCenter.instanceArn")
+    assert "InstanceArn are createOnly" in issue.message
+
+
+@pytest.mark.parametrize(
+    ("key", "value"), [("name", "ml-platform-2"), ("account", "444455556666")], ids=["name", "account"]
+)
+def test_platform_name_or_account(old: Platform, key: str, value: str) -> None:
+    issue = only(replacement_warnings(old, changed(**{key: value})))
+    assert (issue.code, issue.path) == ("HPT-REPLACE-STACKS", key)
+    assert "creates a second, separate platform" in issue.message
+
+
+def test_several_replacements_are_listed_in_order(old: Platform) -> None:
+    data = reference_data()
+    data["cluster"]["name"] = "gpu"
+    data["cluster"]["vpcCidr"] = "10.1.0.0/16"
+    data["teams"] = data["teams"][:2]
+    codes = [i.code for i in replacement_warnings(old, platform_from_dict(data))]
+    assert codes == ["HPT-REPLACE-CLUSTER", "HPT-REPLACE-VPC", "HPT-REPLACE-TEAM"]

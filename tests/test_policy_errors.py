@@ -1,0 +1,1288 @@
+"""Bad policies give one error listing every problem: YAML path, bad value, fix and rule code.
+
+Each case starts from the reference ``platform.yaml`` (parsed with ``yaml.safe_load``), changes one thing
+and checks the error ``platform_from_dict`` raises, including that nothing else is reported.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pytest
+import yaml
+
+from hyperpod_tenancy.errors import PolicyError, PolicyIssue
+from hyperpod_tenancy.policy import (
+    CheckpointEnforcement,
+    ClassificationMismatch,
+    ClusterSpec,
+    ComputeAllocation,
+    DeepHealthCheck,
+    FairnessBackend,
+    FsxSpec,
+    HelmChartSource,
+    IdentityCenter,
+    InstanceGroup,
+    Platform,
+    PriorityClass,
+    SchedulingSpec,
+    SharingStrategy,
+    SystemNodeGroup,
+    Team,
+    TeamIdentity,
+    WorkloadKind,
+    load_platform,
+    platform_from_dict,
+    policy_warnings,
+    validate_platform,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+REFERENCE = REPO / "platform.yaml"
+DELETE = object()
+
+
+def reference_data() -> dict[str, Any]:
+    data = yaml.safe_load(REFERENCE.read_text(encoding="utf-8"))
+    assert isinstance(data, dict)
+    return data
+
+
+def _tokens(path: str) -> list[str | int]:
+    return [int(t[1:-1]) if t.startswith("[") else t for t in re.findall(r"\[\d+\]|[^.\[\]]+", path)]
+
+
+def edited(changes: dict[str, object]) -> dict[str, Any]:
+    """The reference data with ``{"teams[0].compute.borrowLimit": 0, ...}`` applied (DELETE removes a key)."""
+    data = reference_data()
+    for path, value in changes.items():
+        *parents, last = _tokens(path)
+        node: Any = data
+        for token in parents:
+            node = node[token]
+        if value is DELETE:
+            del node[last]
+        elif isinstance(last, int) and last == len(node):
+            node.append(copy.deepcopy(value))
+        else:
+            node[last] = copy.deepcopy(value)
+    return data
+
+
+def policy_error(data: object) -> PolicyError:
+    with pytest.raises(PolicyError) as info:
+        platform_from_dict(data, source="test.yaml")
+    return info.value
+
+
+def reported(error: PolicyError, code: str, path: str) -> PolicyIssue:
+    """The one issue with ``code`` at ``path``; it must also appear as its own line of the message."""
+    matching = [i for i in error.issues if i.code == code and i.path == path]
+    assert len(matching) == 1, f"expected one {code} at {path}, got:\n{error}"
+    issue = matching[0]
+    assert f"  - {path}: {issue.message} Fix: {issue.fix} [{code}]" in str(error).splitlines()
+    return issue
+
+
+P5 = "ml.p5.48xlarge"
+LONG_39 = "a" * 39  # localqueue fits (62), clusterqueue does not (64)
+LONG_41 = "b" * 41  # both queues are too long
+EXTRA_CLASSES = [{"name": f"extra-{i}", "weight": 10 + i} for i in range(8)]
+
+
+class Case(NamedTuple):
+    """One bad value: what to change, and the issue it must produce."""
+
+    id: str
+    changes: dict[str, object]
+    code: str
+    path: str
+    #: fragments of the message (the bad value, computed names, the arithmetic)
+    fragments: tuple[str, ...]
+    #: fragment of the fix
+    fix: str
+    #: number of issues the error lists in total
+    issues: int
+
+
+CASES: list[Case] = [
+    # --- structure: unknown key, wrong type, missing key ---------------------------------------------
+    Case(
+        "unknown-key",
+        {"teams[0].compute.borowLimit": 60},
+        "HPT-SCHEMA",
+        "teams[0].compute.borowLimit",
+        ("unknown key `borowLimit`",),
+        "did you mean `borrowLimit`?",
+        1,
+    ),
+    Case(
+        "unknown-top-level-key",
+        {"team": []},
+        "HPT-SCHEMA",
+        "team",
+        ("unknown key `team`",),
+        "did you mean `teams`?",
+        1,
+    ),
+    Case(
+        "count-is-a-string",
+        {"cluster.instanceGroups[0].count": "16"},
+        "HPT-SCHEMA",
+        "cluster.instanceGroups[0].count",
+        ("expected a whole number, got string '16'",),
+        "write an unquoted integer",
+        1,
+    ),
+    Case(
+        "version-read-as-float",
+        {"cluster.kubernetesVersion": 1.3},
+        "HPT-SCHEMA",
+        "cluster.kubernetesVersion",
+        ("expected a string, got number 1.3",),
+        "quote the value",
+        1,
+    ),
+    Case(
+        "zones-not-a-list",
+        {"cluster.availabilityZones": "us-east-1a"},
+        "HPT-SCHEMA",
+        "cluster.availabilityZones",
+        ("expected a list of strings, got string 'us-east-1a'",),
+        "write a list",
+        1,
+    ),
+    Case(
+        "boolean-as-string",
+        {"scheduling.fairShare": "yes"},
+        "HPT-SCHEMA",
+        "scheduling.fairShare",
+        ("expected true or false, got string 'yes'",),
+        "write `true` or `false`",
+        1,
+    ),
+    Case(
+        "unknown-enum-value",
+        {"teams[0].compute.sharing": "borrow"},
+        "HPT-SCHEMA",
+        "teams[0].compute.sharing",
+        ("'borrow' is not one of: lend-and-borrow, lend, dont-lend",),
+        "use one of: lend-and-borrow, lend, dont-lend",
+        1,
+    ),
+    Case(
+        "section-not-a-mapping",
+        {"cluster.fsx": "big"},
+        "HPT-SCHEMA",
+        "cluster.fsx",
+        ("expected a mapping, got string 'big'",),
+        "key: value",
+        1,
+    ),
+    Case(
+        "team-not-a-mapping",
+        {"teams[0]": "research"},
+        "HPT-SCHEMA",
+        "teams[0]",
+        ("expected a mapping, got string 'research'",),
+        "key: value",
+        1,
+    ),
+    Case(
+        "missing-required-key",
+        {"teams[0].identity.posixGid": DELETE},
+        "HPT-SCHEMA",
+        "teams[0].identity.posixGid",
+        ("required key is missing",),
+        "add `posixGid:`",
+        1,
+    ),
+    Case(
+        "quota-not-a-number",
+        {"teams[0].compute.quotas": {P5: "9"}},
+        "HPT-SCHEMA",
+        f"teams[0].compute.quotas.{P5}",
+        ("expected a whole number of instances, got string '9'",),
+        "write an unquoted integer",
+        1,
+    ),
+    Case(
+        "unknown-deep-health-check",
+        {"cluster.instanceGroups[0].deepHealthChecks": ["Stress"]},
+        "HPT-SCHEMA",
+        "cluster.instanceGroups[0].deepHealthChecks[0]",
+        ("'Stress' is not a deep health check",),
+        "InstanceStress, InstanceConnectivity",
+        1,
+    ),
+    # --- the issue's list -------------------------------------------------------------------------------
+    Case(
+        "count-zero",
+        {"cluster.instanceGroups[1].count": 0},
+        "HPT-COUNT",
+        "cluster.instanceGroups[1].count",
+        ("0 is not a positive number of instances",),
+        "set count to 1 or more",
+        1,
+    ),
+    Case(
+        "count-negative",
+        {"cluster.instanceGroups[0].count": -2},
+        "HPT-COUNT",
+        "cluster.instanceGroups[0].count",
+        ("-2 is not a positive number of instances",),
+        "set count to 1 or more",
+        1,
+    ),
+    Case(
+        "quotas-exceed-count-minus-reserved",
+        {"teams[1].compute.quotas": {P5: 7}},
+        "HPT-QUOTA-CAPACITY",
+        f"teams[*].compute.quotas.{P5}",
+        ("sum to 16 (research 9 + vision 7)", "can promise only 15 (16 instances - 1 reserved = 15)"),
+        "lower the quotas by 1 in total",
+        1,
+    ),
+    Case(
+        "more-reserved-nodes-than-quotas-leave",
+        {"cluster.instanceGroups[0].reserved": 2},
+        "HPT-QUOTA-CAPACITY",
+        f"teams[*].compute.quotas.{P5}",
+        ("sum to 15 (research 9 + vision 6)", "only 14 (16 instances - 2 reserved = 14)"),
+        "lower the quotas by 1 in total",
+        1,
+    ),
+    Case(
+        "duplicate-team",
+        {"teams[2].name": "research"},
+        "HPT-TEAM-DUPLICATE",
+        "teams[2].name",
+        ("team 'research' is already defined at teams[0]",),
+        "give every team a unique name",
+        1,
+    ),
+    Case(
+        "team-name-not-dns-label",
+        {"teams[0].name": "Research_Team"},
+        "HPT-TEAM-NAME",
+        "teams[0].name",
+        ("'Research_Team' is not a DNS label",),
+        "use lowercase letters, digits and '-'",
+        1,
+    ),
+    Case(
+        "team-name-too-long-for-clusterqueue",
+        {"teams[0].name": LONG_39},
+        "HPT-TEAM-NAME",
+        "teams[0].name",
+        (
+            f"'{LONG_39}' (39 characters) is too long",
+            f"clusterQueue 'hyperpod-ns-{LONG_39}-clusterqueue' (64 > 63)",
+            f"localQueue 'hyperpod-ns-{LONG_39}-localqueue' (62)",
+        ),
+        "at most 38 characters",
+        1,
+    ),
+    Case(
+        "team-name-too-long-for-localqueue",
+        {"teams[0].name": LONG_41},
+        "HPT-TEAM-NAME",
+        "teams[0].name",
+        (f"localQueue 'hyperpod-ns-{LONG_41}-localqueue' (64 > 63)", "clusterQueue"),
+        "at most 38 characters",
+        1,
+    ),
+    Case(
+        "instance-type-not-accepted",
+        {"cluster.instanceGroups[2]": {"name": "p9", "instanceType": "ml.p5.48xlarg", "count": 2}},
+        "HPT-INSTANCE-TYPE",
+        "cluster.instanceGroups[2].instanceType",
+        ("'ml.p5.48xlarg' is not an instance type HyperPod accepts",),
+        "did you mean ml.p5.48xlarge?",
+        1,
+    ),
+    Case(
+        "ec2-type-instead-of-hyperpod-type",
+        {"cluster.instanceGroups[2]": {"name": "p5-extra", "instanceType": "p5.48xlarge", "count": 2}},
+        "HPT-INSTANCE-TYPE",
+        "cluster.instanceGroups[2].instanceType",
+        ("'p5.48xlarge' is not an instance type HyperPod accepts",),
+        "did you mean ml.p5.48xlarge?",
+        1,
+    ),
+    Case(
+        "eleven-priority-classes",
+        {"scheduling.priorityClasses": reference_data()["scheduling"]["priorityClasses"] + EXTRA_CLASSES},
+        "HPT-PRIORITY-COUNT",
+        "scheduling.priorityClasses",
+        ("11 priority classes are defined; Task Governance allows at most 10",),
+        "merge classes",
+        1,
+    ),
+    Case(
+        "priority-weight-above-100",
+        {"scheduling.priorityClasses[0].weight": 101},
+        "HPT-PRIORITY-WEIGHT",
+        "scheduling.priorityClasses[0].weight",
+        ("101 is outside 0-100",),
+        "use a weight between 0 and 100",
+        1,
+    ),
+    Case(
+        "priority-weight-negative",
+        {"scheduling.priorityClasses[2].weight": -1},
+        "HPT-PRIORITY-WEIGHT",
+        "scheduling.priorityClasses[2].weight",
+        ("-1 is outside 0-100",),
+        "use a weight between 0 and 100",
+        1,
+    ),
+    Case(
+        "fair-share-weight-above-100",
+        {"teams[1].compute.fairShareWeight": 150},
+        "HPT-FAIR-SHARE-WEIGHT",
+        "teams[1].compute.fairShareWeight",
+        ("150 is outside 0-100",),
+        "use a weight between 0 and 100",
+        1,
+    ),
+    Case(
+        "borrow-limit-zero",
+        {"teams[0].compute.borrowLimit": 0},
+        "HPT-BORROW-LIMIT",
+        "teams[0].compute.borrowLimit",
+        ("0 is outside the service's range 1-500",),
+        "use a value between 1 and 500",
+        1,
+    ),
+    Case(
+        "borrow-limit-above-500",
+        {"teams[1].compute.borrowLimit": 501},
+        "HPT-BORROW-LIMIT",
+        "teams[1].compute.borrowLimit",
+        ("501 is outside the service's range 1-500",),
+        "use a value between 1 and 500",
+        1,
+    ),
+    Case(
+        "allowed-priority-class-undefined",
+        {"teams[0].allowedPriorityClasses": ["trainig", "experimentation"]},
+        "HPT-PRIORITY-UNKNOWN",
+        "teams[0].allowedPriorityClasses[0]",
+        ("priority class 'trainig' is not defined in scheduling.priorityClasses",),
+        "did you mean 'training'?",
+        1,
+    ),
+    Case(
+        "data-classification-mismatch",
+        {"teams[1].dataClassification": "restricted"},
+        "HPT-DATA-CLASSIFICATION",
+        "teams[1].dataClassification",
+        ("team 'vision' holds 'restricted' data but the cluster is approved for 'internal'",),
+        "onDataClassificationMismatch: dedicated-cluster",
+        1,
+    ),
+    Case(
+        "borrowing-without-preemptible-class",
+        {"teams[0].allowedPriorityClasses": ["training"]},
+        "HPT-BORROW-WITHOUT-CHECKPOINT",
+        "teams[0].compute.sharing",
+        ("team 'research' borrows idle capacity", "['training'] is marked `preemptible`"),
+        "mark a priority class `preemptible: true`",
+        1,
+    ),
+    # --- the other rules -----------------------------------------------------------------------------------
+    Case(
+        "platform-name",
+        {"name": "ML_Platform"},
+        "HPT-NAME",
+        "name",
+        ("'ML_Platform' is not a lowercase DNS label",),
+        "e.g. `ml-platform`",
+        1,
+    ),
+    Case(
+        "cluster-name",
+        {"cluster.name": "shared_gpu"},
+        "HPT-NAME",
+        "cluster.name",
+        ("'shared_gpu' is not a valid HyperPod cluster name",),
+        "1-63 letters, digits and hyphens",
+        1,
+    ),
+    Case(
+        "instance-group-name",
+        {"cluster.instanceGroups[0].name": "p5 training"},
+        "HPT-NAME",
+        "cluster.instanceGroups[0].name",
+        ("'p5 training' is not a valid instance group name",),
+        "1-63 letters, digits and hyphens",
+        1,
+    ),
+    Case(
+        "priority-class-name",
+        {"scheduling.priorityClasses[0].name": "Inference", "teams[2].allowedPriorityClasses": ["Inference"]},
+        "HPT-NAME",
+        "scheduling.priorityClasses[0].name",
+        ("'Inference' is not a lowercase DNS label of at most 40 characters",),
+        "e.g. `training`",
+        1,
+    ),
+    Case(
+        "account",
+        {"account": "12345"},
+        "HPT-ACCOUNT",
+        "account",
+        ("'12345' is not a 12-digit AWS account ID",),
+        "quote the account ID",
+        1,
+    ),
+    Case(
+        "region",
+        {"region": "us-east"},
+        "HPT-REGION",
+        "region",
+        ("'us-east' is not an AWS region name",),
+        "us-east-1",
+        1,
+    ),
+    Case(
+        "identity-center-region",
+        {"identityCenter.region": "global"},
+        "HPT-REGION",
+        "identityCenter.region",
+        ("'global' is not an AWS region name",),
+        "Identity Center home region",
+        1,
+    ),
+    Case(
+        "identity-center-arn",
+        {"identityCenter.instanceArn": "arn:aws:sso:::instance/bad"},
+        "HPT-IDENTITY-CENTER",
+        "identityCenter.instanceArn",
+        ("'arn:aws:sso:::instance/bad' is not an IAM Identity Center instance ARN",),
+        "aws sso-admin list-instances",
+        1,
+    ),
+    Case(
+        "kubernetes-version",
+        {"cluster.kubernetesVersion": "1.29"},
+        "HPT-K8S-VERSION",
+        "cluster.kubernetesVersion",
+        ("'1.29' is not supported",),
+        "1.30 or later",
+        1,
+    ),
+    Case(
+        "zone-of-another-region",
+        {"cluster.availabilityZones[2]": "us-west-2a"},
+        "HPT-AZ",
+        "cluster.availabilityZones[2]",
+        ("'us-west-2a' is not a zone of region us-east-1",),
+        "us-east-1a",
+        1,
+    ),
+    Case(
+        "one-zone-only",
+        {
+            "cluster.availabilityZones": ["us-east-1a"],
+            "cluster.instanceGroups[1].availabilityZone": "us-east-1a",
+        },
+        "HPT-AZ",
+        "cluster.availabilityZones",
+        ("['us-east-1a'] names fewer than two distinct zones",),
+        "at least two zones",
+        1,
+    ),
+    Case(
+        "group-zone-not-listed",
+        {"cluster.instanceGroups[0].availabilityZone": "us-east-1c"},
+        "HPT-AZ",
+        "cluster.instanceGroups[0].availabilityZone",
+        ("'us-east-1c' is not one of cluster.availabilityZones",),
+        "add the zone to cluster.availabilityZones",
+        1,
+    ),
+    Case(
+        "vpc-cidr-too-small",
+        {"cluster.vpcCidr": "10.192.0.0/24"},
+        "HPT-VPC-CIDR",
+        "cluster.vpcCidr",
+        ("'10.192.0.0/24' is not an IPv4 CIDR of /20 or larger",),
+        "10.192.0.0/16",
+        1,
+    ),
+    Case(
+        "no-instance-groups",
+        {"cluster.instanceGroups": []},
+        "HPT-INSTANCE-GROUPS",
+        "cluster.instanceGroups",
+        ("no instance groups are defined",),
+        "add at least one GPU instance group",
+        4,  # and each of the three quotas names a type the cluster lacks
+    ),
+    Case(
+        "duplicate-instance-group",
+        {"cluster.instanceGroups[1].name": "p5-training"},
+        "HPT-DUPLICATE",
+        "cluster.instanceGroups[1].name",
+        ("instance group 'p5-training' is defined twice",),
+        "unique name",
+        1,
+    ),
+    Case(
+        "duplicate-priority-class",
+        {
+            "scheduling.priorityClasses[1].name": "inference",
+            "teams[0].allowedPriorityClasses": ["experimentation"],
+        },
+        "HPT-DUPLICATE",
+        "scheduling.priorityClasses[1].name",
+        ("priority class 'inference' is defined twice",),
+        "unique name",
+        2,  # and vision still allows the vanished `training`
+    ),
+    Case(
+        "duplicate-deep-health-check",
+        {"cluster.instanceGroups[1].deepHealthChecks": ["InstanceStress", "InstanceStress"]},
+        "HPT-DUPLICATE",
+        "cluster.instanceGroups[1].deepHealthChecks",
+        ("a deep health check is listed twice",),
+        "list each check once",
+        1,
+    ),
+    Case(
+        "too-many-instances",
+        {"cluster.instanceGroups[0].count": 7000},
+        "HPT-COUNT",
+        "cluster.instanceGroups[0].count",
+        ("7000 exceeds HyperPod's limit of 6758",),
+        "at most 6758",
+        1,
+    ),
+    Case(
+        "no-system-nodes",
+        {"cluster.systemNodeGroup.count": 0},
+        "HPT-COUNT",
+        "cluster.systemNodeGroup.count",
+        ("0 is not positive",),
+        "at least one system node",
+        1,
+    ),
+    Case(
+        "system-nodes-with-sagemaker-type",
+        {"cluster.systemNodeGroup.instanceType": "ml.m5.xlarge"},
+        "HPT-INSTANCE-TYPE",
+        "cluster.systemNodeGroup.instanceType",
+        ("'ml.m5.xlarge' is a SageMaker type",),
+        "m7i.xlarge",
+        1,
+    ),
+    Case(
+        "fsx-deployment-type",
+        {"cluster.fsx.deploymentType": "PERSISTENT_3"},
+        "HPT-FSX",
+        "cluster.fsx.deploymentType",
+        ("'PERSISTENT_3' is not an FSx for Lustre type",),
+        "PERSISTENT_2, PERSISTENT_1, SCRATCH_2",
+        1,
+    ),
+    Case(
+        "fsx-capacity",
+        {"cluster.fsx.storageCapacityGiB": 3000},
+        "HPT-FSX",
+        "cluster.fsx.storageCapacityGiB",
+        ("3000 GiB is not 1200, 2400 or a multiple of 2400",),
+        "4800",
+        1,
+    ),
+    Case(
+        "fsx-throughput",
+        {"cluster.fsx.perUnitStorageThroughput": 200},
+        "HPT-FSX",
+        "cluster.fsx.perUnitStorageThroughput",
+        ("200 MB/s/TiB is not valid for PERSISTENT_2",),
+        "125, 250, 500, 1000",
+        1,
+    ),
+    Case(
+        "helm-chart-twice",
+        {"cluster.hyperpodHelmChart.directory": "charts/hyperpod"},
+        "HPT-HELM-CHART",
+        "cluster.hyperpodHelmChart",
+        ("both `ociRepository`", "'charts/hyperpod'", "exactly one is needed"),
+        "mirror the chart",
+        1,
+    ),
+    Case(
+        "helm-chart-missing",
+        {"cluster.hyperpodHelmChart": {}},
+        "HPT-HELM-CHART",
+        "cluster.hyperpodHelmChart",
+        ("neither `ociRepository` nor `directory` is set",),
+        "mirror the chart",
+        1,
+    ),
+    Case(
+        "helm-chart-without-oci-scheme",
+        {"cluster.hyperpodHelmChart.ociRepository": "111122223333.dkr.ecr.us-east-1.amazonaws.com/hp"},
+        "HPT-HELM-CHART",
+        "cluster.hyperpodHelmChart.ociRepository",
+        ("'111122223333.dkr.ecr.us-east-1.amazonaws.com/hp' needs the oci:// scheme",),
+        "ociRepository: oci://",
+        1,
+    ),
+    Case(
+        "cluster-classification-format",
+        {"cluster.dataClassification": "Internal"},
+        "HPT-DATA-CLASSIFICATION",
+        "cluster.dataClassification",
+        ("'Internal' is not a lowercase label",),
+        "`confidential`",
+        1,
+    ),
+    Case(
+        "team-classification-format",
+        {"teams[0].dataClassification": "Top Secret"},
+        "HPT-DATA-CLASSIFICATION",
+        "teams[0].dataClassification",
+        ("'Top Secret' is not a lowercase label",),
+        "cluster.dataClassification",
+        1,
+    ),
+    Case(
+        "reserved-negative",
+        {"cluster.instanceGroups[1].reserved": -1},
+        "HPT-RESERVED",
+        "cluster.instanceGroups[1].reserved",
+        ("-1 must be between 0 and count (4)",),
+        "keep at least 1 node in reserve",
+        1,
+    ),
+    Case(
+        "threads-per-core",
+        {"cluster.instanceGroups[0].threadsPerCore": 3},
+        "HPT-THREADS",
+        "cluster.instanceGroups[0].threadsPerCore",
+        ("3 is not 1 or 2",),
+        "use 1 (no hyperthreading) or 2",
+        1,
+    ),
+    Case(
+        "training-plan-arn",
+        {"cluster.instanceGroups[0].trainingPlanArn": "plan-1"},
+        "HPT-TRAINING-PLAN",
+        "cluster.instanceGroups[0].trainingPlanArn",
+        ("'plan-1' is not a training plan ARN",),
+        "aws sagemaker list-training-plans",
+        1,
+    ),
+    Case(
+        "ebs-volume",
+        {"cluster.instanceGroups[0].ebsVolumeGiB": 0},
+        "HPT-EBS",
+        "cluster.instanceGroups[0].ebsVolumeGiB",
+        ("0 is outside 1-16384",),
+        "500",
+        1,
+    ),
+    Case(
+        "resources-non-positive",
+        {"cluster.instanceGroups[0].resources": {"accelerators": 8, "vcpus": 0, "memoryGiB": 2048}},
+        "HPT-RESOURCES",
+        "cluster.instanceGroups[0].resources",
+        ("has a non-positive cpu/memory figure",),
+        "vcpus (>=1)",
+        1,
+    ),
+    Case(
+        "kueue-needs-resources-of-uncatalogued-type",
+        {
+            "fairnessBackend": "kueue",
+            "cluster.instanceGroups[2]": {"name": "cpu", "instanceType": "ml.c5.large", "count": 2},
+        },
+        "HPT-RESOURCES",
+        "cluster.instanceGroups[2].resources",
+        ("ml.c5.large has no built-in resource figures", "kueue backend"),
+        "add `resources: {accelerators: N, vcpus: N, memoryGiB: N}`",
+        1,
+    ),
+    Case(
+        "no-priority-classes",
+        {"scheduling.priorityClasses": []},
+        "HPT-PRIORITY-COUNT",
+        "scheduling.priorityClasses",
+        ("no priority classes are defined",),
+        "define at least one",
+        6,  # and the five allowed classes of the three teams are undefined
+    ),
+    Case(
+        "no-teams",
+        {"teams": []},
+        "HPT-TEAMS",
+        "teams",
+        ("no teams are defined",),
+        "add at least one team",
+        1,
+    ),
+    Case(
+        "empty-group-id",
+        {"teams[0].identity.groupId": ""},
+        "HPT-IDENTITY",
+        "teams[0].identity.groupId",
+        ("the Identity Center group ID is empty",),
+        "aws identitystore list-groups",
+        1,
+    ),
+    Case(
+        "group-id-format",
+        {"teams[0].identity.groupId": "90676a1234-aaaa-bbbb-cccc-111111111111"},
+        "HPT-IDENTITY",
+        "teams[0].identity.groupId",
+        ("'90676a1234-aaaa-bbbb-cccc-111111111111' is not an Identity Center group ID",),
+        "aws identitystore list-groups",
+        1,
+    ),
+    Case(
+        "permission-set-name",
+        {"teams[1].identity.permissionSetName": "Computer Vision!"},
+        "HPT-IDENTITY",
+        "teams[1].identity.permissionSetName",
+        ("'Computer Vision!' is not a valid permission set name",),
+        "at most 32 letters",
+        1,
+    ),
+    Case(
+        "posix-gid-reserved-range",
+        {"teams[2].identity.posixGid": 999},
+        "HPT-POSIX-GID",
+        "teams[2].identity.posixGid",
+        ("999 is outside 1000-2147483647",),
+        "GID reserved for the team",
+        1,
+    ),
+    Case(
+        "posix-gid-shared",
+        {"teams[1].identity.posixGid": 20001},
+        "HPT-POSIX-GID",
+        "teams[1].identity.posixGid",
+        ("GID 20001 is already used by team 'research'; teams would share /fsx files",),
+        "its own GID",
+        1,
+    ),
+    Case(
+        "no-allowed-priority-classes",
+        {"teams[2].allowedPriorityClasses": []},
+        "HPT-PRIORITY-UNKNOWN",
+        "teams[2].allowedPriorityClasses",
+        ("the list is empty",),
+        "allow at least one priority class",
+        1,
+    ),
+    Case(
+        "negative-quota",
+        {"teams[0].compute.quotas": {P5: -1}},
+        "HPT-QUOTA",
+        f"teams[0].compute.quotas.{P5}",
+        ("-1 is negative",),
+        "use 0 or more instances",
+        1,
+    ),
+    Case(
+        "quota-on-type-the-cluster-lacks",
+        {"teams[0].compute.quotas": {"ml.p4d.24xlarge": 2}},
+        "HPT-QUOTA-UNKNOWN-TYPE",
+        "teams[0].compute.quotas.ml.p4d.24xlarge",
+        (
+            "'ml.p4d.24xlarge' is not the instance type of any instance group "
+            "(ml.g5.12xlarge, ml.p5.48xlarge)",
+        ),
+        "add an instance group of that type",
+        1,
+    ),
+]
+
+
+@pytest.mark.parametrize("case", [pytest.param(case, id=case.id) for case in CASES])
+def test_bad_value_is_reported_with_path_value_fix_and_code(case: Case) -> None:
+    error = policy_error(edited(case.changes))
+    issue = reported(error, case.code, case.path)
+    for fragment in case.fragments:
+        assert fragment in issue.message
+    assert case.fix in issue.fix
+    assert len(error.issues) == case.issues, str(error)
+    assert str(error).startswith(f"{case.issues} problem(s) in test.yaml; nothing was synthesized:")
+
+
+def test_every_rule_code_has_a_case() -> None:
+    validation = (REPO / "src/hyperpod_tenancy/policy/validation.py").read_text(encoding="utf-8")
+    error_codes = set(re.findall(r'"(HPT-[A-Z0-9-]+)"', validation.split("def policy_warnings")[0]))
+    assert error_codes <= {case.code for case in CASES}
+
+
+def test_too_many_quota_entries() -> None:
+    quotas = {P5: 1} | {f"ml.g6.{size}": 0 for size in ("xlarge", "2xlarge", "4xlarge", "8xlarge")}
+    quotas |= {
+        f"ml.g6e.{size}": 0 for size in ("xlarge", "2xlarge", "4xlarge", "8xlarge", "12xlarge", "16xlarge")
+    }
+    quotas |= {f"ml.g5.{size}": 0 for size in ("xlarge", "2xlarge", "4xlarge", "8xlarge", "16xlarge")}
+    assert len(quotas) == 16
+    error = policy_error(edited({"teams[0].compute.quotas": quotas}))
+    issue = reported(error, "HPT-QUOTA", "teams[0].compute.quotas")
+    assert "16 instance types; the limit is 15" in issue.message
+    assert "at most 15 instance types" in issue.fix
+
+
+def test_several_problems_are_reported_together() -> None:
+    error = policy_error(
+        edited(
+            {
+                "account": "not-an-account",
+                "cluster.instanceGroups[0].count": 0,
+                "teams[1].compute.borrowLimit": 900,
+                "teams[2].allowedPriorityClasses": ["infrence"],
+                "teams[0].compute.unknownKey": True,
+            }
+        )
+    )
+    assert [(i.code, i.path) for i in error.issues] == [
+        ("HPT-SCHEMA", "teams[0].compute.unknownKey"),
+        ("HPT-ACCOUNT", "account"),
+        ("HPT-COUNT", "cluster.instanceGroups[0].count"),
+        ("HPT-BORROW-LIMIT", "teams[1].compute.borrowLimit"),
+        ("HPT-PRIORITY-UNKNOWN", "teams[2].allowedPriorityClasses[0]"),
+    ]
+    lines = str(error).splitlines()
+    assert lines[0] == "5 problem(s) in test.yaml; nothing was synthesized:"
+    assert lines[1:] == [f"  - {issue}" for issue in error.issues]
+    assert error.source == "test.yaml"
+
+
+def test_a_value_that_fails_to_parse_is_reported_once() -> None:
+    # the instance type is wrongly typed: no second error from the rules that read it
+    error = policy_error(edited({"cluster.instanceGroups[0].instanceType": ["ml.p5.48xlarge"]}))
+    assert [(i.code, i.path) for i in error.issues] == [
+        ("HPT-SCHEMA", "cluster.instanceGroups[0].instanceType")
+    ]
+
+
+def test_a_broken_section_does_not_cascade() -> None:
+    error = policy_error(edited({"cluster": ["shared-gpu"]}))
+    assert [(i.code, i.path) for i in error.issues] == [("HPT-SCHEMA", "cluster")]
+
+
+@pytest.mark.parametrize(
+    ("data", "shown"),
+    [(None, "an empty document"), (["a"], "list ['a']"), ("text", "string 'text'")],
+)
+def test_a_document_that_is_not_a_mapping(data: object, shown: str) -> None:
+    error = policy_error(data)
+    issue = reported(error, "HPT-SCHEMA", "(document)")
+    assert shown in issue.message
+    assert "reference platform.yaml" in issue.fix
+
+
+# --- the reference platform ----------------------------------------------------------------------------
+
+
+def test_reference_platform_loads_with_zero_errors_and_warnings() -> None:
+    platform = load_platform(REFERENCE)
+    assert validate_platform(platform, raise_on_error=False) == []
+    assert policy_warnings(platform) == []
+    assert platform == platform_from_dict(reference_data())
+    assert [t.name for t in platform.teams] == ["research", "vision", "inference"]
+
+
+# --- building from Python ------------------------------------------------------------------------------
+
+
+def python_reference() -> Platform:
+    """The reference platform written in Python, as a CDK app would."""
+    data = reference_data()
+    teams = {t["name"]: t for t in data["teams"]}
+
+    def identity(name: str) -> TeamIdentity:
+        raw = teams[name]["identity"]
+        return TeamIdentity(
+            group_id=raw["groupId"],
+            posix_gid=raw["posixGid"],
+            permission_set_name=raw.get("permissionSetName"),
+        )
+
+    return Platform(
+        name="ml-platform",
+        account="111122223333",
+        region="us-east-1",
+        fairness_backend=FairnessBackend.TASK_GOVERNANCE,
+        cluster=ClusterSpec(
+            name="shared-gpu",
+            kubernetes_version="1.33",
+            availability_zones=("us-east-1a", "us-east-1b"),
+            vpc_cidr="10.192.0.0/16",
+            data_classification="internal",
+            on_data_classification_mismatch=ClassificationMismatch.REFUSE,
+            instance_groups=(
+                InstanceGroup(
+                    name="p5-training",
+                    instance_type=P5,
+                    count=16,
+                    reserved=1,
+                    threads_per_core=1,
+                    availability_zone="us-east-1a",
+                ),
+                InstanceGroup(
+                    name="g5-inference",
+                    instance_type="ml.g5.12xlarge",
+                    count=4,
+                    reserved=1,
+                    threads_per_core=2,
+                    availability_zone="us-east-1b",
+                    deep_health_checks=(DeepHealthCheck.INSTANCE_STRESS,),
+                ),
+            ),
+            system_node_group=SystemNodeGroup(instance_type="m7i.xlarge", count=2),
+            fsx=FsxSpec(
+                storage_capacity_gib=4800, deployment_type="PERSISTENT_2", per_unit_storage_throughput=250
+            ),
+            hyperpod_helm_chart=HelmChartSource(
+                oci_repository=data["cluster"]["hyperpodHelmChart"]["ociRepository"], version="0.1.0"
+            ),
+            observability=True,
+        ),
+        scheduling=SchedulingSpec(
+            fair_share=True,
+            idle_resource_sharing=True,
+            checkpoint_enforcement=CheckpointEnforcement.DENY,
+            priority_classes=(
+                PriorityClass(name="inference", weight=100),
+                PriorityClass(name="training", weight=70),
+                PriorityClass(name="experimentation", weight=30, preemptible=True),
+            ),
+        ),
+        identity_center=IdentityCenter(
+            instance_arn=data["identityCenter"]["instanceArn"], region="us-east-1"
+        ),
+        teams=(
+            Team(
+                name="research",
+                compute=ComputeAllocation(
+                    quotas={P5: 9},
+                    sharing=SharingStrategy.LEND_AND_BORROW,
+                    borrow_limit=50,
+                    fair_share_weight=60,
+                ),
+                allowed_priority_classes=("training", "experimentation"),
+                identity=identity("research"),
+            ),
+            Team(
+                name="vision",
+                compute=ComputeAllocation(
+                    quotas={P5: 6},
+                    sharing=SharingStrategy.LEND_AND_BORROW,
+                    borrow_limit=100,
+                    fair_share_weight=40,
+                ),
+                allowed_priority_classes=("training", "experimentation"),
+                identity=identity("vision"),
+            ),
+            Team(
+                name="inference",
+                workload=WorkloadKind.INFERENCE,
+                compute=ComputeAllocation(
+                    quotas={"ml.g5.12xlarge": 3}, sharing=SharingStrategy.LEND, fair_share_weight=50
+                ),
+                allowed_priority_classes=("inference",),
+                identity=identity("inference"),
+            ),
+        ),
+    )
+
+
+def test_python_built_reference_equals_the_yaml_one() -> None:
+    platform = python_reference()
+    assert validate_platform(platform) == []
+    assert platform == load_platform(REFERENCE)
+
+
+def _team(p: Platform, index: int, **changes: Any) -> Platform:
+    teams = list(p.teams)
+    teams[index] = dataclasses.replace(teams[index], **changes)
+    return dataclasses.replace(p, teams=tuple(teams))
+
+
+def _compute(p: Platform, index: int, **changes: Any) -> Platform:
+    return _team(p, index, compute=dataclasses.replace(p.teams[index].compute, **changes))
+
+
+def _group(p: Platform, index: int, **changes: Any) -> Platform:
+    groups = list(p.cluster.instance_groups)
+    groups[index] = dataclasses.replace(groups[index], **changes)
+    return dataclasses.replace(p, cluster=dataclasses.replace(p.cluster, instance_groups=tuple(groups)))
+
+
+def _classes(p: Platform, classes: tuple[PriorityClass, ...]) -> Platform:
+    return dataclasses.replace(p, scheduling=dataclasses.replace(p.scheduling, priority_classes=classes))
+
+
+PYTHON_CASES: list[tuple[str, dict[str, object], Callable[[Platform], Platform]]] = [
+    ("count", {"cluster.instanceGroups[1].count": 0}, lambda p: _group(p, 1, count=0)),
+    ("capacity", {"teams[1].compute.quotas": {P5: 7}}, lambda p: _compute(p, 1, quotas={P5: 7})),
+    ("duplicate-team", {"teams[2].name": "research"}, lambda p: _team(p, 2, name="research")),
+    ("team-name", {"teams[0].name": LONG_41}, lambda p: _team(p, 0, name=LONG_41)),
+    (
+        "instance-type",
+        {"cluster.instanceGroups[1].instanceType": "ml.g5.12xl"},
+        lambda p: _group(p, 1, instance_type="ml.g5.12xl"),
+    ),
+    (
+        "priority-classes",
+        {"scheduling.priorityClasses": reference_data()["scheduling"]["priorityClasses"] + EXTRA_CLASSES},
+        lambda p: _classes(
+            p,
+            p.scheduling.priority_classes
+            + tuple(PriorityClass(name=str(c["name"]), weight=int(str(c["weight"]))) for c in EXTRA_CLASSES),
+        ),
+    ),
+    (
+        "weight",
+        {"scheduling.priorityClasses[0].weight": 101},
+        lambda p: _classes(
+            p,
+            (
+                dataclasses.replace(p.scheduling.priority_classes[0], weight=101),
+                *p.scheduling.priority_classes[1:],
+            ),
+        ),
+    ),
+    ("borrow-limit", {"teams[1].compute.borrowLimit": 501}, lambda p: _compute(p, 1, borrow_limit=501)),
+    (
+        "unknown-class",
+        {"teams[0].allowedPriorityClasses": ["trainig", "experimentation"]},
+        lambda p: _team(p, 0, allowed_priority_classes=("trainig", "experimentation")),
+    ),
+    (
+        "classification",
+        {"teams[1].dataClassification": "restricted"},
+        lambda p: _team(p, 1, data_classification="restricted"),
+    ),
+    (
+        "checkpoint",
+        {"teams[0].allowedPriorityClasses": ["training"]},
+        lambda p: _team(p, 0, allowed_priority_classes=("training",)),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("changes", "edit"), [pytest.param(case[1], case[2], id=case[0]) for case in PYTHON_CASES]
+)
+def test_python_built_platform_gets_the_same_errors_as_yaml(
+    changes: dict[str, object], edit: Callable[[Platform], Platform]
+) -> None:
+    from_yaml = policy_error(edited(changes)).issues
+    with pytest.raises(PolicyError) as info:
+        validate_platform(edit(python_reference()))
+    assert info.value.issues == from_yaml
+    assert validate_platform(edit(python_reference()), raise_on_error=False) == from_yaml
+
+
+@pytest.mark.parametrize(
+    ("edit", "path", "expected"),
+    [
+        pytest.param(
+            lambda p: _group(p, 0, count="16"),
+            "cluster.instanceGroups[0].count",
+            "expected a whole number, got str '16'",
+            id="string-count",
+        ),
+        pytest.param(
+            lambda p: _compute(p, 2, sharing="lend"),
+            "teams[2].compute.sharing",
+            "expected a SharingStrategy, got str 'lend'",
+            id="plain-string-enum",
+        ),
+        pytest.param(
+            lambda p: _compute(p, 0, quotas={P5: 9.0}),
+            f"teams[0].compute.quotas.{P5}",
+            "expected a whole number, got float 9.0",
+            id="float-quota",
+        ),
+        pytest.param(
+            lambda p: _team(p, 1, allowed_priority_classes="training"),
+            "teams[1].allowedPriorityClasses",
+            "expected a tuple, got str 'training'",
+            id="string-instead-of-tuple",
+        ),
+        pytest.param(
+            lambda p: _group(p, 1, ebs_volume_gib=True),
+            "cluster.instanceGroups[1].ebsVolumeGiB",
+            "expected a whole number, got bool True",
+            id="bool-is-not-a-number",
+        ),
+    ],
+)
+def test_python_built_platform_with_wrong_types_gets_schema_errors_not_a_traceback(
+    edit: Callable[[Platform], Platform], path: str, expected: str
+) -> None:
+    with pytest.raises(PolicyError) as info:
+        validate_platform(edit(python_reference()))
+    issue = reported(info.value, "HPT-SCHEMA", path)
+    assert expected in issue.message
+    assert issue.fix.startswith("pass ")
+
+
+def test_python_built_platform_accepts_lists_for_tuples() -> None:
+    platform = python_reference()
+    as_lists = dataclasses.replace(platform, teams=list(platform.teams))  # type: ignore[arg-type]
+    assert validate_platform(as_lists) == []
+
+
+# --- YAML files ----------------------------------------------------------------------------------------
+
+
+def test_invalid_yaml_syntax_names_line_and_column(tmp_path: Path) -> None:
+    path = tmp_path / "platform.yaml"
+    path.write_text("name: ml-platform\ncluster:\n  name: shared-gpu\n availabilityZones: [a, b]\n", "utf-8")
+    with pytest.raises(PolicyError) as info:
+        load_platform(path)
+    error = info.value
+    assert error.source == str(path)
+    issue = reported(error, "HPT-YAML", "line 4, column 2")
+    assert "not valid YAML: expected <block end>" in issue.message
+    assert "while parsing a block mapping started on line 1, column 1" in issue.message
+    assert "fix the YAML syntax" in issue.fix
+    assert len(error.issues) == 1
+
+
+def test_unclosed_flow_list_names_where_it_started(tmp_path: Path) -> None:
+    path = tmp_path / "platform.yaml"
+    path.write_text("name: ml-platform\nteams: [research\naccount: 1\n", "utf-8")
+    with pytest.raises(PolicyError) as info:
+        load_platform(path)
+    issue = reported(info.value, "HPT-YAML", "line 3, column 8")
+    assert "while parsing a flow sequence started on line 2, column 8" in issue.message
+
+
+def test_duplicate_yaml_key_is_an_error_not_a_silent_override(tmp_path: Path) -> None:
+    text = REFERENCE.read_text(encoding="utf-8")
+    assert text.count("      borrowLimit: 50\n") == 1
+    text = text.replace("      borrowLimit: 50\n", "      borrowLimit: 50\n      borrowLimit: 80\n")
+    line = text.splitlines().index("      borrowLimit: 80") + 1
+    path = tmp_path / "platform.yaml"
+    path.write_text(text, "utf-8")
+    with pytest.raises(PolicyError) as info:
+        load_platform(path)
+    issue = reported(info.value, "HPT-YAML", f"line {line}, column 7")
+    assert f"duplicate key `borrowLimit` (first defined on line {line - 1})" in issue.message
+    assert "remove one of the two entries" in issue.fix
+    assert len(info.value.issues) == 1
+
+
+def test_duplicate_key_is_reported_with_the_other_problems(tmp_path: Path) -> None:
+    data = edited({"teams[0].compute.borrowLimit": 0})
+    text = yaml.safe_dump(data, sort_keys=False) + "region: us-east-1\n"
+    path = tmp_path / "platform.yaml"
+    path.write_text(text, "utf-8")
+    with pytest.raises(PolicyError) as info:
+        load_platform(path)
+    assert [i.code for i in info.value.issues] == ["HPT-YAML", "HPT-BORROW-LIMIT"]
+
+
+def test_empty_file(tmp_path: Path) -> None:
+    path = tmp_path / "platform.yaml"
+    path.write_text("# nothing yet\n", "utf-8")
+    with pytest.raises(PolicyError) as info:
+        load_platform(path)
+    issue = reported(info.value, "HPT-SCHEMA", "(document)")
+    assert "got an empty document" in issue.message
+
+
+def test_file_that_is_not_utf8(tmp_path: Path) -> None:
+    path = tmp_path / "platform.yaml"
+    path.write_bytes("name: équipe\n".encode("latin-1"))
+    with pytest.raises(PolicyError) as info:
+        load_platform(path)
+    issue = reported(info.value, "HPT-YAML", "byte 6")
+    assert "not UTF-8" in issue.message
+    assert "save it as UTF-8" in issue.fix
+
+
+def test_missing_file_raises_file_not_found(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        load_platform(tmp_path / "absent.yaml")
+
+
+# --- warnings ------------------------------------------------------------------------------------------
+
+
+def warnings_of(changes: dict[str, object]) -> list[PolicyIssue]:
+    return policy_warnings(platform_from_dict(edited(changes)))
+
+
+def test_inference_team_on_lowest_priority_is_warned() -> None:
+    [warning] = warnings_of({"teams[2].allowedPriorityClasses": ["inference", "experimentation"]})
+    assert warning.code == "HPT-INFERENCE-LOWEST-PRIORITY"
+    assert warning.path == "teams[2].allowedPriorityClasses"
+    assert (
+        "inference team 'inference' may use the lowest priority class ['experimentation']" in warning.message
+    )
+    assert "first work evicted" in warning.message
+    assert "above the lowest weight" in warning.fix
+
+
+def test_training_team_on_lowest_priority_is_not_warned() -> None:
+    assert warnings_of({}) == []  # research and vision allow `experimentation`, the lowest class
+
+
+def test_no_lowest_priority_warning_when_all_classes_weigh_the_same() -> None:
+    classes = [{"name": "inference", "weight": 50}, {"name": "training", "weight": 50}]
+    classes.append({"name": "experimentation", "weight": 50, "preemptible": True})
+    assert warnings_of({"scheduling.priorityClasses": classes}) == []
+
+
+def test_team_flagged_for_a_dedicated_cluster_is_warned_and_promises_nothing_here() -> None:
+    platform = platform_from_dict(
+        edited(
+            {
+                "cluster.onDataClassificationMismatch": "dedicated-cluster",
+                "teams[1].dataClassification": "restricted",
+                "teams[0].compute.quotas": {P5: 15},  # vision's 6 no longer count against the 15
+            }
+        )
+    )
+    assert [t.name for t in platform.hosted_teams] == ["research", "inference"]
+    [warning] = policy_warnings(platform)
+    assert warning.code == "HPT-DEDICATED-CLUSTER"
+    assert warning.path == "teams[1].dataClassification"
+    assert "team 'vision' ('restricted') is kept off this 'internal' cluster" in warning.message
+    assert "deploy a separate platform" in warning.fix
+
+
+def _west(backend: str) -> dict[str, object]:
+    return {
+        "fairnessBackend": backend,
+        "region": "us-west-2",
+        "cluster.availabilityZones": ["us-west-2a", "us-west-2b"],
+        "cluster.instanceGroups[0].availabilityZone": "us-west-2a",
+        "cluster.instanceGroups[1].availabilityZone": "us-west-2b",
+    }
+
+
+def test_task_governance_outside_confirmed_regions_is_warned() -> None:
+    [warning] = warnings_of(_west("task-governance"))
+    assert (warning.code, warning.path) == ("HPT-REGION-TASK-GOVERNANCE", "region")
+    assert "not both confirmed in us-west-2" in warning.message
+    assert "fairnessBackend: kueue" in warning.fix
+    assert warnings_of(_west("kueue")) == []
+
+
+def test_instance_group_without_quota_is_warned() -> None:
+    group = {"name": "g6", "instanceType": "ml.g6.12xlarge", "count": 2, "availabilityZone": "us-east-1b"}
+    [warning] = warnings_of({"cluster.instanceGroups[2]": group})
+    assert (warning.code, warning.path) == ("HPT-UNUSED-INSTANCE-TYPE", "cluster.instanceGroups[2]")
+    assert "no team has a quota on ml.g6.12xlarge" in warning.message

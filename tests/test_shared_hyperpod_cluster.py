@@ -1,0 +1,266 @@
+"""Structural promises of SharedHyperPodCluster, asserted on the synthesized reference platform."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from synth import Synth, depends_on, one, resources_of, transitively_depends
+
+from hyperpod_tenancy.policy import Platform
+
+
+def addon(template: dict[str, Any], name: str) -> tuple[str, dict[str, Any]]:
+    found = {
+        k: v
+        for k, v in resources_of(template, "AWS::EKS::Addon").items()
+        if v["Properties"]["AddonName"] == name
+    }
+    assert len(found) == 1, f"add-on {name}: {sorted(found)}"
+    return next(iter(found.items()))
+
+
+def test_eks_uses_api_authentication_mode(reference: Synth) -> None:
+    _, cluster = one(reference.cluster, "AWS::EKS::Cluster")
+    assert cluster["Properties"]["AccessConfig"]["AuthenticationMode"] == "API"
+
+
+def test_eks_uses_managed_node_groups_not_auto_mode(reference: Synth) -> None:
+    _, cluster = one(reference.cluster, "AWS::EKS::Cluster")
+    compute = cluster["Properties"].get("ComputeConfig", {})
+    assert compute.get("Enabled") is not True, "Auto Mode is not supported by HyperPod"
+    _, nodegroup = one(reference.cluster, "AWS::EKS::Nodegroup")
+    spec = reference.platform.cluster.system_node_group
+    assert nodegroup["Properties"]["InstanceTypes"] == [spec.instance_type]
+    assert nodegroup["Properties"]["ScalingConfig"]["DesiredSize"] == spec.count
+
+
+def test_eks_logs_every_control_plane_component(reference: Synth) -> None:
+    _, cluster = one(reference.cluster, "AWS::EKS::Cluster")
+    enabled = {t["Type"] for t in cluster["Properties"]["Logging"]["ClusterLogging"]["EnabledTypes"]}
+    assert enabled == {"api", "audit", "authenticator", "controllerManager", "scheduler"}
+
+
+def test_eks_endpoint_is_private_and_secrets_are_encrypted(reference: Synth) -> None:
+    _, cluster = one(reference.cluster, "AWS::EKS::Cluster")
+    vpc_config = cluster["Properties"]["ResourcesVpcConfig"]
+    assert vpc_config["EndpointPublicAccess"] is False
+    assert vpc_config["EndpointPrivateAccess"] is True
+    assert cluster["Properties"]["EncryptionConfig"][0]["Resources"] == ["secrets"]
+
+
+def test_vpc_cni_enforces_network_policies(reference: Synth) -> None:
+    _, cni = addon(reference.cluster, "vpc-cni")
+    assert json.loads(cni["Properties"]["ConfigurationValues"])["enableNetworkPolicy"] == "true"
+    assert reference.stage.cluster_stack.cluster.network_policy_enforced
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "vpc-cni",
+        "kube-proxy",
+        "coredns",
+        "eks-pod-identity-agent",
+        "aws-fsx-csi-driver",
+        "cert-manager",
+        "amazon-sagemaker-hyperpod-taskgovernance",
+        "amazon-sagemaker-hyperpod-observability",
+    ],
+)
+def test_required_addons_are_installed(reference: Synth, name: str) -> None:
+    _, found = addon(reference.cluster, name)
+    assert found["Properties"]["ResolveConflicts"] == "OVERWRITE"
+
+
+def test_security_group_allows_efa_and_lustre_within_itself(reference: Synth) -> None:
+    sg_id, sg = one(reference.cluster, "AWS::EC2::SecurityGroup")
+    egress = sg["Properties"]["SecurityGroupEgress"]
+    assert {
+        "CidrIp": "0.0.0.0/0",
+        "Description": "Allow all outbound traffic by default",
+        "IpProtocol": "-1",
+    } in egress
+    rules = [
+        r["Properties"] for r in resources_of(reference.cluster, "AWS::EC2::SecurityGroupIngress").values()
+    ]
+    self_rules = {
+        (r["IpProtocol"], r.get("FromPort"), r.get("ToPort"))
+        for r in rules
+        if r["SourceSecurityGroupId"] == {"Fn::GetAtt": [sg_id, "GroupId"]}
+        and r["GroupId"] == {"Fn::GetAtt": [sg_id, "GroupId"]}
+    }
+    assert self_rules == {("-1", None, None), ("tcp", 988, 988), ("tcp", 1018, 1023)}
+    # no ingress from anywhere else
+    assert not [r for r in rules if "CidrIp" in r]
+
+
+def test_hyperpod_cluster_orchestrated_by_eks_with_recovery_and_deep_checks(
+    reference: Synth, reference_platform: Platform
+) -> None:
+    _, hp = one(reference.cluster, "AWS::SageMaker::Cluster")
+    props = hp["Properties"]
+    eks_id, _ = one(reference.cluster, "AWS::EKS::Cluster")
+    assert props["Orchestrator"]["Eks"]["ClusterArn"] == {"Fn::GetAtt": [eks_id, "Arn"]}
+    assert props["NodeRecovery"] == "Automatic"
+    groups = {g["InstanceGroupName"]: g for g in props["InstanceGroups"]}
+    for spec in reference_platform.cluster.instance_groups:
+        group = groups[spec.name]
+        assert group["InstanceType"] == spec.instance_type
+        assert group["InstanceCount"] == spec.count
+        assert group["ThreadsPerCore"] == spec.threads_per_core
+        assert group["OnStartDeepHealthChecks"] == [c.value for c in spec.deep_health_checks]
+        assert group["LifeCycleConfig"]["OnCreate"] == "on_create.sh"
+    assert groups["p5-training"]["OnStartDeepHealthChecks"] == ["InstanceStress", "InstanceConnectivity"]
+
+
+def test_instance_groups_are_pinned_to_their_availability_zone(reference: Synth) -> None:
+    _, hp = one(reference.cluster, "AWS::SageMaker::Cluster")
+    subnets = resources_of(reference.cluster, "AWS::EC2::Subnet")
+    for group, zone in (("p5-training", "us-east-1a"), ("g5-inference", "us-east-1b")):
+        spec = next(g for g in hp["Properties"]["InstanceGroups"] if g["InstanceGroupName"] == group)
+        (subnet_ref,) = spec["OverrideVpcConfig"]["Subnets"]
+        assert subnets[subnet_ref["Ref"]]["Properties"]["AvailabilityZone"] == zone
+        assert subnet_ref["Ref"].startswith("ClusterVpcprivate")
+
+
+def test_no_placeholder_availability_zones(reference: Synth, kueue_reference: Synth) -> None:
+    for synth in (reference, kueue_reference):
+        for name, template in synth.templates.items():
+            assert "dummy1" not in json.dumps(template), name
+
+
+@pytest.mark.parametrize("type_", ["AWS::SageMaker::Cluster", "AWS::FSx::FileSystem", "AWS::S3::Bucket"])
+def test_stateful_resources_are_retained(reference: Synth, type_: str) -> None:
+    for logical_id, resource in resources_of(reference.cluster, type_).items():
+        assert resource["DeletionPolicy"] == "Retain", logical_id
+        assert resource["UpdateReplacePolicy"] == "Retain", logical_id
+
+
+def test_team_studio_domains_are_retained(reference: Synth) -> None:
+    for team in reference.platform.teams:
+        _, domain = one(reference.team(team.name), "AWS::SageMaker::Domain")
+        assert domain["DeletionPolicy"] == "Retain"
+        assert domain["Properties"]["AppNetworkAccessType"] == "VpcOnly"
+        assert domain["Properties"]["AuthMode"] == "SSO"
+
+
+def test_fsx_lustre_matches_policy(reference: Synth, reference_platform: Platform) -> None:
+    _, fs = one(reference.cluster, "AWS::FSx::FileSystem")
+    spec = reference_platform.cluster.fsx
+    assert fs["Properties"]["StorageCapacity"] == spec.storage_capacity_gib
+    lustre = fs["Properties"]["LustreConfiguration"]
+    assert lustre["DeploymentType"] == spec.deployment_type
+    assert lustre["PerUnitStorageThroughput"] == spec.per_unit_storage_throughput
+
+
+def test_deploy_order_helm_chart_hyperpod_task_governance_scheduler(reference: Synth) -> None:
+    t = reference.cluster
+    helm_id, _ = one(t, "Custom::AWSCDK-EKS-HelmChart")
+    hp_id, _ = one(t, "AWS::SageMaker::Cluster")
+    tg_id, _ = addon(t, "amazon-sagemaker-hyperpod-taskgovernance")
+    ready_id, ready = one(t, "Custom::AWSCDK-EKS-KubernetesObjectValue")
+    sched_id, _ = one(t, "AWS::SageMaker::ClusterSchedulerConfig")
+    cni_id, _ = addon(t, "vpc-cni")
+    assert transitively_depends(t, helm_id, cni_id), "Helm chart after the base add-ons"
+    assert helm_id in depends_on(t, hp_id), "HyperPod cluster after the Helm chart"
+    assert hp_id in depends_on(t, tg_id), "Task Governance add-on after the HyperPod cluster"
+    assert tg_id in depends_on(t, ready_id), "Kueue readiness probe after the add-on"
+    assert ready["Properties"]["ObjectName"] == "kueue-controller-manager"
+    assert ready_id in depends_on(t, sched_id), "scheduler config after Kueue is ready"
+    assert not transitively_depends(t, hp_id, sched_id)
+
+
+def test_team_quota_and_chart_come_after_the_scheduler_config(reference: Synth) -> None:
+    cluster_stack = reference.stage.cluster_stack
+    for name, stack in reference.stage.team_stacks.items():
+        assert cluster_stack in stack.dependencies, name
+        t = reference.team(name)
+        quota_id, _ = one(t, "AWS::SageMaker::ComputeQuota")
+        patch_id, patch = one(t, "Custom::AWSCDK-EKS-KubernetesPatch")
+        (chart_id,) = resources_of(t, "Custom::AWSCDK-EKS-KubernetesResource")
+        assert quota_id in depends_on(t, patch_id)
+        assert {quota_id, patch_id} <= depends_on(t, chart_id)
+        assert patch["Properties"]["ResourceName"] == f"namespace/hyperpod-ns-{name}"
+
+
+def test_scheduler_config_values_come_from_policy(reference: Synth, reference_platform: Platform) -> None:
+    _, sched = one(reference.cluster, "AWS::SageMaker::ClusterSchedulerConfig")
+    config = sched["Properties"]["SchedulerConfig"]
+    assert config["PriorityClasses"] == [
+        {"Name": p.name, "Weight": p.weight} for p in reference_platform.scheduling.priority_classes
+    ]
+    assert config["FairShare"] == "Enabled"
+    assert config["IdleResourceSharing"] == "Enabled"
+
+
+def test_hyperpod_helm_chart_installed_from_the_named_mirror(
+    reference: Synth, reference_platform: Platform
+) -> None:
+    _, chart = one(reference.cluster, "Custom::AWSCDK-EKS-HelmChart")
+    props = chart["Properties"]
+    source = reference_platform.cluster.hyperpod_helm_chart
+    assert props["Repository"] == source.oci_repository
+    assert props["Version"] == source.version
+    assert props["Release"] == "dependencies"
+    assert props["Namespace"] == "kube-system"
+    assert json.loads(props["Values"])["health-monitoring-agent"]["region"] == "us-east-1"
+
+
+def test_execution_role_reads_only_the_lifecycle_prefix_and_uses_the_hyperpod_policy(
+    reference: Synth,
+) -> None:
+    roles = resources_of(reference.cluster, "AWS::IAM::Role")
+    (role_id,) = [
+        k
+        for k, v in roles.items()
+        if v["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"]
+        == {"Service": "sagemaker.amazonaws.com"}
+    ]
+    managed = json.dumps(roles[role_id]["Properties"]["ManagedPolicyArns"])
+    assert "AmazonSageMakerClusterInstanceRolePolicy" in managed
+    policies = [
+        p
+        for p in resources_of(reference.cluster, "AWS::IAM::Policy").values()
+        if {"Ref": role_id} in p["Properties"]["Roles"]
+    ]
+    statements = [s for p in policies for s in p["Properties"]["PolicyDocument"]["Statement"]]
+    s3 = [s for s in statements if any(str(a).startswith("s3:") for a in _list(s["Action"]))]
+    for statement in s3:
+        for resource in _list(statement["Resource"]):
+            rendered = json.dumps(resource)
+            assert "LifecycleBucket" in rendered, rendered
+            assert rendered.endswith('/lifecycle/*"]]}') or "/*" not in rendered, rendered
+    assert not [s for s in statements if "*" in _list(s["Action"])]
+
+
+def test_kueue_backend_installs_upstream_kueue_instead_of_task_governance(kueue_reference: Synth) -> None:
+    t = kueue_reference.cluster
+    assert not resources_of(t, "AWS::SageMaker::ClusterSchedulerConfig")
+    names = {v["Properties"]["AddonName"] for v in resources_of(t, "AWS::EKS::Addon").values()}
+    assert "amazon-sagemaker-hyperpod-taskgovernance" not in names
+    charts = {v["Properties"]["Release"]: v for v in resources_of(t, "Custom::AWSCDK-EKS-HelmChart").values()}
+    assert charts["kueue"]["Properties"]["Version"] == "0.19.2"
+    hp_id, _ = one(t, "AWS::SageMaker::Cluster")
+    kueue_id = next(
+        k
+        for k, v in resources_of(t, "Custom::AWSCDK-EKS-HelmChart").items()
+        if v["Properties"]["Release"] == "kueue"
+    )
+    assert hp_id in depends_on(t, kueue_id)
+    for name in kueue_reference.stage.team_stacks:
+        assert not resources_of(kueue_reference.team(name), "AWS::SageMaker::ComputeQuota")
+
+
+def test_observability_addon_writes_to_managed_prometheus(reference: Synth) -> None:
+    ws_id, _ = one(reference.cluster, "AWS::APS::Workspace")
+    _, obs = addon(reference.cluster, "amazon-sagemaker-hyperpod-observability")
+    assert obs["Properties"]["PodIdentityAssociations"][0]["ServiceAccount"] == (
+        "hyperpod-observability-operator-otel-collector"
+    )
+    assert ws_id in json.dumps(obs["Properties"]["ConfigurationValues"])
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]

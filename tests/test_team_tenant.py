@@ -1,0 +1,190 @@
+"""TeamTenant: identity, cluster access, Studio, data roles, quota and chart; one stack per team."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from synth import Synth, one, reference_dict, resources_of, synthesize
+
+from hyperpod_tenancy.constructs.shared_hyperpod_cluster import SharedHyperPodCluster
+from hyperpod_tenancy.constructs.team_tenant import TeamTenant
+from hyperpod_tenancy.errors import TenancyError
+from hyperpod_tenancy.policy import Platform, platform_from_dict
+from hyperpod_tenancy.stacks import ClusterStack, team_stack_id
+
+
+def test_one_stack_per_team_far_from_cloudformation_limits(reference: Synth) -> None:
+    assert set(reference.stage.team_stacks) == {t.name for t in reference.platform.teams}
+    for name, template in reference.templates.items():
+        assert len(template["Resources"]) < 200, name
+        assert len(json.dumps(template)) < 400_000, name
+
+
+def test_access_entries_map_roles_to_the_team_group_only(reference: Synth) -> None:
+    for team in reference.platform.teams:
+        t = reference.team(team.name)
+        entries = resources_of(t, "AWS::EKS::AccessEntry")
+        assert len(entries) == 2  # Identity Center role + Studio execution role
+        sso_id, _ = one(t, "Custom::SsoRoleArn")
+        principals = [e["Properties"]["PrincipalArn"] for e in entries.values()]
+        assert {"Fn::GetAtt": [sso_id, "RoleArn"]} in principals, "full ARN (with path) from the resolver"
+        for entry in entries.values():
+            props = entry["Properties"]
+            assert props["KubernetesGroups"] == [f"hyperpod-ns-{team.name}-namespace-level-group"]
+            assert props["Type"] == "STANDARD"
+            assert "AccessPolicies" not in props, "no EKS access policy: never cluster-admin or cluster-wide"
+
+
+def test_no_stack_grants_cluster_admin_to_a_team(reference: Synth) -> None:
+    for name in reference.stage.team_stacks:
+        assert "AmazonEKSClusterAdminPolicy" not in json.dumps(reference.team(name))
+        assert "system:masters" not in json.dumps(reference.team(name))
+
+
+def test_permission_set_is_assigned_to_the_team_group(reference: Synth, reference_platform: Platform) -> None:
+    for team in reference_platform.teams:
+        t = reference.team(team.name)
+        ps_id, ps = one(t, "AWS::SSO::PermissionSet")
+        _, assignment = one(t, "AWS::SSO::Assignment")
+        assert assignment["Properties"]["PrincipalId"] == team.identity.group_id
+        assert assignment["Properties"]["PrincipalType"] == "GROUP"
+        assert assignment["Properties"]["TargetType"] == "AWS_ACCOUNT"
+        assert assignment["Properties"]["PermissionSetArn"] == {"Fn::GetAtt": [ps_id, "PermissionSetArn"]}
+        expected = team.identity.permission_set_name or "".join(p.capitalize() for p in team.name.split("-"))
+        assert ps["Properties"]["Name"] == expected
+        statements = ps["Properties"]["InlinePolicy"]["Statement"]
+        actions = {
+            a for s in statements for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])
+        }
+        assert "*" not in actions and not any(a.endswith(":*") for a in actions)
+
+
+def test_sso_role_resolver_waits_for_the_assignment(reference: Synth) -> None:
+    t = reference.team("research")
+    _, sso = one(t, "Custom::SsoRoleArn")
+    assignment_id, _ = one(t, "AWS::SSO::Assignment")
+    assert assignment_id in sso.get("DependsOn", [])
+    assert sso["Properties"]["PermissionSetName"] == "Research"
+    assert int(sso["Properties"]["TimeoutSeconds"]) == 900
+    functions = resources_of(t, "AWS::Lambda::Function")
+    handlers = {v["Properties"]["Handler"] for v in functions.values()}
+    assert {"sso_role_resolver.on_event", "sso_role_resolver.is_complete"} <= handlers
+
+
+def test_data_roles_are_limited_to_the_team_prefix(reference: Synth) -> None:
+    for team in reference.platform.teams:
+        t = reference.team(team.name)
+        rendered = json.dumps(
+            [r["Properties"].get("Policies") for r in resources_of(t, "AWS::IAM::Role").values()]
+        )
+        assert f"/teams/{team.name}/*" in rendered
+        others = [o.name for o in reference.platform.teams if o.name != team.name]
+        assert not any(f"/teams/{o}/" in rendered for o in others)
+
+
+def test_workload_service_account_bound_by_pod_identity(reference: Synth) -> None:
+    t = reference.team("vision")
+    _, assoc = one(t, "AWS::EKS::PodIdentityAssociation")
+    assert assoc["Properties"]["Namespace"] == "hyperpod-ns-vision"
+    roles = resources_of(t, "AWS::IAM::Role")
+    role = roles[assoc["Properties"]["RoleArn"]["Fn::GetAtt"][0]]
+    trust = role["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]
+    assert trust["Principal"] == {"Service": "pods.eks.amazonaws.com"}
+    assert set(trust["Action"]) == {"sts:AssumeRole", "sts:TagSession"}
+    assert "aws:SourceArn" in json.dumps(trust["Condition"])
+
+
+def test_compute_quota_has_the_team_name_and_policy_values(reference: Synth) -> None:
+    _, quota = one(reference.team("research"), "AWS::SageMaker::ComputeQuota")
+    props = quota["Properties"]
+    assert props["ComputeQuotaTarget"]["TeamName"] == "research"
+    assert props["ComputeQuotaTarget"]["FairShareWeight"] == 60
+    assert props["ComputeQuotaConfig"]["ComputeQuotaResources"] == [
+        {"InstanceType": "ml.p5.48xlarge", "Count": 9}
+    ]
+    assert props["ComputeQuotaConfig"]["ResourceSharingConfig"]["Strategy"] == "LendAndBorrow"
+
+
+def test_adding_a_fourth_team_adds_one_stack_and_changes_no_other(
+    reference: Synth, four_teams: Synth
+) -> None:
+    assert set(four_teams.templates) - set(reference.templates) == {"ml-platform-Team-Speech"}
+    assert set(reference.templates) <= set(four_teams.templates)
+    for team in reference.platform.teams:
+        assert four_teams.team(team.name) == reference.team(team.name), team.name
+    # the cluster stack only gains the exports the new stack imports
+    before, after = reference.cluster["Resources"], four_teams.cluster["Resources"]
+    assert before == after
+
+
+def test_team_chart_carries_the_namespace_labels_the_admission_policies_read(reference: Synth) -> None:
+    t = reference.team("inference")
+    _, patch = one(t, "Custom::AWSCDK-EKS-KubernetesPatch")
+    labels = json.loads(patch["Properties"]["ApplyPatchJson"])["metadata"]["labels"]
+    assert labels["hyperpod-tenancy.io/tenant"] == "true"
+    assert labels["hyperpod-tenancy.io/team"] == "inference"
+    assert labels["priority.hyperpod-tenancy.io/inference-priority"] == "allowed"
+    assert "priority.hyperpod-tenancy.io/training-priority" not in labels
+    assert labels["pod-security.kubernetes.io/enforce"] == "baseline"
+
+
+def _cluster(tmp_path: Path, platform: Platform) -> tuple[cdk.App, SharedHyperPodCluster]:
+    app = cdk.App(outdir=str(tmp_path))
+    return app, ClusterStack(app, "Cluster", platform=platform).cluster
+
+
+def test_fails_when_the_cni_cannot_enforce_network_policies(
+    tmp_path: Path, reference_platform: Platform
+) -> None:
+    app, cluster = _cluster(tmp_path, reference_platform)
+    stack = cdk.Stack(app, "Team", env=cdk.Environment(account="111122223333", region="us-east-1"))
+    cluster.add_team("Research", team="research", scope=stack)
+    cluster.vpc_cni_addon.configuration_values = json.dumps({"enableNetworkPolicy": "false"})
+    with pytest.raises(RuntimeError, match="HPT-NETWORK-POLICY-ENFORCEMENT"):
+        app.synth()
+
+
+def test_fails_for_a_team_not_in_the_policy(tmp_path: Path, reference_platform: Platform) -> None:
+    _, cluster = _cluster(tmp_path, reference_platform)
+    with pytest.raises(
+        TenancyError, match=r"team 'audio' is not in the platform policy \(teams: research, vision"
+    ):
+        TeamTenant(cluster, "Audio", cluster=cluster, team="audio")
+
+
+def test_fails_when_a_team_is_added_twice(tmp_path: Path, reference_platform: Platform) -> None:
+    _, cluster = _cluster(tmp_path, reference_platform)
+    cluster.add_team("Research", team="research")
+    with pytest.raises(TenancyError, match="team 'research' was already added"):
+        cluster.add_team("Research2", team="research")
+
+
+def _dedicated_platform() -> Platform:
+    data: dict[str, Any] = reference_dict()
+    data["cluster"]["onDataClassificationMismatch"] = "dedicated-cluster"
+    data["teams"][1]["dataClassification"] = "restricted"
+    return platform_from_dict(data)
+
+
+def test_a_team_flagged_for_a_dedicated_cluster_gets_no_stack_and_a_warning(tmp_path: Path) -> None:
+    platform = _dedicated_platform()
+    synth = synthesize(platform, tmp_path)
+    assert set(synth.stage.team_stacks) == {"research", "inference"}
+    messages = [m for s in synth.stage.synth().stacks for m in s.messages]
+    warnings = [str(m.entry.data) for m in messages if "HPT-DEDICATED-CLUSTER" in str(m.entry.data)]
+    assert len(warnings) == 1
+    assert "team 'vision' ('restricted') is kept off this 'internal' cluster" in warnings[0]
+
+
+def test_a_team_flagged_for_a_dedicated_cluster_cannot_be_added(tmp_path: Path) -> None:
+    _, cluster = _cluster(tmp_path, _dedicated_platform())
+    with pytest.raises(TenancyError, match="flagged for a dedicated cluster"):
+        cluster.add_team("Vision", team="vision")
+
+
+def test_team_stack_ids_are_stable() -> None:
+    assert team_stack_id("computer-vision") == "Team-ComputerVision"
