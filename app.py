@@ -2,7 +2,8 @@
 """Synthesize the reference platform described by ``platform.yaml`` (no AWS credentials needed).
 
 The policy file is ``platform.yaml``, or ``cdk synth -c platform=<file>``, or ``$PLATFORM_FILE``. It is
-validated before the CDK app exists, so a bad policy writes nothing.
+validated before the CDK app exists, so a bad policy writes nothing. ``-c baseline=<deployed policy>`` (or
+``$PLATFORM_BASELINE``) turns changes that CloudFormation would perform as replacements into warnings.
 """
 
 from __future__ import annotations
@@ -15,15 +16,25 @@ from hyperpod_tenancy.errors import PolicyError
 from hyperpod_tenancy.policy import load_platform
 
 
+def _context() -> dict[str, str]:
+    return dict(json.loads(os.environ.get("CDK_CONTEXT_JSON", "{}") or "{}"))
+
+
 def _policy_path() -> str:
-    context = json.loads(os.environ.get("CDK_CONTEXT_JSON", "{}") or "{}")
-    return str(context.get("platform") or os.environ.get("PLATFORM_FILE", "platform.yaml"))
+    return str(_context().get("platform") or os.environ.get("PLATFORM_FILE", "platform.yaml"))
+
+
+def _baseline_path() -> str | None:
+    path = _context().get("baseline") or os.environ.get("PLATFORM_BASELINE")
+    return str(path) if path else None
 
 
 def main() -> None:
     """Load the policy, then build one cluster stack plus one stack per team."""
     try:
         platform = load_platform(_policy_path())
+        baseline_path = _baseline_path()
+        baseline = load_platform(baseline_path) if baseline_path else None
     except (PolicyError, OSError) as exc:
         print(exc, file=sys.stderr)
         raise SystemExit(1) from None
@@ -33,7 +44,7 @@ def main() -> None:
     from hyperpod_tenancy.stacks import PlatformStage  # noqa: PLC0415
 
     app = cdk.App()
-    PlatformStage(app, platform.name, platform=platform)
+    PlatformStage(app, platform.name, platform=platform, baseline=baseline)
     app.synth()
 
 

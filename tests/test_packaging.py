@@ -14,7 +14,9 @@ import hyperpod_tenancy
 
 def test_policy_model_imports_no_jsii() -> None:
     code = (
-        "import sys, hyperpod_tenancy.policy, hyperpod_tenancy.cli\n"
+        "import sys, hyperpod_tenancy.policy, hyperpod_tenancy.cli, hyperpod_tenancy.k8s.kueue\n"
+        "import hyperpod_tenancy.k8s.admission, hyperpod_tenancy.k8s.team_manifests\n"
+        "import hyperpod_tenancy.constructs._private.task_governance, hyperpod_tenancy.constructs._private.team_iam\n"
         "bad = [m for m in ('jsii', 'aws_cdk', 'cdk8s', 'constructs') if m in sys.modules]\n"
         "assert not bad, bad\n"
     )

@@ -1286,3 +1286,20 @@ def test_instance_group_without_quota_is_warned() -> None:
     [warning] = warnings_of({"cluster.instanceGroups[2]": group})
     assert (warning.code, warning.path) == ("HPT-UNUSED-INSTANCE-TYPE", "cluster.instanceGroups[2]")
     assert "no team has a quota on ml.g6.12xlarge" in warning.message
+
+
+def test_kueue_backend_needs_one_shape_per_instance_type() -> None:
+    data = yaml.safe_load((Path(__file__).parents[1] / "platform.yaml").read_text())
+    data["fairnessBackend"] = "kueue"
+    twin = dict(data["cluster"]["instanceGroups"][0], name="p5-spare", count=2, reserved=0, threadsPerCore=2)
+    data["cluster"]["instanceGroups"].append(twin)
+    with pytest.raises(PolicyError) as err:
+        platform_from_dict(data)
+    message = str(err.value)
+    assert (
+        "cluster.instanceGroups[2]: 'p5-spare' and cluster.instanceGroups[0] 'p5-training' are both ml.p5.48xlarge"
+        in message
+    )
+    assert "[HPT-RESOURCES]" in message
+    data["fairnessBackend"] = "task-governance"
+    platform_from_dict(data)  # Task Governance quotas count instances: no shape constraint

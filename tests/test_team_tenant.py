@@ -188,3 +188,20 @@ def test_a_team_flagged_for_a_dedicated_cluster_cannot_be_added(tmp_path: Path) 
 
 def test_team_stack_ids_are_stable() -> None:
     assert team_stack_id("computer-vision") == "Team-ComputerVision"
+
+
+def test_renaming_a_team_warns_that_its_quota_and_namespace_are_replaced(
+    tmp_path: Path, reference_platform: Platform
+) -> None:
+    data = reference_dict()
+    data["teams"][1]["name"] = "computer-vision"
+    renamed = platform_from_dict(data)
+    app = cdk.App(outdir=str(tmp_path))
+    from hyperpod_tenancy.stacks import PlatformStage
+
+    stage = PlatformStage(app, "ml-platform", platform=renamed, baseline=reference_platform)
+    messages = [
+        str(m.entry.data) for m in stage.synth().get_stack_by_name(stage.cluster_stack.stack_name).messages
+    ]
+    (warning,) = [m for m in messages if "HPT-REPLACE-TEAM" in m]
+    assert "renamed from 'vision' to 'computer-vision'" in warning

@@ -14,12 +14,13 @@ from hyperpod_tenancy.errors import PolicyError, PolicyIssue, TenancyError
 from hyperpod_tenancy.policy import Platform, load_platform, platform_from_dict, validate_platform
 
 if TYPE_CHECKING:
-    from hyperpod_tenancy.constructs import SharedHyperPodCluster, TeamTenant
+    from hyperpod_tenancy.constructs.shared_hyperpod_cluster import SharedHyperPodCluster
+    from hyperpod_tenancy.constructs.team_tenant import TeamTenant
     from hyperpod_tenancy.stacks import ClusterStack, PlatformStage, TeamStack
 
 _LAZY = {
-    "SharedHyperPodCluster": "hyperpod_tenancy.constructs",
-    "TeamTenant": "hyperpod_tenancy.constructs",
+    "SharedHyperPodCluster": "hyperpod_tenancy.constructs.shared_hyperpod_cluster",
+    "TeamTenant": "hyperpod_tenancy.constructs.team_tenant",
     "ClusterStack": "hyperpod_tenancy.stacks",
     "PlatformStage": "hyperpod_tenancy.stacks",
     "TeamStack": "hyperpod_tenancy.stacks",

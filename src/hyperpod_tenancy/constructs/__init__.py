@@ -1,6 +1,27 @@
-"""The L3 constructs: SharedHyperPodCluster and TeamTenant."""
+"""The L3 constructs: SharedHyperPodCluster and TeamTenant.
 
-from hyperpod_tenancy.constructs.shared_hyperpod_cluster import SharedHyperPodCluster
-from hyperpod_tenancy.constructs.team_tenant import TeamTenant
+Imported lazily, so the pure-Python helpers under ``constructs._private`` never start jsii.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hyperpod_tenancy.constructs.shared_hyperpod_cluster import SharedHyperPodCluster
+    from hyperpod_tenancy.constructs.team_tenant import TeamTenant
+
+_MODULES = {
+    "SharedHyperPodCluster": "hyperpod_tenancy.constructs.shared_hyperpod_cluster",
+    "TeamTenant": "hyperpod_tenancy.constructs.team_tenant",
+}
 
 __all__ = ["SharedHyperPodCluster", "TeamTenant"]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a construct class on first use."""
+    if name in _MODULES:
+        return getattr(importlib.import_module(_MODULES[name]), name)
+    raise AttributeError(f"module 'hyperpod_tenancy.constructs' has no attribute {name!r}")

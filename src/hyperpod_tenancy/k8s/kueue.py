@@ -231,12 +231,6 @@ def _quantity(resource: str, base: int) -> int | str:
     return base
 
 
-def _effective_sharing(platform: Platform, team: Team) -> SharingStrategy:
-    # Same rule as task_governance.effective_sharing (kept here so k8s/ does not import constructs/;
-    # tests/test_fairness_equivalence.py proves both renderings agree).
-    return team.compute.sharing if platform.scheduling.idle_resource_sharing else SharingStrategy.DONT_LEND
-
-
 def _borrow_victim_threshold(platform: Platform) -> int | None:
     """Return the highest priority value at or below which every class is ``preemptible`` (None: none)."""
     classes = platform.scheduling.priority_classes
@@ -341,7 +335,7 @@ def team_objects(platform: Platform, team: Team) -> list[dict[str, Any]]:
         )
     shapes = _flavor_shapes(platform)
     covered = _covered_resources(shapes.values())
-    sharing = _effective_sharing(platform, team)
+    sharing = platform.effective_sharing(team)
     compute = team.compute
     namespace = names.namespace(team.name)
     team_labels = {labels.TEAM_LABEL: team.name}

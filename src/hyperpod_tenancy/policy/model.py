@@ -365,6 +365,16 @@ class Platform:
         """Teams whose classification differs from the cluster's and need a cluster of their own."""
         return tuple(t for t in self.teams if self.team_classification(t) != self.cluster.data_classification)
 
+    def effective_sharing(self, team: Team) -> SharingStrategy:
+        """Return the sharing strategy in force for ``team``.
+
+        The team's own strategy, or ``DONT_LEND`` for every team when ``scheduling.idleResourceSharing`` is off
+        (nothing is lent or borrowed anywhere then). Both fairness backends render from this one rule.
+        """
+        if not self.scheduling.idle_resource_sharing:
+            return SharingStrategy.DONT_LEND
+        return team.compute.sharing
+
     def priority_class(self, name: str) -> PriorityClass:
         """Return the priority class called ``name``.
 

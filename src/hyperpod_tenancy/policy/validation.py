@@ -156,6 +156,7 @@ def _check_cluster(p: Platform, out: _Issues) -> None:
     _check_network(p, out)
     _check_instance_groups(p, out)
     _check_fsx(p, out)
+    _check_kueue_flavor_shapes(p, out)
     _check_helm_chart(p, out)
     if not _DNS_LABEL.match(c.data_classification):
         out.add(
@@ -350,6 +351,26 @@ def _check_group(p: Platform, g: InstanceGroup, path: str, out: _Issues) -> None
             "instance counts into ClusterQueue GPU/CPU/memory quotas.",
             "add `resources: {accelerators: N, vcpus: N, memoryGiB: N}` to the group.",
         )
+
+
+def _check_kueue_flavor_shapes(p: Platform, out: _Issues) -> None:
+    """Kueue has one ResourceFlavor per instance type: groups of one type must describe the same nodes."""
+    if p.fairness_backend is not FairnessBackend.KUEUE:
+        return
+    first: dict[str, tuple[int, InstanceGroup]] = {}
+    for i, g in enumerate(p.cluster.instance_groups):
+        if g.instance_type not in first:
+            first[g.instance_type] = (i, g)
+            continue
+        j, other = first[g.instance_type]
+        if (g.threads_per_core, g.resources) != (other.threads_per_core, other.resources):
+            out.add(
+                "HPT-RESOURCES",
+                f"cluster.instanceGroups[{i}]",
+                f"{g.name!r} and cluster.instanceGroups[{j}] {other.name!r} are both {g.instance_type} but differ in "
+                "threadsPerCore or resources; the kueue backend has one ResourceFlavor (one quota shape) per type.",
+                "give both groups the same threadsPerCore and resources.",
+            )
 
 
 def _check_fsx(p: Platform, out: _Issues) -> None:
@@ -700,7 +721,8 @@ def policy_warnings(platform: Platform) -> list[PolicyIssue]:
             out.add(
                 "HPT-UNUSED-INSTANCE-TYPE",
                 f"cluster.instanceGroups[{i}]",
-                f"no team has a quota on {g.instance_type}; its nodes can only be borrowed.",
+                f"no team has a quota on {g.instance_type}; borrowing is a percentage of a team's own quota on "
+                "an instance type, so no team can borrow these nodes either and they stay idle.",
                 "give a team a quota on it, or remove the group.",
             )
     return out.items

@@ -8,7 +8,8 @@ from typing import Any
 import aws_cdk as cdk
 from constructs import Construct
 
-from hyperpod_tenancy.policy import Platform
+from hyperpod_tenancy.constructs._private.annotations import warn
+from hyperpod_tenancy.policy import Platform, replacement_warnings
 from hyperpod_tenancy.stacks.cluster_stack import ClusterStack
 from hyperpod_tenancy.stacks.team_stack import TeamStack
 
@@ -30,11 +31,23 @@ class PlatformStage(cdk.Stage):
         scope: the CDK app.
         id: stage ID (the platform name is a good choice).
         platform: the validated tenancy policy.
+        baseline: the policy that is deployed now (e.g. ``platform.yaml`` of the main branch). Default: none.
+            When given, every change CloudFormation would perform as a replacement (cluster name, VPC, a
+            removed or renamed team, ...) becomes a synth-time warning ``hyperpod-tenancy:HPT-REPLACE-*`` on
+            the cluster stack.
         **kwargs: other ``cdk.Stage`` props (``env`` defaults to the platform's account and region).
 
     """
 
-    def __init__(self, scope: Construct, id: str, *, platform: Platform, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        platform: Platform,
+        baseline: Platform | None = None,
+        **kwargs: Any,
+    ) -> None:
         kwargs.setdefault("env", cdk.Environment(account=platform.account, region=platform.region))
         super().__init__(scope, id, **kwargs)
         # team stacks import a few cluster attributes; keep CloudFormation's exports protecting them
@@ -43,6 +56,9 @@ class PlatformStage(cdk.Stage):
         self.platform = platform
         #: The shared cluster's stack.
         self.cluster_stack = ClusterStack(self, "Cluster", platform=platform)
+        if baseline is not None:
+            for issue in replacement_warnings(baseline, platform):
+                warn(self.cluster_stack, issue.code, f"{issue.path}: {issue.message} {issue.fix}")
         #: Team stacks by team name.
         self.team_stacks: dict[str, TeamStack] = {
             team.name: TeamStack(

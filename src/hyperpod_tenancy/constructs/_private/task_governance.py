@@ -54,14 +54,8 @@ def _enabled(flag: bool) -> str:
 
 
 def effective_sharing(platform: Platform, team: Team) -> SharingStrategy:
-    """Return the sharing strategy actually in force for ``team``.
-
-    The team's own ``compute.sharing``, except that ``scheduling.idle_resource_sharing: false`` turns every
-    team into ``DONT_LEND``: no idle capacity is lent or borrowed anywhere on the cluster.
-    """
-    if not platform.scheduling.idle_resource_sharing:
-        return SharingStrategy.DONT_LEND
-    return team.compute.sharing
+    """Return the sharing strategy actually in force for ``team`` (see :meth:`Platform.effective_sharing`)."""
+    return platform.effective_sharing(team)
 
 
 def compute_quota_name(team: str) -> str:
