@@ -205,3 +205,15 @@ def test_renaming_a_team_warns_that_its_quota_and_namespace_are_replaced(
     ]
     (warning,) = [m for m in messages if "HPT-REPLACE-TEAM" in m]
     assert "renamed from 'vision' to 'computer-vision'" in warning
+
+
+def test_primary_children_are_the_escape_hatches(reference: Synth) -> None:
+    from aws_cdk import aws_sagemaker as sagemaker
+
+    cluster = reference.stage.cluster_stack.cluster
+    assert isinstance(cluster.node.default_child, sagemaker.CfnCluster)
+    assert cluster.node.default_child.node.path == cluster.hyperpod_cluster.node.path
+    tenant = reference.stage.team_stacks["research"].tenant
+    child = tenant.node.default_child
+    assert child is not None
+    assert child.node.path == f"{tenant.chart_manifest.node.path}/Resource/Default"

@@ -518,7 +518,7 @@ class SharedHyperPodCluster(Construct):
             )
         cluster = sagemaker.CfnCluster(
             self,
-            "HyperPod",
+            "Resource",  # the primary child: node.default_child is the CfnCluster
             cluster_name=spec.name,
             orchestrator=sagemaker.CfnCluster.OrchestratorProperty(
                 eks=sagemaker.CfnCluster.ClusterOrchestratorEksConfigProperty(

@@ -336,10 +336,12 @@ class TeamTenant(Construct):
             service_account=self.service_account,
         )
         manifest = eks.KubernetesManifest(
-            self, "Chart", cluster=eks_cluster, manifest=chart.to_json(), overwrite=True
+            self, "Resource", cluster=eks_cluster, manifest=chart.to_json(), overwrite=True
         )
         for dependency in after:
             manifest.node.add_dependency(dependency)
+        # escape hatch, as eks_v2.KubernetesManifest does: the tenant's default child is the L1 resource
+        self.node.default_child = manifest.node.default_child
         return manifest
 
     # ------------------------------------------------------------------ compliance
