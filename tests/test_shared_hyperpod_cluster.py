@@ -180,7 +180,11 @@ def test_team_quota_and_chart_come_after_the_scheduler_config(reference: Synth) 
         quota_id, _ = one(t, "AWS::SageMaker::ComputeQuota")
         patch_id, patch = one(t, "Custom::AWSCDK-EKS-KubernetesPatch")
         (chart_id,) = resources_of(t, "Custom::AWSCDK-EKS-KubernetesResource")
-        assert quota_id in depends_on(t, patch_id)
+        wait_id, wait = one(t, "Custom::AWSCDK-EKS-KubernetesObjectValue")
+        assert wait["Properties"]["ObjectType"] == "namespace"
+        assert wait["Properties"]["ObjectName"] == f"hyperpod-ns-{name}"
+        assert quota_id in depends_on(t, wait_id)
+        assert wait_id in depends_on(t, patch_id)
         assert {quota_id, patch_id} <= depends_on(t, chart_id)
         assert patch["Properties"]["ResourceName"] == f"namespace/hyperpod-ns-{name}"
 

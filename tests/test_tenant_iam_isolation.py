@@ -20,23 +20,27 @@ def _concrete(value: Any, team: str) -> Any:
     if isinstance(value, dict):
         if len(value) == 1:
             ((key, arg),) = value.items()
-            if key == "Fn::Join":
-                return arg[0].join(str(_concrete(p, team)) for p in arg[1])
-            if key == "Fn::ImportValue":
-                for marker, arn in (("DataBucket", BUCKET), ("ClusterEks", EKS), ("ClusterArn", HYPERPOD)):
-                    if marker in arg:
-                        return arn
-                raise AssertionError(f"unknown import {arg}")
-            if key == "Ref" and arg in PSEUDO:
-                return PSEUDO[arg]
-            if key == "Fn::GetAtt" and arg[1] == "DomainId":
-                return f"d-{team}domain"
             if key.startswith("Fn::") or key == "Ref":
-                raise AssertionError(f"unexpected intrinsic {value}")
+                return _intrinsic(key, arg, team)
         return {k: _concrete(v, team) for k, v in value.items()}
     if isinstance(value, list):
         return [_concrete(v, team) for v in value]
     return value
+
+
+def _intrinsic(key: str, arg: Any, team: str) -> str:
+    if key == "Fn::Join":
+        return str(arg[0]).join(str(_concrete(p, team)) for p in arg[1])
+    if key == "Fn::ImportValue":
+        imports = {"DataBucket": BUCKET, "ClusterEks": EKS, "ClusterArn": HYPERPOD}
+        (arn,) = [arn for marker, arn in imports.items() if marker in arg] or [f"unknown import {arg}"]
+        assert arn.startswith("arn:"), arn
+        return arn
+    if key == "Ref" and arg in PSEUDO:
+        return PSEUDO[arg]
+    if key == "Fn::GetAtt" and arg[1] == "DomainId":
+        return f"d-{team}domain"
+    raise AssertionError(f"unexpected intrinsic {key}: {arg}")
 
 
 def _team_documents(synth: Synth, team: str) -> dict[str, list[dict[str, Any]]]:

@@ -312,7 +312,18 @@ class TeamTenant(Construct):
                 "validates it (the test suite lints every template)",
             )
             self.compute_quota = quota
-            # the service creates the namespace with the quota; label it for the admission policies
+            # the service creates the namespace with the quota, possibly a little later: wait for it
+            namespace_ready = eks.KubernetesObjectValue(
+                self,
+                "NamespaceReady",
+                cluster=eks_cluster,
+                object_type="namespace",
+                object_name=self.namespace,
+                json_path=".metadata.name",
+                timeout=cdk.Duration.minutes(10),
+            )
+            namespace_ready.node.add_dependency(quota)
+            # then label it for the admission policies
             labels = namespace_label_patch(platform, self.team)
             patch = eks.KubernetesPatch(
                 self,
@@ -322,7 +333,7 @@ class TeamTenant(Construct):
                 apply_patch=labels,
                 restore_patch={"metadata": {"labels": dict.fromkeys(labels["metadata"]["labels"])}},
             )
-            patch.node.add_dependency(quota)
+            patch.node.add_dependency(namespace_ready)
             after = [quota, patch]
         fs = self.cluster.file_system
         chart = TeamChart.build(
