@@ -53,3 +53,32 @@ def test_manifest_chart_refuses_unnamed_and_duplicate_objects() -> None:
         ManifestChart(cdk8s.App(), "c", manifests=[{"apiVersion": "v1", "kind": "Namespace", "metadata": {}}])
     with pytest.raises(TenancyError, match="two manifests are both Namespace-a"):
         ManifestChart(cdk8s.App(), "c", manifests=[ns, ns])
+
+
+#: Kinds a tenant may write that run no work, so admission has nothing to queue.
+NON_WORKLOAD_KINDS = {("", "configmaps"), ("", "secrets"), ("", "services")}
+
+
+@pytest.mark.parametrize("backend", ["reference_platform", "kueue_platform"])
+def test_every_workload_kind_a_tenant_can_write_is_checked_at_admission(
+    backend: str, request: pytest.FixtureRequest
+) -> None:
+    """RBAC and the admission policies list workload kinds separately: they must never drift apart, or a
+    kind a tenant can create would bypass the queue, priority and checkpoint rules."""
+    from hyperpod_tenancy.k8s.admission import WORKLOAD_RESOURCES
+
+    platform: Platform = request.getfixturevalue(backend)
+    checked = {(wr.group, wr.resource) for wr in WORKLOAD_RESOURCES}
+    for team in platform.teams:
+        for obj in team_manifests(platform, team, fsx=FSX):
+            if obj["kind"] not in ("Role", "ClusterRole"):
+                continue
+            for rule in obj["rules"]:
+                if not {"create", "update", "patch"} & set(rule["verbs"]):
+                    continue
+                for group in rule["apiGroups"]:
+                    for resource in rule["resources"]:
+                        if "/" in resource:  # subresources: pods/exec, pods/portforward
+                            continue
+                        kind = (group, resource)
+                        assert kind in checked or kind in NON_WORKLOAD_KINDS, f"{team.name}: {kind} unchecked"
