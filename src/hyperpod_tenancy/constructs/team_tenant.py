@@ -118,9 +118,11 @@ class TeamTenant(Construct):
         self.service_account = DEFAULT_SERVICE_ACCOUNT
         self.node.add_validation(_RequireNetworkPolicyEnforcement(cluster, team))
 
+        #: Studio execution role: S3 under ``teams/<team>/`` only.
         self.execution_role = self._data_role(
             "ExecutionRole", iam.ServicePrincipal("sagemaker.amazonaws.com")
         )
+        #: Role of the team's pods (EKS Pod Identity on :attr:`service_account`): S3 under ``teams/<team>/`` only.
         self.workload_role = self._data_role("WorkloadRole", pod_identity_principal(cluster.kubernetes))
         eks.CfnPodIdentityAssociation(
             self,
@@ -130,13 +132,18 @@ class TeamTenant(Construct):
             service_account=self.service_account,
             role_arn=self.workload_role.role_arn,
         )
+        #: The team's SageMaker Studio domain (``None`` when ``studio: false``), retained on delete.
         self.domain: sagemaker.CfnDomain | None = self._create_domain() if spec.studio else None
+        #: Identity Center permission set of the team (assigned to the team's group).
+        self.permission_set: sso.CfnPermissionSet
         self.permission_set, assignment = self._create_permission_set()
         #: Full ARN (with its /aws-reserved/... path) of the team's Identity Center role.
         self.sso_role_arn = self._resolve_sso_role(assignment, sso_role_timeout or DEFAULT_SSO_ROLE_TIMEOUT)
+        #: EKS access entries (Identity Center role, Studio role), mapped to :attr:`kubernetes_group` only.
         self.access_entries = self._create_access_entries()
         #: The Task Governance ComputeQuota (``None`` with the Kueue backend, where the chart holds the queues).
         self.compute_quota: cdk.CfnResource | None = None
+        #: The team chart applied to the cluster (primary child, ID ``Resource``).
         self.chart_manifest = self._create_chart()
         self._acknowledge_findings()
 
