@@ -1,0 +1,276 @@
+"""The one table of workload kinds and controller identities that admission, RBAC and Kueue derive from.
+
+Every place that needs to know "which kinds do teams submit", "who installs that kind's CRD" or "which
+service accounts create objects on a team's behalf" reads this module; nothing keeps its own list.
+
+* :data:`WORKLOAD_KINDS`: each kind a tenant namespace can hold work in, with the API group, plural
+  resource, the component that installs it (:class:`Installer`), the Kueue integration that queues it and
+  which teams may write it.
+* :data:`CONTROLLERS`: the controllers' identities (``request.userInfo.username`` of their service account).
+  Admission exempts requests *by who sends them*, never by what the object says (``ownerReferences``,
+  labels and annotations are written by the requester).
+
+Sources for the identities (checked against the charts, not remembered):
+
+* kube-controller-manager runs each controller with its own service account in ``kube-system`` on EKS
+  (``--use-service-account-credentials``): ``job-controller``, ``replicaset-controller``,
+  ``deployment-controller``, ``statefulset-controller``, ``generic-garbage-collector``.
+* Kubeflow training operator: ServiceAccount ``training-operator`` in ``kubeflow`` (HyperPod CLI chart
+  ``helm_chart/HyperPodHelmChart/charts/training-operators/templates/ServiceAccount/``).
+* MPI operator: ServiceAccount ``<release>-mpi-operator`` in the release namespace, i.e.
+  ``dependencies-mpi-operator`` in ``kube-system`` (``charts/mpi-operator/templates/rbac.yaml``,
+  ``_helpers.tpl`` fullname; the platform installs the chart as release ``dependencies`` in ``kube-system``).
+* HyperPod training operator add-on: ``hp-training-operator-controller-manager`` in ``aws-hyperpod``
+  (research/hyperpod.md §2.2; HyperPod CLI ``src/sagemaker/hyperpod/training/hyperpod_pytorch_job.py``
+  ``TRAINING_OPERATOR_NAMESPACE``).
+* KubeRay operator: ``kuberay-operator`` in the namespace the platform installs it to (:data:`KUBERAY_NAMESPACE`).
+* Kueue: ``kueue-controller-manager`` in ``kueue-system`` (both the Task Governance add-on and the upstream chart).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+__all__ = [
+    "CONTROLLERS",
+    "KUBERAY_NAMESPACE",
+    "WORKLOAD_KINDS",
+    "ControllerIdentity",
+    "Installer",
+    "TeamAccess",
+    "WorkloadKindSpec",
+    "controller_usernames",
+    "kinds_for",
+]
+
+#: Namespace the platform installs the KubeRay operator into.
+KUBERAY_NAMESPACE = "kuberay-system"
+
+
+class Installer(enum.StrEnum):
+    """What installs a kind's API (its CRD) on the cluster."""
+
+    #: Built into Kubernetes (batch, apps, core).
+    KUBERNETES = "kubernetes"
+    #: The HyperPod dependencies Helm chart, subchart ``training-operators`` (Kubeflow training operator).
+    HYPERPOD_CHART_TRAINING_OPERATORS = "hyperpod-chart/training-operators"
+    #: The HyperPod dependencies Helm chart, subchart ``mpi-operator``.
+    HYPERPOD_CHART_MPI_OPERATOR = "hyperpod-chart/mpi-operator"
+    #: The EKS add-on ``amazon-sagemaker-hyperpod-training-operator``.
+    HYPERPOD_TRAINING_OPERATOR_ADDON = "amazon-sagemaker-hyperpod-training-operator"
+    #: The KubeRay operator Helm chart (``kuberay-operator``).
+    KUBERAY_CHART = "kuberay-operator"
+
+
+class TeamAccess(enum.StrEnum):
+    """Which teams' Role may write a kind."""
+
+    #: Every team.
+    ALL = "all"
+    #: Only teams whose ``workload`` is ``inference``.
+    INFERENCE = "inference"
+    #: No team writes it directly (only controllers create it).
+    NONE = "none"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ControllerIdentity:
+    """A controller that creates or updates objects in tenant namespaces on a team's behalf."""
+
+    #: What it is, for messages and docs.
+    description: str
+    #: Namespace of its ServiceAccount.
+    namespace: str
+    #: Name of its ServiceAccount.
+    service_account: str
+
+    @property
+    def username(self) -> str:
+        """``request.userInfo.username`` of its requests: ``system:serviceaccount:<ns>:<sa>``."""
+        return f"system:serviceaccount:{self.namespace}:{self.service_account}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkloadKindSpec:
+    """A workload kind tenants' work runs as."""
+
+    #: API group (``""`` for the core group).
+    group: str
+    #: Plural resource name.
+    resource: str
+    #: Kind.
+    kind: str
+    #: What installs the kind's API.
+    installed_by: Installer
+    #: Kueue job integration (``integrations.frameworks`` entry) that queues it; ``None`` if Kueue does not.
+    kueue_framework: str | None
+    #: Which teams may create, update and delete it.
+    team_access: TeamAccess
+
+
+#: Kubernetes' own controllers (kube-controller-manager, one service account per controller on EKS).
+_KUBE_CONTROLLERS = (
+    ControllerIdentity(
+        description="Job controller", namespace="kube-system", service_account="job-controller"
+    ),
+    ControllerIdentity(
+        description="ReplicaSet controller", namespace="kube-system", service_account="replicaset-controller"
+    ),
+    ControllerIdentity(
+        description="Deployment controller", namespace="kube-system", service_account="deployment-controller"
+    ),
+    ControllerIdentity(
+        description="StatefulSet controller",
+        namespace="kube-system",
+        service_account="statefulset-controller",
+    ),
+    ControllerIdentity(
+        description="garbage collector", namespace="kube-system", service_account="generic-garbage-collector"
+    ),
+)
+
+#: Every controller whose requests in tenant namespaces are exempt from the workload-label rules (they
+#: create child objects from templates the team wrote, which admission has already checked).
+CONTROLLERS: tuple[ControllerIdentity, ...] = (
+    *_KUBE_CONTROLLERS,
+    ControllerIdentity(
+        description="Kubeflow training operator", namespace="kubeflow", service_account="training-operator"
+    ),
+    ControllerIdentity(
+        description="MPI operator", namespace="kube-system", service_account="dependencies-mpi-operator"
+    ),
+    ControllerIdentity(
+        description="HyperPod training operator",
+        namespace="aws-hyperpod",
+        service_account="hp-training-operator-controller-manager",
+    ),
+    ControllerIdentity(
+        description="KubeRay operator", namespace=KUBERAY_NAMESPACE, service_account="kuberay-operator"
+    ),
+    ControllerIdentity(
+        description="Kueue", namespace="kueue-system", service_account="kueue-controller-manager"
+    ),
+)
+
+_K8S = Installer.KUBERNETES
+_KF = Installer.HYPERPOD_CHART_TRAINING_OPERATORS
+
+#: The workload kinds of tenant namespaces. Kinds absent here are neither granted nor governed.
+WORKLOAD_KINDS: tuple[WorkloadKindSpec, ...] = (
+    WorkloadKindSpec(
+        group="batch",
+        resource="jobs",
+        kind="Job",
+        installed_by=_K8S,
+        kueue_framework="batch/job",
+        team_access=TeamAccess.ALL,
+    ),
+    WorkloadKindSpec(
+        group="kubeflow.org",
+        resource="pytorchjobs",
+        kind="PyTorchJob",
+        installed_by=_KF,
+        kueue_framework="kubeflow.org/pytorchjob",
+        team_access=TeamAccess.ALL,
+    ),
+    WorkloadKindSpec(
+        group="kubeflow.org",
+        resource="tfjobs",
+        kind="TFJob",
+        installed_by=_KF,
+        kueue_framework="kubeflow.org/tfjob",
+        team_access=TeamAccess.ALL,
+    ),
+    WorkloadKindSpec(
+        group="kubeflow.org",
+        resource="xgboostjobs",
+        kind="XGBoostJob",
+        installed_by=_KF,
+        kueue_framework="kubeflow.org/xgboostjob",
+        team_access=TeamAccess.ALL,
+    ),
+    WorkloadKindSpec(
+        group="kubeflow.org",
+        resource="paddlejobs",
+        kind="PaddleJob",
+        installed_by=_KF,
+        kueue_framework="kubeflow.org/paddlejob",
+        team_access=TeamAccess.ALL,
+    ),
+    WorkloadKindSpec(
+        group="kubeflow.org",
+        resource="mpijobs",
+        kind="MPIJob",
+        installed_by=Installer.HYPERPOD_CHART_MPI_OPERATOR,
+        kueue_framework="kubeflow.org/mpijob",
+        team_access=TeamAccess.ALL,
+    ),
+    WorkloadKindSpec(
+        group="sagemaker.amazonaws.com",
+        resource="hyperpodpytorchjobs",
+        kind="HyperPodPyTorchJob",
+        installed_by=Installer.HYPERPOD_TRAINING_OPERATOR_ADDON,
+        kueue_framework=None,
+        team_access=TeamAccess.ALL,
+    ),
+    WorkloadKindSpec(
+        group="ray.io",
+        resource="rayjobs",
+        kind="RayJob",
+        installed_by=Installer.KUBERAY_CHART,
+        kueue_framework="ray.io/rayjob",
+        team_access=TeamAccess.ALL,
+    ),
+    WorkloadKindSpec(
+        group="ray.io",
+        resource="rayclusters",
+        kind="RayCluster",
+        installed_by=Installer.KUBERAY_CHART,
+        kueue_framework="ray.io/raycluster",
+        team_access=TeamAccess.ALL,
+    ),
+    WorkloadKindSpec(
+        group="apps",
+        resource="deployments",
+        kind="Deployment",
+        installed_by=_K8S,
+        kueue_framework="deployment",
+        team_access=TeamAccess.INFERENCE,
+    ),
+    WorkloadKindSpec(
+        group="apps",
+        resource="statefulsets",
+        kind="StatefulSet",
+        installed_by=_K8S,
+        kueue_framework="statefulset",
+        team_access=TeamAccess.NONE,
+    ),
+    WorkloadKindSpec(
+        group="apps",
+        resource="replicasets",
+        kind="ReplicaSet",
+        installed_by=_K8S,
+        kueue_framework=None,
+        team_access=TeamAccess.NONE,
+    ),
+    WorkloadKindSpec(
+        group="",
+        resource="pods",
+        kind="Pod",
+        installed_by=_K8S,
+        kueue_framework="pod",
+        team_access=TeamAccess.NONE,
+    ),
+)
+
+
+def kinds_for(*, inference: bool) -> tuple[WorkloadKindSpec, ...]:
+    """Return the kinds a team may write: every ``ALL`` kind, plus ``INFERENCE`` kinds for inference teams."""
+    allowed = {TeamAccess.ALL, TeamAccess.INFERENCE} if inference else {TeamAccess.ALL}
+    return tuple(k for k in WORKLOAD_KINDS if k.team_access in allowed)
+
+
+def controller_usernames() -> tuple[str, ...]:
+    """``request.userInfo.username`` of every controller in :data:`CONTROLLERS`, in table order."""
+    return tuple(c.username for c in CONTROLLERS)
