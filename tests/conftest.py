@@ -53,3 +53,10 @@ def four_teams(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     from hyperpod_tenancy.policy import platform_from_dict
 
     return synthesize(platform_from_dict(data), tmp_path_factory.mktemp("four"))
+
+
+@pytest.fixture(scope="module", params=["reference", "kueue_reference"])
+def synth(request: pytest.FixtureRequest) -> Synth:
+    """The synthesized reference platform, once on each fairness backend (Task Governance, Kueue)."""
+    value: Synth = request.getfixturevalue(request.param)
+    return value

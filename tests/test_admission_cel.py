@@ -21,7 +21,7 @@ sys.path.append(str(Path(__file__).parent / "support"))
 import fairness_platforms as fp
 from cel_admission import STANDARD_CEL_FUNCTIONS, AdmissionDecision, evaluate_policies, functions_used
 
-from hyperpod_tenancy.k8s import admission
+from hyperpod_tenancy.k8s import admission, workloads
 from hyperpod_tenancy.k8s.labels import namespace_labels
 from hyperpod_tenancy.policy import Platform, names
 
@@ -55,17 +55,11 @@ def job(
         labels["kueue.x-k8s.io/priority-class"] = priority
     labels["kueue.x-k8s.io/queue-name"] = queue if queue is not None else names.local_queue(team)
     metadata: dict[str, Any] = {"name": "train", "namespace": names.namespace(team), "labels": labels}
-    if annotations is not None:
-        metadata["annotations"] = annotations
+    # research and vision borrow, so all their work declares a checkpoint (tests/test_hostile_6_*.py)
+    metadata["annotations"] = dict(CHECKPOINT) if annotations is None else annotations
     if owners is not None:
         metadata["ownerReferences"] = owners
     return {"apiVersion": "batch/v1", "kind": kind, "metadata": metadata, "spec": {}}
-
-
-CHECKPOINT = {
-    "hyperpod-tenancy.io/checkpoint-path": "/fsx/research/runs/exp-1/",
-    "hyperpod-tenancy.io/checkpoint-interval": "30m",
-}
 
 
 def decide(
@@ -77,6 +71,7 @@ def decide(
     operation: str = "CREATE",
     policies: list[dict[str, Any]] | None = None,
     platform: Platform = PLATFORM,
+    user: str | None = None,
 ) -> AdmissionDecision:
     return evaluate_policies(
         policies if policies is not None else POLICIES,
@@ -85,7 +80,15 @@ def decide(
         group=group,
         resource=resource,
         operation=operation,
+        user_info={"username": user} if user is not None else None,
+        old_object=copy.deepcopy(obj) if operation == "UPDATE" else None,
     )
+
+
+CHECKPOINT = {
+    "hyperpod-tenancy.io/checkpoint-path": "/fsx/research/runs/exp-1/",
+    "hyperpod-tenancy.io/checkpoint-interval": "30m",
+}
 
 
 def by_name(objects: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
@@ -104,11 +107,16 @@ def test_every_object_validates_against_kubernetes_1_33(name: str) -> None:
 def test_policies_fail_closed_and_bind_only_tenant_namespaces() -> None:
     tenant = {"matchLabels": {"hyperpod-tenancy.io/tenant": "true"}}
     kinds = [(o["kind"], o["metadata"]["name"]) for o in POLICIES]
+    names_ = [
+        admission.WORKLOAD_POLICY,
+        admission.CHECKPOINT_POLICY,
+        admission.POD_SPEC_POLICY,
+        admission.DELETE_POLICY,
+    ]
     assert kinds == [
-        ("ValidatingAdmissionPolicy", admission.WORKLOAD_POLICY),
-        ("ValidatingAdmissionPolicyBinding", admission.WORKLOAD_POLICY),
-        ("ValidatingAdmissionPolicy", admission.CHECKPOINT_POLICY),
-        ("ValidatingAdmissionPolicyBinding", admission.CHECKPOINT_POLICY),
+        (kind, name)
+        for name in names_
+        for kind in ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
     ]
     for obj in POLICIES:
         if obj["kind"] == "ValidatingAdmissionPolicy":
@@ -120,32 +128,31 @@ def test_policies_fail_closed_and_bind_only_tenant_namespaces() -> None:
     bindings = {
         o["metadata"]["name"]: o["spec"]["validationActions"] for o in POLICIES if "Binding" in o["kind"]
     }
-    assert bindings == {admission.WORKLOAD_POLICY: ["Deny"], admission.CHECKPOINT_POLICY: ["Deny"]}
+    assert bindings == {key: ["Deny"] for key in names_}
 
 
 def test_match_constraints_cover_the_workload_kinds() -> None:
-    expected = {
-        ("batch", "jobs"),
-        ("kubeflow.org", "pytorchjobs"),
-        ("kubeflow.org", "mpijobs"),
-        ("kubeflow.org", "tfjobs"),
-        ("kubeflow.org", "xgboostjobs"),
-        ("kubeflow.org", "paddlejobs"),
-        ("kubeflow.org", "jaxjobs"),
-        ("ray.io", "rayjobs"),
-        ("ray.io", "rayclusters"),
-        ("sagemaker.amazonaws.com", "hyperpodpytorchjobs"),
-        ("apps", "deployments"),
-        ("apps", "statefulsets"),
-        ("apps", "replicasets"),
-        ("", "pods"),
+    # the one table of workload kinds (hyperpod_tenancy.k8s.workloads), never a second list
+    expected = {(k.group, k.resource) for k in workloads.WORKLOAD_KINDS}
+    assert ("batch", "jobs") in expected and ("", "pods") in expected
+    operations = {
+        admission.WORKLOAD_POLICY: ["CREATE", "UPDATE"],
+        admission.CHECKPOINT_POLICY: ["CREATE", "UPDATE"],
+        admission.POD_SPEC_POLICY: ["CREATE", "UPDATE"],
+        admission.DELETE_POLICY: ["DELETE"],
     }
     for policy in (o for o in POLICIES if o["kind"] == "ValidatingAdmissionPolicy"):
         rules = policy["spec"]["matchConstraints"]["resourceRules"]
+        extra = [r for r in rules if r["resources"] == ["pods/ephemeralcontainers"]]
+        rules = [r for r in rules if r not in extra]
         matched = {(g, r) for rule in rules for g in rule["apiGroups"] for r in rule["resources"]}
         assert matched == expected
+        # ephemeral containers are added through a subresource: only the pod-spec policy needs it
+        assert [r["operations"] for r in extra] == (
+            [["UPDATE"]] if policy["metadata"]["name"] == admission.POD_SPEC_POLICY else []
+        )
         for rule in rules:
-            assert rule["operations"] == ["CREATE", "UPDATE"]
+            assert rule["operations"] == operations[policy["metadata"]["name"]]
             assert rule["apiVersions"] == ["*"]
             assert rule["scope"] == "Namespaced"
 
@@ -154,18 +161,25 @@ def test_checkpoint_binding_warns_when_the_policy_says_warn() -> None:
     objects = admission.admission_policies(fp.fair_share_disabled())  # checkpointEnforcement: warn
     binding = by_name(objects)[("ValidatingAdmissionPolicyBinding", admission.CHECKPOINT_POLICY)]
     assert binding["spec"]["validationActions"] == ["Warn"]
-    decision = decide(job(priority="experimentation-priority"), policies=objects)
+    decision = decide(job(priority="experimentation-priority", annotations={}), policies=objects)
     assert decision.allowed
     assert any("checkpoint-path" in w for w in decision.warnings)
 
 
-def test_no_checkpoint_policy_without_preemptible_classes() -> None:
+def test_without_preemptible_classes_only_borrowing_namespaces_need_checkpoints() -> None:
+    # The checkpoint policy is always rendered: whether a namespace borrows is its label, read at admission.
     classes = tuple(dataclasses.replace(pc, preemptible=False) for pc in PLATFORM.scheduling.priority_classes)
     platform = dataclasses.replace(
         PLATFORM, scheduling=dataclasses.replace(PLATFORM.scheduling, priority_classes=classes)
     )
     objects = admission.admission_policies(platform)
-    assert [o["metadata"]["name"] for o in objects] == [admission.WORKLOAD_POLICY] * 2
+    assert admission.CHECKPOINT_POLICY in {o["metadata"]["name"] for o in objects}
+    bare = job(priority="experimentation-priority", annotations={})
+    assert not decide(bare, policies=objects).allowed  # research borrows
+    ns = namespace("research")
+    ns["metadata"]["labels"]["hyperpod-tenancy.io/borrows"] = "false"
+    decision = evaluate_policies(objects, obj=bare, namespace=ns, group="batch", resource="jobs")
+    assert decision.allowed, decision.denied
 
 
 def test_expressions_use_only_standard_cel() -> None:
@@ -174,10 +188,12 @@ def test_expressions_use_only_standard_cel() -> None:
         expressions += [c["expression"] for c in policy["spec"]["matchConditions"]]
         for v in policy["spec"]["validations"]:
             expressions += [v["expression"], v.get("messageExpression", "''")]
-    assert len(expressions) == 2 * 2 + 1 + 2 * 7
+    kinds = len(workloads.WORKLOAD_KINDS)
+    # conditions: 2 + 3 + 1 + 1; validations: 7 + 5 + 2 per kind + 3, each with a messageExpression or ''
+    assert len(expressions) == 7 + 2 * (7 + 5 + 2 * kinds + 3)
     for expression in expressions:
         assert functions_used(expression) <= STANDARD_CEL_FUNCTIONS, expression
-        for forbidden in ("authorizer", "params", "variables.", "oldObject"):
+        for forbidden in ("authorizer", "params", "variables."):
             assert forbidden not in expression
 
 
@@ -186,7 +202,12 @@ def test_expressions_use_only_standard_cel() -> None:
 
 def test_entitled_job_on_own_queue_is_allowed() -> None:
     decision = decide(job())
-    assert decision.policies() == {admission.WORKLOAD_POLICY}  # training is not preemptible
+    # training is not preemptible, but research borrows: the checkpoint policy applies (issue 8, class 6)
+    assert decision.policies() == {
+        admission.WORKLOAD_POLICY,
+        admission.CHECKPOINT_POLICY,
+        admission.POD_SPEC_POLICY,
+    }
     assert decision.allowed, decision.denied
 
 
@@ -260,10 +281,20 @@ def test_every_workload_kind_is_checked(group: str, resource: str, kind: str, ap
     assert decide(job(kind=kind), group=group, resource=resource).allowed
 
 
-def test_update_is_checked_delete_is_not() -> None:
+def test_update_is_checked_delete_only_by_the_delete_policy() -> None:
     bad = job(priority="inference-priority")
     assert not decide(bad, operation="UPDATE").allowed
-    assert decide(bad, operation="DELETE").policies() == set()
+    deleted = evaluate_policies(
+        POLICIES,
+        obj=bad,
+        namespace=namespace("research"),
+        group="batch",
+        resource="jobs",
+        operation="DELETE",
+        options={"propagationPolicy": "Background"},
+    )
+    assert deleted.policies() == {admission.DELETE_POLICY}
+    assert deleted.allowed
 
 
 def test_objects_being_deleted_are_not_checked() -> None:
@@ -272,7 +303,7 @@ def test_objects_being_deleted_are_not_checked() -> None:
     assert decide(bad, operation="UPDATE").policies() == set()
 
 
-def test_pods_and_jobs_created_by_a_checked_controller_are_skipped() -> None:
+def test_pods_and_jobs_created_by_a_controller_are_skipped_by_identity_not_by_owner() -> None:
     unlabelled_pod = job(priority=None, queue="", kind="Pod")
     del unlabelled_pod["metadata"]["labels"]
     for owner in (
@@ -282,7 +313,16 @@ def test_pods_and_jobs_created_by_a_checked_controller_are_skipped() -> None:
     ):
         pod = copy.deepcopy(unlabelled_pod)
         pod["metadata"]["ownerReferences"] = [owner]
-        assert decide(pod, group="", resource="pods").policies() == set(), owner
+        controller = {"Job": "job-controller", "ReplicaSet": "replicaset-controller"}.get(owner["kind"])
+        user = (
+            f"system:serviceaccount:kube-system:{controller}"
+            if controller
+            else "system:serviceaccount:kubeflow:training-operator"
+        )
+        assert decide(pod, group="", resource="pods", user=user).policies() == {admission.POD_SPEC_POLICY}, (
+            owner
+        )
+        assert not decide(pod, group="", resource="pods").allowed, owner  # the same pod from a team member
     launcher = job(priority=None, kind="Job")
     launcher["metadata"]["ownerReferences"] = [
         {
@@ -293,7 +333,9 @@ def test_pods_and_jobs_created_by_a_checked_controller_are_skipped() -> None:
             "controller": True,
         }
     ]
-    assert decide(launcher).policies() == set()
+    mpi_operator = "system:serviceaccount:kube-system:dependencies-mpi-operator"
+    assert decide(launcher, user=mpi_operator).policies() == {admission.POD_SPEC_POLICY}
+    assert not decide(launcher).allowed
 
 
 def test_an_arbitrary_owner_does_not_exempt_a_workload() -> None:
@@ -323,21 +365,28 @@ def test_non_tenant_namespace_is_not_checked() -> None:
 
 def test_preemptible_class_with_checkpoint_is_allowed() -> None:
     decision = decide(job(priority="experimentation-priority", annotations=dict(CHECKPOINT)))
-    assert decision.policies() == {admission.WORKLOAD_POLICY, admission.CHECKPOINT_POLICY}
+    assert decision.policies() == {
+        admission.WORKLOAD_POLICY,
+        admission.CHECKPOINT_POLICY,
+        admission.POD_SPEC_POLICY,
+    }
     assert decision.allowed, decision.denied
-    for interval in ("1h", "90m", "12h"):
+    for interval in ("1h", "60m", "5m"):  # training: the default maxCheckpointInterval 1h
+        annotations = {**CHECKPOINT, "hyperpod-tenancy.io/checkpoint-interval": interval}
+        assert decide(job(annotations=annotations)).allowed, interval
+    for interval in ("30m", "1m", "15m"):  # experimentation: maxCheckpointInterval 30m
         annotations = {**CHECKPOINT, "hyperpod-tenancy.io/checkpoint-interval": interval}
         assert decide(job(priority="experimentation-priority", annotations=annotations)).allowed, interval
 
 
-def test_non_preemptible_class_needs_no_checkpoint() -> None:
-    decision = decide(job(priority="training-priority"))
+def test_non_preemptible_class_of_a_team_that_does_not_borrow_needs_no_checkpoint() -> None:
+    decision = decide(job("inference", priority="inference-priority", annotations={}), team="inference")
     assert admission.CHECKPOINT_POLICY not in decision.policies()
     assert decision.allowed
 
 
 def test_missing_checkpoint_annotations_are_denied() -> None:
-    denied = decide(job(priority="experimentation-priority")).denied
+    denied = decide(job(priority="experimentation-priority", annotations={})).denied
     assert len(denied) == 2
     assert "Add annotation hyperpod-tenancy.io/checkpoint-path: /fsx/research/<job>/" in denied[0]
     assert "hyperpod-tenancy.io/checkpoint-interval" in denied[1]
@@ -397,7 +446,7 @@ def test_every_validation_can_fail_and_pass() -> None:
         job(priority="inference-priority"),
         job(queue="hyperpod-ns-vision-localqueue"),
         job(priority="experimentation-priority", annotations=dict(CHECKPOINT)),
-        job(priority="experimentation-priority"),
+        job(priority="experimentation-priority", annotations={}),
         job(
             priority="experimentation-priority",
             annotations={**CHECKPOINT, "hyperpod-tenancy.io/checkpoint-path": "/x"},
@@ -406,14 +455,23 @@ def test_every_validation_can_fail_and_pass() -> None:
             priority="experimentation-priority",
             annotations={**CHECKPOINT, "hyperpod-tenancy.io/checkpoint-interval": "1d"},
         ),
+        job(
+            priority="experimentation-priority",
+            annotations={**CHECKPOINT, "hyperpod-tenancy.io/checkpoint-interval": "2h"},
+        ),
+        job(owners=[{"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "1", "controller": True}]),
+        {**job(), "metadata": {**job()["metadata"], "finalizers": ["orphan"]}},
     ]
     import cel
 
     ns = namespace("research")
-    for policy in (o for o in POLICIES if o["kind"] == "ValidatingAdmissionPolicy"):
+    request = {"operation": "CREATE", "resource": {"group": "batch", "resource": "jobs"}}
+    # the label and checkpoint rules here; the pod-spec, UPDATE and DELETE rules in tests/test_hostile_*.py
+    for name in (admission.WORKLOAD_POLICY, admission.CHECKPOINT_POLICY):
+        policy = by_name(POLICIES)[("ValidatingAdmissionPolicy", name)]
         for validation in policy["spec"]["validations"]:
-            results = {
-                cel.evaluate(validation["expression"], {"object": s, "namespaceObject": ns, "request": {}})
-                for s in samples
-            }
+            if "'UPDATE'" in validation["expression"]:
+                continue
+            context = {"namespaceObject": ns, "request": request, "oldObject": None}
+            results = {cel.evaluate(validation["expression"], {**context, "object": s}) for s in samples}
             assert results == {True, False}, validation["expression"]

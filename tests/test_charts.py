@@ -12,6 +12,7 @@ from hyperpod_tenancy.k8s.kueue import cluster_objects, team_objects
 from hyperpod_tenancy.k8s.platform_chart import PlatformChart
 from hyperpod_tenancy.k8s.team_chart import TeamChart
 from hyperpod_tenancy.k8s.team_manifests import FsxVolume, fsx_directory_job, system_namespace, team_manifests
+from hyperpod_tenancy.k8s.tenant_guards import tenant_guard_policies
 from hyperpod_tenancy.policy import Platform
 
 FSX = FsxVolume(
@@ -41,7 +42,7 @@ def test_platform_chart_round_trips_the_rendered_objects(
     backend: str, request: pytest.FixtureRequest
 ) -> None:
     platform: Platform = request.getfixturevalue(backend)
-    expected = [system_namespace(), *admission_policies(platform)]
+    expected = [system_namespace(), *admission_policies(platform), *tenant_guard_policies()]
     if backend == "kueue_platform":
         expected += cluster_objects(platform)
     assert PlatformChart.build(platform).to_json() == expected

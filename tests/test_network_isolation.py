@@ -57,6 +57,7 @@ def _run(tmp: Path, platform: Platform, policies: list[dict[str, Any]], **kwargs
         policies=policies,
         team_namespaces=kwargs.pop("team_namespaces", _namespaces(platform)),
         vpc_cidr=platform.cluster.vpc_cidr,
+        service_cidr=kwargs.pop("service_cidr", platform.cluster.service_cidr),
         **kwargs,
     )
 
@@ -147,7 +148,10 @@ def test_imds_reachable_is_caught(reference: Platform, tmp_path: Path) -> None:
     policies = _policies(reference)
     for p in policies:
         if p["metadata"]["name"] == "allow-internet-egress":
-            p["spec"]["egress"][0]["to"][0]["ipBlock"]["except"] = [reference.cluster.vpc_cidr]
+            p["spec"]["egress"][0]["to"][0]["ipBlock"]["except"] = [
+                reference.cluster.vpc_cidr,
+                reference.cluster.service_cidr,
+            ]
     result = _run(tmp_path, reference, policies)
     assert result.failed == {f"imds-{t}" for t in _namespaces(reference)}
 
@@ -156,7 +160,10 @@ def test_vpc_reachable_is_caught(reference: Platform, tmp_path: Path) -> None:
     policies = _policies(reference)
     for p in policies:
         if p["metadata"]["name"] == "allow-internet-egress":
-            p["spec"]["egress"][0]["to"][0]["ipBlock"]["except"] = [nca_scheme.IMDS]
+            p["spec"]["egress"][0]["to"][0]["ipBlock"]["except"] = [
+                nca_scheme.IMDS,
+                reference.cluster.service_cidr,
+            ]
     result = _run(tmp_path, reference, policies)
     assert result.failed == {f"vpc-{t}" for t in _namespaces(reference)}
 
@@ -208,7 +215,7 @@ def test_a_spec_that_selects_nothing_fails_instead_of_passing(reference: Platfor
     assert not {f for f in result.failed if f.startswith("empty:") and ghost not in f}
 
 
-# --- the optional Service CIDR exclusion ------------------------------------------------------------------
+# --- the Service CIDR exclusion (issue 8, class 4) ---------------------------------------------------------
 
 
 def _service_cidr_query(namespace: str, cidr: str) -> Query:
@@ -218,12 +225,15 @@ def _service_cidr_query(namespace: str, cidr: str) -> Query:
     return Query(f"service-cidr-{namespace}", "forbids", [spec])
 
 
-@pytest.mark.parametrize(("service_cidr", "blocked"), [("172.20.0.0/16", True), (None, False)])
-def test_service_cidr_is_excluded_only_when_given(
+@pytest.mark.parametrize(("service_cidr", "blocked"), [(None, True), ("10.100.0.0/16", False)])
+def test_the_cluster_service_cidr_is_excluded_by_default(
     reference: Platform, tmp_path: Path, service_cidr: str | None, blocked: bool
 ) -> None:
+    # default: the policy's cluster.serviceCidr (what the cluster sets as the EKS serviceIpv4Cidr) is kept out
+    # of team egress; an explicit other CIDR replaces it, and then the policy's range is reachable again,
+    # which shows the query is not vacuous
     teams = _namespaces(reference)
-    queries = [_service_cidr_query(t, "172.20.0.0/16") for t in teams]
+    queries = [_service_cidr_query(t, reference.cluster.service_cidr) for t in teams]
     policies = _policies(reference, service_cidr=service_cidr)
     result = _run(tmp_path, reference, policies, queries=queries)
     expected_failures = set() if blocked else {q.name for q in queries}

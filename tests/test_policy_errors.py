@@ -388,12 +388,32 @@ CASES: list[Case] = [
         1,
     ),
     Case(
-        "borrowing-without-preemptible-class",
-        {"teams[0].allowedPriorityClasses": ["training"]},
-        "HPT-BORROW-WITHOUT-CHECKPOINT",
-        "teams[0].compute.sharing",
-        ("team 'research' borrows idle capacity", "['training'] is marked `preemptible`"),
-        "mark a priority class `preemptible: true`",
+        # a privileged pod is root on a node every team shares (tests/test_hostile_7_privileged.py)
+        "privileged-pod-security-on-shared-nodes",
+        {"teams[2].podSecurity": "privileged"},
+        "HPT-POD-SECURITY-PRIVILEGED",
+        "teams[2].podSecurity",
+        ("team 'inference' asks for Pod Security level 'privileged'", "cannot be acknowledged"),
+        "use `podSecurity: baseline`",
+        1,
+    ),
+    Case(
+        # an unbounded interval bounds nothing: "GPU-hours at risk per eviction" (tests/test_hostile_6_*.py)
+        "checkpoint-interval-above-ceiling",
+        {"scheduling.priorityClasses[2].maxCheckpointInterval": "9999h"},
+        "HPT-CHECKPOINT-INTERVAL",
+        "scheduling.priorityClasses[2].maxCheckpointInterval",
+        ("'9999h' is longer than 24h",),
+        "use at most 24h",
+        1,
+    ),
+    Case(
+        "checkpoint-interval-not-minutes-or-hours",
+        {"scheduling.priorityClasses[1].maxCheckpointInterval": "1h30m"},
+        "HPT-CHECKPOINT-INTERVAL",
+        "scheduling.priorityClasses[1].maxCheckpointInterval",
+        ("'1h30m' is not a number of minutes or hours",),
+        "write `90m`",
         1,
     ),
     # --- the other rules -----------------------------------------------------------------------------------
@@ -460,6 +480,17 @@ CASES: list[Case] = [
         "Identity Center home region",
         1,
     ),
+    # CloudFormation creates AWS::SSO::* resources in the stack's region; Identity Center has one home region
+    # (https://docs.aws.amazon.com/singlesignon/latest/userguide/regions.html)
+    Case(
+        "identity-center-region-mismatch",
+        {"identityCenter.region": "eu-west-1"},
+        "HPT-IDENTITY-CENTER-REGION",
+        "identityCenter.region",
+        ("Identity Center lives in 'eu-west-1' but the platform deploys to 'us-east-1'",),
+        "delegated administrator account",
+        1,
+    ),
     Case(
         "identity-center-arn",
         {"identityCenter.instanceArn": "arn:aws:sso:::instance/bad"},
@@ -515,6 +546,35 @@ CASES: list[Case] = [
         "cluster.vpcCidr",
         ("'10.192.0.0/24' is not an IPv4 CIDR of /20 or larger",),
         "10.192.0.0/16",
+        1,
+    ),
+    # EKS Service CIDR: private block, /12 to /24, outside the VPC
+    # (https://docs.aws.amazon.com/eks/latest/APIReference/API_KubernetesNetworkConfigRequest.html)
+    Case(
+        "service-cidr-overlaps-vpc",
+        {"cluster.serviceCidr": "10.192.128.0/20"},
+        "HPT-SERVICE-CIDR",
+        "cluster.serviceCidr",
+        ("'10.192.128.0/20' overlaps cluster.vpcCidr '10.192.0.0/16'",),
+        "pick a block outside the VPC",
+        1,
+    ),
+    Case(
+        "service-cidr-public",
+        {"cluster.serviceCidr": "100.64.0.0/16"},
+        "HPT-SERVICE-CIDR",
+        "cluster.serviceCidr",
+        ("'100.64.0.0/16' is not an IPv4 CIDR from /12 to /24",),
+        "172.20.0.0/16",
+        1,
+    ),
+    Case(
+        "service-cidr-too-small",
+        {"cluster.serviceCidr": "172.20.0.0/25"},
+        "HPT-SERVICE-CIDR",
+        "cluster.serviceCidr",
+        ("'172.20.0.0/25' is not an IPv4 CIDR from /12 to /24",),
+        "172.20.0.0/16",
         1,
     ),
     Case(
@@ -748,6 +808,31 @@ CASES: list[Case] = [
         "aws identitystore list-groups",
         1,
     ),
+    # AWS::SSO::PermissionSet Name: 1-32 characters (cfn-lint schema of the resource)
+    Case(
+        "default-permission-set-name-too-long",
+        {"teams[0].name": "foundation-models-pretraining-research"},
+        "HPT-IDENTITY",
+        "teams[0].identity.permissionSetName",
+        (
+            "the default permission set name 'FoundationModelsPretrainingResearch' derived from team "
+            "'foundation-models-pretraining-research' has 35 characters",
+        ),
+        "set `identity.permissionSetName`",
+        1,
+    ),
+    # AWS::SageMaker::Domain DomainName: maxLength 63 (cfn-lint schema of the resource)
+    Case(
+        "studio-domain-name-too-long",
+        {"cluster.name": "shared-gpu-" + "x" * 43},
+        "HPT-STUDIO-DOMAIN-NAME",
+        "teams[2].name",
+        (
+            f"the Studio domain name 'shared-gpu-{'x' * 43}-inference' (cluster.name + '-' + team name) has 64",
+        ),
+        "shorten the team name or cluster.name by 1 characters",
+        1,
+    ),
     Case(
         "permission-set-name",
         {"teams[1].identity.permissionSetName": "Computer Vision!"},
@@ -961,7 +1046,9 @@ def python_reference() -> Platform:
             priority_classes=(
                 PriorityClass(name="inference", weight=100),
                 PriorityClass(name="training", weight=70),
-                PriorityClass(name="experimentation", weight=30, preemptible=True),
+                PriorityClass(
+                    name="experimentation", weight=30, preemptible=True, max_checkpoint_interval="30m"
+                ),
             ),
         ),
         identity_center=IdentityCenter(
@@ -1071,9 +1158,15 @@ PYTHON_CASES: list[tuple[str, dict[str, object], Callable[[Platform], Platform]]
         lambda p: _team(p, 1, data_classification="restricted"),
     ),
     (
-        "checkpoint",
-        {"teams[0].allowedPriorityClasses": ["training"]},
-        lambda p: _team(p, 0, allowed_priority_classes=("training",)),
+        "checkpoint-interval",
+        {"scheduling.priorityClasses[2].maxCheckpointInterval": "9999h"},
+        lambda p: _classes(
+            p,
+            (
+                *p.scheduling.priority_classes[:2],
+                dataclasses.replace(p.scheduling.priority_classes[2], max_checkpoint_interval="9999h"),
+            ),
+        ),
     ),
 ]
 
@@ -1267,6 +1360,7 @@ def _west(backend: str) -> dict[str, object]:
     return {
         "fairnessBackend": backend,
         "region": "us-west-2",
+        "identityCenter.region": "us-west-2",  # Identity Center in the platform's region (HPT-IDENTITY-CENTER-REGION)
         "cluster.availabilityZones": ["us-west-2a", "us-west-2b"],
         "cluster.instanceGroups[0].availabilityZone": "us-west-2a",
         "cluster.instanceGroups[1].availabilityZone": "us-west-2b",

@@ -41,6 +41,9 @@ JOB_KINDS = (
     ("kubeflow.org", "xgboostjobs"),
     ("kubeflow.org", "paddlejobs"),
     ("sagemaker.amazonaws.com", "hyperpodpytorchjobs"),
+    # KubeRay kinds: granted since the Role derives from hyperpod_tenancy.k8s.workloads.WORKLOAD_KINDS
+    ("ray.io", "rayjobs"),
+    ("ray.io", "rayclusters"),
 )
 JOB_VERBS = ("create", "get", "list", "watch", "delete", "patch", "update")
 MEMBER_ALLOWED: tuple[tuple[str, str, tuple[str, ...]], ...] = (

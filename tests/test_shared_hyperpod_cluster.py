@@ -21,6 +21,16 @@ def addon(template: dict[str, Any], name: str) -> tuple[str, dict[str, Any]]:
     return next(iter(found.items()))
 
 
+def hyperpod_chart(template: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The HyperPod dependencies chart (release ``dependencies``; other charts, e.g. KubeRay, sit beside it)."""
+    (found,) = [
+        (k, v)
+        for k, v in resources_of(template, "Custom::AWSCDK-EKS-HelmChart").items()
+        if v["Properties"]["Release"] == "dependencies"
+    ]
+    return found
+
+
 def test_eks_uses_api_authentication_mode(reference: Synth) -> None:
     _, cluster = one(reference.cluster, "AWS::EKS::Cluster")
     assert cluster["Properties"]["AccessConfig"]["AuthenticationMode"] == "API"
@@ -75,7 +85,10 @@ def test_required_addons_are_installed(reference: Synth, name: str) -> None:
 
 
 def test_security_group_allows_efa_and_lustre_within_itself(reference: Synth) -> None:
-    sg_id, sg = one(reference.cluster, "AWS::EC2::SecurityGroup")
+    _, file_system = one(reference.cluster, "AWS::FSx::FileSystem")
+    ((sg_ref,),) = [file_system["Properties"]["SecurityGroupIds"]]
+    sg_id = sg_ref["Fn::GetAtt"][0]
+    sg = reference.cluster["Resources"][sg_id]
     egress = sg["Properties"]["SecurityGroupEgress"]
     assert {
         "CidrIp": "0.0.0.0/0",
@@ -157,7 +170,7 @@ def test_fsx_lustre_matches_policy(reference: Synth, reference_platform: Platfor
 
 def test_deploy_order_helm_chart_hyperpod_task_governance_scheduler(reference: Synth) -> None:
     t = reference.cluster
-    helm_id, _ = one(t, "Custom::AWSCDK-EKS-HelmChart")
+    helm_id, _ = hyperpod_chart(t)
     hp_id, _ = one(t, "AWS::SageMaker::Cluster")
     tg_id, _ = addon(t, "amazon-sagemaker-hyperpod-taskgovernance")
     ready_id, ready = one(t, "Custom::AWSCDK-EKS-KubernetesObjectValue")
@@ -202,7 +215,7 @@ def test_scheduler_config_values_come_from_policy(reference: Synth, reference_pl
 def test_hyperpod_helm_chart_installed_from_the_named_mirror(
     reference: Synth, reference_platform: Platform
 ) -> None:
-    _, chart = one(reference.cluster, "Custom::AWSCDK-EKS-HelmChart")
+    _, chart = hyperpod_chart(reference.cluster)
     props = chart["Properties"]
     source = reference_platform.cluster.hyperpod_helm_chart
     assert props["Repository"] == source.oci_repository

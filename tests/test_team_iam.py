@@ -401,3 +401,88 @@ def test_wildcard_or_malformed_inputs_are_rejected(field: str, value: str) -> No
     }
     with pytest.raises(ValueError, match=field):
         team_iam.permission_set_inline_policy(**kwargs)
+
+
+# ------------------------------------------------------------------ Studio execution role
+def studio_policy(domain_id: str = DOMAIN_A) -> dict[str, Any]:
+    """Studio policy of the execution role of the team owning ``domain_id``."""
+    return team_iam.studio_execution_policy(domain_id=domain_id, region=REGION, account=ACCOUNT)
+
+
+def _sm(resource: str) -> str:
+    return f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:{resource}"
+
+
+# What Studio does for a user opening JupyterLab or Code Editor in a private or shared space
+# ("Give your users access to spaces", https://docs.aws.amazon.com/sagemaker/latest/dg/studio-updated-jl-admin-guide-permissions.html)
+STUDIO_REQUESTS = [
+    ("sagemaker:CreateSpace", "space/{d}/alice-space"),
+    ("sagemaker:UpdateSpace", "space/{d}/alice-space"),
+    ("sagemaker:DescribeSpace", "space/{d}/alice-space"),
+    ("sagemaker:DeleteSpace", "space/{d}/alice-space"),
+    ("sagemaker:CreateApp", "app/{d}/alice-space/jupyterlab/default"),
+    ("sagemaker:CreateApp", "app/{d}/alice-space/codeeditor/default"),
+    ("sagemaker:DescribeApp", "app/{d}/alice-space/jupyterlab/default"),
+    ("sagemaker:DeleteApp", "app/{d}/alice-space/jupyterlab/default"),
+    ("sagemaker:DescribeDomain", "domain/{d}"),
+    ("sagemaker:DescribeUserProfile", "user-profile/{d}/alice"),
+]
+
+
+@pytest.mark.parametrize(("action", "resource"), STUDIO_REQUESTS)
+def test_studio_role_manages_apps_and_spaces_of_its_own_domain_only(action: str, resource: str) -> None:
+    assert is_allowed(studio_policy(), action, _sm(resource.format(d=DOMAIN_A)))
+    assert not is_allowed(studio_policy(), action, _sm(resource.format(d=DOMAIN_B))), "another team's domain"
+
+
+def test_studio_role_tags_only_what_it_creates_in_its_domain() -> None:
+    # Studio tags the apps and spaces it creates; AddTags is granted only as part of those calls
+    # (sagemaker:TaggingAction, https://docs.aws.amazon.com/sagemaker/latest/dg/security_iam_id-based-policy-examples.html)
+    app = _sm(f"app/{DOMAIN_A}/alice-space/jupyterlab/default")
+    space = _sm(f"space/{DOMAIN_A}/alice-space")
+    assert is_allowed(studio_policy(), "sagemaker:AddTags", app, {"sagemaker:TaggingAction": "CreateApp"})
+    assert is_allowed(studio_policy(), "sagemaker:AddTags", space, {"sagemaker:TaggingAction": "CreateSpace"})
+    assert not is_allowed(studio_policy(), "sagemaker:AddTags", app), "retagging an existing app"
+    other = _sm(f"space/{DOMAIN_B}/bob-space")
+    assert not is_allowed(
+        studio_policy(), "sagemaker:AddTags", other, {"sagemaker:TaggingAction": "CreateSpace"}
+    )
+    profile = _sm(f"user-profile/{DOMAIN_A}/alice")
+    assert not is_allowed(
+        studio_policy(), "sagemaker:AddTags", profile, {"sagemaker:TaggingAction": "CreateApp"}
+    )
+
+
+def test_studio_role_cannot_change_the_domain_or_its_users() -> None:
+    for action, resource in [
+        ("sagemaker:UpdateDomain", f"domain/{DOMAIN_A}"),
+        ("sagemaker:DeleteDomain", f"domain/{DOMAIN_A}"),
+        ("sagemaker:CreateUserProfile", f"user-profile/{DOMAIN_A}/mallory"),
+        ("sagemaker:UpdateUserProfile", f"user-profile/{DOMAIN_A}/alice"),
+        ("sagemaker:CreatePresignedDomainUrl", f"user-profile/{DOMAIN_A}/alice"),
+        ("sagemaker:CreateTrainingJob", "training-job/x"),
+    ]:
+        assert not is_allowed(studio_policy(), action, _sm(resource)), action
+
+
+def test_studio_policy_sweep_grants_only_studio_actions() -> None:
+    """Of every EKS/SageMaker/IAM action on the sweep resources, only Studio's own calls pass."""
+    expected = set(
+        team_iam.STUDIO_APP_ACTIONS
+        + team_iam.STUDIO_SPACE_ACTIONS
+        + team_iam.STUDIO_LIST_ACTIONS
+        + ("sagemaker:DescribeDomain", "sagemaker:DescribeUserProfile")
+    )
+    granted = {a for a, _ in sweep(studio_policy())}
+    assert granted <= expected
+    assert set(team_iam.STUDIO_LIST_ACTIONS) <= granted
+
+
+def test_studio_trust_is_limited_to_this_account() -> None:
+    # confused-deputy prevention for roles SageMaker assumes
+    # (https://docs.aws.amazon.com/sagemaker/latest/dg/security-confused-deputy-prevention.html)
+    assert team_iam.studio_trust_conditions(account=ACCOUNT) == {
+        "StringEquals": {"aws:SourceAccount": ACCOUNT}
+    }
+    with pytest.raises(ValueError, match="wildcards"):
+        team_iam.studio_trust_conditions(account="*")

@@ -128,7 +128,9 @@ def test_team_chart_carries_the_namespace_labels_the_admission_policies_read(ref
     assert labels["hyperpod-tenancy.io/tenant"] == "true"
     assert labels["hyperpod-tenancy.io/team"] == "inference"
     assert labels["priority.hyperpod-tenancy.io/inference-priority"] == "allowed"
-    assert "priority.hyperpod-tenancy.io/training-priority" not in labels
+    # every platform class is explicit, so a later patch can revoke it (strategic merge never removes keys)
+    assert labels["priority.hyperpod-tenancy.io/training-priority"] == "denied"
+    assert labels["hyperpod-tenancy.io/borrows"] in {"true", "false"}
     assert labels["pod-security.kubernetes.io/enforce"] == "baseline"
 
 

@@ -53,6 +53,12 @@ def _team_documents(synth: Synth, team: str) -> dict[str, list[dict[str, Any]]]:
             documents[logical_id] = [
                 _concrete(p["PolicyDocument"], team) for p in role["Properties"]["Policies"]
             ]
+            # managed separately from the role (AWS::IAM::Policy), e.g. the Studio policy that names the domain
+            documents[logical_id] += [
+                _concrete(p["Properties"]["PolicyDocument"], team)
+                for p in resources_of(template, "AWS::IAM::Policy").values()
+                if {"Ref": logical_id} in p["Properties"].get("Roles", [])
+            ]
     assert len(documents) == 3
     return documents
 
@@ -103,3 +109,35 @@ def test_the_check_would_catch_a_leak(reference: Synth) -> None:
         {"Statement": [{"Effect": "Allow", "Action": "s3:GetObject", "Resource": f"{BUCKET}/teams/*"}]},
     ]
     assert is_allowed(leaky, "s3:GetObject", f"{BUCKET}/teams/vision/x")
+
+
+@pytest.mark.parametrize("team", ["research", "vision", "inference"])
+def test_studio_execution_role_opens_only_its_own_domain(reference: Synth, team: str) -> None:
+    # Studio creates spaces and JupyterLab/Code Editor apps with the execution role
+    # (https://docs.aws.amazon.com/sagemaker/latest/dg/studio-updated-jl-admin-guide-permissions.html)
+    [docs] = [
+        d for who, d in _team_documents(reference, team).items() if who.startswith("TenantExecutionRole")
+    ]
+    others = [t.name for t in reference.platform.teams if t.name != team]
+    arn = "arn:aws:sagemaker:us-east-1:111122223333"
+    for domain, allowed in [(f"d-{team}domain", True), *((f"d-{o}domain", False) for o in others)]:
+        for action, resource in [
+            ("sagemaker:CreateSpace", f"space/{domain}/s1"),
+            ("sagemaker:CreateApp", f"app/{domain}/s1/jupyterlab/default"),
+            ("sagemaker:DeleteApp", f"app/{domain}/s1/jupyterlab/default"),
+        ]:
+            assert is_allowed(docs, action, f"{arn}:{resource}") is allowed, (team, domain, action)
+    [workload] = [
+        d for who, d in _team_documents(reference, team).items() if who.startswith("TenantWorkloadRole")
+    ]
+    assert not is_allowed(workload, "sagemaker:CreateApp", f"{arn}:app/d-{team}domain/s1/jupyterlab/default")
+
+
+def test_studio_execution_role_trusts_sagemaker_from_this_account_only(reference: Synth) -> None:
+    # confused-deputy prevention (https://docs.aws.amazon.com/sagemaker/latest/dg/security-confused-deputy-prevention.html)
+    for team in reference.platform.teams:
+        roles = resources_of(reference.team(team.name), "AWS::IAM::Role")
+        [role] = [r for k, r in roles.items() if k.startswith("TenantExecutionRole")]
+        [trust] = role["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+        assert trust["Principal"] == {"Service": "sagemaker.amazonaws.com"}
+        assert trust["Condition"] == {"StringEquals": {"aws:SourceAccount": reference.platform.account}}

@@ -30,6 +30,11 @@ STANDARD_CEL_FUNCTIONS = frozenset(
         "map",
     }
 )
+#: ``request.userInfo`` of a person in a team's group (the default requester).
+TEAM_MEMBER: Mapping[str, Any] = {
+    "username": "arn:aws:sts::111122223333:assumed-role/AWSReservedSSO_Research_0123456789abcdef/alice",
+    "groups": ["hyperpod-ns-research-namespace-level-group", "system:authenticated"],
+}
 _CALL = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
 _STRING = re.compile(r"'[^']*'")
 
@@ -97,19 +102,42 @@ def evaluate_policies(
     group: str,
     resource: str,
     operation: str = "CREATE",
+    user_info: Mapping[str, Any] | None = None,
+    old_object: Mapping[str, Any] | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> AdmissionDecision:
-    """Evaluate every policy/binding pair in ``objects`` for one request on ``obj`` in ``namespace``."""
+    """Evaluate every policy/binding pair in ``objects`` for one request on ``obj`` in ``namespace``.
+
+    ``user_info`` is ``request.userInfo`` (``username``, ``groups``); default: a team member.
+    ``resource`` may name a subresource (``pods/ephemeralcontainers``): rules match it whole, and the request
+    carries ``resource.resource`` and ``subResource`` apart, as the API server's does. ``old_object`` is
+    ``oldObject`` of an ``UPDATE``. For ``DELETE``, ``obj`` is the object being deleted: the API server passes it as
+    ``oldObject`` with ``object`` null, and the ``DeleteOptions`` as ``request.options``
+    (``staging/src/k8s.io/apiserver/pkg/admission/plugin/cel/filter.go``, ``CreateAdmissionRequest``);
+    ``options`` are those ``DeleteOptions`` fields (none: an empty ``DeleteOptions``).
+    """
     policies = {o["metadata"]["name"]: o for o in objects if o["kind"] == "ValidatingAdmissionPolicy"}
     bindings = [o for o in objects if o["kind"] == "ValidatingAdmissionPolicyBinding"]
     ns_labels = namespace["metadata"].get("labels", {})
+    base, _, subresource = resource.partition("/")
+    current: Mapping[str, Any] | None = obj
+    old = old_object
+    request_options: dict[str, Any] = dict(options or {})
+    if operation == "DELETE":
+        assert old_object is None, "for DELETE, pass the object being deleted as obj"
+        current, old = None, obj
+        request_options = {"apiVersion": "meta.k8s.io/v1", "kind": "DeleteOptions", **request_options}
     context = {
-        "object": obj,
-        "oldObject": None,
+        "object": current,
+        "oldObject": old,
         "namespaceObject": namespace,
         "request": {
             "operation": operation,
             "namespace": namespace["metadata"]["name"],
-            "resource": {"group": group, "resource": resource},
+            "resource": {"group": group, "resource": base},
+            "subResource": subresource,
+            "userInfo": dict(user_info) if user_info is not None else dict(TEAM_MEMBER),
+            "options": request_options,
         },
     }
     outcomes = []

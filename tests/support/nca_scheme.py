@@ -109,7 +109,9 @@ class Query:
     specs: list[dict[str, Any]]
 
 
-def isolation_queries(team_namespaces: Sequence[str], vpc_cidr: str) -> list[Query]:
+def isolation_queries(
+    team_namespaces: Sequence[str], vpc_cidr: str, service_cidr: str | None = None
+) -> list[Query]:
     """The isolation questions for a set of team namespaces.
 
     * ``cross-<a>-to-<b>`` (forbids), every ordered pair: any pod of ``a`` to any pod of ``b``, any port;
@@ -119,7 +121,9 @@ def isolation_queries(team_namespaces: Sequence[str], vpc_cidr: str) -> list[Que
     * ``dns-only-<a>`` (forbids): egress to kube-system other than kube-dns port 53;
     * ``dns-<a>`` (permits): egress to kube-dns pods on UDP and TCP 53;
     * ``same-namespace-<a>`` (permits): any pod of ``a`` to any pod of ``a``, any port;
-    * ``internet-<a>`` (permits): egress to the internet on TCP 443 and to the Pod Identity agent.
+    * ``internet-<a>`` (permits): egress to the internet on TCP 443 and to the Pod Identity agent;
+    * ``service-cidr-<a>`` (forbids, when ``service_cidr`` is given): egress from ``a`` to any ClusterIP by
+      address (other teams' Services, the API server's ``kubernetes`` Service, webhooks, metrics).
     """
     queries: list[Query] = []
     for a in team_namespaces:
@@ -229,7 +233,25 @@ def isolation_queries(team_namespaces: Sequence[str], vpc_cidr: str) -> list[Que
                 [_policy("q", a, {"policyTypes": ["Ingress"], "ingress": [{"from": [{"podSelector": {}}]}]})],
             )
         )
-        internet = {"ipBlock": {"cidr": "0.0.0.0/0", "except": [vpc_cidr, IMDS]}}
+        if service_cidr is not None:
+            queries.append(
+                Query(
+                    f"service-cidr-{a}",
+                    "forbids",
+                    [
+                        _policy(
+                            "q",
+                            a,
+                            {
+                                "policyTypes": ["Egress"],
+                                "egress": [{"to": [{"ipBlock": {"cidr": service_cidr}}]}],
+                            },
+                        )
+                    ],
+                )
+            )
+        private = [vpc_cidr, IMDS] + ([service_cidr] if service_cidr is not None else [])
+        internet = {"ipBlock": {"cidr": "0.0.0.0/0", "except": private}}
         queries.append(
             Query(
                 f"internet-{a}",
@@ -288,6 +310,7 @@ def run_scheme(
     vpc_cidr: str,
     queries: Sequence[Query] | None = None,
     topology_namespaces: Sequence[str] | None = None,
+    service_cidr: str | None = None,
 ) -> SchemeResult:
     """Write the topology, the deployed policies, the specs and the scheme to ``workdir`` and run NCA.
 
@@ -301,7 +324,7 @@ def run_scheme(
     (workdir / "deployed.yaml").write_text(yaml.safe_dump_all(list(policies)))
     spec_dir = workdir / "specs"
     spec_dir.mkdir(exist_ok=True)
-    qs = list(isolation_queries(team_namespaces, vpc_cidr) if queries is None else queries)
+    qs = list(isolation_queries(team_namespaces, vpc_cidr, service_cidr) if queries is None else queries)
     configs: list[dict[str, Any]] = [
         {"name": "deployed", "networkPolicyList": ["deployed.yaml"], "expectedWarnings": 0}
     ]

@@ -19,9 +19,20 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
 REPO = Path(__file__).resolve().parents[2]
 REFERENCE_YAML = REPO / "platform.yaml"
+CDK_JSON = REPO / "cdk.json"
 K8S_RESOURCE = "Custom::AWSCDK-EKS-KubernetesResource"
 #: Stand-in for every CloudFormation intrinsic found inside a Kubernetes manifest.
 TOKEN = "cfn-token"
+
+
+def cdk_context() -> dict[str, Any]:
+    """The ``context`` of ``cdk.json`` (feature flags): what ``cdk synth`` passes the app, so tests see it too."""
+    return dict(json.loads(CDK_JSON.read_text())["context"])
+
+
+def new_app(outdir: Path) -> cdk.App:
+    """A CDK app with the same context (feature flags) as ``cdk synth`` in this repository."""
+    return cdk.App(outdir=str(outdir), context=cdk_context())
 
 
 def reference_dict() -> dict[str, Any]:
@@ -62,7 +73,7 @@ class Synth:
 
 def synthesize(platform: Platform, outdir: Path, *, nag: bool = False) -> Synth:
     """Synthesize ``platform`` through :class:`PlatformStage` (optionally with cdk-nag AwsSolutions)."""
-    app = cdk.App(outdir=str(outdir))
+    app = new_app(outdir)
     stage = PlatformStage(app, platform.name, platform=platform)
     if nag:
         from cdk_nag import AwsSolutionsChecks

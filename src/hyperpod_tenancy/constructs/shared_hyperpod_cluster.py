@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import aws_cdk as cdk
+import jsii
 from aws_cdk import aws_aps as aps
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
@@ -26,7 +27,7 @@ from aws_cdk import aws_s3_assets as s3_assets
 from aws_cdk import aws_s3_deployment as s3_deployment
 from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk.lambda_layer_kubectl_v33 import KubectlV33Layer
-from constructs import Construct
+from constructs import Construct, IValidation
 
 from hyperpod_tenancy.constructs._private.annotations import (
     acknowledge,
@@ -40,9 +41,10 @@ from hyperpod_tenancy.constructs.team_tenant import TeamTenant
 from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.k8s.kueue import kueue_helm_values
 from hyperpod_tenancy.k8s.platform_chart import PlatformChart
+from hyperpod_tenancy.k8s.workloads import CONTROLLERS, KUBERAY_NAMESPACE, Installer
 from hyperpod_tenancy.policy import FairnessBackend, InstanceGroup, Platform, policy_warnings
 
-__all__ = ["HYPERPOD_HELM_RELEASE", "SharedHyperPodCluster"]
+__all__ = ["HYPERPOD_HELM_RELEASE", "KUBECTL_WAIT", "SharedHyperPodCluster"]
 
 _LIFECYCLE_ASSETS = Path(__file__).parent / "assets" / "lifecycle"
 #: Release name and namespace the HyperPod documentation uses for the dependencies chart.
@@ -50,6 +52,7 @@ HYPERPOD_HELM_RELEASE = "dependencies"
 _TASK_GOVERNANCE_ADDON = "amazon-sagemaker-hyperpod-taskgovernance"
 _OBSERVABILITY_ADDON = "amazon-sagemaker-hyperpod-observability"
 _OBSERVABILITY_SERVICE_ACCOUNT = "hyperpod-observability-operator-otel-collector"
+_TRAINING_OPERATOR_SERVICE_ACCOUNT = "hp-training-operator-controller-manager"
 _KUBERNETES_VERSIONS = {
     "1.30": eks.KubernetesVersion.V1_30,
     "1.31": eks.KubernetesVersion.V1_31,
@@ -57,34 +60,89 @@ _KUBERNETES_VERSIONS = {
     "1.33": eks.KubernetesVersion.V1_33,
 }
 _LUSTRE_PORTS = (ec2.Port.tcp(988), ec2.Port.tcp_range(1018, 1023))
+#: Longest wait (Helm ``--timeout``, ``KubernetesObjectValue``) a kubectl-provider resource may have. CDK's
+#: kubectl provider handler and its provider-framework Lambda time out at 15 minutes
+#: (aws-cdk-lib ``aws-eks-v2/lib/kubectl-provider.ts``); a wait that long is killed with the Lambda and
+#: CloudFormation hangs instead of reporting the handler's error. Keep two minutes of headroom.
+KUBECTL_WAIT = cdk.Duration.minutes(13)
+#: Managed policy the HyperPod training operator's Pod Identity role needs (research/hyperpod.md section 2.2;
+#: awsome-distributed-training ``modules/hyperpod_training_operator/main.tf``).
+_TRAINING_OPERATOR_POLICY = "AmazonSageMakerHyperPodTrainingOperatorAccess"
+
+
+#: First Kubernetes version for which EKS publishes no Amazon Linux 2 AMIs
+#: (https://docs.aws.amazon.com/eks/latest/userguide/al2023.html; research/hyperpod.md section 21).
+_FIRST_VERSION_WITHOUT_AL2 = (1, 33)
+
+
+def _version_tuple(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split("."))
+
+
+@jsii.implements(IValidation)
+class _RejectAl2OnNewKubernetes:
+    """A managed node group with an ``AL2_*`` AMI type on Kubernetes >= 1.33 fails to create: refuse it at synth."""
+
+    def __init__(self, cluster: SharedHyperPodCluster) -> None:
+        self._cluster = cluster
+
+    def validate(self) -> list[str]:
+        version = self._cluster.platform.cluster.kubernetes_version
+        if _version_tuple(version) < _FIRST_VERSION_WITHOUT_AL2:
+            return []
+        errors = []
+        eks_path = self._cluster.eks_cluster.node.path
+        for construct in self._cluster.node.root.node.find_all():
+            if not isinstance(construct, eks.Nodegroup) or construct.cluster.node.path != eks_path:
+                continue
+            cfn = construct.node.default_child
+            ami_type = cfn.ami_type if isinstance(cfn, eks.CfnNodegroup) else None
+            if isinstance(ami_type, str) and ami_type.startswith("AL2_"):
+                errors.append(
+                    f"[HPT-NODEGROUP-AMI] node group {construct.node.path} has AMI type {ami_type} on Kubernetes "
+                    f"{version}; EKS publishes no Amazon Linux 2 AMIs after 1.32, so the node group would fail to "
+                    "create. Pass ami_type=NodegroupAmiType.AL2023_* (or BOTTLEROCKET_*) matching the instance "
+                    "architecture."
+                )
+        return errors
 
 
 class SharedHyperPodCluster(Construct):
     """One SageMaker HyperPod cluster on EKS, shared by the teams of a :class:`Platform`.
 
-    Creates: a VPC (unless ``vpc`` is given) with private subnets in the platform's availability zones and a
-    security group for EKS, HyperPod and FSx (all traffic within the group for EFA, TCP 988 and 1018-1023 for
-    Lustre); an EKS cluster (authentication mode API, managed node group capacity, control-plane logging,
-    secrets encryption) with the add-ons HyperPod needs (vpc-cni with network policy enforcement, kube-proxy,
-    coredns, eks-pod-identity-agent, aws-fsx-csi-driver, cert-manager); the HyperPod dependencies Helm chart;
-    a lifecycle-script bucket and a least-privilege execution role; the ``AWS::SageMaker::Cluster`` (retained
-    on delete, automatic node recovery, deep health checks); FSx for Lustre (retained); the team data bucket
-    (retained); the fairness backend (Task Governance add-on + ``ClusterSchedulerConfig``, or upstream Kueue);
-    and the observability add-on with an Amazon Managed Prometheus workspace.
+    Creates: a VPC (unless ``vpc`` is given) with private subnets in the platform's availability zones and one
+    NAT gateway per zone; a security group for HyperPod nodes and FSx (all traffic within the group for EFA,
+    TCP 988 and 1018-1023 for Lustre, Lustre also to and from the system nodes); HyperPod nodes also carry the
+    EKS cluster security group, so they and the system nodes reach each other (DNS, kubelet, webhooks) and the
+    API endpoint; the endpoint's ENIs get a group of their own for :meth:`allow_api_access_from`; an EKS
+    cluster (authentication mode API, managed node group capacity on AL2023, explicit Service CIDR,
+    control-plane logging, secrets encryption) with the add-ons HyperPod needs (vpc-cni with network policy
+    enforcement, kube-proxy, coredns, eks-pod-identity-agent, aws-fsx-csi-driver, cert-manager); the HyperPod
+    dependencies Helm chart; a lifecycle-script bucket and a least-privilege execution role (trust limited to
+    this account, ECR pulls from the AWS-owned registries); the ``AWS::SageMaker::Cluster`` (retained on
+    delete, automatic node recovery, deep health checks); the HyperPod training operator add-on and the KubeRay
+    operator chart (the operators of the kinds teams may submit); FSx for Lustre (retained); the team data
+    bucket (retained); the fairness backend (Task Governance add-on + ``ClusterSchedulerConfig``, or upstream
+    Kueue); and the observability add-on with an Amazon Managed Prometheus workspace. Synthesis fails when a
+    managed node group of the cluster has an ``AL2_*`` AMI type on Kubernetes 1.33 or later
+    (``HPT-NODEGROUP-AMI``).
 
     Args:
         scope: parent construct.
         id: construct ID.
         platform: the validated tenancy policy; the cluster renders everything from it.
         vpc: an existing VPC. Default: a VPC is created with ``cluster.vpcCidr`` in ``cluster.availabilityZones``
-            (one NAT gateway, flow logs on). An imported VPC must have private subnets with egress in those zones.
+            (one NAT gateway per zone, flow logs on). An imported VPC must have private subnets with egress in
+            those zones.
         endpoint_access: EKS API endpoint access. Default: private only; reach the API through your network.
         kubectl_layer: Lambda layer with kubectl/helm for the cluster's handlers. Default: kubectl v1.33.
 
     Attributes:
         platform: the policy the cluster was built from.
-        vpc, security_group, eks_cluster, hyperpod_cluster, file_system, data_bucket, lifecycle_bucket,
-        execution_role, hyperpod_helm_chart: the created resources (see each attribute's type).
+        vpc, security_group, api_endpoint_security_group, eks_cluster, hyperpod_cluster, file_system,
+        data_bucket, lifecycle_bucket, execution_role, hyperpod_helm_chart, training_operator_addon,
+        kuberay_chart: the created resources (see each attribute's type).
+        service_cidr: the EKS Service CIDR (``cluster.serviceCidr``).
         scheduler_config: the Task Governance ``ClusterSchedulerConfig`` (``None`` with the Kueue backend).
         fairness_ready: the construct team objects must depend on before creating quotas or queues.
 
@@ -116,10 +174,20 @@ class SharedHyperPodCluster(Construct):
         #: VPC of the cluster.
         self.vpc: ec2.IVpc = vpc or self._create_vpc()
         self._subnets_by_az = self._private_subnets_by_az()
-        #: Security group shared by the EKS control plane ENIs, HyperPod nodes and FSx.
+        #: Security group of the HyperPod nodes and FSx (EFA and Lustre traffic within the group).
         self.security_group = self._create_security_group()
+        #: Additional security group of the EKS control-plane ENIs (the private API endpoint); only the
+        #: callers of :meth:`allow_api_access_from` are admitted through it.
+        self.api_endpoint_security_group = ec2.SecurityGroup(
+            self,
+            "ApiEndpointSecurityGroup",
+            vpc=self.vpc,
+            description="EKS control plane ENIs (private API endpoint): TCP 443 from admitted peers",
+            allow_all_outbound=False,
+        )
         #: The EKS cluster (authentication mode API, NODEGROUP capacity).
         self.eks_cluster = self._create_eks(endpoint_access, kubectl_layer)
+        self._connect_node_security_groups()
         base_addons = self._create_base_addons()
         #: Shared bucket for team data under ``teams/<team>/`` (retained on delete).
         self.data_bucket, self.lifecycle_bucket, lifecycle_upload = self._create_buckets()
@@ -134,6 +202,10 @@ class SharedHyperPodCluster(Construct):
         self.hyperpod_cluster.node.add_dependency(self.hyperpod_helm_chart, lifecycle_upload)
         #: FSx for Lustre shared by the teams (retained on delete).
         self.file_system = self._create_file_system()
+        #: The HyperPod training operator add-on (serves ``HyperPodPyTorchJob``).
+        self.training_operator_addon = self._create_training_operator()
+        #: The KubeRay operator chart (serves ``RayJob`` and ``RayCluster``).
+        self.kuberay_chart = self._create_kuberay()
         self.scheduler_config: sagemaker.CfnClusterSchedulerConfig | None = None
         #: Team quotas, queues and charts depend on this construct.
         self.fairness_ready: Construct
@@ -146,6 +218,7 @@ class SharedHyperPodCluster(Construct):
         if spec.observability:
             self.observability_workspace = self._create_observability()
         self._acknowledge_findings()
+        self.node.add_validation(_RejectAl2OnNewKubernetes(self))
 
     # ------------------------------------------------------------------ attributes
     @property
@@ -167,6 +240,43 @@ class SharedHyperPodCluster(Construct):
         """Private subnet an instance group runs in (its availability zone, default the first zone)."""
         zone = group.availability_zone or self.platform.cluster.availability_zones[0]
         return self._subnets_by_az[zone]
+
+    @property
+    def service_cidr(self) -> str:
+        """The EKS Service CIDR (ClusterIPs, set explicitly from ``cluster.serviceCidr``)."""
+        return self.platform.cluster.service_cidr
+
+    @property
+    def cluster_security_group_id(self) -> str:
+        """ID of the security group EKS creates for the cluster (on the control-plane ENIs and system nodes)."""
+        return self.eks_cluster.cluster_security_group_id
+
+    def allow_api_access_from(self, scope: Construct, id: str, *, peer: ec2.ISecurityGroup) -> None:
+        """Admit ``peer`` to the private EKS API endpoint (TCP 443).
+
+        The endpoint's ENIs carry the EKS-created cluster security group and this construct's
+        :attr:`api_endpoint_security_group` ("Amazon EKS associates the cluster security group and any additional
+        security groups to the cross-account ENIs": https://docs.aws.amazon.com/eks/latest/userguide/sec-group-reqs.html).
+        The rule goes on the additional group, which nothing else uses, so ``peer`` reaches the API endpoint and not
+        the nodes. It is created in ``scope`` (the caller's stack) so that a team stack references the cluster stack
+        and never the other way round.
+
+        Args:
+            scope: where the ingress rule is created, normally a construct in the caller's stack.
+            id: construct ID of the rule within ``scope``.
+            peer: the security group admitted, for example a team's Studio domain security group.
+
+        """
+        ec2.CfnSecurityGroupIngress(
+            scope,
+            id,
+            group_id=self.api_endpoint_security_group.security_group_id,
+            source_security_group_id=peer.security_group_id,
+            ip_protocol="tcp",
+            from_port=443,
+            to_port=443,
+            description="EKS private API endpoint from an admitted peer",
+        )
 
     def add_team(self, id: str, *, team: str, scope: Construct | None = None) -> TeamTenant:
         """Create the :class:`TeamTenant` for the policy's team ``team``.
@@ -195,7 +305,10 @@ class SharedHyperPodCluster(Construct):
             "Vpc",
             ip_addresses=ec2.IpAddresses.cidr(spec.vpc_cidr),
             availability_zones=list(spec.availability_zones),
-            nat_gateways=1,
+            # one NAT gateway per zone (the default): with one, the other zone's instance group sends all its
+            # egress (image pulls, S3 without the endpoint) across zones and loses it when that zone fails
+            # (https://docs.aws.amazon.com/vpc/latest/userguide/nat-gateway-basics.html).
+            nat_gateways=len(spec.availability_zones),
             subnet_configuration=[
                 ec2.SubnetConfiguration(name="public", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=24),
                 # HyperPod nodes and pods take VPC IPs (VPC CNI): give them large subnets.
@@ -234,13 +347,37 @@ class SharedHyperPodCluster(Construct):
             self,
             "SecurityGroup",
             vpc=self.vpc,
-            description="HyperPod nodes, EKS control plane ENIs and FSx for Lustre",
+            description="HyperPod nodes and FSx for Lustre (EFA within the group, Lustre)",
             allow_all_outbound=True,
         )
         sg.add_ingress_rule(sg, ec2.Port.all_traffic(), "all traffic within the group (EFA, node-to-node)")
         for port in _LUSTRE_PORTS:
             sg.add_ingress_rule(sg, port, "FSx for Lustre")
         return sg
+
+    @property
+    def node_security_group_ids(self) -> list[str]:
+        """Security groups of the HyperPod nodes: this construct's group and the EKS cluster security group.
+
+        The EKS cluster security group admits all traffic from itself and is on the system nodes (CoreDNS, Kueue,
+        operators) and the API endpoint ENIs (https://docs.aws.amazon.com/eks/latest/userguide/sec-group-reqs.html);
+        with it, pods on HyperPod nodes reach CoreDNS and the API, and the control plane and system nodes reach
+        the kubelets and webhooks on HyperPod nodes. The reference HyperPod templates likewise give HyperPod the
+        EKS cluster's own security group (aws/sagemaker-hyperpod-cluster-setup
+        ``eks/cloudformation/security-group-template.yaml``, ``SecurityGroupId`` of an existing EKS cluster).
+        """
+        return [self.security_group.security_group_id, self.cluster_security_group_id]
+
+    def _connect_node_security_groups(self) -> None:
+        # FSx uses this construct's group only; Lustre clients on system nodes (EKS cluster group) need the Lustre
+        # ports both ways: client -> file servers, and file servers -> client
+        # (https://docs.aws.amazon.com/fsx/latest/LustreGuide/limit-access-security-groups.html).
+        cluster_sg = self.eks_cluster.cluster_security_group
+        for port in _LUSTRE_PORTS:
+            self.security_group.add_ingress_rule(cluster_sg, port, "FSx for Lustre from system nodes")
+            cluster_sg.add_ingress_rule(
+                self.security_group, port, "FSx for Lustre servers to system-node clients"
+            )
 
     # ------------------------------------------------------------------ EKS
     def _create_eks(
@@ -259,7 +396,8 @@ class SharedHyperPodCluster(Construct):
             default_capacity=0,
             vpc=self.vpc,
             vpc_subnets=[ec2.SubnetSelection(subnets=private)],
-            security_group=self.security_group,
+            security_group=self.api_endpoint_security_group,
+            service_ipv4_cidr=spec.service_cidr,
             endpoint_access=endpoint_access or eks.EndpointAccess.PRIVATE,
             secrets_encryption_key=key,
             cluster_logging=[
@@ -275,9 +413,17 @@ class SharedHyperPodCluster(Construct):
             ),
         )
         system = spec.system_node_group
+        instance_type = ec2.InstanceType(system.instance_type)
         cluster.add_nodegroup_capacity(
             "SystemNodes",
-            instance_types=[ec2.InstanceType(system.instance_type)],
+            instance_types=[instance_type],
+            # EKS publishes no AL2 AMIs after Kubernetes 1.32, and CDK picks AL2 unless told otherwise
+            # (https://docs.aws.amazon.com/eks/latest/userguide/al2023.html): name the AL2023 type explicitly.
+            ami_type=(
+                eks.NodegroupAmiType.AL2023_ARM_64_STANDARD
+                if instance_type.architecture == ec2.InstanceArchitecture.ARM_64
+                else eks.NodegroupAmiType.AL2023_X86_64_STANDARD
+            ),
             min_size=system.count,
             desired_size=system.count,
             max_size=max(system.count, 2) * 2,
@@ -301,13 +447,15 @@ class SharedHyperPodCluster(Construct):
         vpc_cni = self._addon(
             "VpcCni", "vpc-cni", configuration_values=json.dumps({"enableNetworkPolicy": "true"})
         )
+        self.pod_identity_addon = self._addon("PodIdentityAgent", "eks-pod-identity-agent")
+        self.cert_manager_addon = self._addon("CertManager", "cert-manager")
         addons = [
             vpc_cni,
             self._addon("KubeProxy", "kube-proxy"),
             self._addon("CoreDns", "coredns"),
-            self._addon("PodIdentityAgent", "eks-pod-identity-agent"),
+            self.pod_identity_addon,
             self._addon("FsxCsiDriver", "aws-fsx-csi-driver"),
-            self._addon("CertManager", "cert-manager"),
+            self.cert_manager_addon,
         ]
         self.vpc_cni_addon = vpc_cni
         return addons
@@ -378,7 +526,12 @@ class SharedHyperPodCluster(Construct):
         role = iam.Role(
             self,
             "ExecutionRole",
-            assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
+            # Confused-deputy guard: only SageMaker acting for this account assumes the role. No aws:SourceArn:
+            # no source found states that HyperPod passes one, and the cluster ARN (random suffix) does not exist
+            # before the role, so a wrong SourceArn condition would leave every node without credentials.
+            assumed_by=iam.ServicePrincipal(
+                "sagemaker.amazonaws.com", conditions={"StringEquals": {"aws:SourceAccount": stack.account}}
+            ),
             description=f"HyperPod instance groups of {self.platform.cluster.name}",
             managed_policies=[
                 iam.ManagedPolicy.from_aws_managed_policy_name("AmazonSageMakerClusterInstanceRolePolicy")
@@ -388,8 +541,9 @@ class SharedHyperPodCluster(Construct):
             stack.format_arn(service="ec2", resource="network-interface", resource_name="*"),
             stack.format_arn(service="ec2", resource="instance", resource_name="*"),
             stack.format_arn(service="ec2", resource="vpc", resource_name=self.vpc.vpc_id),
-            stack.format_arn(
-                service="ec2", resource="security-group", resource_name=self.security_group.security_group_id
+            *(
+                stack.format_arn(service="ec2", resource="security-group", resource_name=group_id)
+                for group_id in self.node_security_group_ids
             ),
             *(
                 stack.format_arn(service="ec2", resource="subnet", resource_name=s.subnet_id)
@@ -433,6 +587,12 @@ class SharedHyperPodCluster(Construct):
                 ],
                 resources=["*"],
             ),
+            # EKS add-on images (vpc-cni, kube-proxy, pod identity agent, FSx CSI, EFA plugin) and the HyperPod
+            # health-monitoring agent come from AWS-owned registry accounts that differ per region
+            # (https://docs.aws.amazon.com/eks/latest/userguide/add-ons-images.html; HyperPod CLI chart
+            # charts/health-monitoring-agent/templates/_helpers.tpl), and AmazonSageMakerClusterInstanceRolePolicy
+            # grants no ECR actions. Pull from any repository, as the reference
+            # aws/sagemaker-hyperpod-cluster-setup eks/cloudformation/sagemaker-iam-role-template.yaml does.
             iam.PolicyStatement(
                 sid="PullImages",
                 actions=[
@@ -440,7 +600,7 @@ class SharedHyperPodCluster(Construct):
                     "ecr:BatchGetImage",
                     "ecr:GetDownloadUrlForLayer",
                 ],
-                resources=[stack.format_arn(service="ecr", resource="repository", resource_name="*")],
+                resources=["*"],
             ),
             iam.PolicyStatement(
                 sid="PodIdentity",
@@ -455,14 +615,23 @@ class SharedHyperPodCluster(Construct):
 
     def _create_hyperpod_helm_chart(self) -> eks.HelmChart:
         source = self.platform.cluster.hyperpod_helm_chart
-        values = {"health-monitoring-agent": {"region": self.platform.region}}
+        values = {
+            "health-monitoring-agent": {"region": self.platform.region},
+            # Allocated GPUs reach the container as /dev/null mounts under /var/run/nvidia-container-devices,
+            # not as NVIDIA_VISIBLE_DEVICES, so the lifecycle script can make the NVIDIA runtime ignore that
+            # variable in unprivileged pods (a pod without a GPU request then sees no GPU). Value and key:
+            # NVIDIA/k8s-device-plugin v0.16.1 README "DEVICE_LIST_STRATEGY" and
+            # deployments/helm/nvidia-device-plugin/values.yaml; the HyperPod chart vendors that subchart
+            # as `nvidia-device-plugin` (aws/sagemaker-hyperpod-cli helm_chart/HyperPodHelmChart/Chart.yaml).
+            "nvidia-device-plugin": {"deviceListStrategy": "volume-mounts"},
+        }
         common: dict[str, Any] = {
             "cluster": self.kubernetes,
             "release": HYPERPOD_HELM_RELEASE,
             "namespace": "kube-system",
             "values": values,
             "wait": True,
-            "timeout": cdk.Duration.minutes(15),
+            "timeout": KUBECTL_WAIT,
         }
         if source.directory:
             path = Path(source.directory)
@@ -512,7 +681,7 @@ class SharedHyperPodCluster(Construct):
                     on_start_deep_health_checks=[c.value for c in group.deep_health_checks] or None,
                     training_plan_arn=group.training_plan_arn,
                     override_vpc_config=sagemaker.CfnCluster.VpcConfigProperty(
-                        security_group_ids=[self.security_group.security_group_id], subnets=[subnet.subnet_id]
+                        security_group_ids=self.node_security_group_ids, subnets=[subnet.subnet_id]
                     ),
                 )
             )
@@ -526,7 +695,7 @@ class SharedHyperPodCluster(Construct):
                 )
             ),
             vpc_config=sagemaker.CfnCluster.VpcConfigProperty(
-                security_group_ids=[self.security_group.security_group_id],
+                security_group_ids=self.node_security_group_ids,
                 subnets=[s.subnet_id for s in self._subnets_by_az.values()],
             ),
             node_recovery="Automatic",
@@ -535,6 +704,58 @@ class SharedHyperPodCluster(Construct):
         )
         cluster.apply_removal_policy(cdk.RemovalPolicy.RETAIN)
         return cluster
+
+    # ------------------------------------------------------------------ operators
+    def _create_training_operator(self) -> eks.CfnAddon:
+        # HyperPodPyTorchJob's CRD comes with the add-on; the operator needs cert-manager (webhook certificates)
+        # and Pod Identity, and runs on the HyperPod nodes (research/hyperpod.md section 2.2; awsome-distributed-
+        # training terraform-modules/hyperpod-eks-tf/modules/hyperpod_training_operator/main.tf).
+        controller = next(c for c in CONTROLLERS if c.service_account == _TRAINING_OPERATOR_SERVICE_ACCOUNT)
+        role = iam.Role(
+            self,
+            "TrainingOperatorRole",
+            assumed_by=pod_identity_principal(self.kubernetes),
+            description="HyperPod training operator (EKS Pod Identity)",
+            managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name(_TRAINING_OPERATOR_POLICY)],
+        )
+        addon = self._addon(
+            "TrainingOperator",
+            Installer.HYPERPOD_TRAINING_OPERATOR_ADDON.value,
+            pod_identity_associations=[
+                eks.CfnAddon.PodIdentityAssociationProperty(
+                    role_arn=role.role_arn, service_account=controller.service_account
+                )
+            ],
+        )
+        addon.node.add_dependency(self.cert_manager_addon, self.pod_identity_addon, self.hyperpod_cluster)
+        self.training_operator_role = role
+        return addon
+
+    def _create_kuberay(self) -> eks.HelmChart:
+        # RayJob/RayCluster (ray.io/v1) come with the KubeRay operator chart (k8s/workloads.py KUBERAY_CHART).
+        source = self.platform.cluster.kuberay_chart
+        controller = next(c for c in CONTROLLERS if c.namespace == KUBERAY_NAMESPACE)
+        chart = eks.HelmChart(
+            self,
+            "KubeRay",
+            cluster=self.kubernetes,
+            repository=source.repository,
+            chart=Installer.KUBERAY_CHART.value,
+            version=source.version,
+            release=Installer.KUBERAY_CHART.value,
+            namespace=controller.namespace,
+            create_namespace=True,
+            # the service account admission exempts by name (k8s/workloads.py CONTROLLERS); the operator runs on
+            # the system nodes, not on GPU capacity
+            values={
+                "serviceAccount": {"create": True, "name": controller.service_account},
+                "nodeSelector": {"hyperpod-tenancy.io/node-role": "system"},
+            },
+            wait=True,
+            timeout=KUBECTL_WAIT,
+        )
+        chart.node.add_dependency(self.hyperpod_cluster)
+        return chart
 
     # ------------------------------------------------------------------ fairness
     def _create_task_governance(self) -> Construct:
@@ -549,7 +770,7 @@ class SharedHyperPodCluster(Construct):
             object_name="kueue-controller-manager",
             object_namespace="kueue-system",
             json_path=".status.readyReplicas",
-            timeout=cdk.Duration.minutes(15),
+            timeout=KUBECTL_WAIT,
         )
         kueue_ready.node.add_dependency(addon)
         props = scheduler_config_properties(
@@ -592,7 +813,7 @@ class SharedHyperPodCluster(Construct):
             create_namespace=True,
             values=kueue_helm_values(self.platform),
             wait=True,
-            timeout=cdk.Duration.minutes(15),
+            timeout=KUBECTL_WAIT,
         )
         kueue.node.add_dependency(self.hyperpod_cluster)
         self.kueue_chart = kueue
@@ -677,8 +898,14 @@ class SharedHyperPodCluster(Construct):
             self.execution_role,
             managed_policies="AmazonSageMakerClusterInstanceRolePolicy is the policy HyperPod requires on instance roles",
             wildcards="VPC CNI manages ENIs created at run time (network-interface/*, instance/*); Describe* and "
-            "ecr:GetAuthorizationToken do not support resource scoping; nodes pull AWS-owned images from "
-            "repositories of this account and region; lifecycle scripts are read under the bucket's lifecycle/ prefix",
+            "ecr:GetAuthorizationToken do not support resource scoping; nodes pull images (ECR pull actions on *) from "
+            "AWS-owned registry accounts that differ per region (EKS add-ons, HyperPod health-monitoring agent) as "
+            "the reference HyperPod execution role does, and from the teams' own registries; lifecycle scripts are read under the bucket's lifecycle/ prefix",
+        )
+        acknowledge_role(
+            self.training_operator_role,
+            managed_policies="AmazonSageMakerHyperPodTrainingOperatorAccess is the policy the HyperPod training "
+            "operator add-on documents for its Pod Identity role",
         )
         if isinstance(self.eks_cluster.role, iam.Role):
             acknowledge_role(

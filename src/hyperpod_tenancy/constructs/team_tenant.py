@@ -21,11 +21,18 @@ from hyperpod_tenancy.constructs._private.annotations import (
     acknowledge,
     acknowledge_cdk_handlers,
     acknowledge_role,
+    wildcard_findings,
 )
 from hyperpod_tenancy.constructs._private.principals import pod_identity_principal
 from hyperpod_tenancy.constructs._private.task_governance import compute_quota_properties
-from hyperpod_tenancy.constructs._private.team_iam import permission_set_inline_policy, team_data_policy
+from hyperpod_tenancy.constructs._private.team_iam import (
+    permission_set_inline_policy,
+    studio_execution_policy,
+    studio_trust_conditions,
+    team_data_policy,
+)
 from hyperpod_tenancy.errors import TenancyError
+from hyperpod_tenancy.k8s.labels import revoked_namespace_labels
 from hyperpod_tenancy.k8s.team_chart import TeamChart
 from hyperpod_tenancy.k8s.team_manifests import DEFAULT_SERVICE_ACCOUNT, FsxVolume, namespace_label_patch
 from hyperpod_tenancy.policy import FairnessBackend, Team, names
@@ -38,6 +45,9 @@ __all__ = ["TeamTenant"]
 _RUNTIME = Path(__file__).resolve().parent.parent / "runtime"
 #: How long the SSO role lookup waits for Identity Center to provision the role.
 DEFAULT_SSO_ROLE_TIMEOUT = cdk.Duration.minutes(15)
+#: How long the team stack waits for Task Governance to create the team namespace; below the 900 s timeout of
+#: the kubectl provider Lambda that runs the wait.
+NAMESPACE_WAIT = cdk.Duration.minutes(10)
 
 
 @jsii.implements(IValidation)
@@ -65,11 +75,21 @@ class TeamTenant(Construct):
     the team's S3 prefix, its Studio domain) assigned to the team's group; a custom resource that resolves the
     ``AWSReservedSSO_<PermissionSet>_<hash>`` role Identity Center provisions; EKS access entries (full ARN
     with path) for that role and the team's Studio execution role, mapped to the team's Kubernetes group only
-    (no access policy, never cluster-admin); a SageMaker domain (Identity Center auth, VPC only, retained);
-    the team's execution role and workload role (EKS Pod Identity), both limited to ``s3://<bucket>/teams/<team>/``;
-    the fairness objects (a Task Governance ``ComputeQuota``, or the Kueue ClusterQueue/LocalQueue in the chart);
-    and the team chart (namespace ``hyperpod-ns-<team>`` labels, RBAC, default-deny NetworkPolicies, pod
-    security, LimitRange, ServiceAccount, FSx directory and PV/PVC).
+    (no access policy, never cluster-admin); a SageMaker domain ``<cluster>-<team>`` (Identity Center auth, VPC
+    only, retained) whose Identity Center application is assigned to the team's group (an ``AWS::SSO::
+    ApplicationAssignment``: without it no user sees the domain) and whose security group may reach the private
+    EKS API endpoint on 443; the team's execution role (trusted by SageMaker from this account only; S3 under
+    ``teams/<team>/`` plus the apps and spaces of the team's own domain) and workload role (EKS Pod Identity, S3
+    under ``teams/<team>/`` only); the fairness objects (a Task Governance ``ComputeQuota``, or the Kueue
+    ClusterQueue/LocalQueue in the chart); and the team chart (namespace ``hyperpod-ns-<team>`` labels with an
+    explicit ``allowed``/``denied`` for every platform priority class, so that removing a class from the policy
+    revokes it on the next deploy, and ``hyperpod-tenancy.io/borrows``; RBAC, default-deny NetworkPolicies, pod
+    security, LimitRange, ServiceAccount, the FSx directory Job, which waits for the first Schedulable HyperPod
+    node however long its deep health checks take, and the PV/PVC).
+
+    Identity Center resources are created in the stack's region: the platform's ``identityCenter.region`` must
+    equal its ``region``, and the stacks must deploy in the organization's management account or an Identity
+    Center delegated administrator account (validation rule ``HPT-IDENTITY-CENTER-REGION``).
 
     Args:
         scope: parent construct (a :class:`~hyperpod_tenancy.stacks.TeamStack` keeps each team in its own stack).
@@ -118,9 +138,14 @@ class TeamTenant(Construct):
         self.service_account = DEFAULT_SERVICE_ACCOUNT
         self.node.add_validation(_RequireNetworkPolicyEnforcement(cluster, team))
 
-        #: Studio execution role: S3 under ``teams/<team>/`` only.
+        #: Studio execution role: S3 under ``teams/<team>/`` and the apps and spaces of the team's own domain only;
+        #: trusted by SageMaker from this account only (``aws:SourceAccount``).
         self.execution_role = self._data_role(
-            "ExecutionRole", iam.ServicePrincipal("sagemaker.amazonaws.com")
+            "ExecutionRole",
+            iam.ServicePrincipal(
+                "sagemaker.amazonaws.com",
+                conditions=studio_trust_conditions(account=cdk.Stack.of(self).account),
+            ),
         )
         #: Role of the team's pods (EKS Pod Identity on :attr:`service_account`): S3 under ``teams/<team>/`` only.
         self.workload_role = self._data_role("WorkloadRole", pod_identity_principal(cluster.kubernetes))
@@ -132,6 +157,10 @@ class TeamTenant(Construct):
             service_account=self.service_account,
             role_arn=self.workload_role.role_arn,
         )
+        #: Assignment of the team's Identity Center group to the domain's SSO application (``None`` without Studio).
+        self.studio_assignment: sso.CfnApplicationAssignment | None = None
+        #: Security group of the team's Studio apps, admitted to the EKS API endpoint on 443 (``None`` without Studio).
+        self.studio_security_group: ec2.SecurityGroup | None = None
         #: The team's SageMaker Studio domain (``None`` when ``studio: false``), retained on delete.
         self.domain: sagemaker.CfnDomain | None = self._create_domain() if spec.studio else None
         #: Identity Center permission set of the team (assigned to the team's group).
@@ -174,7 +203,7 @@ class TeamTenant(Construct):
         domain = sagemaker.CfnDomain(
             self,
             "Domain",
-            domain_name=f"{platform.cluster.name}-{self.team.name}",
+            domain_name=names.studio_domain(platform.cluster.name, self.team.name),
             auth_mode="SSO",
             app_network_access_type="VpcOnly",
             vpc_id=self.cluster.vpc.vpc_id,
@@ -190,6 +219,42 @@ class TeamTenant(Construct):
             ),
         )
         domain.apply_removal_policy(cdk.RemovalPolicy.RETAIN)
+        stack = cdk.Stack.of(self)
+        # A separate policy, not inline: the domain references the role, the policy the domain (no cycle).
+        studio_policy = iam.Policy(
+            self,
+            "StudioPolicy",
+            roles=[self.execution_role],
+            document=iam.PolicyDocument.from_json(
+                studio_execution_policy(
+                    domain_id=domain.attr_domain_id,
+                    region=stack.region,
+                    account=stack.account,
+                    partition=stack.partition,
+                )
+            ),
+        )
+        acknowledge(
+            studio_policy,
+            wildcard_findings(studio_policy),
+            "apps and spaces of the team's own domain only (app/<domain-id>/*, space/<domain-id>/*; AddTags only "
+            "while creating them); ListApps/ListSpaces/ListUserProfiles support no resource-level permission; "
+            "isolation from other teams' domains is proven by tests/test_team_iam.py",
+        )
+        # AuthMode SSO: a user sees the domain in the access portal only once their group is assigned to the
+        # domain's Identity Center application ("IAM Identity Center groups in a domain", SageMaker developer guide).
+        self.studio_assignment = sso.CfnApplicationAssignment(
+            self,
+            "StudioAssignment",
+            application_arn=domain.attr_single_sign_on_application_arn,
+            principal_type="GROUP",
+            principal_id=self.team.identity.group_id,
+        )
+        # users arrive only once the execution role can create their apps and spaces
+        self.studio_assignment.node.add_dependency(studio_policy)
+        # Studio apps call the cluster's private API endpoint (kubectl, the hyp CLI) from this group
+        self.cluster.allow_api_access_from(self, "StudioApiAccess", peer=security_group)
+        self.studio_security_group = security_group
         return domain
 
     def _create_permission_set(self) -> tuple[sso.CfnPermissionSet, sso.CfnAssignment]:
@@ -319,7 +384,8 @@ class TeamTenant(Construct):
                 "validates it (the test suite lints every template)",
             )
             self.compute_quota = quota
-            # the service creates the namespace with the quota, possibly a little later: wait for it
+            # the service creates the namespace with the quota, possibly a little later: wait for it (below the
+            # kubectl provider Lambda's 15-minute timeout, so a failure reports the handler's error)
             namespace_ready = eks.KubernetesObjectValue(
                 self,
                 "NamespaceReady",
@@ -327,7 +393,7 @@ class TeamTenant(Construct):
                 object_type="namespace",
                 object_name=self.namespace,
                 json_path=".metadata.name",
-                timeout=cdk.Duration.minutes(10),
+                timeout=NAMESPACE_WAIT,
             )
             namespace_ready.node.add_dependency(quota)
             # then label it for the admission policies
@@ -338,7 +404,9 @@ class TeamTenant(Construct):
                 cluster=eks_cluster,
                 resource_name=f"namespace/{self.namespace}",
                 apply_patch=labels,
-                restore_patch={"metadata": {"labels": dict.fromkeys(labels["metadata"]["labels"])}},
+                # explicit values, never null: CDK drops nulls when it renders the patch, and the handler's
+                # strategic merge keeps every key a patch leaves out
+                restore_patch={"metadata": {"labels": revoked_namespace_labels(platform, self.team)}},
             )
             patch.node.add_dependency(namespace_ready)
             after = [quota, patch]
@@ -352,6 +420,7 @@ class TeamTenant(Construct):
                 mount_name=fs.attr_lustre_mount_name,
             ),
             service_account=self.service_account,
+            service_cidr=self.cluster.service_cidr,
         )
         manifest = eks.KubernetesManifest(
             self, "Resource", cluster=eks_cluster, manifest=chart.to_json(), overwrite=True

@@ -1,112 +1,142 @@
-"""ValidatingAdmissionPolicies keeping tenant workloads on their own queue, entitled priority and checkpoints.
+"""ValidatingAdmissionPolicies keeping tenant work on its own queue, entitled priority, checkpoints and pods.
 
-Cluster-wide objects that read everything team-specific from the namespace (``namespaceObject``) through
-the label contract of :mod:`hyperpod_tenancy.k8s.labels`, so adding a team never changes them. They are
-bound only to namespaces labelled ``hyperpod-tenancy.io/tenant: "true"`` and check CREATE and UPDATE of the
-top-level workload objects (:data:`WORKLOAD_RESOURCES`): batch Jobs, Kubeflow training jobs, KubeRay jobs
-and clusters, HyperPod PyTorch jobs, Deployments, StatefulSets, ReplicaSets and bare Pods. An object whose
-controller (``ownerReferences[].controller``) is itself one of those kinds is skipped: its owner was
-checked, and controllers such as the MPI operator create launcher Jobs without the labels. Objects being
-deleted are skipped so finalizers can always be removed.
+Cluster-wide objects that read everything team-specific from the namespace (``namespaceObject``) through the
+label contract of :mod:`hyperpod_tenancy.k8s.labels`, so adding a team never changes them. They are bound
+only to namespaces labelled ``hyperpod-tenancy.io/tenant: "true"`` and match every kind of the one table of
+workload kinds, :data:`hyperpod_tenancy.k8s.workloads.WORKLOAD_KINDS` (batch Jobs, the Kubeflow and MPI
+operator kinds, KubeRay, the HyperPod PyTorch job, apps controllers and Pods).
 
-Two policies, because their enforcement differs:
+**Who is exempt is decided by who sends the request, never by what the object says.** Requests whose
+``request.userInfo.username`` is one of the controllers of :data:`~hyperpod_tenancy.k8s.workloads.CONTROLLERS`
+(kube-controller-manager's controllers, the Kubeflow, MPI, HyperPod and KubeRay operators, Kueue, the
+HyperPod inference operator) are not held to the label rules: they create children (an MPI launcher Job, a
+RayCluster's pods, a Deployment's ReplicaSet) from a parent admission already checked, and Kueue updates
+``spec.suspend`` and node selectors. ``ownerReferences``, labels and annotations are written by the
+requester, so team members may not set or change controller owner references at all, and owner references
+exempt nothing.
 
-* :data:`WORKLOAD_POLICY` (always ``Deny``): the ``kueue.x-k8s.io/priority-class`` label is present; the
-  namespace is entitled to it (``priority.hyperpod-tenancy.io/<class>-priority: allowed``); the
-  ``kueue.x-k8s.io/queue-name`` label is the namespace's own LocalQueue (``<namespace>-localqueue``).
-* :data:`CHECKPOINT_POLICY` (``Deny`` or ``Warn`` per ``scheduling.checkpoint_enforcement``; rendered only
-  when a priority class is ``preemptible``): work at a preemptible class declares
-  ``hyperpod-tenancy.io/checkpoint-path`` under ``/fsx/<team>/`` and
-  ``hyperpod-tenancy.io/checkpoint-interval`` (:data:`CHECKPOINT_INTERVAL_PATTERN`, e.g. ``30m`` or ``1h``).
+Four policies, because their scope and enforcement differ:
 
-Every expression uses only standard CEL (``has``, ``in``, ``startsWith``, ``matches``, ``exists``, string
-concatenation, the conditional operator), so it can be evaluated outside Kubernetes; ``failurePolicy`` is
-``Fail`` explicitly.
+* :data:`WORKLOAD_POLICY` (``Deny``; CREATE and UPDATE by team members): the ``kueue.x-k8s.io/priority-class``
+  label is present and the namespace is entitled to it (``priority.hyperpod-tenancy.io/<class>-priority:
+  allowed``); ``kueue.x-k8s.io/queue-name`` is the namespace's own LocalQueue (so every object a team member
+  writes, of every kind, goes through a queue, whatever GPUs, EFA interfaces or Neuron devices its pods
+  request); no controller owner reference is set on CREATE or changed on UPDATE; no finalizer is set on
+  CREATE or added on UPDATE (a team-held finalizer keeps a deleted Job around while Kueue releases its quota,
+  and the ``orphan`` finalizer orphans its pods).
+* :data:`CHECKPOINT_POLICY` (``Deny`` or ``Warn`` per ``scheduling.checkpoint_enforcement``): the promise is
+  "no work that can run on borrowed capacity lacks a checkpoint". Work at a ``preemptible`` class, *and all
+  work of a namespace labelled* ``hyperpod-tenancy.io/borrows: "true"`` (a team that borrows can have any of
+  its work placed on borrowed quota and reclaimed), declares ``hyperpod-tenancy.io/checkpoint-path`` under
+  ``/fsx/<team>/`` and ``hyperpod-tenancy.io/checkpoint-interval`` (:data:`CHECKPOINT_INTERVAL_PATTERN`) no
+  longer than its class's ``maxCheckpointInterval`` (a generated regular expression per class, see
+  :func:`interval_regex`), so ``9999h`` is denied.
+* :data:`POD_SPEC_POLICY` (``Deny``; every requester, controllers included, because the pod spec is what
+  runs): every PodSpec of a workload (its pod templates at the paths of ``WorkloadKindSpec.pod_specs``: Job
+  ``spec.template``, Kubeflow ``spec.<x>ReplicaSpecs.*.template``, HyperPodPyTorchJob
+  ``spec.replicaSpecs[].template``, Ray head and worker groups and the RayJob submitter, apps
+  ``spec.template``) and every Pod, at CREATE and UPDATE (and ``pods/ephemeralcontainers``): no
+  ``priorityClassName`` outside :data:`ALLOWED_POD_PRIORITY_CLASSES` (empty: the platform defines no
+  Kubernetes PriorityClass for tenants; Kueue WorkloadPriorityClasses only order workloads in Kueue, while a
+  PriorityClass such as ``system-node-critical`` makes kube-scheduler preempt other teams' pods), and no
+  container, init container or ephemeral container sets an environment variable of
+  :data:`GPU_VISIBILITY_ENV`.
+* :data:`DELETE_POLICY` (``Deny``; DELETE by team members): no orphaning delete of a workload
+  (``propagationPolicy: Orphan``, ``orphanDependents: true``, or a batch/v1 Job deleted without a propagation
+  policy, whose default is to orphan its pods): Kueue would finish the Workload and free the quota while the
+  pods keep their GPUs. A ValidatingAdmissionPolicy sees a DELETE's ``DeleteOptions`` as ``request.options``
+  and the object being deleted as ``oldObject`` (``object`` is null): ``CreateAdmissionRequest`` in
+  ``staging/src/k8s.io/apiserver/pkg/admission/plugin/cel/filter.go`` sets ``Options`` from
+  ``attr.GetOperationOptions()``, and ``activation.go`` exposes the request as JSON would render it.
+
+What admission cannot see: environment variables a container gets from ``envFrom`` (a ConfigMap or Secret)
+or from its image (CUDA base images set ``NVIDIA_VISIBLE_DEVICES=all``). The NVIDIA container toolkit must
+therefore ignore the variable for unprivileged containers
+(``accept-nvidia-visible-devices-envvar-when-unprivileged = false``, with the device plugin's
+``volume-mounts`` device list strategy), and the per-namespace ResourceQuota on GPUs, EFA and Neuron devices
+is the backstop that does not depend on admission.
+
+Every expression uses only standard CEL (``has``, ``in``, ``all``, ``exists``, ``filter``, ``size``,
+``startsWith``, ``matches``, map literals, string concatenation, the conditional operator), so it can be
+evaluated outside Kubernetes; ``failurePolicy`` is ``Fail`` explicitly.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from hyperpod_tenancy.k8s import labels
+from hyperpod_tenancy.k8s import labels, vap, workloads
+from hyperpod_tenancy.k8s.vap import ADMISSION_API_VERSION, tenant_namespace_selector
+from hyperpod_tenancy.k8s.workloads import WorkloadKindSpec
 from hyperpod_tenancy.policy import names
 from hyperpod_tenancy.policy.model import CheckpointEnforcement, Platform
 
 __all__ = [
     "ADMISSION_API_VERSION",
+    "ALLOWED_POD_PRIORITY_CLASSES",
     "CHECKPOINT_INTERVAL_PATTERN",
     "CHECKPOINT_POLICY",
+    "DELETE_POLICY",
     "FSX_ROOT",
+    "GPU_VISIBILITY_ENV",
+    "POD_SPEC_POLICY",
+    "SYSTEM_PRIORITY_CLASSES",
     "WORKLOAD_POLICY",
     "WORKLOAD_RESOURCES",
-    "WorkloadResource",
     "admission_policies",
+    "interval_regex",
     "tenant_namespace_selector",
 ]
 
-#: API version of the policies and bindings (GA since Kubernetes 1.30).
-ADMISSION_API_VERSION = "admissionregistration.k8s.io/v1"
-#: Policy (and binding) checking the Kueue labels of tenant workloads.
+#: Policy (and binding) checking the Kueue labels, owner references and finalizers of tenant workloads.
 WORKLOAD_POLICY = "hyperpod-tenancy-workload-labels"
-#: Policy (and binding) requiring a checkpoint declaration on preemptible work.
+#: Policy (and binding) requiring a checkpoint declaration on work that can run on borrowed capacity.
 CHECKPOINT_POLICY = "hyperpod-tenancy-checkpoints"
+#: Policy (and binding) checking what actually runs: the PodSpecs of workloads and pods.
+POD_SPEC_POLICY = "hyperpod-tenancy-pod-specs"
+#: Policy (and binding) denying orphaning deletes of workloads.
+DELETE_POLICY = "hyperpod-tenancy-workload-deletes"
 #: Mount point of the shared FSx for Lustre file system; each team owns ``/fsx/<team>``.
 FSX_ROOT = "/fsx/"
 #: Accepted checkpoint intervals: a positive number of minutes or hours, e.g. ``30m`` or ``2h``.
 CHECKPOINT_INTERVAL_PATTERN = "^[1-9][0-9]*[mh]$"
+#: The workload kinds the policies match: the one table of :mod:`hyperpod_tenancy.k8s.workloads`.
+WORKLOAD_RESOURCES: tuple[WorkloadKindSpec, ...] = workloads.WORKLOAD_KINDS
+#: Kubernetes PriorityClasses a pod in a tenant namespace may name. None: the platform defines no
+#: PriorityClass for tenants (workload priority is the Kueue ``kueue.x-k8s.io/priority-class`` label, which
+#: kube-scheduler never sees). Should the cluster ever get a ``globalDefault`` PriorityClass, add it here.
+ALLOWED_POD_PRIORITY_CLASSES: tuple[str, ...] = ()
+#: The built-in PriorityClasses every namespace can use unless something stops it (named in messages).
+SYSTEM_PRIORITY_CLASSES = ("system-node-critical", "system-cluster-critical")
+#: Environment variables that make a container runtime hook expose accelerator devices, and why each is here:
+#:
+#: * ``NVIDIA_VISIBLE_DEVICES``: the NVIDIA container toolkit injects the GPUs it lists (``all`` = every GPU of
+#:   the node) into a container that requested none, unless ``accept-nvidia-visible-devices-envvar-when-
+#:   unprivileged`` is false; and the device plugin's default (``envvar``) strategy hands the allocated GPUs to
+#:   the toolkit through the same variable, which the container's own value would override.
+#: * ``AWS_NEURON_VISIBLE_DEVICES``: the Neuron OCI hook mounts the ``/dev/neuron*`` devices it lists.
+#: * ``NEURON_RT_VISIBLE_CORES``: the Neuron device plugin allocates NeuronCores by setting it; a container
+#:   that overrides it uses cores of the same device allocated to another pod.
+#:
+#: Not listed, because they expose no device by themselves: ``NVIDIA_DRIVER_CAPABILITIES`` (which driver
+#: libraries are mounted for devices already granted), ``CUDA_VISIBLE_DEVICES`` (the CUDA runtime filters only
+#: the device nodes already in the container), ``NVIDIA_REQUIRE_*`` (constraints the hook checks).
+GPU_VISIBILITY_ENV = ("NVIDIA_VISIBLE_DEVICES", "AWS_NEURON_VISIBLE_DEVICES", "NEURON_RT_VISIBLE_CORES")
 
 _OPERATIONS = ("CREATE", "UPDATE")
-_MANAGED_BY = {"app.kubernetes.io/managed-by": "cdk-hyperpod-tenancy"}
 # A path segment ".." (would escape the team directory).
 _PARENT_SEGMENT = "(^|/)[.][.](/|$)"
 
 
-@dataclass(frozen=True)
-class WorkloadResource:
-    """A workload kind the policies check."""
-
-    #: API group ("" for the core group).
-    group: str
-    #: Plural resource name.
-    resource: str
-    #: Kind (as it appears in ``ownerReferences``).
-    kind: str
+_q = vap.cel_quote
+_cel_list = vap.cel_list
 
 
-#: Top-level workload kinds tenants submit: batch, the Kubeflow training operator and MPI operator kinds
-#: (installed by the HyperPod Helm chart), KubeRay (also in the chart), the HyperPod training operator's
-#: PyTorch job, apps controllers and Pods. Rules for kinds whose CRD is not installed match nothing.
-WORKLOAD_RESOURCES: tuple[WorkloadResource, ...] = (
-    WorkloadResource("batch", "jobs", "Job"),
-    WorkloadResource("kubeflow.org", "pytorchjobs", "PyTorchJob"),
-    WorkloadResource("kubeflow.org", "mpijobs", "MPIJob"),
-    WorkloadResource("kubeflow.org", "tfjobs", "TFJob"),
-    WorkloadResource("kubeflow.org", "xgboostjobs", "XGBoostJob"),
-    WorkloadResource("kubeflow.org", "paddlejobs", "PaddleJob"),
-    WorkloadResource("kubeflow.org", "jaxjobs", "JAXJob"),
-    WorkloadResource("ray.io", "rayjobs", "RayJob"),
-    WorkloadResource("ray.io", "rayclusters", "RayCluster"),
-    WorkloadResource("sagemaker.amazonaws.com", "hyperpodpytorchjobs", "HyperPodPyTorchJob"),
-    WorkloadResource("apps", "deployments", "Deployment"),
-    WorkloadResource("apps", "statefulsets", "StatefulSet"),
-    WorkloadResource("apps", "replicasets", "ReplicaSet"),
-    WorkloadResource("", "pods", "Pod"),
-)
-
-
-def _q(text: str) -> str:
-    """Quote ``text`` as a CEL string literal."""
-    if "'" in text or "\\" in text:  # pragma: no cover - all inputs are constants of this library
-        raise ValueError(f"cannot quote {text!r}")
-    return f"'{text}'"
-
-
-def _groups() -> dict[str, list[WorkloadResource]]:
-    groups: dict[str, list[WorkloadResource]] = {}
-    for wr in WORKLOAD_RESOURCES:
-        groups.setdefault(wr.group, []).append(wr)
+def _groups() -> dict[str, list[WorkloadKindSpec]]:
+    groups: dict[str, list[WorkloadKindSpec]] = {}
+    for kind in WORKLOAD_RESOURCES:
+        groups.setdefault(kind.group, []).append(kind)
     return groups
 
 
@@ -134,74 +164,47 @@ def _namespace_label(key: str) -> str:
     return f"namespaceObject.metadata.labels[{_q(key)}]"
 
 
-def _owned_by_checked_workload() -> str:
-    kinds = []
-    for group, resources in _groups().items():
-        if not group:
-            continue  # core kinds (Pods) own no workloads
-        listed = ", ".join(_q(wr.kind) for wr in resources)
-        kinds.append(f"(r.apiVersion.startsWith({_q(group + '/')}) && r.kind in [{listed}])")
-    return (
-        "has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, "
-        f"has(r.controller) && r.controller == true && ({' || '.join(kinds)}))"
-    )
+def _is_resource(kind: WorkloadKindSpec) -> str:
+    return f"(request.resource.group == {_q(kind.group)} && request.resource.resource == {_q(kind.resource)})"
 
 
-def _common_match_conditions() -> list[dict[str, str]]:
+def _from_team_member() -> dict[str, str]:
+    """Match condition: the request is not sent by a controller of :data:`workloads.CONTROLLERS`."""
+    return vap.not_sent_by("sent-by-a-team-member", workloads.controller_usernames())
+
+
+def _not_being_deleted() -> dict[str, str]:
+    """Match condition: finalizers of an object being deleted can always be removed."""
+    return {"name": "not-being-deleted", "expression": "!has(object.metadata.deletionTimestamp)"}
+
+
+def _rules(operations: Sequence[str]) -> list[dict[str, Any]]:
     return [
-        {"name": "top-level-workload", "expression": f"!({_owned_by_checked_workload()})"},
-        {"name": "not-being-deleted", "expression": "!has(object.metadata.deletionTimestamp)"},
+        {
+            "apiGroups": [group],
+            "apiVersions": ["*"],
+            "operations": list(operations),
+            "resources": [k.resource for k in kinds],
+            "scope": "Namespaced",
+        }
+        for group, kinds in _groups().items()
     ]
 
 
-def tenant_namespace_selector() -> dict[str, Any]:
-    """Label selector of tenant namespaces (``hyperpod-tenancy.io/tenant: "true"``)."""
-    return {"matchLabels": {labels.TENANT_LABEL: "true"}}
+# ------------------------------------------------------------------------------------ workload labels
 
 
-def _match_constraints() -> dict[str, Any]:
-    return {
-        "namespaceSelector": tenant_namespace_selector(),
-        "resourceRules": [
-            {
-                "apiGroups": [group],
-                "apiVersions": ["*"],
-                "operations": list(_OPERATIONS),
-                "resources": [wr.resource for wr in resources],
-                "scope": "Namespaced",
-            }
-            for group, resources in _groups().items()
-        ],
-    }
+def _is_controller_ref(var: str) -> str:
+    return f"(has({var}.controller) && {var}.controller == true)"
 
 
-def _policy(
-    name: str, *, match_conditions: list[dict[str, str]], validations: list[dict[str, str]]
-) -> dict[str, Any]:
-    return {
-        "apiVersion": ADMISSION_API_VERSION,
-        "kind": "ValidatingAdmissionPolicy",
-        "metadata": {"name": name, "labels": dict(_MANAGED_BY)},
-        "spec": {
-            "failurePolicy": "Fail",
-            "matchConstraints": _match_constraints(),
-            "matchConditions": match_conditions,
-            "validations": validations,
-        },
-    }
-
-
-def _binding(name: str, actions: Sequence[str]) -> dict[str, Any]:
-    return {
-        "apiVersion": ADMISSION_API_VERSION,
-        "kind": "ValidatingAdmissionPolicyBinding",
-        "metadata": {"name": name, "labels": dict(_MANAGED_BY)},
-        "spec": {
-            "policyName": name,
-            "validationActions": list(actions),
-            "matchResources": {"namespaceSelector": tenant_namespace_selector()},
-        },
-    }
+def _controller_refs_kept(new: str, old: str) -> str:
+    """Every controller owner reference of ``new`` is in ``old`` unchanged."""
+    return (
+        f"(!has({new}.metadata.ownerReferences) || {new}.metadata.ownerReferences.all(r, "
+        f"!{_is_controller_ref('r')} || (has({old}.metadata.ownerReferences) && "
+        f"{old}.metadata.ownerReferences.exists(o, o == r))))"
+    )
 
 
 def _workload_validations() -> list[dict[str, str]]:
@@ -248,27 +251,134 @@ def _workload_validations() -> list[dict[str, str]]:
             "message": f"label {queue} must name this namespace's LocalQueue (<namespace>{queue_suffix}).",
             "reason": "Forbidden",
         },
+        {
+            "expression": (
+                "request.operation != 'CREATE' || !has(object.metadata.ownerReferences) || "
+                f"!object.metadata.ownerReferences.exists(r, {_is_controller_ref('r')})"
+            ),
+            "message": (
+                "metadata.ownerReferences must not name a controller (controller: true) when a team member "
+                "creates a workload: controllers are recognised by who sends the request, not by owner "
+                "references, and a controller reference would make Kueue treat the workload as another "
+                "one's child. Remove the ownerReferences entry (or its controller: true)."
+            ),
+            "reason": "Forbidden",
+        },
+        {
+            "expression": (
+                "request.operation != 'UPDATE' || "
+                f"({_controller_refs_kept('object', 'oldObject')} && {_controller_refs_kept('oldObject', 'object')})"
+            ),
+            "message": (
+                "controller owner references (ownerReferences with controller: true) cannot be added, changed "
+                "or removed by a team member: only the controller that created the object manages them. "
+                "Leave metadata.ownerReferences as it is, or change the parent workload instead."
+            ),
+            "reason": "Forbidden",
+        },
+        {
+            "expression": (
+                "request.operation != 'CREATE' || !has(object.metadata.finalizers) || "
+                "size(object.metadata.finalizers) == 0"
+            ),
+            "message": (
+                "metadata.finalizers must be empty when a team member creates a workload: a finalizer keeps a "
+                "deleted workload (and its pods) alive after Kueue has released its quota, and the orphan "
+                "finalizer orphans its pods. Remove metadata.finalizers."
+            ),
+            "reason": "Forbidden",
+        },
+        {
+            "expression": (
+                "request.operation != 'UPDATE' || !has(object.metadata.finalizers) || "
+                "object.metadata.finalizers.all(f, has(oldObject.metadata.finalizers) && "
+                "f in oldObject.metadata.finalizers)"
+            ),
+            "message": (
+                "a team member cannot add finalizers to a workload: a finalizer keeps a deleted workload (and "
+                "its pods) alive after Kueue has released its quota, and the orphan finalizer orphans its "
+                "pods. Removing finalizers is allowed; adding them is for controllers."
+            ),
+            "reason": "Forbidden",
+        },
     ]
 
 
-def _checkpoint_validations(preemptible: Sequence[str]) -> list[dict[str, str]]:
+# ------------------------------------------------------------------------------------------ checkpoints
+
+
+def _up_to(n: int) -> str:
+    """Return a regular expression matching the decimal numbers 1..``n`` (no leading zeros), e.g. 1..90."""
+    if n < 1:  # pragma: no cover - callers pass validated intervals
+        raise ValueError(f"no positive number is at most {n}")
+    digits = str(n)
+    alternatives = ["[1-9]" + "[0-9]" * (length - 1) for length in range(1, len(digits))]
+    for i, char in enumerate(digits):
+        low, digit = (1 if i == 0 else 0), int(char)
+        if digit > low:
+            top = f"[{low}-{digit - 1}]" if digit - 1 > low else str(low)
+            alternatives.append(digits[:i] + top + "[0-9]" * (len(digits) - i - 1))
+    alternatives.append(digits)
+    return "(" + "|".join(alternatives) + ")"
+
+
+def interval_regex(max_minutes: int) -> str:
+    """Regular expression of the checkpoint intervals (``<n>m``/``<n>h``) of at most ``max_minutes``.
+
+    Standard CEL has no substring or number parsing of ``30m``, so the bound is a generated pattern: minutes
+    ``1..max_minutes`` and hours ``1..max_minutes // 60``, both without leading zeros.
+    """
+    parts = [_up_to(max_minutes) + "m"]
+    if max_minutes >= 60:
+        parts.append(_up_to(max_minutes // 60) + "h")
+    return "^(" + "|".join(parts) + ")$"
+
+
+def _needs_checkpoint(preemptible: Sequence[str]) -> str:
+    pc = labels.PRIORITY_CLASS_LABEL
+    borrows = f"({_namespace_label_set(labels.BORROWS_LABEL)} && {_namespace_label(labels.BORROWS_LABEL)} == 'true')"
+    if not preemptible:
+        return borrows
+    return f"({_label_set(pc)} && {_label(pc)} in {_cel_list(preemptible)}) || {borrows}"
+
+
+def _checkpoint_validations(platform: Platform) -> list[dict[str, str]]:
     pc = labels.PRIORITY_CLASS_LABEL
     path = labels.CHECKPOINT_PATH_ANNOTATION
     interval = labels.CHECKPOINT_INTERVAL_ANNOTATION
     team = labels.TEAM_LABEL
+    classes = platform.scheduling.priority_classes
+    preemptible = [c.workload_priority_class for c in classes if c.preemptible]
     team_or_placeholder = f"({_namespace_label_set(team)} ? {_namespace_label(team)} : '<team>')"
-    classes = ", ".join(preemptible)
+    why = (
+        f"(({_label_set(pc)} && {_label(pc)} in {_cel_list(preemptible)}) ? "
+        f"'priority class ' + {_label(pc)} + ' is preemptible' : "
+        "'namespace ' + namespaceObject.metadata.name + ' borrows idle capacity of other teams')"
+    )
+    bounds = {c.workload_priority_class: c for c in classes if c.max_checkpoint_minutes is not None}
+    regexes = (
+        "{"
+        + ", ".join(
+            f"{_q(n)}: {_q(interval_regex(c.max_checkpoint_minutes or 0))}" for n, c in bounds.items()
+        )
+        + "}"
+    )
+    maxima = "{" + ", ".join(f"{_q(n)}: {_q(c.max_checkpoint_interval)}" for n, c in bounds.items()) + "}"
+    bounded = (
+        f"({_annotation_set(interval)} && {_annotation(interval)}.matches({_q(CHECKPOINT_INTERVAL_PATTERN)}) && "
+        f"{_label_set(pc)} && {_label(pc)} in {regexes})"
+    )
     return [
         {
             "expression": _annotation_set(path),
             "messageExpression": (
-                f"'priority class ' + {_label(pc)} + ' is preemptible: the work may run on borrowed capacity "
-                f"and be preempted, so it must checkpoint. Add annotation {path}: {FSX_ROOT}' + "
-                f"{team_or_placeholder} + '/<job>/ (where the job writes its checkpoints).'"
+                f"{why} + ': the work may run on borrowed capacity and be preempted, so it must checkpoint. "
+                f"Add annotation {path}: {FSX_ROOT}' + {team_or_placeholder} + '/<job>/ (where the job writes "
+                "its checkpoints).'"
             ),
             "message": (
-                f"work at a preemptible priority class ({classes}) must declare annotation {path} with its "
-                f"checkpoint directory under {FSX_ROOT}<team>/."
+                f"work that can run on borrowed capacity must declare annotation {path} with its checkpoint "
+                f"directory under {FSX_ROOT}<team>/."
             ),
             "reason": "Invalid",
         },
@@ -287,9 +397,13 @@ def _checkpoint_validations(preemptible: Sequence[str]) -> list[dict[str, str]]:
         },
         {
             "expression": _annotation_set(interval),
+            "messageExpression": (
+                f"{why} + ': the work may run on borrowed capacity and be preempted, so it must declare "
+                f"annotation {interval} (how often it checkpoints, e.g. 30m or 1h).'"
+            ),
             "message": (
-                f"work at a preemptible priority class ({classes}) must declare annotation {interval} "
-                "(how often it checkpoints, e.g. 30m or 1h)."
+                f"work that can run on borrowed capacity must declare annotation {interval} (how often it "
+                "checkpoints, e.g. 30m or 1h)."
             ),
             "reason": "Invalid",
         },
@@ -305,44 +419,183 @@ def _checkpoint_validations(preemptible: Sequence[str]) -> list[dict[str, str]]:
             "message": f"annotation {interval} must look like 30m or 1h.",
             "reason": "Invalid",
         },
+        {
+            "expression": f"!{bounded} || {_annotation(interval)}.matches({regexes}[{_label(pc)}])",
+            "messageExpression": (
+                f"'annotation {interval} ' + {_annotation(interval)} + ' is longer than ' + "
+                f"{maxima}[{_label(pc)}] + ', the longest checkpoint interval of priority class ' + "
+                f"{_label(pc)} + ' (scheduling.priorityClasses[].maxCheckpointInterval): an eviction would "
+                "throw away more GPU time than the platform allows. Checkpoint more often.'"
+            ),
+            "message": (
+                f"annotation {interval} is longer than the maxCheckpointInterval of the workload's priority class."
+            ),
+            "reason": "Forbidden",
+        },
+    ]
+
+
+# -------------------------------------------------------------------------------------------- pod specs
+
+
+def _walk(base: str, segments: Sequence[str], check: Callable[[str], str], depth: int = 0) -> str:
+    """CEL that applies ``check`` to every value at a ``pod_specs`` path below ``base`` (absent parts pass)."""
+    if not segments:
+        return check(base)
+    segment, rest = segments[0], segments[1:]
+    if segment.endswith("[]"):
+        field, var = segment[:-2], f"i{depth}"
+        inner = _walk(var, rest, check, depth + 1)
+        return f"(!has({base}.{field}) || {base}.{field}.all({var}, {inner}))"
+    if segment.endswith("{}"):
+        field, var = segment[:-2], f"k{depth}"
+        inner = _walk(f"{base}.{field}[{var}]", rest, check, depth + 1)
+        return f"(!has({base}.{field}) || {base}.{field}.all({var}, {inner}))"
+    return f"(!has({base}.{segment}) || {_walk(f'{base}.{segment}', rest, check, depth)})"
+
+
+def _no_pod_priority_class(spec: str) -> str:
+    allowed = ["", *ALLOWED_POD_PRIORITY_CLASSES]
+    return f"(!has({spec}.priorityClassName) || {spec}.priorityClassName in {_cel_list(allowed)})"
+
+
+def _no_gpu_visibility_env(spec: str) -> str:
+    listed = _cel_list(GPU_VISIBILITY_ENV)
+    return " && ".join(
+        f"(!has({spec}.{containers}) || {spec}.{containers}.all(c, !has(c.env) || "
+        f"c.env.all(e, !(e.name in {listed}))))"
+        for containers in ("containers", "initContainers", "ephemeralContainers")
+    )
+
+
+def _pod_spec_validations() -> list[dict[str, str]]:
+    system = ", ".join(SYSTEM_PRIORITY_CLASSES)
+    env = ", ".join(GPU_VISIBILITY_ENV)
+    allowed = ", ".join(ALLOWED_POD_PRIORITY_CLASSES) or "none"
+    out: list[dict[str, str]] = []
+    for kind in WORKLOAD_RESOURCES:
+        paths = ", ".join(kind.pod_specs)
+        for check, message in (
+            (
+                _no_pod_priority_class,
+                f"{kind.kind}: priorityClassName must not be set in the pod spec ({paths}) in tenant "
+                f"namespaces (allowed: {allowed}): a Kubernetes PriorityClass such as {system} lets the pods "
+                "preempt other teams' pods through kube-scheduler. Remove priorityClassName; the workload's "
+                f"priority is its {labels.PRIORITY_CLASS_LABEL} label.",
+            ),
+            (
+                _no_gpu_visibility_env,
+                f"{kind.kind}: no container, init container or ephemeral container ({paths}) may set {env}: "
+                "they expose accelerator devices that Kueue and the quotas never counted. Request devices as "
+                "resources instead (e.g. nvidia.com/gpu: 8, aws.amazon.com/neuron: 1).",
+            ),
+        ):
+            expressions = [_walk("object", path.split("."), check) for path in kind.pod_specs]
+            out.append(
+                {
+                    "expression": f"!{_is_resource(kind)} || ({' && '.join(expressions)})",
+                    "message": message,
+                    "reason": "Forbidden",
+                }
+            )
+    return out
+
+
+# -------------------------------------------------------------------------------------------- deletes
+
+
+def _delete_validations() -> list[dict[str, str]]:
+    options = "request.options"
+    policy_set = f"(has({options}) && has({options}.propagationPolicy))"
+    orphan_flag = f"(has({options}) && has({options}.orphanDependents))"
+    job = next(k for k in WORKLOAD_RESOURCES if (k.group, k.resource) == ("batch", "jobs"))
+    return [
+        {
+            "expression": f"!{policy_set} || {options}.propagationPolicy != 'Orphan'",
+            "message": (
+                "deleting a workload with propagationPolicy: Orphan (kubectl delete --cascade=orphan) is not "
+                "allowed in tenant namespaces: Kueue would release the workload's quota while its pods keep "
+                "running on the GPUs. Delete with --cascade=background (the default) or foreground."
+            ),
+            "reason": "Forbidden",
+        },
+        {
+            "expression": f"!{orphan_flag} || {options}.orphanDependents != true",
+            "message": (
+                "deleting a workload with orphanDependents: true is not allowed in tenant namespaces: Kueue "
+                "would release the workload's quota while its pods keep running on the GPUs. Set "
+                "propagationPolicy: Background (or Foreground) instead."
+            ),
+            "reason": "Forbidden",
+        },
+        {
+            # pkg/registry/batch/job/strategy.go: DefaultGarbageCollectionPolicy is OrphanDependents for
+            # batch/v1 "for backwards compatibility"; kubectl sends Background, API clients often send nothing.
+            "expression": (
+                f"!{_is_resource(job)} || ({policy_set} && {options}.propagationPolicy != 'Orphan') || "
+                f"({orphan_flag} && {options}.orphanDependents == false)"
+            ),
+            "message": (
+                "a Job must be deleted with propagationPolicy: Background or Foreground in tenant namespaces: "
+                "without one the API server orphans a batch/v1 Job's pods (its default for backwards "
+                "compatibility), and they keep their GPUs after Kueue released the quota. kubectl does this "
+                "by default; API clients pass propagation_policy='Background'."
+            ),
+            "reason": "Forbidden",
+        },
     ]
 
 
 def admission_policies(platform: Platform) -> list[dict[str, Any]]:
     """ValidatingAdmissionPolicies and their bindings for the tenant namespaces.
 
-    Returns the workload-label policy and binding (``validationActions: [Deny]``) and, when any priority
-    class is ``preemptible``, the checkpoint policy and binding (``[Deny]`` or ``[Warn]`` per
-    ``scheduling.checkpoint_enforcement``).
+    Returns, in this order, the workload-label policy (``Deny``), the checkpoint policy (``Deny`` or ``Warn``
+    per ``scheduling.checkpoint_enforcement``; always rendered, since whether a namespace borrows is read
+    from its label at admission time), the pod-spec policy (``Deny``) and the delete policy (``Deny``), each
+    followed by its binding.
     """
-    objects = [
-        _policy(
-            WORKLOAD_POLICY, match_conditions=_common_match_conditions(), validations=_workload_validations()
+    checkpoint_action = (
+        "Deny" if platform.scheduling.checkpoint_enforcement is CheckpointEnforcement.DENY else "Warn"
+    )
+    preemptible = [c.workload_priority_class for c in platform.scheduling.priority_classes if c.preemptible]
+    pods_ephemeral = {
+        "apiGroups": [""],
+        "apiVersions": ["*"],
+        "operations": ["UPDATE"],
+        "resources": ["pods/ephemeralcontainers"],
+        "scope": "Namespaced",
+    }
+    return [
+        vap.policy(
+            WORKLOAD_POLICY,
+            rules=_rules(_OPERATIONS),
+            match_conditions=[_from_team_member(), _not_being_deleted()],
+            validations=_workload_validations(),
         ),
-        _binding(WORKLOAD_POLICY, ["Deny"]),
+        vap.policy_binding(WORKLOAD_POLICY, ["Deny"]),
+        vap.policy(
+            CHECKPOINT_POLICY,
+            rules=_rules(_OPERATIONS),
+            match_conditions=[
+                _from_team_member(),
+                _not_being_deleted(),
+                {"name": "can-run-on-borrowed-capacity", "expression": _needs_checkpoint(preemptible)},
+            ],
+            validations=_checkpoint_validations(platform),
+        ),
+        vap.policy_binding(CHECKPOINT_POLICY, [checkpoint_action]),
+        vap.policy(
+            POD_SPEC_POLICY,
+            rules=[*_rules(_OPERATIONS), pods_ephemeral],
+            match_conditions=[_not_being_deleted()],
+            validations=_pod_spec_validations(),
+        ),
+        vap.policy_binding(POD_SPEC_POLICY, ["Deny"]),
+        vap.policy(
+            DELETE_POLICY,
+            rules=_rules(("DELETE",)),
+            match_conditions=[_from_team_member()],
+            validations=_delete_validations(),
+        ),
+        vap.policy_binding(DELETE_POLICY, ["Deny"]),
     ]
-    preemptible = [
-        pc.workload_priority_class for pc in platform.scheduling.priority_classes if pc.preemptible
-    ]
-    if preemptible:
-        pc = labels.PRIORITY_CLASS_LABEL
-        listed = ", ".join(_q(name) for name in preemptible)
-        conditions = [
-            *_common_match_conditions(),
-            {
-                "name": "preemptible-priority-class",
-                "expression": f"{_label_set(pc)} && {_label(pc)} in [{listed}]",
-            },
-        ]
-        action = (
-            "Deny" if platform.scheduling.checkpoint_enforcement is CheckpointEnforcement.DENY else "Warn"
-        )
-        objects += [
-            _policy(
-                CHECKPOINT_POLICY,
-                match_conditions=conditions,
-                validations=_checkpoint_validations(preemptible),
-            ),
-            _binding(CHECKPOINT_POLICY, [action]),
-        ]
-    return objects

@@ -42,7 +42,7 @@ from typing import Any
 import yaml
 
 from hyperpod_tenancy.errors import TenancyError
-from hyperpod_tenancy.k8s import labels
+from hyperpod_tenancy.k8s import labels, workloads
 from hyperpod_tenancy.policy import names
 from hyperpod_tenancy.policy.instance_types import resource_shape
 from hyperpod_tenancy.policy.model import InstanceGroup, Platform, PreemptTeamTasks, SharingStrategy, Team
@@ -86,22 +86,11 @@ CPU = "cpu"
 MEMORY = "memory"
 #: Labels on every rendered object.
 MANAGED_BY_LABELS: Mapping[str, str] = {"app.kubernetes.io/managed-by": "cdk-hyperpod-tenancy"}
-#: Job integrations enabled in the Kueue configuration: the workload kinds HyperPod clusters run (the
-#: HyperPod chart installs the Kubeflow training operator, the MPI operator and KubeRay). Kueue skips an
-#: integration whose CRD is not installed.
-KUEUE_FRAMEWORKS: tuple[str, ...] = (
-    "batch/job",
-    "kubeflow.org/pytorchjob",
-    "kubeflow.org/mpijob",
-    "kubeflow.org/tfjob",
-    "kubeflow.org/xgboostjob",
-    "kubeflow.org/paddlejob",
-    "kubeflow.org/jaxjob",
-    "ray.io/rayjob",
-    "ray.io/raycluster",
-    "pod",
-    "deployment",
-    "statefulset",
+#: Job integrations enabled in the Kueue configuration: the Kueue integration of every workload kind of
+#: :data:`hyperpod_tenancy.k8s.workloads.WORKLOAD_KINDS` that has one (the one table admission and RBAC read
+#: too). Kueue skips an integration whose CRD is not installed.
+KUEUE_FRAMEWORKS: tuple[str, ...] = tuple(
+    k.kueue_framework for k in workloads.WORKLOAD_KINDS if k.kueue_framework is not None
 )
 #: Resources Kueue does not account: a request for a resource no ClusterQueue covers makes a workload
 #: inadmissible, and HyperPod training jobs request EFA interfaces.
@@ -262,7 +251,7 @@ def _flavor_quota(
     for resource in covered:
         nominal = count * shape.amount(resource)
         entry: dict[str, Any] = {"name": resource, "nominalQuota": _quantity(resource, nominal)}
-        borrowing = nominal * borrow_limit // 100 if sharing.borrows else 0
+        borrowing = sharing.borrowing_limit(nominal, borrow_limit)
         entry["borrowingLimit"] = _quantity(resource, borrowing)
         if not sharing.lends:
             entry["lendingLimit"] = _quantity(resource, 0)

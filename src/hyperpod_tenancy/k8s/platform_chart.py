@@ -9,6 +9,7 @@ from hyperpod_tenancy.k8s._manifest_chart import ManifestChart
 from hyperpod_tenancy.k8s.admission import admission_policies
 from hyperpod_tenancy.k8s.kueue import cluster_objects
 from hyperpod_tenancy.k8s.team_manifests import system_namespace
+from hyperpod_tenancy.k8s.tenant_guards import tenant_guard_policies
 from hyperpod_tenancy.policy import FairnessBackend, Platform
 
 __all__ = ["PlatformChart"]
@@ -17,7 +18,9 @@ __all__ = ["PlatformChart"]
 class PlatformChart(ManifestChart):
     """Cluster-scoped objects of the platform.
 
-    The platform's system namespace and the admission policies for team namespaces; with the Kueue backend
+    The platform's system namespace, the admission policies for team namespaces (workload labels and
+    checkpoints, :mod:`~hyperpod_tenancy.k8s.admission`; Services and Secrets,
+    :mod:`~hyperpod_tenancy.k8s.tenant_guards`); with the Kueue backend
     also the ResourceFlavors, the Cohort and the WorkloadPriorityClasses (Task Governance creates those itself).
 
     Args:
@@ -28,7 +31,7 @@ class PlatformChart(ManifestChart):
     """
 
     def __init__(self, scope: Construct, id: str, *, platform: Platform) -> None:
-        manifests = [system_namespace(), *admission_policies(platform)]
+        manifests = [system_namespace(), *admission_policies(platform), *tenant_guard_policies()]
         if platform.fairness_backend is FairnessBackend.KUEUE:
             manifests += cluster_objects(platform)
         super().__init__(scope, id, manifests=manifests)

@@ -16,7 +16,7 @@ __all__ = ["TeamChart"]
 class TeamChart(ManifestChart):
     """A team's namespaced objects, rendered from the policy.
 
-    RBAC, default-deny NetworkPolicies, LimitRange, ServiceAccount, the FSx directory job and PV/PVC; with the
+    RBAC, default-deny NetworkPolicies, LimitRange, ResourceQuotas, ServiceAccount, the FSx directory job and PV/PVC; with the
     Kueue backend also its Namespace, ClusterQueue and LocalQueue.
 
     With Task Governance the service owns the namespace and the queues: the chart leaves them alone and must
@@ -29,6 +29,8 @@ class TeamChart(ManifestChart):
         team: the team to render.
         fsx: the shared file system (values may be CDK tokens).
         service_account: name of the workloads' ServiceAccount.
+        service_cidr: the cluster's Service CIDR, kept out of team egress. Default: the policy's
+            ``cluster.service_cidr``.
 
     """
 
@@ -41,8 +43,11 @@ class TeamChart(ManifestChart):
         team: Team,
         fsx: FsxVolume,
         service_account: str,
+        service_cidr: str | None = None,
     ) -> None:
-        manifests = team_manifests(platform, team, fsx=fsx, service_account=service_account)
+        manifests = team_manifests(
+            platform, team, fsx=fsx, service_account=service_account, service_cidr=service_cidr
+        )
         if platform.fairness_backend is FairnessBackend.KUEUE:
             # Namespace first (it is the first team manifest), then the queues that live in it.
             manifests = manifests[:1] + team_objects(platform, team) + manifests[1:]
@@ -52,8 +57,22 @@ class TeamChart(ManifestChart):
         self.team = team
 
     @classmethod
-    def build(cls, platform: Platform, team: Team, *, fsx: FsxVolume, service_account: str) -> TeamChart:
+    def build(
+        cls,
+        platform: Platform,
+        team: Team,
+        *,
+        fsx: FsxVolume,
+        service_account: str,
+        service_cidr: str | None = None,
+    ) -> TeamChart:
         """Render the chart in its own cdk8s App."""
         return cls(
-            cdk8s.App(), team.name, platform=platform, team=team, fsx=fsx, service_account=service_account
+            cdk8s.App(),
+            team.name,
+            platform=platform,
+            team=team,
+            fsx=fsx,
+            service_account=service_account,
+            service_cidr=service_cidr,
         )

@@ -26,10 +26,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from hyperpod_tenancy.k8s.labels import TEAM_LABEL, namespace_labels
+from hyperpod_tenancy.k8s.workloads import kinds_for
 from hyperpod_tenancy.policy import names
+from hyperpod_tenancy.policy.instance_types import resource_shape
 from hyperpod_tenancy.policy.model import FairnessBackend, Platform, Team, WorkloadKind
 
 __all__ = [
+    "ACCELERATOR_QUOTA_NAME",
     "BUSYBOX_IMAGE",
     "DEFAULT_SERVICE_ACCOUNT",
     "FSX_CLAIM_NAME",
@@ -37,8 +40,11 @@ __all__ = [
     "IMDS_CIDR",
     "MANAGED_BY_LABEL",
     "SYSTEM_NAMESPACE",
+    "SYSTEM_PRIORITY_CLASSES",
+    "SYSTEM_PRIORITY_QUOTA_NAME",
     "TEAM_ROLE_NAME",
     "FsxVolume",
+    "accelerator_ceiling",
     "cluster_role_name",
     "fsx_directory_job",
     "fsx_root_claim_name",
@@ -72,15 +78,22 @@ _RBAC_GROUP = "rbac.authorization.k8s.io"
 _KUEUE_GROUP = "kueue.x-k8s.io"
 _READ = ("get", "list", "watch")
 _WRITE = ("get", "list", "watch", "create", "update", "patch", "delete")
-#: Training job kinds: Kubeflow training operator v1.7 (the HyperPod chart's ``training-operators``:
-#: TFJob, PyTorchJob, MPIJob, XGBoostJob, PaddleJob; ``mpi-operator`` owns ``mpijobs`` too) and the
-#: HyperPod training operator add-on (``HyperPodPyTorchJob``, what ``hyp create hyp-pytorch-job`` creates).
-_TRAINING_JOBS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("kubeflow.org", ("pytorchjobs", "mpijobs", "tfjobs", "xgboostjobs", "paddlejobs")),
-    ("sagemaker.amazonaws.com", ("hyperpodpytorchjobs",)),
-)
 #: Node label HyperPod sets on its nodes; ``Schedulable`` means healthy (and Lustre-capable).
 _HYPERPOD_HEALTH_LABEL = "sagemaker.amazonaws.com/node-health-status"
+#: ResourceQuota capping a team namespace's accelerator requests at guarantee + borrowing ceiling.
+ACCELERATOR_QUOTA_NAME = "accelerator-ceiling"
+#: ResourceQuota admitting no pod at a system priority class in a team namespace.
+SYSTEM_PRIORITY_QUOTA_NAME = "no-system-priority"
+#: The PriorityClasses every Kubernetes cluster creates for its own components. Any namespace may use them
+#: (the Priority admission plugin stopped limiting them to ``kube-system`` in Kubernetes 1.17); a pod at
+#: one preempts every tenant pod through kube-scheduler, outside Kueue.
+SYSTEM_PRIORITY_CLASSES = ("system-node-critical", "system-cluster-critical")
+#: Resource names the Neuron device plugin registers besides the one Kueue counts
+#: (``aws.amazon.com/neurondevice``): whole devices under the legacy name and single NeuronCores
+#: (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/containers/tutorials/k8s-neuron-device-plugin.html).
+#: Requests for them are invisible to the ClusterQueue quota, so the backstop allows none.
+_NEURON_ALIASES = ("aws.amazon.com/neuron", "aws.amazon.com/neuroncore")
+_NEURON_DEVICE = "aws.amazon.com/neurondevice"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -158,8 +171,11 @@ def _namespace(platform: Platform, team: Team) -> Manifest:
 
 def _role_rules(team: Team) -> list[Manifest]:
     """Rules of the team Role: what a team member does, nothing that changes the namespace's guard rails."""
-    rules = [_rule("batch", ("jobs",), _WRITE)]
-    rules += [_rule(group, resources, _WRITE) for group, resources in _TRAINING_JOBS]
+    # the workload kinds come from the one table (hyperpod_tenancy.k8s.workloads), one rule per API group
+    by_group: dict[str, list[str]] = {}
+    for kind in kinds_for(inference=team.workload is WorkloadKind.INFERENCE):
+        by_group.setdefault(kind.group, []).append(kind.resource)
+    rules = [_rule(group, resources, _WRITE) for group, resources in by_group.items()]
     rules += [
         _rule("", ("pods",), ("get", "list", "watch", "delete")),
         _rule("", ("pods/log",), ("get",)),
@@ -170,7 +186,7 @@ def _role_rules(team: Team) -> list[Manifest]:
         _rule(_KUEUE_GROUP, ("localqueues", "workloads"), _READ),
     ]
     if team.workload is WorkloadKind.INFERENCE:
-        rules.append(_rule("apps", ("deployments",), _WRITE))
+        # see the ReplicaSets of their Deployments (rollout status); only controllers write them
         rules.append(_rule("apps", ("replicasets",), _READ))
     return rules
 
@@ -178,11 +194,15 @@ def _role_rules(team: Team) -> list[Manifest]:
 def _rbac(team: Team) -> list[Manifest]:
     """Role + RoleBinding in the team namespace and a read-only ClusterRole + ClusterRoleBinding.
 
-    Namespaced (Role ``hyperpod-tenancy-team-member``): create/get/list/watch/update/patch/delete batch
-    Jobs, the training-operator jobs (Kubeflow PyTorchJob, MPIJob, TFJob, XGBoostJob, PaddleJob and
-    HyperPod's HyperPodPyTorchJob), ConfigMaps, Secrets and Services; get/list/watch/delete Pods;
-    get ``pods/log``; create ``pods/exec`` and ``pods/portforward``; read PVCs, ServiceAccounts, Events,
-    Kueue LocalQueues and Workloads. Inference teams may also manage Deployments (read ReplicaSets).
+    Namespaced (Role ``hyperpod-tenancy-team-member``): create/get/list/watch/update/patch/delete the
+    workload kinds the table :data:`hyperpod_tenancy.k8s.workloads.WORKLOAD_KINDS` grants the team
+    (:func:`~hyperpod_tenancy.k8s.workloads.kinds_for`: batch Jobs, the Kubeflow and MPI operator jobs,
+    HyperPod's HyperPodPyTorchJob, KubeRay RayJobs and RayClusters; Deployments for inference teams),
+    ConfigMaps, Secrets and Services; get/list/watch/delete Pods; get ``pods/log``; create ``pods/exec``
+    and ``pods/portforward``; read PVCs, ServiceAccounts, Events, Kueue LocalQueues and Workloads.
+    Inference teams also read ReplicaSets. Which Services and Secrets a member may create is narrowed
+    further by admission (:mod:`hyperpod_tenancy.k8s.tenant_guards`: ClusterIP Services only, no
+    service-account token Secrets), because RBAC cannot look at an object's fields.
 
     Secrets are writable in the team's own namespace: anyone who can create a Job there can already
     mount and read every Secret of the namespace, so withholding ``get secrets`` would protect nothing,
@@ -250,22 +270,20 @@ def _network_policy(team: Team, name: str, spec: Manifest) -> Manifest:
     }
 
 
-def _network_policies(platform: Platform, team: Team, service_cidr: str | None) -> list[Manifest]:
+def _network_policies(platform: Platform, team: Team, service_cidr: str) -> list[Manifest]:
     """Default deny, then allow DNS, the namespace itself, and the internet minus IMDS and the VPC.
 
     ``default-deny`` selects every pod for ingress and egress. ``allow-same-namespace`` also selects
     every pod for both directions, so the deny is redundant in effect; it is kept so that removing or
     editing one allow policy can never open the namespace. ``allow-internet-egress`` allows egress to
     ``0.0.0.0/0`` except IMDS (node role credentials), the VPC CIDR (other teams' pods and nodes: with the
-    VPC CNI pods have VPC addresses) and, when given, the Service CIDR (ClusterIPs of other teams'
-    Services). The EKS Pod Identity agent (``169.254.170.23``) stays reachable, S3 and other AWS
+    VPC CNI pods have VPC addresses) and the Service CIDR (every ClusterIP: other teams' Services, the
+    API server, Kueue's and the operators' webhooks and metrics). The EKS Pod Identity agent (``169.254.170.23``) stays reachable, S3 and other AWS
     endpoints are reached through their public addresses (or a gateway endpoint). Ingress from other
     namespaces stays denied, which is what actually isolates teams: it holds even if another team's
     egress were open.
     """
-    except_cidrs = [platform.cluster.vpc_cidr, IMDS_CIDR]
-    if service_cidr is not None:
-        except_cidrs.append(service_cidr)
+    except_cidrs = [platform.cluster.vpc_cidr, IMDS_CIDR, service_cidr]
     dns_peer = {
         "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
         "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
@@ -307,14 +325,17 @@ def _network_policies(platform: Platform, team: Team, service_cidr: str | None) 
 
 
 def _limit_range(team: Team) -> Manifest:
-    """Container defaults for the team namespace (applied only where a container sets nothing).
+    """Container request defaults for the team namespace (applied only where a container sets none).
 
-    ``defaultRequest`` cpu 250m / memory 512Mi: enough for sidecars and small helpers, and it makes
-    every container count against the scheduler and Kueue. ``default`` (limit) cpu 2 / memory 4Gi caps a
-    container that forgot its resources instead of letting it starve a GPU node's training pods. No GPU
-    defaults: accelerators must always be requested explicitly (and Kueue quotas count them). A container
-    that sets a request above a default limit but no limit of its own is rejected at admission
-    (request > limit): set limits explicitly on large containers.
+    ``defaultRequest`` cpu 250m / memory 512Mi: enough for sidecars and small helpers, and it makes every
+    container count against the scheduler and Kueue. No default *limit*: a LimitRange ``default`` applies
+    to every container without a limit of that resource, and GPU containers routinely set only
+    ``nvidia.com/gpu`` (a limit, as extended resources require). A 4Gi default memory limit would OOM-kill
+    such a training or inference container on its first batch, and a 2-CPU limit would throttle its data
+    loaders; no single figure fits a pod that may own a whole 2 TiB node. A container that uses more than
+    it requests is Burstable: kubelet evicts it first under node memory pressure, so it cannot starve
+    pods that stay within their requests. No GPU defaults: accelerators must always be requested
+    explicitly (Kueue and the ResourceQuota ``accelerator-ceiling`` count them).
     """
     return {
         "apiVersion": "v1",
@@ -325,11 +346,97 @@ def _limit_range(team: Team) -> Manifest:
                 {
                     "type": "Container",
                     "defaultRequest": {"cpu": "250m", "memory": "512Mi"},
-                    "default": {"cpu": "2", "memory": "4Gi"},
                 }
             ]
         },
     }
+
+
+def accelerator_ceiling(platform: Platform, team: Team) -> dict[str, int] | None:
+    """Accelerators the team's pods may request at most, per extended resource name.
+
+    Per instance type: the guarantee (``quotas[type]`` x accelerators per instance) plus what the team may
+    borrow on top of it (:meth:`~hyperpod_tenancy.policy.model.SharingStrategy.borrowing_limit` of
+    :meth:`~hyperpod_tenancy.policy.model.Platform.effective_sharing`, the rule both fairness backends
+    render), summed per resource name. Every accelerator resource of the cluster is listed (0 where the
+    team has no quota). ``None`` when an instance group's shape is unknown (neither catalogued nor set
+    with ``resources``): its accelerator resource and count cannot be known, and a wrong figure would
+    either stop honest work or cap nothing.
+    """
+    shapes = []
+    for group in platform.cluster.instance_groups:
+        shape = resource_shape(group)
+        if shape is None:
+            return None
+        shapes.append((group.instance_type, shape))
+    sharing = platform.effective_sharing(team)
+    ceiling: dict[str, int] = {}
+    counted: set[str] = set()
+    for instance_type, shape in shapes:
+        if shape.accelerators < 1:
+            continue
+        ceiling.setdefault(shape.accelerator_resource, 0)
+        if instance_type in counted:
+            continue  # several groups of one type: the quota is per type
+        counted.add(instance_type)
+        nominal = team.compute.quotas.get(instance_type, 0) * shape.accelerators
+        ceiling[shape.accelerator_resource] += nominal + sharing.borrowing_limit(
+            nominal, team.compute.borrow_limit
+        )
+    if _NEURON_DEVICE in ceiling:
+        for alias in _NEURON_ALIASES:
+            ceiling.setdefault(alias, 0)
+    return ceiling
+
+
+def _resource_quotas(platform: Platform, team: Team) -> list[Manifest]:
+    """Render the quota backstop that holds whatever admission lets through.
+
+    ``accelerator-ceiling``: ``requests.<resource>`` for every accelerator of the cluster at
+    :func:`accelerator_ceiling` (Kubernetes allows only the ``requests.`` prefix for extended resources,
+    whose requests always equal their limits; https://kubernetes.io/docs/concepts/policy/resource-quotas/
+    #resource-quota-for-extended-resources). Kueue admits no more than that, so the quota never stops
+    admitted work; it stops pods that bypass Kueue (a Job whose queue label is missing, a workload
+    orphaned from its Workload) from taking GPUs beyond the team's share. Omitted when
+    :func:`accelerator_ceiling` is unknown.
+
+    ``no-system-priority``: ``pods: "0"`` scoped to the PriorityClasses :data:`SYSTEM_PRIORITY_CLASSES`
+    (``scopeSelector`` ``PriorityClass`` ``In``; https://kubernetes.io/docs/concepts/policy/resource-quotas/
+    #resource-quota-per-priorityclass), so no pod of the namespace can preempt other teams' pods through
+    kube-scheduler. The team Role has no verbs on resourcequotas.
+    """
+    ns = names.namespace(team.name)
+    quotas: list[Manifest] = []
+    ceiling = accelerator_ceiling(platform, team)
+    if ceiling:
+        quotas.append(
+            {
+                "apiVersion": "v1",
+                "kind": "ResourceQuota",
+                "metadata": _meta(ACCELERATOR_QUOTA_NAME, team, ns),
+                "spec": {"hard": {f"requests.{r}": str(n) for r, n in sorted(ceiling.items())}},
+            }
+        )
+    quotas.append(
+        {
+            "apiVersion": "v1",
+            "kind": "ResourceQuota",
+            "metadata": _meta(SYSTEM_PRIORITY_QUOTA_NAME, team, ns),
+            "spec": {
+                "hard": {"pods": "0"},
+                "scopeSelector": {
+                    "matchExpressions": [
+                        {
+                            "scopeName": "PriorityClass",
+                            "operator": "In",
+                            "values": list(SYSTEM_PRIORITY_CLASSES),
+                        }
+                    ]
+                },
+            },
+        }
+    )
+    return quotas
 
 
 def _service_account(team: Team, name: str) -> Manifest:
@@ -439,7 +546,8 @@ def team_manifests(
 
     Order: Namespace (``kueue`` backend only), ServiceAccount, Role, RoleBinding, ClusterRole,
     ClusterRoleBinding, NetworkPolicies ``default-deny``, ``allow-dns``, ``allow-same-namespace``,
-    ``allow-internet-egress``, LimitRange ``container-defaults``, PersistentVolume
+    ``allow-internet-egress``, LimitRange ``container-defaults``, ResourceQuotas ``accelerator-ceiling``
+    (when the cluster's accelerators are known) and ``no-system-priority``, PersistentVolume
     ``hyperpod-tenancy-fsx-<team>`` and PersistentVolumeClaim ``fsx``.
 
     With ``fairness_backend`` Task Governance the namespace is created by the service; apply
@@ -451,9 +559,12 @@ def team_manifests(
         fsx: the shared FSx for Lustre file system (values may be CDK tokens).
         service_account: name of the workloads' ServiceAccount; associate it with the team's S3 role
             through EKS Pod Identity. Default: :data:`DEFAULT_SERVICE_ACCOUNT`.
-        service_cidr: the cluster's Kubernetes Service CIDR, also excluded from internet egress so that
-            other teams' ClusterIPs are not reachable even before ingress policy applies. Default: not
-            excluded (other teams' pods still deny the ingress). Used verbatim; may be a CDK token.
+        service_cidr: the cluster's Kubernetes Service CIDR, excluded from internet egress so that no
+            ClusterIP is reachable through it: other teams' Services, the API server's ``kubernetes``
+            Service, the webhooks and metrics endpoints of Kueue and the operators. DNS stays reachable
+            (``allow-dns`` admits the kube-dns pods by selector, which is what the kube-dns ClusterIP is
+            translated to before policy applies). Default: the policy's ``cluster.service_cidr`` (what the
+            cluster construct sets as the EKS ``serviceIpv4Cidr``). Used verbatim; may be a CDK token.
 
     Returns:
         Plain manifest dicts (``apiVersion``, ``kind``, ``metadata``...), valid for Kubernetes 1.33.
@@ -464,8 +575,10 @@ def team_manifests(
         objects.append(_namespace(platform, team))
     objects.append(_service_account(team, service_account))
     objects += _rbac(team)
-    objects += _network_policies(platform, team, service_cidr)
+    cidr = platform.cluster.service_cidr if service_cidr is None else service_cidr
+    objects += _network_policies(platform, team, cidr)
     objects.append(_limit_range(team))
+    objects += _resource_quotas(platform, team)
     objects += _team_fsx(platform, team, fsx)
     return objects
 
@@ -510,8 +623,16 @@ def fsx_directory_job(platform: Platform, team: Team, *, fsx: FsxVolume) -> list
     is right. The pod runs as root with all capabilities dropped but ``CHOWN``, ``FOWNER`` (chmod a
     directory someone else may own) and ``FSETID`` (keep the setgid bit although root is not in the
     group), no privilege escalation, a read-only root file system and no service account token. It is
-    pinned to healthy HyperPod nodes (they have the Lustre client) and is deleted 10 minutes after it
-    finishes; ``backoffLimit`` 4 and a 15-minute deadline bound a stuck mount.
+    pinned to healthy HyperPod nodes (``sagemaker.amazonaws.com/node-health-status: Schedulable``): the
+    HyperPod AMI has the Lustre client, while the EKS AL2023 AMI of the system nodes does not ship it
+    (awslabs/amazon-eks-ami#2696: the maintainers keep ``lustre-client`` out of the AMI). It is deleted 10
+    minutes after it finishes and ``backoffLimit`` 4 bounds failing runs.
+
+    It has no ``activeDeadlineSeconds``: the deadline counts from the Job's start, including the time its pod
+    waits for a node, and with on-start deep health checks a new HyperPod node is ``Schedulable`` only after
+    about two hours (HyperPod resiliency: deep health checks), longer still with a training plan whose capacity
+    starts later. A deadline would kill the Job before it ever ran; without one, a pod that cannot be scheduled
+    or mounted waits (and shows as Pending in ``kubectl get pods -n hyperpod-tenancy-system``).
 
     Apply after :func:`system_namespace`; the team's pods can start before the Job has run (kubelet
     retries the mount until the directory exists).
@@ -524,7 +645,6 @@ def fsx_directory_job(platform: Platform, team: Team, *, fsx: FsxVolume) -> list
         "metadata": _meta(f"fsx-dir-{team.name}", team, SYSTEM_NAMESPACE),
         "spec": {
             "backoffLimit": 4,
-            "activeDeadlineSeconds": 900,
             "ttlSecondsAfterFinished": 600,
             "template": {
                 "metadata": {"labels": _labels(team)},

@@ -25,6 +25,12 @@ Sources for the identities (checked against the charts, not remembered):
   ``TRAINING_OPERATOR_NAMESPACE``).
 * KubeRay operator: ``kuberay-operator`` in the namespace the platform installs it to (:data:`KUBERAY_NAMESPACE`).
 * Kueue: ``kueue-controller-manager`` in ``kueue-system`` (both the Task Governance add-on and the upstream chart).
+* HyperPod inference operator: ``hyperpod-inference-controller-manager`` in ``hyperpod-inference-system`` as the
+  EKS add-on, ``hyperpod-inference-operator-controller-manager`` there when installed from the HyperPod CLI's
+  Helm chart (the chart's migration script rewrites one into the other in the execution role's trust policy:
+  ``helm_chart/HyperPodHelmChart/charts/inference-operator/migration/helm_to_addon.sh``, ~line 434). It
+  creates an endpoint's Deployment, Service and load balancer in the team namespace
+  (:data:`INFERENCE_OPERATORS`).
 """
 
 from __future__ import annotations
@@ -34,6 +40,8 @@ from dataclasses import dataclass
 
 __all__ = [
     "CONTROLLERS",
+    "HYPERPOD_INFERENCE_NAMESPACE",
+    "INFERENCE_OPERATORS",
     "KUBERAY_NAMESPACE",
     "WORKLOAD_KINDS",
     "ControllerIdentity",
@@ -107,6 +115,17 @@ class WorkloadKindSpec:
     kueue_framework: str | None
     #: Which teams may create, update and delete it.
     team_access: TeamAccess
+    #: Where the object holds the PodSpecs of the pods it runs, as dotted paths from the object root: a
+    #: segment ending ``[]`` is a list (every item), ``{}`` a map (every value). Taken from each kind's CRD or
+    #: API type; admission checks every PodSpec found there. Sources: the Kubeflow CRDs of the HyperPod CLI
+    #: chart (``charts/training-operators/crds/*``: ``pytorchReplicaSpecs``, ``tfReplicaSpecs``,
+    #: ``xgbReplicaSpecs``, ``paddleReplicaSpecs``), ``charts/mpi-operator/templates/mpijob-crd.yaml``
+    #: (v2beta1 ``mpiReplicaSpecs``), the HyperPod SDK model
+    #: ``src/sagemaker/hyperpod/training/config/hyperpod_pytorch_job_unified_config.py`` (``replicaSpecs`` is a
+    #: list of ``ReplicaSpec`` with ``template``), KubeRay ``ray.io/v1`` (``headGroupSpec``,
+    #: ``workerGroupSpecs``, RayJob ``rayClusterSpec`` and ``submitterPodTemplate``), and the batch/apps/core
+    #: API types.
+    pod_specs: tuple[str, ...]
 
 
 #: Kubernetes' own controllers (kube-controller-manager, one service account per controller on EKS).
@@ -127,6 +146,25 @@ _KUBE_CONTROLLERS = (
     ),
     ControllerIdentity(
         description="garbage collector", namespace="kube-system", service_account="generic-garbage-collector"
+    ),
+)
+
+#: Namespace of the HyperPod inference operator (add-on and Helm chart alike).
+HYPERPOD_INFERENCE_NAMESPACE = "hyperpod-inference-system"
+
+#: The HyperPod inference operator under both of its installations. Besides Deployments it creates the
+#: Services (and load balancers) of an endpoint, the only Services in tenant namespaces that may be other
+#: than plain ClusterIP (:mod:`hyperpod_tenancy.k8s.tenant_guards`).
+INFERENCE_OPERATORS: tuple[ControllerIdentity, ...] = (
+    ControllerIdentity(
+        description="HyperPod inference operator (EKS add-on)",
+        namespace=HYPERPOD_INFERENCE_NAMESPACE,
+        service_account="hyperpod-inference-controller-manager",
+    ),
+    ControllerIdentity(
+        description="HyperPod inference operator (Helm chart)",
+        namespace=HYPERPOD_INFERENCE_NAMESPACE,
+        service_account="hyperpod-inference-operator-controller-manager",
     ),
 )
 
@@ -151,6 +189,7 @@ CONTROLLERS: tuple[ControllerIdentity, ...] = (
     ControllerIdentity(
         description="Kueue", namespace="kueue-system", service_account="kueue-controller-manager"
     ),
+    *INFERENCE_OPERATORS,
 )
 
 _K8S = Installer.KUBERNETES
@@ -165,6 +204,7 @@ WORKLOAD_KINDS: tuple[WorkloadKindSpec, ...] = (
         installed_by=_K8S,
         kueue_framework="batch/job",
         team_access=TeamAccess.ALL,
+        pod_specs=("spec.template.spec",),
     ),
     WorkloadKindSpec(
         group="kubeflow.org",
@@ -173,6 +213,7 @@ WORKLOAD_KINDS: tuple[WorkloadKindSpec, ...] = (
         installed_by=_KF,
         kueue_framework="kubeflow.org/pytorchjob",
         team_access=TeamAccess.ALL,
+        pod_specs=("spec.pytorchReplicaSpecs{}.template.spec",),
     ),
     WorkloadKindSpec(
         group="kubeflow.org",
@@ -181,6 +222,7 @@ WORKLOAD_KINDS: tuple[WorkloadKindSpec, ...] = (
         installed_by=_KF,
         kueue_framework="kubeflow.org/tfjob",
         team_access=TeamAccess.ALL,
+        pod_specs=("spec.tfReplicaSpecs{}.template.spec",),
     ),
     WorkloadKindSpec(
         group="kubeflow.org",
@@ -189,6 +231,7 @@ WORKLOAD_KINDS: tuple[WorkloadKindSpec, ...] = (
         installed_by=_KF,
         kueue_framework="kubeflow.org/xgboostjob",
         team_access=TeamAccess.ALL,
+        pod_specs=("spec.xgbReplicaSpecs{}.template.spec",),
     ),
     WorkloadKindSpec(
         group="kubeflow.org",
@@ -197,6 +240,7 @@ WORKLOAD_KINDS: tuple[WorkloadKindSpec, ...] = (
         installed_by=_KF,
         kueue_framework="kubeflow.org/paddlejob",
         team_access=TeamAccess.ALL,
+        pod_specs=("spec.paddleReplicaSpecs{}.template.spec",),
     ),
     WorkloadKindSpec(
         group="kubeflow.org",
@@ -205,6 +249,7 @@ WORKLOAD_KINDS: tuple[WorkloadKindSpec, ...] = (
         installed_by=Installer.HYPERPOD_CHART_MPI_OPERATOR,
         kueue_framework="kubeflow.org/mpijob",
         team_access=TeamAccess.ALL,
+        pod_specs=("spec.mpiReplicaSpecs{}.template.spec",),
     ),
     WorkloadKindSpec(
         group="sagemaker.amazonaws.com",
@@ -213,6 +258,7 @@ WORKLOAD_KINDS: tuple[WorkloadKindSpec, ...] = (
         installed_by=Installer.HYPERPOD_TRAINING_OPERATOR_ADDON,
         kueue_framework=None,
         team_access=TeamAccess.ALL,
+        pod_specs=("spec.replicaSpecs[].template.spec",),
     ),
     WorkloadKindSpec(
         group="ray.io",
@@ -221,6 +267,11 @@ WORKLOAD_KINDS: tuple[WorkloadKindSpec, ...] = (
         installed_by=Installer.KUBERAY_CHART,
         kueue_framework="ray.io/rayjob",
         team_access=TeamAccess.ALL,
+        pod_specs=(
+            "spec.rayClusterSpec.headGroupSpec.template.spec",
+            "spec.rayClusterSpec.workerGroupSpecs[].template.spec",
+            "spec.submitterPodTemplate.spec",
+        ),
     ),
     WorkloadKindSpec(
         group="ray.io",
@@ -229,6 +280,7 @@ WORKLOAD_KINDS: tuple[WorkloadKindSpec, ...] = (
         installed_by=Installer.KUBERAY_CHART,
         kueue_framework="ray.io/raycluster",
         team_access=TeamAccess.ALL,
+        pod_specs=("spec.headGroupSpec.template.spec", "spec.workerGroupSpecs[].template.spec"),
     ),
     WorkloadKindSpec(
         group="apps",
@@ -237,6 +289,7 @@ WORKLOAD_KINDS: tuple[WorkloadKindSpec, ...] = (
         installed_by=_K8S,
         kueue_framework="deployment",
         team_access=TeamAccess.INFERENCE,
+        pod_specs=("spec.template.spec",),
     ),
     WorkloadKindSpec(
         group="apps",
@@ -245,6 +298,7 @@ WORKLOAD_KINDS: tuple[WorkloadKindSpec, ...] = (
         installed_by=_K8S,
         kueue_framework="statefulset",
         team_access=TeamAccess.NONE,
+        pod_specs=("spec.template.spec",),
     ),
     WorkloadKindSpec(
         group="apps",
@@ -253,6 +307,7 @@ WORKLOAD_KINDS: tuple[WorkloadKindSpec, ...] = (
         installed_by=_K8S,
         kueue_framework=None,
         team_access=TeamAccess.NONE,
+        pod_specs=("spec.template.spec",),
     ),
     WorkloadKindSpec(
         group="",
@@ -261,6 +316,7 @@ WORKLOAD_KINDS: tuple[WorkloadKindSpec, ...] = (
         installed_by=_K8S,
         kueue_framework="pod",
         team_access=TeamAccess.NONE,
+        pod_specs=("spec",),
     ),
 )
 

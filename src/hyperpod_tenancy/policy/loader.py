@@ -8,9 +8,9 @@ collected together with the semantic ones from
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import enum
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -19,6 +19,7 @@ import yaml
 
 from hyperpod_tenancy.errors import PolicyError, PolicyIssue
 from hyperpod_tenancy.policy.model import (
+    DEFAULT_MAX_CHECKPOINT_INTERVAL,
     CheckpointEnforcement,
     ClassificationMismatch,
     ClusterSpec,
@@ -29,6 +30,7 @@ from hyperpod_tenancy.policy.model import (
     HelmChartSource,
     IdentityCenter,
     InstanceGroup,
+    KubeRayChartSource,
     KueueChartSource,
     Platform,
     PodSecurityLevel,
@@ -68,11 +70,13 @@ _CLUSTER_KEYS = (
     "kubernetesVersion",
     "availabilityZones",
     "vpcCidr",
+    "serviceCidr",
     "instanceGroups",
     "systemNodeGroup",
     "fsx",
     "hyperpodHelmChart",
     "kueueChart",
+    "kuberayChart",
     "observability",
     "dataClassification",
     "onDataClassificationMismatch",
@@ -283,6 +287,21 @@ def _instance_group(path: str, data: object, issues: list[PolicyIssue]) -> Insta
     )
 
 
+_Chart = TypeVar("_Chart", KueueChartSource, KubeRayChartSource)
+
+
+def _chart_source(r: _Reader, key: str, default: _Chart) -> _Chart:
+    """Read an optional ``{repository, version}`` chart block; absent keys keep ``default``'s values."""
+    sub = r.sub(key, ("repository", "version"), required=False)
+    if sub is None:
+        return default
+    return dataclasses.replace(
+        default,
+        repository=sub.text("repository", default.repository),
+        version=sub.text("version", default.version),
+    )
+
+
 def _cluster(r: _Reader) -> ClusterSpec:
     groups = [_instance_group(p, d, r.issues) for p, d in r.items("instanceGroups")]
     system = SystemNodeGroup()
@@ -310,23 +329,20 @@ def _cluster(r: _Reader) -> ClusterSpec:
             version=helm_r.text("version", None),
             directory=helm_r.text("directory", None),
         )
-    kueue = KueueChartSource()
-    kueue_r = r.sub("kueueChart", ("repository", "version"), required=False)
-    if kueue_r is not None:
-        kueue = KueueChartSource(
-            repository=kueue_r.text("repository", kueue.repository),
-            version=kueue_r.text("version", kueue.version),
-        )
+    kueue = _chart_source(r, "kueueChart", KueueChartSource())
+    kuberay = _chart_source(r, "kuberayChart", KubeRayChartSource())
     return ClusterSpec(
         name=r.text("name"),
         kubernetes_version=r.text("kubernetesVersion", ClusterSpec.kubernetes_version),
         availability_zones=r.strings("availabilityZones"),
         vpc_cidr=r.text("vpcCidr", ClusterSpec.vpc_cidr),
+        service_cidr=r.text("serviceCidr", ClusterSpec.service_cidr),
         instance_groups=tuple(groups),
         system_node_group=system,
         fsx=fsx,
         hyperpod_helm_chart=helm,
         kueue_chart=kueue,
+        kuberay_chart=kuberay,
         observability=r.flag("observability", True),
         data_classification=r.text("dataClassification"),
         on_data_classification_mismatch=r.choice(
@@ -338,10 +354,13 @@ def _cluster(r: _Reader) -> ClusterSpec:
 def _scheduling(r: _Reader) -> SchedulingSpec:
     classes = []
     for path, data in r.items("priorityClasses"):
-        pr = _Reader(data, path, r.issues, ("name", "weight", "preemptible"))
+        pr = _Reader(data, path, r.issues, ("name", "weight", "preemptible", "maxCheckpointInterval"))
         classes.append(
             PriorityClass(
-                name=pr.text("name"), weight=pr.integer("weight"), preemptible=pr.flag("preemptible", False)
+                name=pr.text("name"),
+                weight=pr.integer("weight"),
+                preemptible=pr.flag("preemptible", False),
+                max_checkpoint_interval=pr.text("maxCheckpointInterval", DEFAULT_MAX_CHECKPOINT_INTERVAL),
             )
         )
     return SchedulingSpec(
@@ -442,13 +461,10 @@ def _related(a: str, b: str) -> bool:
 
 def _inputs(issue: PolicyIssue) -> tuple[str, ...]:
     """Paths a semantic rule reads besides the issue's own path (cross-references)."""
-    team = re.match(r"^teams\[\d+\]", issue.path)
     if issue.code in ("HPT-QUOTA-UNKNOWN-TYPE", "HPT-QUOTA-CAPACITY"):
         return ("cluster.instanceGroups",)
     if issue.code == "HPT-PRIORITY-UNKNOWN":
         return ("scheduling.priorityClasses",)
-    if issue.code == "HPT-BORROW-WITHOUT-CHECKPOINT" and team:
-        return ("scheduling.priorityClasses", f"{team.group(0)}.allowedPriorityClasses")
     if issue.code == "HPT-AZ":
         return ("region", "cluster.availabilityZones")
     return ()

@@ -16,6 +16,22 @@ from dataclasses import dataclass, field
 DEFAULT_RESERVED_NODES = 1
 #: Task Governance's documented default borrow limit (percent of the team's guaranteed amount).
 DEFAULT_BORROW_LIMIT = 50
+#: Default longest checkpoint interval of a priority class: an eviction loses at most an hour of the job's work.
+DEFAULT_MAX_CHECKPOINT_INTERVAL = "1h"
+#: Longest ``maxCheckpointInterval`` a priority class may set (a day: beyond it the bound bounds nothing).
+MAX_CHECKPOINT_INTERVAL_CEILING = "24h"
+
+
+def interval_minutes(text: str) -> int | None:
+    """Minutes of an interval written ``<n>m`` or ``<n>h`` (``n`` a positive integer without leading zero).
+
+    Returns ``None`` for anything else (``0m``, ``1h30m``, ``30``, ``1d``): the same grammar admission accepts
+    in ``hyperpod-tenancy.io/checkpoint-interval``.
+    """
+    digits, unit = text[:-1], text[-1:]
+    if unit not in ("m", "h") or not digits.isascii() or not digits.isdigit() or digits.startswith("0"):
+        return None
+    return int(digits) * (60 if unit == "h" else 1)
 
 
 class FairnessBackend(enum.StrEnum):
@@ -51,6 +67,14 @@ class SharingStrategy(enum.StrEnum):
     def borrows(self) -> bool:
         """Whether this team may borrow other teams' idle capacity."""
         return self is SharingStrategy.LEND_AND_BORROW
+
+    def borrowing_limit(self, nominal: int, borrow_limit: int) -> int:
+        """Most a team may borrow on top of a guaranteed ``nominal`` amount (whole units, floored).
+
+        ``floor(nominal x borrow_limit / 100)`` when this strategy borrows, else 0. The Kueue ClusterQueues
+        (``borrowingLimit``) and the per-namespace ResourceQuota backstop both use this one rule.
+        """
+        return nominal * borrow_limit // 100 if self.borrows else 0
 
 
 class PreemptTeamTasks(enum.StrEnum):
@@ -196,6 +220,16 @@ class KueueChartSource:
 
 
 @dataclass(frozen=True, kw_only=True)
+class KubeRayChartSource:
+    """KubeRay operator Helm chart: serves the ``ray.io`` kinds (RayJob, RayCluster) teams may submit."""
+
+    #: Helm repository of the chart (the KubeRay project's public repository).
+    repository: str = "https://ray-project.github.io/kuberay-helm/"
+    #: Pinned version of the ``kuberay-operator`` chart.
+    version: str = "1.4.2"
+
+
+@dataclass(frozen=True, kw_only=True)
 class ClusterSpec:
     """The shared EKS + HyperPod cluster."""
 
@@ -208,6 +242,9 @@ class ClusterSpec:
     availability_zones: tuple[str, ...]
     #: CIDR of the VPC the platform creates.
     vpc_cidr: str = "10.192.0.0/16"
+    #: Kubernetes Service CIDR of the EKS cluster (ClusterIPs); private, /12 to /24, outside ``vpc_cidr``.
+    #: Set explicitly so team NetworkPolicies can keep it out of team egress. createOnly on EKS.
+    service_cidr: str = "172.20.0.0/16"
     #: GPU (and other) instance groups.
     instance_groups: tuple[InstanceGroup, ...]
     #: EKS managed node group for system pods.
@@ -218,6 +255,8 @@ class ClusterSpec:
     hyperpod_helm_chart: HelmChartSource
     #: Source of the upstream Kueue chart (``kueue`` backend only).
     kueue_chart: KueueChartSource = field(default_factory=KueueChartSource)
+    #: Source of the KubeRay operator chart (installed on every platform: teams may submit Ray kinds).
+    kuberay_chart: KubeRayChartSource = field(default_factory=KubeRayChartSource)
     #: Install the HyperPod observability add-on with an Amazon Managed Prometheus workspace.
     observability: bool = True
     #: Data classification the cluster is approved for; every team must match it.
@@ -237,6 +276,15 @@ class PriorityClass:
     #: Work at this priority may run on borrowed capacity and be preempted when the lender returns,
     #: so it must declare a checkpoint.
     preemptible: bool = False
+    #: Longest checkpoint interval work at this class may declare (``<n>m`` or ``<n>h``, at most
+    #: :data:`MAX_CHECKPOINT_INTERVAL_CEILING`): the most GPU time one eviction can throw away. Admission denies
+    #: a longer ``hyperpod-tenancy.io/checkpoint-interval``. Default :data:`DEFAULT_MAX_CHECKPOINT_INTERVAL`.
+    max_checkpoint_interval: str = DEFAULT_MAX_CHECKPOINT_INTERVAL
+
+    @property
+    def max_checkpoint_minutes(self) -> int | None:
+        """:attr:`max_checkpoint_interval` in minutes (``None`` if it is not ``<n>m`` or ``<n>h``)."""
+        return interval_minutes(self.max_checkpoint_interval)
 
     @property
     def workload_priority_class(self) -> str:
@@ -303,6 +351,7 @@ class Team:
     #: Training or inference.
     workload: WorkloadKind = WorkloadKind.TRAINING
     #: Pod Security Standards level enforced in the team namespace (warn/audit are always restricted).
+    #: ``privileged`` is refused (``HPT-POD-SECURITY-PRIVILEGED``): it gives node root on shared nodes.
     pod_security: PodSecurityLevel = PodSecurityLevel.BASELINE
     #: Create a SageMaker Studio domain for the team.
     studio: bool = True

@@ -9,6 +9,10 @@ from __future__ import annotations
 NAMESPACE_PREFIX = "hyperpod-ns-"
 #: Kubernetes label values (queue and priority-class labels) are limited to 63 characters.
 LABEL_VALUE_MAX = 63
+#: Identity Center permission set names: ``[\w+=,.@-]{1,32}`` (AWS::SSO::PermissionSet Name).
+PERMISSION_SET_MAX = 32
+#: SageMaker DomainName: at most 63 characters, ``^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}`` (AWS::SageMaker::Domain).
+STUDIO_DOMAIN_MAX = 63
 
 
 def namespace(team: str) -> str:
@@ -39,6 +43,11 @@ def workload_priority_class(priority_class: str) -> str:
 def permission_set(team: str) -> str:
     """Default Identity Center permission set name: the team name in PascalCase."""
     return "".join(part.capitalize() for part in team.split("-"))
+
+
+def studio_domain(cluster: str, team: str) -> str:
+    """SageMaker Studio domain name of a team: ``<cluster>-<team>``."""
+    return f"{cluster}-{team}"
 
 
 def derived_names(team: str) -> dict[str, str]:

@@ -18,12 +18,15 @@ from hyperpod_tenancy.policy._accepted_types import HYPERPOD_INSTANCE_TYPES
 from hyperpod_tenancy.policy._typecheck import type_issues
 from hyperpod_tenancy.policy.instance_types import RESOURCE_CATALOGUE
 from hyperpod_tenancy.policy.model import (
+    MAX_CHECKPOINT_INTERVAL_CEILING,
     ClassificationMismatch,
     FairnessBackend,
     InstanceGroup,
     Platform,
+    PodSecurityLevel,
     Team,
     WorkloadKind,
+    interval_minutes,
 )
 
 __all__ = [
@@ -135,6 +138,20 @@ def _check_platform(p: Platform, out: _Issues) -> None:
             f"{p.identity_center.region!r} is not an AWS region name.",
             "use the Identity Center home region, e.g. `us-east-1`.",
         )
+    elif _REGION.match(p.region) and p.identity_center.region != p.region:
+        # CloudFormation creates AWS::SSO::* resources in the stack's region, and Identity Center accepts them
+        # only in its home region; an SSO-auth SageMaker domain must be in that region too.
+        out.add(
+            "HPT-IDENTITY-CENTER-REGION",
+            "identityCenter.region",
+            f"Identity Center lives in {p.identity_center.region!r} but the platform deploys to {p.region!r}: "
+            "the team stacks create the permission sets, account assignments and Studio application assignments "
+            "in the stack's region, where Identity Center would reject them, and SSO-auth Studio domains need "
+            "the Identity Center region.",
+            f"deploy the platform in {p.identity_center.region} (set `region: {p.identity_center.region}`), or "
+            "correct identityCenter.region; the stacks must also deploy in the organization's management account "
+            "or an Identity Center delegated administrator account.",
+        )
 
 
 def _check_cluster(p: Platform, out: _Issues) -> None:
@@ -185,6 +202,7 @@ def _check_network(p: Platform, out: _Issues) -> None:
                 f"{zone!r} is not a zone of region {p.region}.",
                 f"use a zone such as {p.region}a.",
             )
+    net: ipaddress.IPv4Network | ipaddress.IPv6Network | None
     try:
         net = ipaddress.ip_network(c.vpc_cidr)
         if net.version != 4 or net.prefixlen > 20:
@@ -195,6 +213,42 @@ def _check_network(p: Platform, out: _Issues) -> None:
             "cluster.vpcCidr",
             f"{c.vpc_cidr!r} is not an IPv4 CIDR of /20 or larger.",
             "use e.g. 10.192.0.0/16.",
+        )
+        net = None
+    _check_service_cidr(c.service_cidr, net, out)
+
+
+#: EKS accepts a Service CIDR inside these blocks, /12 to /24, not overlapping the VPC
+#: (https://docs.aws.amazon.com/eks/latest/APIReference/API_KubernetesNetworkConfigRequest.html).
+_PRIVATE_BLOCKS = tuple(ipaddress.IPv4Network(b) for b in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"))
+
+
+def _check_service_cidr(
+    service_cidr: str, vpc: ipaddress.IPv4Network | ipaddress.IPv6Network | None, out: _Issues
+) -> None:
+    net: ipaddress.IPv4Network | ipaddress.IPv6Network | None
+    try:
+        net = ipaddress.ip_network(service_cidr)
+    except ValueError:
+        net = None
+    if (
+        not isinstance(net, ipaddress.IPv4Network)
+        or not 12 <= net.prefixlen <= 24
+        or not any(net.subnet_of(block) for block in _PRIVATE_BLOCKS)
+    ):
+        out.add(
+            "HPT-SERVICE-CIDR",
+            "cluster.serviceCidr",
+            f"{service_cidr!r} is not an IPv4 CIDR from /12 to /24 inside 10.0.0.0/8, 172.16.0.0/12 or "
+            "192.168.0.0/16 (what EKS accepts).",
+            "use e.g. 172.20.0.0/16.",
+        )
+    elif isinstance(vpc, ipaddress.IPv4Network) and net.overlaps(vpc):
+        out.add(
+            "HPT-SERVICE-CIDR",
+            "cluster.serviceCidr",
+            f"{service_cidr!r} overlaps cluster.vpcCidr {str(vpc)!r}; EKS refuses a Service CIDR inside the VPC.",
+            "pick a block outside the VPC, e.g. 172.20.0.0/16 (or 10.100.0.0/16 if the VPC is in 172.16.0.0/12).",
         )
 
 
@@ -445,6 +499,27 @@ def _check_scheduling(p: Platform, out: _Issues) -> None:
                 f"{pc.weight} is outside {lo}-{hi}.",
                 f"use a weight between {lo} and {hi}; higher preempts lower.",
             )
+        _check_checkpoint_interval(pc.max_checkpoint_interval, f"{path}.maxCheckpointInterval", out)
+
+
+def _check_checkpoint_interval(value: str, path: str, out: _Issues) -> None:
+    minutes = interval_minutes(value)
+    ceiling = interval_minutes(MAX_CHECKPOINT_INTERVAL_CEILING) or 0
+    if minutes is None:
+        out.add(
+            "HPT-CHECKPOINT-INTERVAL",
+            path,
+            f"{value!r} is not a number of minutes or hours.",
+            "write a positive whole number followed by m or h, e.g. `30m` or `1h` (not `1h30m`, write `90m`).",
+        )
+    elif minutes > ceiling:
+        out.add(
+            "HPT-CHECKPOINT-INTERVAL",
+            path,
+            f"{value!r} is longer than {MAX_CHECKPOINT_INTERVAL_CEILING}: an eviction could throw away more than "
+            "a day of GPU work.",
+            f"use at most {MAX_CHECKPOINT_INTERVAL_CEILING}, e.g. `1h`.",
+        )
 
 
 def _check_teams(p: Platform, out: _Issues) -> None:
@@ -468,7 +543,29 @@ def _check_teams(p: Platform, out: _Issues) -> None:
         _check_identity(team, path, gids, out)
         _check_allowed_classes(team, path, class_names, out)
         _check_classification(p, team, path, out)
-        _check_borrowing_needs_checkpoints(p, team, path, out)
+        _check_pod_security(team, path, out)
+        _check_studio_domain_name(p, team, path, out)
+
+
+def _check_studio_domain_name(p: Platform, team: Team, path: str, out: _Issues) -> None:
+    """Refuse a Studio domain name ``<cluster>-<team>`` that is not a valid SageMaker DomainName."""
+    if (
+        not team.studio
+        or not _DNS_LABEL.match(team.name)
+        or len(team.name) > MAX_TEAM_NAME
+        or not _HYPERPOD_NAME.match(p.cluster.name)
+    ):
+        return  # no domain, or a bad name that HPT-TEAM-NAME / HPT-NAME already report
+    domain = names.studio_domain(p.cluster.name, team.name)
+    if len(domain) > names.STUDIO_DOMAIN_MAX or not _HYPERPOD_NAME.match(domain):
+        out.add(
+            "HPT-STUDIO-DOMAIN-NAME",
+            f"{path}.name",
+            f"the Studio domain name {domain!r} (cluster.name + '-' + team name) has {len(domain)} characters; "
+            f"SageMaker allows at most {names.STUDIO_DOMAIN_MAX}.",
+            f"shorten the team name or cluster.name by {len(domain) - names.STUDIO_DOMAIN_MAX} characters, or set "
+            "`studio: false` for the team.",
+        )
 
 
 def _check_identity(team: Team, path: str, gids: dict[int, str], out: _Issues) -> None:
@@ -511,6 +608,17 @@ def _check_identity(team: Team, path: str, gids: dict[int, str], out: _Issues) -
             f"{psn!r} is not a valid permission set name.",
             "use at most 32 letters, digits or +=,.@-_.",
         )
+    elif psn is None and _DNS_LABEL.match(team.name) and len(team.name) <= MAX_TEAM_NAME:
+        default = names.permission_set(team.name)
+        if len(default) > names.PERMISSION_SET_MAX:
+            out.add(
+                "HPT-IDENTITY",
+                f"{path}.identity.permissionSetName",
+                f"the default permission set name {default!r} derived from team {team.name!r} has {len(default)} "
+                f"characters; Identity Center allows at most {names.PERMISSION_SET_MAX}.",
+                f"set `identity.permissionSetName` to at most {names.PERMISSION_SET_MAX} letters, digits or "
+                "+=,.@-_, or shorten the team name.",
+            )
 
 
 def _check_allowed_classes(team: Team, path: str, class_names: set[str], out: _Issues) -> None:
@@ -624,27 +732,27 @@ def _check_classification(p: Platform, team: Team, path: str, out: _Issues) -> N
         )
 
 
-def _check_borrowing_needs_checkpoints(p: Platform, team: Team, path: str, out: _Issues) -> None:
-    if not (p.scheduling.idle_resource_sharing and team.compute.sharing.borrows):
+def _check_pod_security(team: Team, path: str, out: _Issues) -> None:
+    """``podSecurity: privileged`` gives node root on nodes every team shares: refused outright.
+
+    A privileged pod (or one with ``hostPath``, ``hostPID``, ``hostNetwork``, which only the privileged
+    level admits) owns its node: the kubelet's credentials, the node role, every other team's FSx mounts,
+    GPU memory and Pod Identity tokens on that node. The platform has no dedicated-node wiring (a tainted
+    instance group per team plus an admission rule pinning the team's pods to it), so no acknowledgment
+    could make it safe here.
+    """
+    if team.pod_security is not PodSecurityLevel.PRIVILEGED:
         return
-    defined = {pc.name for pc in p.scheduling.priority_classes}
-    if not defined.intersection(team.allowed_priority_classes):
-        return  # none of the team's classes exists: HPT-PRIORITY-UNKNOWN reports it
-    preemptible = [
-        n
-        for n in team.allowed_priority_classes
-        if n in {pc.name for pc in p.scheduling.priority_classes if pc.preemptible}
-    ]
-    if not preemptible:
-        out.add(
-            "HPT-BORROW-WITHOUT-CHECKPOINT",
-            f"{path}.compute.sharing",
-            f"team {team.name!r} borrows idle capacity, but none of its allowed priority classes "
-            f"{list(team.allowed_priority_classes)} is marked `preemptible`, so borrowed work would be "
-            "preempted without a checkpoint and its GPU-hours thrown away.",
-            "mark a priority class `preemptible: true` and allow it (its jobs must declare a checkpoint), "
-            "or set `sharing: lend` / `dont-lend`.",
-        )
+    out.add(
+        "HPT-POD-SECURITY-PRIVILEGED",
+        f"{path}.podSecurity",
+        f"team {team.name!r} asks for Pod Security level 'privileged' on a cluster whose nodes every team "
+        "shares; a privileged pod is root on its node and can read other teams' FSx mounts, GPU memory and "
+        "Pod Identity credentials on it. The platform offers no dedicated, tainted nodes per team, so this "
+        "cannot be acknowledged.",
+        "use `podSecurity: baseline` (the default; root in the container, no host access) or `restricted`; "
+        "a team that really needs host access belongs on its own cluster (a separate platform).",
+    )
 
 
 def _check_capacity(p: Platform, out: _Issues) -> None:

@@ -11,6 +11,8 @@ What a team gets:
   under ``<bucket>/teams/<team>/`` and open Studio user profiles of the team's own domain.
   Everything inside the cluster is RBAC's job (the access entry maps the role to the team group).
 * Team data policy (Studio execution role, pod identity role): S3 under the team prefix only.
+* Studio policy (Studio execution role): create, use and delete the apps and spaces of the team's
+  own domain, tag them on creation, describe them, and list what the Studio UI lists.
 
 ``eks:ListClusters`` / ``sagemaker:ListClusters`` are left out on purpose: they only take
 ``Resource: "*"``, reveal every cluster in the account, and no team workflow needs them when the
@@ -44,6 +46,23 @@ HYPERPOD_CLUSTER_ACTIONS = (
 )
 #: Studio sign-in through a presigned URL (IAM-auth domains), scoped to the team's domain.
 STUDIO_ACTIONS = ("sagemaker:CreatePresignedDomainUrl",)
+#: What the Studio execution role does on the apps of its own domain (JupyterLab, Code Editor...):
+#: "Give your users access to spaces", https://docs.aws.amazon.com/sagemaker/latest/dg/studio-updated-jl-admin-guide-permissions.html
+STUDIO_APP_ACTIONS = ("sagemaker:CreateApp", "sagemaker:DeleteApp", "sagemaker:DescribeApp")
+#: What the Studio execution role does on the spaces of its own domain (same page).
+STUDIO_SPACE_ACTIONS = (
+    "sagemaker:CreateSpace",
+    "sagemaker:UpdateSpace",
+    "sagemaker:DeleteSpace",
+    "sagemaker:DescribeSpace",
+)
+#: Studio tags every app and space it creates; ``AddTags`` is allowed only as part of these creations
+#: (``sagemaker:TaggingAction``, "Provide permissions for tagging SageMaker AI resources",
+#: https://docs.aws.amazon.com/sagemaker/latest/dg/security_iam_id-based-policy-examples.html#grant-tagging-permissions).
+STUDIO_TAGGING_ACTIONS = ("CreateApp", "CreateSpace")
+#: List operations the Studio UI calls. They support no resource-level permission (``Resource: "*"``) and
+#: return names and status only; what a team can open or change stays limited to its own domain.
+STUDIO_LIST_ACTIONS = ("sagemaker:ListApps", "sagemaker:ListSpaces", "sagemaker:ListUserProfiles")
 
 _TEAM = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DOMAIN_ID = re.compile(r"^d-[a-z0-9]+$")
@@ -139,6 +158,84 @@ def permission_set_inline_policy(
             }
         )
     return {"Version": POLICY_VERSION, "Statement": statements}
+
+
+def studio_execution_policy(
+    *, domain_id: str, region: str, account: str, partition: str = "aws"
+) -> dict[str, Any]:
+    """Build the Studio policy of a team's execution role: apps and spaces of its own domain only.
+
+    Allows ``CreateApp``/``DeleteApp``/``DescribeApp`` on ``app/<domain_id>/*``, ``CreateSpace``/``UpdateSpace``/
+    ``DeleteSpace``/``DescribeSpace`` on ``space/<domain_id>/*``, ``DescribeUserProfile`` on
+    ``user-profile/<domain_id>/*``, ``DescribeDomain`` on ``domain/<domain_id>``, ``AddTags`` on the domain's apps
+    and spaces only while creating them (``sagemaker:TaggingAction``), and the list calls of
+    :data:`STUDIO_LIST_ACTIONS` (``Resource: "*"``, no resource-level permission exists). Another team's domain,
+    apps and spaces are out of reach.
+
+    Args:
+        domain_id: ID of the team's domain (``d-...``; may be a CDK token).
+        region: region of the domain (may be a token).
+        account: account of the domain (may be a token).
+        partition: ARN partition. Default: ``aws``.
+
+    Raises:
+        ValueError: a bad domain ID or a wildcard in one of the values.
+
+    """
+    for label, value in (("domain_id", domain_id), ("region", region), ("account", account)):
+        _no_wildcards(label, value)
+    if not _is_token(domain_id) and not _DOMAIN_ID.match(domain_id):
+        raise ValueError(f"domain_id {domain_id!r} is not a SageMaker domain ID (d-...)")
+    arn = f"arn:{partition}:sagemaker:{region}:{account}"
+    apps, spaces = f"{arn}:app/{domain_id}/*", f"{arn}:space/{domain_id}/*"
+    return {
+        "Version": POLICY_VERSION,
+        "Statement": [
+            {
+                "Sid": "TeamDomainApps",
+                "Effect": "Allow",
+                "Action": list(STUDIO_APP_ACTIONS),
+                "Resource": apps,
+            },
+            {
+                "Sid": "TeamDomainSpaces",
+                "Effect": "Allow",
+                "Action": list(STUDIO_SPACE_ACTIONS),
+                "Resource": spaces,
+            },
+            {
+                "Sid": "DescribeTeamDomain",
+                "Effect": "Allow",
+                "Action": ["sagemaker:DescribeDomain", "sagemaker:DescribeUserProfile"],
+                "Resource": [f"{arn}:domain/{domain_id}", f"{arn}:user-profile/{domain_id}/*"],
+            },
+            {
+                "Sid": "TagTeamDomainResourcesOnCreate",
+                "Effect": "Allow",
+                "Action": "sagemaker:AddTags",
+                "Resource": [apps, spaces],
+                "Condition": {"StringEquals": {"sagemaker:TaggingAction": list(STUDIO_TAGGING_ACTIONS)}},
+            },
+            {
+                "Sid": "StudioListings",
+                "Effect": "Allow",
+                "Action": list(STUDIO_LIST_ACTIONS),
+                "Resource": "*",
+            },
+        ],
+    }
+
+
+def studio_trust_conditions(*, account: str) -> dict[str, Any]:
+    """Conditions of the Studio execution role's trust in ``sagemaker.amazonaws.com`` (confused deputy).
+
+    ``aws:SourceAccount`` only: SageMaker's "Cross-service confused deputy prevention" page
+    (https://docs.aws.amazon.com/sagemaker/latest/dg/security-confused-deputy-prevention.html, section
+    "SageMaker Studio") shows the Studio execution role conditioned on ``aws:SourceAccount``; an
+    ``aws:SourceArn`` on the domain would also have to match the user-profile and space ARNs Studio calls from.
+    """
+    _no_wildcards("account", account)
+    return {"StringEquals": {"aws:SourceAccount": account}}
 
 
 def _s3_statements(team: str, bucket_arn: str) -> list[dict[str, Any]]:
