@@ -58,6 +58,7 @@ def _run(tmp: Path, platform: Platform, policies: list[dict[str, Any]], **kwargs
         team_namespaces=kwargs.pop("team_namespaces", _namespaces(platform)),
         vpc_cidr=platform.cluster.vpc_cidr,
         service_cidr=kwargs.pop("service_cidr", platform.cluster.service_cidr),
+        scraped=kwargs.pop("scraped", platform.cluster.observability),
         **kwargs,
     )
 
@@ -81,7 +82,9 @@ def test_every_isolation_check_passes(verdict: tuple[Platform, SchemeResult]) ->
     pairs = {f"cross-{a}-to-{b}" for a in teams for b in teams if a != b}
     assert len(pairs) == len(teams) * (len(teams) - 1)
     assert pairs <= set(result.queries), "every ordered pair of teams is asked about"
-    for kind in ("foreign-ingress", "vpc", "imds", "dns-only", "dns", "same-namespace", "internet"):
+    kinds = ["foreign-ingress", "vpc", "imds", "dns-only", "dns", "same-namespace", "internet"]
+    assert platform.cluster.observability, "the reference platforms run the observability add-on"
+    for kind in [*kinds, "observability"]:
         assert {f"{kind}-{t}" for t in teams} <= set(result.queries)
     # each query is reported as run (NCA prints the name of every query it executes)
     for name in result.queries:
@@ -109,7 +112,7 @@ def test_without_default_deny_the_namespaces_open(reference: Platform, tmp_path:
     policies = [
         p
         for p in _policies(reference)
-        if p["metadata"]["name"] not in {"default-deny", "allow-same-namespace"}
+        if p["metadata"]["name"] not in {"default-deny", "allow-same-namespace", "allow-observability-scrape"}
     ]
     result = _run(tmp_path, reference, policies)
     assert result.returncode > 0
@@ -238,3 +241,33 @@ def test_the_cluster_service_cidr_is_excluded_by_default(
     result = _run(tmp_path, reference, policies, queries=queries)
     expected_failures = set() if blocked else {q.name for q in queries}
     assert result.failed == expected_failures, result.output
+
+
+# --- the observability collector scrapes team pods; nothing else gets in -----------------------------------
+
+
+def test_without_the_scrape_policy_the_collector_is_blind(reference: Platform, tmp_path: Path) -> None:
+    # The HyperPod observability add-on scrapes workload metrics (Ray, inference, training) from the pods
+    # (SageMaker docs "Implementing inference observability on HyperPod clusters", "Ray metrics reference").
+    policies = [p for p in _policies(reference) if p["metadata"]["name"] != "allow-observability-scrape"]
+    result = _run(tmp_path, reference, policies)
+    assert {f"observability-{t}" for t in _namespaces(reference)} == result.failed
+
+
+def test_a_scrape_policy_open_to_every_namespace_is_caught(reference: Platform, tmp_path: Path) -> None:
+    policies = _policies(reference)
+    for p in policies:
+        if p["metadata"]["name"] == "allow-observability-scrape":
+            p["spec"]["ingress"] = [{"from": [{"namespaceSelector": {}}]}]
+    result = _run(tmp_path, reference, policies)
+    teams = _namespaces(reference)
+    assert {f"foreign-ingress-{t}" for t in teams} <= result.failed
+
+
+def test_without_observability_no_namespace_is_admitted() -> None:
+    import dataclasses
+
+    platform = tenant_platforms.reference_platform()
+    off = dataclasses.replace(platform, cluster=dataclasses.replace(platform.cluster, observability=False))
+    assert "allow-observability-scrape" not in {p["metadata"]["name"] for p in _policies(off)}
+    assert "allow-observability-scrape" in {p["metadata"]["name"] for p in _policies(platform)}

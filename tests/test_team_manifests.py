@@ -25,6 +25,7 @@ from hyperpod_tenancy.k8s.team_manifests import (
     FSX_CLAIM_NAME,
     IMDS_CIDR,
     MANAGED_BY_LABEL,
+    OBSERVABILITY_NAMESPACE,
     SYSTEM_NAMESPACE,
     FsxVolume,
     fsx_directory_job,
@@ -169,10 +170,21 @@ def test_network_policies(platform: Platform) -> None:
     team = platform.teams[0]
     policies = _by(team_manifests(platform, team, fsx=FSX), "NetworkPolicy")
     by_name = {p["metadata"]["name"]: p["spec"] for p in policies}
-    assert set(by_name) == {"default-deny", "allow-dns", "allow-same-namespace", "allow-internet-egress"}
+    assert set(by_name) == {
+        "default-deny",
+        "allow-dns",
+        "allow-same-namespace",
+        "allow-internet-egress",
+        "allow-observability-scrape",  # the reference platforms run the observability add-on
+    }
     assert by_name["default-deny"] == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
     assert all(spec["podSelector"] == {} for spec in by_name.values()), "every policy covers every pod"
-    assert not any("ingress" in s for n, s in by_name.items() if n != "allow-same-namespace")
+    collector = {
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": OBSERVABILITY_NAMESPACE}}
+    }
+    assert by_name["allow-observability-scrape"]["ingress"] == [{"from": [collector]}]
+    ingress_from = {n for n, s in by_name.items() if "ingress" in s}
+    assert ingress_from == {"allow-same-namespace", "allow-observability-scrape"}
     block = by_name["allow-internet-egress"]["egress"][0]["to"][0]["ipBlock"]
     # the policy's Service CIDR is excluded by default (issue 8, class 4), an explicit one replaces it
     cluster = platform.cluster

@@ -31,7 +31,9 @@ REPO = Path(__file__).resolve().parents[2]
 IMDS = "169.254.169.254/32"
 POD_IDENTITY_AGENT = "169.254.170.23/32"
 #: Namespaces besides the teams' that exist in every modelled cluster.
-OTHER_NAMESPACES = ("kube-system", "hyperpod-tenancy-system", "default")
+OTHER_NAMESPACES = ("kube-system", "hyperpod-tenancy-system", "default", "hyperpod-observability")
+#: Namespace of the observability add-on's collector (scrapes workload pods when observability is on).
+SCRAPER_NAMESPACE = "hyperpod-observability"
 #: Name of the query asserting that no deployed or spec policy (or rule) selects nothing.
 EMPTINESS_QUERY = "nothing-selects-no-pods"
 
@@ -97,6 +99,7 @@ def topology(team_namespaces: Iterable[str]) -> tuple[list[dict[str, Any]], list
     pods.append(_pod("metrics-server-1", "kube-system", {"k8s-app": "metrics-server"}, [("TCP", 10250)]))
     pods.append(_pod("fsx-dir-x", "hyperpod-tenancy-system", {"app": "fsx-dir"}, []))
     pods.append(_pod("web", "default", {"app": "web"}, [("TCP", 80)]))
+    pods.append(_pod("collector-0", SCRAPER_NAMESPACE, {"app": "otel-collector"}, [("TCP", 4317)]))
     return namespaces, pods
 
 
@@ -110,12 +113,14 @@ class Query:
 
 
 def isolation_queries(
-    team_namespaces: Sequence[str], vpc_cidr: str, service_cidr: str | None = None
+    team_namespaces: Sequence[str], vpc_cidr: str, service_cidr: str | None = None, *, scraped: bool = False
 ) -> list[Query]:
     """The isolation questions for a set of team namespaces.
 
     * ``cross-<a>-to-<b>`` (forbids), every ordered pair: any pod of ``a`` to any pod of ``b``, any port;
-    * ``foreign-ingress-<a>`` (forbids): any other namespace or any IP address into ``a``;
+    * ``foreign-ingress-<a>`` (forbids): any other namespace or any IP address into ``a`` (with ``scraped``,
+      the observability collector's namespace excepted);
+    * ``observability-<a>`` (permits, when ``scraped``): the collector's pods into ``a``, any port;
     * ``vpc-<a>`` (forbids): egress from ``a`` to the VPC CIDR (other teams' pods and nodes by address);
     * ``imds-<a>`` (forbids): egress from ``a`` to 169.254.169.254, any port;
     * ``dns-only-<a>`` (forbids): egress to kube-system other than kube-dns port 53;
@@ -136,7 +141,17 @@ def isolation_queries(
                 )
                 queries.append(Query(f"cross-{a}-to-{b}", "forbids", [spec]))
     for a in team_namespaces:
-        others = {"matchExpressions": [{"key": _NS_LABEL, "operator": "NotIn", "values": [a]}]}
+        allowed_in = [a, SCRAPER_NAMESPACE] if scraped else [a]
+        others = {"matchExpressions": [{"key": _NS_LABEL, "operator": "NotIn", "values": allowed_in}]}
+        if scraped:
+            scrape = [{"from": [{"namespaceSelector": _ns(SCRAPER_NAMESPACE)}]}]
+            queries.append(
+                Query(
+                    f"observability-{a}",
+                    "permits",
+                    [_policy("q", a, {"policyTypes": ["Ingress"], "ingress": scrape})],
+                )
+            )
         ingress = [{"from": [{"namespaceSelector": others}, {"ipBlock": {"cidr": "0.0.0.0/0"}}]}]
         queries.append(
             Query(
@@ -311,11 +326,13 @@ def run_scheme(
     queries: Sequence[Query] | None = None,
     topology_namespaces: Sequence[str] | None = None,
     service_cidr: str | None = None,
+    scraped: bool = False,
 ) -> SchemeResult:
     """Write the topology, the deployed policies, the specs and the scheme to ``workdir`` and run NCA.
 
     ``topology_namespaces`` defaults to ``team_namespaces``; pass fewer to ask about a namespace that does
-    not exist (its specs select no pods, which must fail through ``expectedWarnings``).
+    not exist (its specs select no pods, which must fail through ``expectedWarnings``). ``scraped``: the
+    platform runs the observability add-on, whose collector must reach team pods (and nothing else may).
     """
     workdir.mkdir(parents=True, exist_ok=True)
     namespaces, pods = topology(team_namespaces if topology_namespaces is None else topology_namespaces)
@@ -324,7 +341,11 @@ def run_scheme(
     (workdir / "deployed.yaml").write_text(yaml.safe_dump_all(list(policies)))
     spec_dir = workdir / "specs"
     spec_dir.mkdir(exist_ok=True)
-    qs = list(isolation_queries(team_namespaces, vpc_cidr, service_cidr) if queries is None else queries)
+    qs = list(
+        isolation_queries(team_namespaces, vpc_cidr, service_cidr, scraped=scraped)
+        if queries is None
+        else queries
+    )
     configs: list[dict[str, Any]] = [
         {"name": "deployed", "networkPolicyList": ["deployed.yaml"], "expectedWarnings": 0}
     ]

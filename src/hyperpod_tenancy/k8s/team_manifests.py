@@ -39,6 +39,7 @@ __all__ = [
     "FSX_CSI_DRIVER",
     "IMDS_CIDR",
     "MANAGED_BY_LABEL",
+    "OBSERVABILITY_NAMESPACE",
     "SYSTEM_NAMESPACE",
     "SYSTEM_PRIORITY_CLASSES",
     "SYSTEM_PRIORITY_QUOTA_NAME",
@@ -67,6 +68,9 @@ FSX_CLAIM_NAME = "fsx"
 FSX_CSI_DRIVER = "fsx.csi.aws.com"
 #: The EC2 instance metadata service; pods must never reach it (node role credentials).
 IMDS_CIDR = "169.254.169.254/32"
+#: Namespace of the HyperPod observability add-on's collector, which scrapes metrics from workload pods
+#: (Ray, inference and training metrics endpoints). Teams are granted nothing in it.
+OBSERVABILITY_NAMESPACE = "hyperpod-observability"
 #: Image of the FSx directory Job, pinned by tag (ECR Public mirror of Docker Hub's ``busybox``).
 BUSYBOX_IMAGE = "public.ecr.aws/docker/library/busybox:1.37.0"
 #: Name of the Role and RoleBinding granted to a team's group in its namespace.
@@ -281,7 +285,9 @@ def _network_policies(platform: Platform, team: Team, service_cidr: str) -> list
     API server, Kueue's and the operators' webhooks and metrics). The EKS Pod Identity agent (``169.254.170.23``) stays reachable, S3 and other AWS
     endpoints are reached through their public addresses (or a gateway endpoint). Ingress from other
     namespaces stays denied, which is what actually isolates teams: it holds even if another team's
-    egress were open.
+    egress were open. With ``cluster.observability`` on, ``allow-observability-scrape`` admits ingress from
+    the observability add-on's namespace (:data:`OBSERVABILITY_NAMESPACE`) only, so the collector can scrape
+    workload metrics; no team can run pods there.
     """
     except_cidrs = [platform.cluster.vpc_cidr, IMDS_CIDR, service_cidr]
     dns_peer = {
@@ -289,7 +295,7 @@ def _network_policies(platform: Platform, team: Team, service_cidr: str) -> list
         "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
     }
     same_namespace: Manifest = {"podSelector": {}}
-    return [
+    policies = [
         _network_policy(team, "default-deny", {"policyTypes": ["Ingress", "Egress"]}),
         _network_policy(
             team,
@@ -322,6 +328,22 @@ def _network_policies(platform: Platform, team: Team, service_cidr: str) -> list
             },
         ),
     ]
+    if platform.cluster.observability:
+        # The observability add-on's collector scrapes the metrics endpoints of workload pods (Ray,
+        # inference, training metrics; SageMaker "Implementing inference observability on HyperPod
+        # clusters", "Ray metrics reference"): default-deny ingress would silently blind it. Only pods of
+        # its own namespace are admitted, on any port (metrics ports differ per framework).
+        collector = {
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": OBSERVABILITY_NAMESPACE}}
+        }
+        policies.append(
+            _network_policy(
+                team,
+                "allow-observability-scrape",
+                {"policyTypes": ["Ingress"], "ingress": [{"from": [collector]}]},
+            )
+        )
+    return policies
 
 
 def _limit_range(team: Team) -> Manifest:
