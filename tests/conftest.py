@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent / "support"))
-
 from synth import Synth, platform_with, reference_dict, synthesize
 
 from hyperpod_tenancy.policy import Platform, load_platform

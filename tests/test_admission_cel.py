@@ -9,16 +9,11 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import sys
-from pathlib import Path
 from typing import Any
 
+import fairness_platforms as fp
 import kubernetes_validate
 import pytest
-
-sys.path.append(str(Path(__file__).parent / "support"))
-
-import fairness_platforms as fp
 from cel_admission import STANDARD_CEL_FUNCTIONS, AdmissionDecision, evaluate_policies, functions_used
 
 from hyperpod_tenancy.k8s import admission, workloads

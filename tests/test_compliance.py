@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
-import sys
 from pathlib import Path
 from typing import Any
 
 import kubernetes_validate
+import kueue_crd_validator
 import pytest
 from cfnlint.api import ManualArgs, lint
-from synth import REPO, Synth, synthesize
+from synth import Synth, synthesize
 
 from hyperpod_tenancy.policy import Platform
 
@@ -141,13 +140,8 @@ def test_kubernetes_validation_is_strict() -> None:
 
 
 def _kueue_validator() -> Any:
-    crds = Path(os.environ.get("KUEUE_CRDS_DIR", REPO.parent / "shared" / "kueue-crds"))
-    if not (crds / "validate.py").is_file():
-        pytest.fail(f"Kueue CRDs not found at {crds}: set KUEUE_CRDS_DIR to the kueue-crds folder")
-    sys.path.insert(0, str(crds))
-    import validate
-
-    return validate, validate.load_crds(str(crds))
+    validate = kueue_crd_validator.validator_module()
+    return validate, validate.load_crds(str(kueue_crd_validator.crds_dir()))
 
 
 def test_every_kueue_object_in_the_templates_validates_against_upstream_crds(kueue_reference: Synth) -> None:

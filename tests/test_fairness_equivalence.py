@@ -8,16 +8,11 @@ Governance documentation example is then replayed through Kueue's quota check.
 from __future__ import annotations
 
 import dataclasses
-import sys
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
-import pytest
-
-sys.path.append(str(Path(__file__).parent / "support"))
-
 import fairness_platforms as fp
+import pytest
 from fairness_interpreters import (
     GIB,
     FairnessForm,

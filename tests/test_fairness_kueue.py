@@ -4,17 +4,12 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import sys
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
+import fairness_platforms as fp
 import pytest
 import yaml
-
-sys.path.append(str(Path(__file__).parent / "support"))
-
-import fairness_platforms as fp
 from kueue_crd_validator import validate_kueue
 
 from hyperpod_tenancy.errors import TenancyError

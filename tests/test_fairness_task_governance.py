@@ -4,19 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sys
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import cfnlint
+import fairness_platforms as fp
 import pytest
 from cfnlint.api import ManualArgs, lint
 from jsonschema import Draft7Validator
-
-sys.path.append(str(Path(__file__).parent / "support"))
-
-import fairness_platforms as fp
 
 from hyperpod_tenancy.constructs._private import task_governance as tg
 from hyperpod_tenancy.errors import TenancyError

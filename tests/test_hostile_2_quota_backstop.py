@@ -16,16 +16,11 @@ pod-priority-preemption/); LimitRange ``default`` applies to every container wit
 
 from __future__ import annotations
 
-import sys
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
-import pytest
-
-sys.path.insert(0, str(Path(__file__).parent / "support"))
-
 import fairness_platforms
+import pytest
 import quota_eval
 import tenant_platforms
 from fairness_interpreters import from_kueue, from_task_governance, schedulable_shapes

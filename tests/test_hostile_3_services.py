@@ -15,14 +15,9 @@ standard CEL engine (tests/support/cel_admission.py); RBAC with tests/support/rb
 from __future__ import annotations
 
 import copy
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent / "support"))
-
 from cel_admission import TEAM_MEMBER, AdmissionDecision, evaluate_policies
 from rbac_eval import Authorizer, Request, Subject
 from synth import Synth

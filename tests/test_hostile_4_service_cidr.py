@@ -17,15 +17,10 @@ issue #194), so the ``dns-*`` permits query on the kube-dns pods is the check th
 from __future__ import annotations
 
 import ipaddress
-import sys
-from pathlib import Path
 from typing import Any
 
-import pytest
-
-sys.path.insert(0, str(Path(__file__).parent / "support"))
-
 import nca_scheme
+import pytest
 from nca_scheme import Query
 from synth import Synth
 

@@ -12,14 +12,11 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-
-sys.path.insert(0, str(Path(__file__).parent / "support"))
 
 from hyperpod_tenancy.errors import PolicyError
 from hyperpod_tenancy.policy import Platform, load_platform, platform_from_dict, validate_platform

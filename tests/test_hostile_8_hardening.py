@@ -16,14 +16,9 @@ only; the last test pins the facts that decision rests on.
 from __future__ import annotations
 
 import copy
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent / "support"))
-
 from cel_admission import AdmissionDecision, evaluate_policies
 from rbac_eval import Authorizer, Request, Subject
 from synth import Synth

@@ -15,15 +15,11 @@ Deliberately broken policies must make the same checks fail, so the checker is n
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-sys.path.insert(0, str(Path(__file__).parent / "support"))
-
 import nca_scheme
+import pytest
 import tenant_platforms
 from nca_scheme import Query, SchemeResult
 

@@ -14,14 +14,9 @@ The evaluator itself is tested first, including that a known-permissive binding 
 from __future__ import annotations
 
 import copy
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent / "support"))
-
 import tenant_platforms
 from rbac_eval import Authorizer, Request, Subject, resource_matches, rule_allows
 

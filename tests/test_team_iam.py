@@ -6,15 +6,10 @@ for EKS, SageMaker and IAM, so a new wildcard or a widened resource shows up her
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
 
 import botocore.session
 import pytest
-
-sys.path.append(str(Path(__file__).parent / "support"))
-
 from iam_eval import Decision, evaluate, is_allowed, statements, wildcard_match
 
 from hyperpod_tenancy.constructs._private import team_iam

@@ -6,15 +6,11 @@ import os
 import shutil
 import stat
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import kubernetes_validate
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent / "support"))
-
 import tenant_platforms
 from tenant_platforms import FSX
 
