@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export KUEUE_CRDS_DIR ?= $(abspath ../shared/kueue-crds)
 
-.PHONY: setup synth test lint typecheck unit clean validate
+.PHONY: setup synth test lint typecheck unit clean validate schema
 
 $(VENV)/.stamp: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,10 @@ synth: setup
 
 validate: $(VENV)/.stamp
 	$(VENV)/bin/hyperpod-tenancy validate platform.yaml
+
+# JSON Schema of platform.yaml, generated from the policy model (tests fail when it is stale)
+schema: $(VENV)/.stamp
+	$(PY) -m hyperpod_tenancy.policy.json_schema schema/platform.schema.json
 
 lint: $(VENV)/.stamp
 	$(VENV)/bin/ruff check src tests app.py benchmarks

@@ -20,13 +20,10 @@ from hyperpod_tenancy.k8s.team_manifests import (
     DEFAULT_SERVICE_ACCOUNT,
     FSX_CLAIM_NAME,
     IMDS_CIDR,
-    MANAGED_BY_LABEL,
     OBSERVABILITY_NAMESPACE,
     SYSTEM_NAMESPACE,
     FsxVolume,
     fsx_directory_job,
-    fsx_root_claim_name,
-    fsx_volume_name,
     namespace_label_patch,
     system_namespace,
     team_manifests,
@@ -138,7 +135,7 @@ def test_objects_stay_in_their_namespace_and_are_labelled(platform: Platform) ->
             else:
                 assert meta["namespace"] == names.namespace(team.name), (obj["kind"], meta["name"])
             assert meta["labels"][TEAM_LABEL] == team.name
-            assert meta["labels"]["app.kubernetes.io/managed-by"] == MANAGED_BY_LABEL
+            assert meta["labels"]["app.kubernetes.io/managed-by"] == "hyperpod-tenancy"
         for obj in fsx_directory_job(platform, team, fsx=FSX):
             assert obj["metadata"].get("namespace", SYSTEM_NAMESPACE) == SYSTEM_NAMESPACE
 
@@ -220,7 +217,7 @@ def test_team_volume_mounts_the_team_subdirectory_only_for_the_team(platform: Pl
         pv = _one(objects, "PersistentVolume")
         pvc = _one(objects, "PersistentVolumeClaim")
         ns = names.namespace(team.name)
-        assert pv["metadata"]["name"] == fsx_volume_name(team)
+        assert pv["metadata"]["name"] == f"hyperpod-tenancy-fsx-{team.name}"
         spec = pv["spec"]
         assert spec["csi"] == {
             "driver": "fsx.csi.aws.com",
@@ -266,7 +263,9 @@ def test_directory_job_shape(platform: Platform) -> None:
         pv, pvc, job = _job_parts(platform, team)
         assert pv["spec"]["csi"]["volumeAttributes"]["mountname"] == FSX.mount_name, "the file-system root"
         assert pv["spec"]["claimRef"]["namespace"] == SYSTEM_NAMESPACE
-        assert pv["spec"]["claimRef"]["name"] == pvc["metadata"]["name"] == fsx_root_claim_name(team)
+        assert pv["spec"]["claimRef"]["name"] == pvc["metadata"]["name"] == f"fsx-root-{team.name}"
+        assert pv["metadata"]["name"] == f"hyperpod-tenancy-fsx-root-{team.name}"
+        assert job["metadata"]["name"] == f"fsx-dir-{team.name}"
         assert pvc["spec"]["volumeName"] == pv["metadata"]["name"]
         spec = job["spec"]
         assert spec["backoffLimit"] > 0

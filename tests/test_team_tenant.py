@@ -219,3 +219,159 @@ def test_primary_children_are_the_escape_hatches(reference: Synth) -> None:
     child = tenant.node.default_child
     assert child is not None
     assert child.node.path == f"{tenant.chart_manifest.node.path}/Resource/Default"
+
+
+# ---------------------------------------------------------------------------------------- imported cluster
+IMPORTED = {
+    "eks_cluster_name": "shared-gpu",
+    "kubectl_provider_service_token": "arn:aws:lambda:us-east-1:111122223333:function:kubectl-provider",
+    "kubectl_role_arn": "arn:aws:iam::111122223333:role/kubectl-provider",
+    "hyperpod_cluster_arn": "arn:aws:sagemaker:us-east-1:111122223333:cluster/abcd1234efgh",
+    "vpc_id": "vpc-0123456789abcdef0",
+    "api_endpoint_security_group_id": "sg-0api0123456789abc",
+    "data_bucket_name": "shared-gpu-team-data",
+    "file_system_id": "fs-0123456789abcdef0",
+    "file_system_dns_name": "fs-0123456789abcdef0.fsx.us-east-1.amazonaws.com",
+    "file_system_mount_name": "abcdefgh",
+}
+
+
+def _imported(stack: cdk.Stack, platform: Platform, **overrides: Any) -> Any:
+    zones = platform.cluster.availability_zones
+    attrs: dict[str, Any] = {
+        **IMPORTED,
+        "private_subnet_ids": [f"subnet-0{i}" for i in range(len(zones))],
+        "network_policy_enforced": True,
+        **overrides,
+    }
+    return SharedHyperPodCluster.from_attributes(stack, "Shared", platform=platform, **attrs)
+
+
+def _tenant_stack(platform: Platform, **overrides: Any) -> tuple[cdk.Stack, TeamTenant]:
+    app = cdk.App()
+    stack = cdk.Stack(app, "Tenants", env=cdk.Environment(account=platform.account, region=platform.region))
+    cluster = _imported(stack, platform, **overrides)
+    return stack, TeamTenant(stack, "Research", cluster=cluster, team="research")
+
+
+def test_a_tenant_is_added_to_an_imported_cluster_in_another_app(reference_platform: Platform) -> None:
+    from aws_cdk.assertions import Match, Template
+
+    stack, tenant = _tenant_stack(reference_platform)
+    template = Template.from_stack(stack)
+    template.resource_count_is("AWS::EKS::Cluster", 0)
+    template.resource_count_is("AWS::SageMaker::Cluster", 0)
+    template.has_resource_properties(
+        "AWS::EKS::AccessEntry",
+        {"ClusterName": "shared-gpu", "KubernetesGroups": ["hyperpod-ns-research-namespace-level-group"]},
+    )
+    template.has_resource_properties(
+        "AWS::EKS::PodIdentityAssociation", {"ClusterName": "shared-gpu", "Namespace": "hyperpod-ns-research"}
+    )
+    template.has_resource_properties(
+        "AWS::SageMaker::ComputeQuota", {"ClusterArn": IMPORTED["hyperpod_cluster_arn"]}
+    )
+    # kubectl runs through the imported cluster's provider
+    template.has_resource_properties(
+        "Custom::AWSCDK-EKS-KubernetesResource",
+        {
+            "ServiceToken": IMPORTED["kubectl_provider_service_token"],
+            "Manifest": Match.string_like_regexp("fsx"),
+        },
+    )
+    # Studio reaches the private API endpoint through the imported endpoint group
+    template.has_resource_properties(
+        "AWS::EC2::SecurityGroupIngress",
+        {"GroupId": IMPORTED["api_endpoint_security_group_id"], "FromPort": 443, "ToPort": 443},
+    )
+    template.has_resource_properties(
+        "AWS::SageMaker::Domain", {"VpcId": IMPORTED["vpc_id"], "SubnetIds": ["subnet-00", "subnet-01"]}
+    )
+    manifest = json.dumps(template.find_resources("Custom::AWSCDK-EKS-KubernetesResource"))
+    assert IMPORTED["file_system_dns_name"] in manifest and IMPORTED["file_system_mount_name"] in manifest
+    assert tenant.compute_quota is not None and tenant.compute_quota.node.dependencies == []
+
+
+def test_team_stack_takes_an_imported_cluster(reference_platform: Platform) -> None:
+    from hyperpod_tenancy.stacks import TeamStack
+
+    app = cdk.App()
+    env = cdk.Environment(account=reference_platform.account, region=reference_platform.region)
+    holder = cdk.Stack(app, "Imports", env=env)
+    cluster = _imported(holder, reference_platform)
+    team_stack = TeamStack(
+        app, "Team-Vision", cluster=cluster, team="vision", sso_role_timeout=cdk.Duration.minutes(5)
+    )
+    app.synth()
+    assert team_stack.tenant.team.name == "vision"
+    _, sso = one(app.synth().get_stack_by_name("Team-Vision").template, "Custom::SsoRoleArn")
+    assert sso["Properties"]["TimeoutSeconds"] == "300"
+
+
+def test_an_imported_cluster_must_state_network_policy_enforcement(reference_platform: Platform) -> None:
+    stack, _ = _tenant_stack(reference_platform, network_policy_enforced=False)
+    errors = [str(e) for e in stack.node.validate()] + [
+        e for c in stack.node.find_all() for e in c.node.validate()
+    ]
+    assert any("HPT-NETWORK-POLICY-ENFORCEMENT" in e for e in errors)
+
+
+def test_an_imported_cluster_needs_one_subnet_per_zone(reference_platform: Platform) -> None:
+    app = cdk.App()
+    stack = cdk.Stack(app, "Tenants")
+    with pytest.raises(
+        TenancyError, match=r"private_subnet_ids has 1 subnet\(s\) but cluster.availabilityZones has 2"
+    ):
+        _imported(stack, reference_platform, private_subnet_ids=["subnet-1"])
+
+
+def test_add_team_passes_the_tenant_options_through(reference_platform: Platform) -> None:
+    app = cdk.App()
+    stack = ClusterStack(app, "Cluster", platform=reference_platform)
+    tenant = stack.cluster.add_team("Research", team="research", sso_role_timeout=cdk.Duration.minutes(3))
+    _, sso = one(app.synth().get_stack_by_name("Cluster").template, "Custom::SsoRoleArn")
+    assert sso["Properties"]["TimeoutSeconds"] == "180"
+    assert stack.cluster.teams == {"research": tenant}
+
+
+# ---------------------------------------------------------------------------------------- data grants
+def _granted_policies(platform: Platform, grant: str) -> list[dict[str, Any]]:
+    from aws_cdk import aws_iam as iam
+    from synth import render_intrinsics
+
+    stack, tenant = _tenant_stack(platform)
+    reader = iam.Role(stack, "Analyst", assumed_by=iam.AccountRootPrincipal())
+    result = getattr(tenant, grant)(reader)
+    assert isinstance(result, iam.Grant) and result.success
+    template = cdk.assertions.Template.from_stack(stack).to_json()
+    reader_id = stack.get_logical_id(reader.node.default_child)  # type: ignore[arg-type]
+    return [
+        render_intrinsics(r["Properties"]["PolicyDocument"])
+        for r in resources_of(template, "AWS::IAM::Policy").values()
+        if {"Ref": reader_id} in r["Properties"]["Roles"]
+    ]
+
+
+BUCKET = "arn:cfn-token:s3:::shared-gpu-team-data"
+
+
+@pytest.mark.parametrize("grant", ["grant_read_data", "grant_write_data"])
+def test_data_grants_reach_only_the_team_prefix(grant: str, reference_platform: Platform) -> None:
+    from iam_eval import is_allowed
+
+    policies = _granted_policies(reference_platform, grant)
+    assert policies, "the grant lands on the grantee's policy"
+    own, other = f"{BUCKET}/teams/research/ckpt/step-10.pt", f"{BUCKET}/teams/vision/ckpt/step-10.pt"
+    assert is_allowed(policies, "s3:GetObject", own)
+    assert not is_allowed(policies, "s3:GetObject", other)
+    assert not is_allowed(policies, "s3:GetObject", f"{BUCKET}/teams/research-old/x")
+    assert not is_allowed(policies, "s3:GetObject", f"{BUCKET}/lifecycle/on_create.sh")
+    assert is_allowed(policies, "s3:ListBucket", BUCKET, {"s3:prefix": "teams/research/"})
+    assert not is_allowed(policies, "s3:ListBucket", BUCKET, {"s3:prefix": "teams/vision/"})
+    assert not is_allowed(policies, "s3:ListBucket", BUCKET, {"s3:prefix": "teams/"})
+    assert not is_allowed(policies, "s3:ListBucket", BUCKET)
+    writes = grant == "grant_write_data"
+    for action in ("s3:PutObject", "s3:DeleteObject"):
+        assert is_allowed(policies, action, own) is writes
+        assert not is_allowed(policies, action, other)
+    assert not is_allowed(policies, "s3:PutBucketPolicy", BUCKET)

@@ -4,6 +4,9 @@
 it prints every problem (YAML path, message, fix, rule code) to stderr and exits 1; on success it prints a
 one-screen summary of the cluster, priority classes, teams, promised capacity, warnings and, with
 ``--baseline``, the changes CloudFormation would perform as replacements, and exits 0. Usage errors exit 2.
+
+``hyperpod-tenancy guardrails [--markdown] [--write README.md]`` prints the guardrail table generated from
+the rule registry (:mod:`hyperpod_tenancy.policy.rules`), or rewrites it in the README between its markers.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from pathlib import Path
 from typing import TextIO
 
 from hyperpod_tenancy.errors import PolicyError, PolicyIssue
-from hyperpod_tenancy.policy import names
+from hyperpod_tenancy.policy import names, rules
 from hyperpod_tenancy.policy.changes import replacement_warnings
 from hyperpod_tenancy.policy.loader import load_platform
 from hyperpod_tenancy.policy.model import Platform, Team
@@ -47,6 +50,8 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits on --help (0) and on usage errors (2)
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    if args.command == "guardrails":
+        return _guardrails(write=args.write, out=sys.stdout, err=sys.stderr)
     if args.command != "validate":
         parser.print_usage(sys.stderr)
         print(f"{PROG}: error: choose a command, e.g. `{PROG} validate platform.yaml`", file=sys.stderr)
@@ -74,7 +79,39 @@ def _parser() -> argparse.ArgumentParser:
         type=Path,
         help="the deployed policy: report changes that CloudFormation performs as a replacement",
     )
+    table = commands.add_parser(
+        "guardrails",
+        help="print the guardrail table (Markdown) generated from the rule registry",
+        description="Print the guardrail table of README.md, generated from the rule registry.",
+    )
+    table.add_argument(
+        "--markdown", action="store_true", help="print the Markdown table (the default and only format)"
+    )
+    table.add_argument(
+        "--write",
+        metavar="README",
+        type=Path,
+        help="replace the table between the guardrail markers of this file instead of printing it",
+    )
     return parser
+
+
+def _guardrails(*, write: Path | None, out: TextIO, err: TextIO) -> int:
+    """Print the guardrail table, or rewrite it in ``write`` between its markers.
+
+    Returns:
+        0, or 1 when ``write`` cannot be read or has no markers.
+
+    """
+    if write is None:
+        print(rules.guardrails_markdown(), end="", file=out)
+        return EXIT_OK
+    try:
+        write.write_text(rules.update_readme(write.read_text(encoding="utf-8")), encoding="utf-8")
+    except (OSError, ValueError) as exc:
+        print(f"{PROG}: error: cannot update {str(write)!r}: {exc}", file=err)
+        return EXIT_INVALID
+    return EXIT_OK
 
 
 def _validate(*, path: Path, baseline: Path | None = None, out: TextIO, err: TextIO) -> int:

@@ -9,6 +9,7 @@ Deploy order is enforced with CloudFormation dependencies, not documentation::
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -35,21 +36,22 @@ from hyperpod_tenancy.constructs._private.annotations import (
     acknowledge_role,
     warn,
 )
+from hyperpod_tenancy.constructs._private.kubectl import KUBECTL_WAIT, eks_addon
 from hyperpod_tenancy.constructs._private.principals import pod_identity_principal
-from hyperpod_tenancy.constructs._private.task_governance import scheduler_config_properties
+from hyperpod_tenancy.constructs.backends import Backend, ClusterFairness, backend_for
+from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
 from hyperpod_tenancy.constructs.team_tenant import TeamTenant
-from hyperpod_tenancy.errors import TenancyError
-from hyperpod_tenancy.k8s.kueue import kueue_helm_values
+from hyperpod_tenancy.errors import PolicyError, TenancyError
+from hyperpod_tenancy.k8s import labels
 from hyperpod_tenancy.k8s.platform_chart import PlatformChart
 from hyperpod_tenancy.k8s.workloads import CONTROLLERS, KUBERAY_NAMESPACE, Installer
-from hyperpod_tenancy.policy import FairnessBackend, InstanceGroup, Platform, policy_warnings
+from hyperpod_tenancy.policy import InstanceGroup, Platform, names, policy_warnings
 
 __all__ = ["HYPERPOD_HELM_RELEASE", "KUBECTL_WAIT", "SharedHyperPodCluster"]
 
 _LIFECYCLE_ASSETS = Path(__file__).parent / "assets" / "lifecycle"
 #: Release name and namespace the HyperPod documentation uses for the dependencies chart.
 HYPERPOD_HELM_RELEASE = "dependencies"
-_TASK_GOVERNANCE_ADDON = "amazon-sagemaker-hyperpod-taskgovernance"
 _OBSERVABILITY_ADDON = "amazon-sagemaker-hyperpod-observability"
 _OBSERVABILITY_SERVICE_ACCOUNT = "hyperpod-observability-operator-otel-collector"
 _TRAINING_OPERATOR_SERVICE_ACCOUNT = "hp-training-operator-controller-manager"
@@ -60,11 +62,6 @@ _KUBERNETES_VERSIONS = {
     "1.33": eks.KubernetesVersion.V1_33,
 }
 _LUSTRE_PORTS = (ec2.Port.tcp(988), ec2.Port.tcp_range(1018, 1023))
-#: Longest wait (Helm ``--timeout``, ``KubernetesObjectValue``) a kubectl-provider resource may have. CDK's
-#: kubectl provider handler and its provider-framework Lambda time out at 15 minutes
-#: (aws-cdk-lib ``aws-eks-v2/lib/kubectl-provider.ts``); a wait that long is killed with the Lambda and
-#: CloudFormation hangs instead of reporting the handler's error. Keep two minutes of headroom.
-KUBECTL_WAIT = cdk.Duration.minutes(13)
 #: Managed policy the HyperPod training operator's Pod Identity role needs (research/hyperpod.md section 2.2;
 #: awsome-distributed-training ``modules/hyperpod_training_operator/main.tf``).
 _TRAINING_OPERATOR_POLICY = "AmazonSageMakerHyperPodTrainingOperatorAccess"
@@ -107,6 +104,89 @@ class _RejectAl2OnNewKubernetes:
         return errors
 
 
+def _admit_to_api_endpoint(scope: Construct, id: str, *, group_id: str, peer: ec2.ISecurityGroup) -> None:
+    ec2.CfnSecurityGroupIngress(
+        scope,
+        id,
+        group_id=group_id,
+        source_security_group_id=peer.security_group_id,
+        ip_protocol="tcp",
+        from_port=443,
+        to_port=443,
+        description="EKS private API endpoint from an admitted peer",
+    )
+
+
+class _ImportedHyperPodCluster(Construct):
+    """An existing HyperPod/EKS cluster, imported by :meth:`SharedHyperPodCluster.from_attributes`."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        platform: Platform,
+        eks_cluster_name: str,
+        kubectl_provider_service_token: str,
+        kubectl_role_arn: str | None,
+        cluster_security_group_id: str | None,
+        hyperpod_cluster_arn: str,
+        vpc_id: str,
+        private_subnet_ids: Sequence[str],
+        api_endpoint_security_group_id: str,
+        data_bucket_name: str,
+        file_system_id: str,
+        file_system_dns_name: str,
+        file_system_mount_name: str,
+        network_policy_enforced: bool,
+        service_cidr: str,
+    ) -> None:
+        super().__init__(scope, id)
+        zones = list(platform.cluster.availability_zones)
+        if len(private_subnet_ids) != len(zones):
+            raise TenancyError(
+                f"{self.node.path}: private_subnet_ids has {len(private_subnet_ids)} subnet(s) but "
+                f"cluster.availabilityZones has {len(zones)} zone(s) {zones}; give one private subnet per zone, "
+                "in that order."
+            )
+        kubectl_role = (
+            iam.Role.from_role_arn(self, "KubectlRole", kubectl_role_arn) if kubectl_role_arn else None
+        )
+        kubernetes = eks.Cluster.from_cluster_attributes(
+            self,
+            "Eks",
+            cluster_name=eks_cluster_name,
+            cluster_security_group_id=cluster_security_group_id,
+            kubectl_provider=eks.KubectlProvider.from_kubectl_provider_attributes(
+                self, "KubectlProvider", service_token=kubectl_provider_service_token, role=kubectl_role
+            ),
+        )
+        vpc = ec2.Vpc.from_vpc_attributes(
+            self, "Vpc", vpc_id=vpc_id, availability_zones=zones, private_subnet_ids=list(private_subnet_ids)
+        )
+        data_bucket = s3.Bucket.from_bucket_name(self, "DataBucket", data_bucket_name)
+        self.platform: Platform = platform
+        self.kubernetes: eks.ICluster = kubernetes
+        self.eks_cluster_name: str = kubernetes.cluster_name
+        self.eks_cluster_arn: str = kubernetes.cluster_arn
+        self.hyperpod_cluster_arn: str = hyperpod_cluster_arn
+        self.vpc: ec2.IVpc = vpc
+        self.data_bucket: s3.IBucket = data_bucket
+        self.file_system_id: str = file_system_id
+        self.file_system_dns_name: str = file_system_dns_name
+        self.file_system_mount_name: str = file_system_mount_name
+        self.service_cidr: str = service_cidr
+        self.network_policy_enforced: bool = network_policy_enforced
+        # the cluster-level fairness objects and the platform chart exist already
+        self.fairness_ready: Construct | None = None
+        self.platform_chart_manifest: Construct | None = None
+        self._api_endpoint_security_group_id = api_endpoint_security_group_id
+
+    def allow_api_access_from(self, scope: Construct, id: str, *, peer: ec2.ISecurityGroup) -> None:
+        """Admit ``peer`` to the private EKS API endpoint (TCP 443) through the imported endpoint group."""
+        _admit_to_api_endpoint(scope, id, group_id=self._api_endpoint_security_group_id, peer=peer)
+
+
 class SharedHyperPodCluster(Construct):
     """One SageMaker HyperPod cluster on EKS, shared by the teams of a :class:`Platform`.
 
@@ -143,8 +223,14 @@ class SharedHyperPodCluster(Construct):
         data_bucket, lifecycle_bucket, execution_role, hyperpod_helm_chart, training_operator_addon,
         kuberay_chart: the created resources (see each attribute's type).
         service_cidr: the EKS Service CIDR (``cluster.serviceCidr``).
-        scheduler_config: the Task Governance ``ClusterSchedulerConfig`` (``None`` with the Kueue backend).
+        fairness_backend: the registered fairness backend serving ``platform.fairness_backend``.
+        fairness: what that backend built (:class:`~hyperpod_tenancy.constructs.backends.ClusterFairness`).
         fairness_ready: the construct team objects must depend on before creating quotas or queues.
+        scheduler_config: the Task Governance ``ClusterSchedulerConfig`` (``None`` with the Kueue backend).
+        observability_workspace, observability_role: ``None`` when ``cluster.observability`` is off.
+
+    The class implements :class:`~hyperpod_tenancy.constructs.interfaces.IHyperPodCluster`;
+    :meth:`from_attributes` imports an existing cluster as one.
 
     """
 
@@ -159,8 +245,14 @@ class SharedHyperPodCluster(Construct):
         kubectl_layer: lambda_.ILayerVersion | None = None,
     ) -> None:
         super().__init__(scope, id)
-        self.platform = platform
+        #: The policy the cluster was built from.
+        self.platform: Platform = platform
         self._teams: dict[str, TeamTenant] = {}
+        #: The fairness backend registered for ``platform.fairness_backend``.
+        self.fairness_backend: Backend = backend_for(platform)
+        backend_issues = list(self.fairness_backend.validate(platform))
+        if backend_issues:
+            raise PolicyError(backend_issues, source=f"{self.node.path} (fairness backend)")
         spec = platform.cluster
         stack = cdk.Stack.of(self)
         if not cdk.Token.is_unresolved(stack.region) and stack.region != platform.region:
@@ -206,19 +298,103 @@ class SharedHyperPodCluster(Construct):
         self.training_operator_addon = self._create_training_operator()
         #: The KubeRay operator chart (serves ``RayJob`` and ``RayCluster``).
         self.kuberay_chart = self._create_kuberay()
-        self.scheduler_config: sagemaker.CfnClusterSchedulerConfig | None = None
+        #: What the fairness backend built (add-on, scheduler config, or the Kueue chart).
+        self.fairness: ClusterFairness = self.fairness_backend.build_cluster(
+            self, self, after=self.hyperpod_cluster
+        )
         #: Team quotas, queues and charts depend on this construct.
-        self.fairness_ready: Construct
-        if platform.fairness_backend is FairnessBackend.TASK_GOVERNANCE:
-            self.fairness_ready = self._create_task_governance()
-        else:
-            self.fairness_ready = self._create_kueue()
-        self.platform_chart_manifest = self._create_platform_chart()
+        self.fairness_ready: Construct = self.fairness.ready
+        policy = self.fairness.scheduling_policy
+        #: The Task Governance ``ClusterSchedulerConfig`` (``None`` with the Kueue backend).
+        self.scheduler_config: sagemaker.CfnClusterSchedulerConfig | None = (
+            policy if isinstance(policy, sagemaker.CfnClusterSchedulerConfig) else None
+        )
+        #: The platform chart (cluster-scoped objects) applied to the cluster.
+        self.platform_chart_manifest: eks.KubernetesManifest = self._create_platform_chart()
+        #: Amazon Managed Prometheus workspace of the observability add-on (``None`` without observability).
         self.observability_workspace: aps.CfnWorkspace | None = None
+        #: Pod Identity role of the observability collector (``None`` without observability).
+        self.observability_role: iam.Role | None = None
         if spec.observability:
             self.observability_workspace = self._create_observability()
         self._acknowledge_findings()
         self.node.add_validation(_RejectAl2OnNewKubernetes(self))
+
+    # ------------------------------------------------------------------ import
+    @classmethod
+    def from_attributes(
+        cls,
+        scope: Construct,
+        id: str,
+        *,
+        platform: Platform,
+        eks_cluster_name: str,
+        kubectl_provider_service_token: str,
+        kubectl_role_arn: str | None = None,
+        cluster_security_group_id: str | None = None,
+        hyperpod_cluster_arn: str,
+        vpc_id: str,
+        private_subnet_ids: Sequence[str],
+        api_endpoint_security_group_id: str,
+        data_bucket_name: str,
+        file_system_id: str,
+        file_system_dns_name: str,
+        file_system_mount_name: str,
+        network_policy_enforced: bool,
+        service_cidr: str | None = None,
+    ) -> IHyperPodCluster:
+        """Import an existing HyperPod/EKS cluster (another app or account) to add tenants to it.
+
+        Nothing is looked up at synth time: every attribute is given (plain values or tokens, e.g. from
+        ``Fn.import_value`` or SSM parameters). The cluster-level objects (fairness backend, platform chart)
+        are expected to exist; tenants are created without a dependency on them.
+
+        Args:
+            scope: parent construct.
+            id: construct ID.
+            platform: the policy the cluster was deployed from (the tenants' teams come from it).
+            eks_cluster_name: name of the EKS cluster.
+            kubectl_provider_service_token: service token of the cluster's kubectl provider (the
+                ``ServiceToken`` of its ``Custom::AWSCDK-EKS-KubernetesResource`` resources).
+            kubectl_role_arn: role the kubectl provider assumes. Default: the provider's own role.
+            cluster_security_group_id: the EKS cluster security group. Default: not imported.
+            hyperpod_cluster_arn: ARN of the HyperPod cluster.
+            vpc_id: the cluster's VPC.
+            private_subnet_ids: its private subnets with egress, one per zone of
+                ``platform.cluster.availability_zones``, in that order.
+            api_endpoint_security_group_id: the additional security group of the EKS API endpoint ENIs
+                (``SharedHyperPodCluster.api_endpoint_security_group``), where Studio peers are admitted.
+            data_bucket_name: the shared team-data bucket.
+            file_system_id: ID of the shared FSx for Lustre file system.
+            file_system_dns_name: its DNS name.
+            file_system_mount_name: its Lustre mount name.
+            network_policy_enforced: whether the cluster's CNI enforces NetworkPolicy; no default: a tenant
+                relies on it for isolation, so state what the cluster does (``False`` stops synthesis).
+            service_cidr: the EKS Service CIDR. Default: the policy's ``cluster.serviceCidr``.
+
+        Raises:
+            TenancyError: ``private_subnet_ids`` does not have one subnet per availability zone.
+
+        """
+        return _ImportedHyperPodCluster(
+            scope,
+            id,
+            platform=platform,
+            eks_cluster_name=eks_cluster_name,
+            kubectl_provider_service_token=kubectl_provider_service_token,
+            kubectl_role_arn=kubectl_role_arn,
+            cluster_security_group_id=cluster_security_group_id,
+            hyperpod_cluster_arn=hyperpod_cluster_arn,
+            vpc_id=vpc_id,
+            private_subnet_ids=private_subnet_ids,
+            api_endpoint_security_group_id=api_endpoint_security_group_id,
+            data_bucket_name=data_bucket_name,
+            file_system_id=file_system_id,
+            file_system_dns_name=file_system_dns_name,
+            file_system_mount_name=file_system_mount_name,
+            network_policy_enforced=network_policy_enforced,
+            service_cidr=service_cidr or platform.cluster.service_cidr,
+        )
 
     # ------------------------------------------------------------------ attributes
     @property
@@ -230,6 +406,31 @@ class SharedHyperPodCluster(Construct):
     def hyperpod_cluster_arn(self) -> str:
         """ARN of the HyperPod cluster."""
         return self.hyperpod_cluster.attr_cluster_arn
+
+    @property
+    def eks_cluster_name(self) -> str:
+        """Name of the EKS cluster."""
+        return self.eks_cluster.cluster_name
+
+    @property
+    def eks_cluster_arn(self) -> str:
+        """ARN of the EKS cluster."""
+        return self.eks_cluster.cluster_arn
+
+    @property
+    def file_system_id(self) -> str:
+        """ID of the shared FSx for Lustre file system."""
+        return self.file_system.ref
+
+    @property
+    def file_system_dns_name(self) -> str:
+        """DNS name of the shared FSx for Lustre file system."""
+        return self.file_system.attr_dns_name
+
+    @property
+    def file_system_mount_name(self) -> str:
+        """Lustre mount name of the shared file system."""
+        return self.file_system.attr_lustre_mount_name
 
     @property
     def teams(self) -> dict[str, TeamTenant]:
@@ -267,18 +468,18 @@ class SharedHyperPodCluster(Construct):
             peer: the security group admitted, for example a team's Studio domain security group.
 
         """
-        ec2.CfnSecurityGroupIngress(
-            scope,
-            id,
-            group_id=self.api_endpoint_security_group.security_group_id,
-            source_security_group_id=peer.security_group_id,
-            ip_protocol="tcp",
-            from_port=443,
-            to_port=443,
-            description="EKS private API endpoint from an admitted peer",
+        _admit_to_api_endpoint(
+            scope, id, group_id=self.api_endpoint_security_group.security_group_id, peer=peer
         )
 
-    def add_team(self, id: str, *, team: str, scope: Construct | None = None) -> TeamTenant:
+    def add_team(
+        self,
+        id: str,
+        *,
+        team: str,
+        scope: Construct | None = None,
+        sso_role_timeout: cdk.Duration | None = None,
+    ) -> TeamTenant:
         """Create the :class:`TeamTenant` for the policy's team ``team``.
 
         Args:
@@ -286,6 +487,7 @@ class SharedHyperPodCluster(Construct):
             team: name of a team of the platform policy.
             scope: where to create it. Default: inside this construct (use a separate stack per team to keep
                 templates far from CloudFormation's limits).
+            sso_role_timeout: as for :class:`TeamTenant`. Default: 15 minutes.
 
         Raises:
             TenancyError: no such team, or the team was already added.
@@ -293,7 +495,7 @@ class SharedHyperPodCluster(Construct):
         """
         if team in self._teams:
             raise TenancyError(f"{self.node.path}: team {team!r} was already added.")
-        tenant = TeamTenant(scope or self, id, cluster=self, team=team)
+        tenant = TeamTenant(scope or self, id, cluster=self, team=team, sso_role_timeout=sso_role_timeout)
         self._teams[team] = tenant
         return tenant
 
@@ -428,19 +630,12 @@ class SharedHyperPodCluster(Construct):
             desired_size=system.count,
             max_size=max(system.count, 2) * 2,
             subnets=ec2.SubnetSelection(subnets=private),
-            labels={"hyperpod-tenancy.io/node-role": "system"},
+            labels={labels.NODE_ROLE_LABEL: labels.SYSTEM_NODE_ROLE},
         )
         return cluster
 
     def _addon(self, id: str, name: str, **props: Any) -> eks.CfnAddon:
-        return eks.CfnAddon(
-            self,
-            id,
-            addon_name=name,
-            cluster_name=self.eks_cluster.cluster_name,
-            resolve_conflicts="OVERWRITE",
-            **props,
-        )
+        return eks_addon(self, id, cluster_name=self.eks_cluster.cluster_name, addon_name=name, **props)
 
     def _create_base_addons(self) -> list[eks.CfnAddon]:
         # VPC CNI enforces NetworkPolicy only with its network policy agent switched on.
@@ -749,7 +944,7 @@ class SharedHyperPodCluster(Construct):
             # the system nodes, not on GPU capacity
             values={
                 "serviceAccount": {"create": True, "name": controller.service_account},
-                "nodeSelector": {"hyperpod-tenancy.io/node-role": "system"},
+                "nodeSelector": {labels.NODE_ROLE_LABEL: labels.SYSTEM_NODE_ROLE},
             },
             wait=True,
             timeout=KUBECTL_WAIT,
@@ -757,77 +952,20 @@ class SharedHyperPodCluster(Construct):
         chart.node.add_dependency(self.hyperpod_cluster)
         return chart
 
-    # ------------------------------------------------------------------ fairness
-    def _create_task_governance(self) -> Construct:
-        addon = self._addon("TaskGovernance", _TASK_GOVERNANCE_ADDON)
-        addon.node.add_dependency(self.hyperpod_cluster)
-        # Kueue's webhook must serve before the scheduler config and quotas create Kueue objects.
-        kueue_ready = eks.KubernetesObjectValue(
-            self,
-            "KueueReady",
-            cluster=self.kubernetes,
-            object_type="deployment",
-            object_name="kueue-controller-manager",
-            object_namespace="kueue-system",
-            json_path=".status.readyReplicas",
-            timeout=KUBECTL_WAIT,
-        )
-        kueue_ready.node.add_dependency(addon)
-        props = scheduler_config_properties(
-            self.platform, cluster_arn=self.hyperpod_cluster_arn, name=f"{self.platform.cluster.name}-policy"
-        )
-        sched = props["SchedulerConfig"]
-        config = sagemaker.CfnClusterSchedulerConfig(
-            self,
-            "SchedulerConfig",
-            name=props["Name"],
-            cluster_arn=props["ClusterArn"],
-            scheduler_config=sagemaker.CfnClusterSchedulerConfig.SchedulerConfigProperty(
-                priority_classes=[
-                    sagemaker.CfnClusterSchedulerConfig.PriorityClassProperty(
-                        name=p["Name"], weight=p["Weight"]
-                    )
-                    for p in sched["PriorityClasses"]
-                ],
-                fair_share=sched["FairShare"],
-                idle_resource_sharing=sched.get("IdleResourceSharing"),
-            ),
-        )
-        config.node.add_dependency(kueue_ready)
-        self.task_governance_addon = addon
-        self.kueue_ready = kueue_ready
-        self.scheduler_config = config
-        return config
-
-    def _create_kueue(self) -> Construct:
-        chart = self.platform.cluster.kueue_chart
-        kueue = eks.HelmChart(
-            self,
-            "Kueue",
-            cluster=self.kubernetes,
-            repository=chart.repository,
-            chart="kueue",
-            version=chart.version,
-            release="kueue",
-            namespace="kueue-system",
-            create_namespace=True,
-            values=kueue_helm_values(self.platform),
-            wait=True,
-            timeout=KUBECTL_WAIT,
-        )
-        kueue.node.add_dependency(self.hyperpod_cluster)
-        self.kueue_chart = kueue
-        return kueue
-
+    # ------------------------------------------------------------------ platform chart
     def _create_platform_chart(self) -> eks.KubernetesManifest:
-        chart = PlatformChart.build(self.platform)
+        chart = PlatformChart.build(
+            self.platform, fairness_objects=self.fairness_backend.cluster_manifests(self.platform)
+        )
         manifest = self.eks_cluster.add_cdk8s_chart("PlatformChart", chart)
         manifest.node.add_dependency(self.fairness_ready)
         return manifest
 
     # ------------------------------------------------------------------ observability
     def _create_observability(self) -> aps.CfnWorkspace:
-        workspace = aps.CfnWorkspace(self, "Prometheus", alias=f"{self.platform.cluster.name}-metrics")
+        workspace = aps.CfnWorkspace(
+            self, "Prometheus", alias=names.prometheus_workspace(self.platform.cluster.name)
+        )
         role = iam.Role(
             self,
             "ObservabilityRole",
@@ -917,7 +1055,7 @@ class SharedHyperPodCluster(Construct):
                     nodegroup.role,
                     managed_policies="the worker-node, CNI and ECR read-only policies EKS managed node groups require",
                 )
-        if self.observability_workspace is not None:
+        if self.observability_role is not None:
             acknowledge_role(
                 self.observability_role,
                 wildcards="the collector writes to the log groups HyperPod creates per cluster under "

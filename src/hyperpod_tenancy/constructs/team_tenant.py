@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import aws_cdk as cdk
 import jsii
@@ -24,37 +24,36 @@ from hyperpod_tenancy.constructs._private.annotations import (
     wildcard_findings,
 )
 from hyperpod_tenancy.constructs._private.principals import pod_identity_principal
-from hyperpod_tenancy.constructs._private.task_governance import compute_quota_properties
 from hyperpod_tenancy.constructs._private.team_iam import (
+    S3_OBJECT_ACTIONS,
     permission_set_inline_policy,
     studio_execution_policy,
     studio_trust_conditions,
     team_data_policy,
+    team_prefix,
 )
+from hyperpod_tenancy.constructs.backends import TeamFairness, backend_for
+from hyperpod_tenancy.constructs.backends.task_governance import NAMESPACE_WAIT
+from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
 from hyperpod_tenancy.errors import TenancyError
-from hyperpod_tenancy.k8s.labels import revoked_namespace_labels
 from hyperpod_tenancy.k8s.team_chart import TeamChart
-from hyperpod_tenancy.k8s.team_manifests import DEFAULT_SERVICE_ACCOUNT, FsxVolume, namespace_label_patch
-from hyperpod_tenancy.policy import FairnessBackend, Team, names
+from hyperpod_tenancy.k8s.team_manifests import DEFAULT_SERVICE_ACCOUNT, FsxVolume
+from hyperpod_tenancy.policy import Team, names
 
-if TYPE_CHECKING:
-    from hyperpod_tenancy.constructs.shared_hyperpod_cluster import SharedHyperPodCluster
-
-__all__ = ["TeamTenant"]
+__all__ = ["NAMESPACE_WAIT", "TeamTenant"]
 
 _RUNTIME = Path(__file__).resolve().parent.parent / "runtime"
 #: How long the SSO role lookup waits for Identity Center to provision the role.
 DEFAULT_SSO_ROLE_TIMEOUT = cdk.Duration.minutes(15)
-#: How long the team stack waits for Task Governance to create the team namespace; below the 900 s timeout of
-#: the kubectl provider Lambda that runs the wait.
-NAMESPACE_WAIT = cdk.Duration.minutes(10)
+#: Object actions :meth:`TeamTenant.grant_read_data` grants under the team prefix.
+_READ_OBJECT_ACTIONS = ("s3:GetObject",)
 
 
 @jsii.implements(IValidation)
 class _RequireNetworkPolicyEnforcement:
     """A team's NetworkPolicies are only YAML unless the CNI enforces them: refuse to synthesize then."""
 
-    def __init__(self, cluster: SharedHyperPodCluster, team: str) -> None:
+    def __init__(self, cluster: IHyperPodCluster, team: str) -> None:
         self._cluster = cluster
         self._team = team
 
@@ -94,9 +93,17 @@ class TeamTenant(Construct):
     Args:
         scope: parent construct (a :class:`~hyperpod_tenancy.stacks.TeamStack` keeps each team in its own stack).
         id: construct ID.
-        cluster: the shared cluster.
+        cluster: the shared cluster (created in this app, or imported with
+            :meth:`SharedHyperPodCluster.from_attributes <hyperpod_tenancy.constructs.SharedHyperPodCluster.from_attributes>`).
         team: name of a team of the cluster's platform policy.
         sso_role_timeout: how long to wait for Identity Center to provision the team's role. Default: 15 minutes.
+
+    Attributes:
+        cluster, team, namespace, kubernetes_group, service_account, execution_role, workload_role,
+        permission_set, sso_role_arn, access_entries, chart_manifest: see each attribute.
+        domain, studio_assignment, studio_security_group: Studio resources (``None`` when ``studio: false``).
+        fairness: what the fairness backend built for the team; compute_quota: its quota resource (a Task
+            Governance ``ComputeQuota``; ``None`` with Kueue, whose queues are in the chart).
 
     Raises:
         TenancyError: the team is not in the policy, or it is flagged for a dedicated cluster.
@@ -108,7 +115,7 @@ class TeamTenant(Construct):
         scope: Construct,
         id: str,
         *,
-        cluster: SharedHyperPodCluster,
+        cluster: IHyperPodCluster,
         team: str,
         sso_role_timeout: cdk.Duration | None = None,
     ) -> None:
@@ -152,7 +159,7 @@ class TeamTenant(Construct):
         eks.CfnPodIdentityAssociation(
             self,
             "WorkloadIdentity",
-            cluster_name=cluster.eks_cluster.cluster_name,
+            cluster_name=cluster.eks_cluster_name,
             namespace=self.namespace,
             service_account=self.service_account,
             role_arn=self.workload_role.role_arn,
@@ -170,10 +177,19 @@ class TeamTenant(Construct):
         self.sso_role_arn = self._resolve_sso_role(assignment, sso_role_timeout or DEFAULT_SSO_ROLE_TIMEOUT)
         #: EKS access entries (Identity Center role, Studio role), mapped to :attr:`kubernetes_group` only.
         self.access_entries = self._create_access_entries()
-        #: The Task Governance ComputeQuota (``None`` with the Kueue backend, where the chart holds the queues).
-        self.compute_quota: cdk.CfnResource | None = None
+        backend = backend_for(platform)
+        #: What the fairness backend built for the team (its quota, what the chart is applied after).
+        self.fairness: TeamFairness = backend.build_team(self, cluster, spec)
+        #: The team's quota resource (Task Governance ``ComputeQuota``; ``None`` with Kueue, whose queues are in
+        #: the chart).
+        self.compute_quota: cdk.CfnResource | None = (
+            self.fairness.quota if isinstance(self.fairness.quota, cdk.CfnResource) else None
+        )
         #: The team chart applied to the cluster (primary child, ID ``Resource``).
-        self.chart_manifest = self._create_chart()
+        self.chart_manifest = self._create_chart(
+            fairness_objects=backend.team_manifests(platform, spec),
+            include_namespace=backend.creates_team_namespace,
+        )
         self._acknowledge_findings()
 
     # ------------------------------------------------------------------ data and identity
@@ -270,7 +286,7 @@ class TeamTenant(Construct):
             session_duration="PT8H",
             inline_policy=permission_set_inline_policy(
                 team=self.team.name,
-                eks_cluster_arn=self.cluster.eks_cluster.cluster_arn,
+                eks_cluster_arn=self.cluster.eks_cluster_arn,
                 hyperpod_cluster_arn=self.cluster.hyperpod_cluster_arn,
                 bucket_arn=self.cluster.data_bucket.bucket_arn,
                 domain_id=self.domain.attr_domain_id if self.domain else None,
@@ -353,7 +369,7 @@ class TeamTenant(Construct):
             eks.CfnAccessEntry(
                 self,
                 entry_id,
-                cluster_name=self.cluster.eks_cluster.cluster_name,
+                cluster_name=self.cluster.eks_cluster_name,
                 principal_arn=arn,
                 type="STANDARD",
                 # RBAC in the team namespace only: no access policy, so never cluster-admin or cluster-wide.
@@ -362,70 +378,62 @@ class TeamTenant(Construct):
             for entry_id, arn in principals.items()
         ]
 
-    # ------------------------------------------------------------------ fairness and chart
-    def _create_chart(self) -> eks.KubernetesManifest:
-        platform = self.cluster.platform
-        eks_cluster = self.cluster.kubernetes
-        after: list[Construct] = [self.cluster.fairness_ready, self.cluster.platform_chart_manifest]
-        if platform.fairness_backend is FairnessBackend.TASK_GOVERNANCE:
-            quota = cdk.CfnResource(
-                self,
-                "ComputeQuota",
-                type="AWS::SageMaker::ComputeQuota",
-                properties=compute_quota_properties(
-                    platform, self.team, cluster_arn=self.cluster.hyperpod_cluster_arn
-                ),
-            )
-            quota.node.add_dependency(self.cluster.fairness_ready)
-            acknowledge(
-                quota,
-                "CloudFormation-Validate::F3006",
-                "aws-cdk-lib's bundled schemas predate AWS::SageMaker::ComputeQuota; cfn-lint 1.58 knows and "
-                "validates it (the test suite lints every template)",
-            )
-            self.compute_quota = quota
-            # the service creates the namespace with the quota, possibly a little later: wait for it (below the
-            # kubectl provider Lambda's 15-minute timeout, so a failure reports the handler's error)
-            namespace_ready = eks.KubernetesObjectValue(
-                self,
-                "NamespaceReady",
-                cluster=eks_cluster,
-                object_type="namespace",
-                object_name=self.namespace,
-                json_path=".metadata.name",
-                timeout=NAMESPACE_WAIT,
-            )
-            namespace_ready.node.add_dependency(quota)
-            # then label it for the admission policies
-            labels = namespace_label_patch(platform, self.team)
-            patch = eks.KubernetesPatch(
-                self,
-                "NamespaceLabels",
-                cluster=eks_cluster,
-                resource_name=f"namespace/{self.namespace}",
-                apply_patch=labels,
-                # explicit values, never null: CDK drops nulls when it renders the patch, and the handler's
-                # strategic merge keeps every key a patch leaves out
-                restore_patch={"metadata": {"labels": revoked_namespace_labels(platform, self.team)}},
-            )
-            patch.node.add_dependency(namespace_ready)
-            after = [quota, patch]
-        fs = self.cluster.file_system
+    # ------------------------------------------------------------------ data grants
+    def grant_read_data(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` read the team's data: objects under ``teams/<team>/`` of the data bucket only.
+
+        Grants ``s3:GetObject`` on ``teams/<team>/*`` and ``s3:ListBucket`` on the bucket with an ``s3:prefix``
+        under ``teams/<team>/`` (a listing of the bucket root or of another team's prefix stays denied). An
+        imported bucket encrypted with a KMS key also needs ``kms:Decrypt`` on that key, which this does not grant.
+        """
+        return self._grant_data(grantee, _READ_OBJECT_ACTIONS)
+
+    def grant_write_data(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` read, write and delete the team's data under ``teams/<team>/`` only.
+
+        The actions of the team's own roles (:data:`~hyperpod_tenancy.constructs._private.team_iam.S3_OBJECT_ACTIONS`:
+        get, put, delete, multipart uploads) on ``teams/<team>/*``, and the prefix-conditioned ``s3:ListBucket``
+        of :meth:`grant_read_data`.
+        """
+        return self._grant_data(grantee, S3_OBJECT_ACTIONS)
+
+    def _grant_data(self, grantee: iam.IGrantable, object_actions: tuple[str, ...]) -> iam.Grant:
+        prefix = team_prefix(self.team.name)
+        bucket = self.cluster.data_bucket
+        objects = iam.Grant.add_to_principal(
+            grantee=grantee,
+            actions=list(object_actions),
+            resource_arns=[bucket.arn_for_objects(f"{prefix}*")],
+        )
+        listing = iam.Grant.add_to_principal(
+            grantee=grantee,
+            actions=["s3:ListBucket"],
+            resource_arns=[bucket.bucket_arn],
+            conditions={"StringLike": {"s3:prefix": [f"{prefix}*"]}},
+        )
+        return objects.combine(listing)
+
+    # ------------------------------------------------------------------ chart
+    def _create_chart(
+        self, *, fairness_objects: list[dict[str, Any]], include_namespace: bool
+    ) -> eks.KubernetesManifest:
         chart = TeamChart.build(
-            platform,
+            self.cluster.platform,
             self.team,
             fsx=FsxVolume(
-                file_system_id=fs.ref,
-                dns_name=fs.attr_dns_name,
-                mount_name=fs.attr_lustre_mount_name,
+                file_system_id=self.cluster.file_system_id,
+                dns_name=self.cluster.file_system_dns_name,
+                mount_name=self.cluster.file_system_mount_name,
             ),
             service_account=self.service_account,
             service_cidr=self.cluster.service_cidr,
+            fairness_objects=fairness_objects,
+            include_namespace=include_namespace,
         )
         manifest = eks.KubernetesManifest(
-            self, "Resource", cluster=eks_cluster, manifest=chart.to_json(), overwrite=True
+            self, "Resource", cluster=self.cluster.kubernetes, manifest=chart.to_json(), overwrite=True
         )
-        for dependency in after:
+        for dependency in self.fairness.chart_after:
             manifest.node.add_dependency(dependency)
         # escape hatch, as eks_v2.KubernetesManifest does: the tenant's default child is the L1 resource
         self.node.default_child = manifest.node.default_child

@@ -67,6 +67,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from hyperpod_tenancy.k8s import labels, vap, workloads
+from hyperpod_tenancy.k8s.team_manifests import SYSTEM_PRIORITY_CLASSES
 from hyperpod_tenancy.k8s.vap import ADMISSION_API_VERSION, tenant_namespace_selector
 from hyperpod_tenancy.k8s.workloads import WorkloadKindSpec
 from hyperpod_tenancy.policy import names
@@ -81,7 +82,6 @@ __all__ = [
     "FSX_ROOT",
     "GPU_VISIBILITY_ENV",
     "POD_SPEC_POLICY",
-    "SYSTEM_PRIORITY_CLASSES",
     "WORKLOAD_POLICY",
     "WORKLOAD_RESOURCES",
     "admission_policies",
@@ -97,8 +97,9 @@ CHECKPOINT_POLICY = "hyperpod-tenancy-checkpoints"
 POD_SPEC_POLICY = "hyperpod-tenancy-pod-specs"
 #: Policy (and binding) denying orphaning deletes of workloads.
 DELETE_POLICY = "hyperpod-tenancy-workload-deletes"
-#: Mount point of the shared FSx for Lustre file system; each team owns ``/fsx/<team>``.
-FSX_ROOT = "/fsx/"
+#: Mount point of the shared FSx for Lustre file system; each team owns ``/fsx/<team>`` (from
+#: :mod:`hyperpod_tenancy.policy.names`).
+FSX_ROOT = names.FSX_ROOT
 #: Accepted checkpoint intervals: a positive number of minutes or hours, e.g. ``30m`` or ``2h``.
 CHECKPOINT_INTERVAL_PATTERN = "^[1-9][0-9]*[mh]$"
 #: The workload kinds the policies match: the one table of :mod:`hyperpod_tenancy.k8s.workloads`.
@@ -107,8 +108,6 @@ WORKLOAD_RESOURCES: tuple[WorkloadKindSpec, ...] = workloads.WORKLOAD_KINDS
 #: PriorityClass for tenants (workload priority is the Kueue ``kueue.x-k8s.io/priority-class`` label, which
 #: kube-scheduler never sees). Should the cluster ever get a ``globalDefault`` PriorityClass, add it here.
 ALLOWED_POD_PRIORITY_CLASSES: tuple[str, ...] = ()
-#: The built-in PriorityClasses every namespace can use unless something stops it (named in messages).
-SYSTEM_PRIORITY_CLASSES = ("system-node-critical", "system-cluster-critical")
 #: Environment variables that make a container runtime hook expose accelerator devices, and why each is here:
 #:
 #: * ``NVIDIA_VISIBLE_DEVICES``: the NVIDIA container toolkit injects the GPUs it lists (``all`` = every GPU of
@@ -212,7 +211,7 @@ def _workload_validations() -> list[dict[str, str]]:
     queue = labels.QUEUE_NAME_LABEL
     has_pc = f"({_label_set(pc)} && {_label(pc)} != '')"
     entitlement_key = f"({_q(labels.PRIORITY_LABEL_PREFIX)} + {_label(pc)})"
-    queue_suffix = names.local_queue("x")[len(names.namespace("x")) :]  # "-localqueue"
+    queue_suffix = names.LOCAL_QUEUE_SUFFIX
     return [
         {
             "expression": has_pc,

@@ -45,7 +45,14 @@ from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.k8s import labels, workloads
 from hyperpod_tenancy.policy import names
 from hyperpod_tenancy.policy.instance_types import resource_shape
-from hyperpod_tenancy.policy.model import InstanceGroup, Platform, PreemptTeamTasks, SharingStrategy, Team
+from hyperpod_tenancy.policy.model import (
+    FairnessBackend,
+    InstanceGroup,
+    Platform,
+    PreemptTeamTasks,
+    SharingStrategy,
+    Team,
+)
 
 __all__ = [
     "COHORT",
@@ -71,6 +78,7 @@ __all__ = [
     "cluster_objects",
     "kueue_helm_values",
     "lint_kueue_objects",
+    "renders_fairness_of",
     "team_objects",
 ]
 
@@ -85,7 +93,7 @@ INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 CPU = "cpu"
 MEMORY = "memory"
 #: Labels on every rendered object.
-MANAGED_BY_LABELS: Mapping[str, str] = {"app.kubernetes.io/managed-by": "cdk-hyperpod-tenancy"}
+MANAGED_BY_LABELS: Mapping[str, str] = labels.MANAGED_BY_LABELS
 #: Job integrations enabled in the Kueue configuration: the Kueue integration of every workload kind of
 #: :data:`hyperpod_tenancy.k8s.workloads.WORKLOAD_KINDS` that has one (the one table admission and RBAC read
 #: too). Kueue skips an integration whose CRD is not installed.
@@ -360,6 +368,15 @@ def team_objects(platform: Platform, team: Team) -> list[dict[str, Any]]:
     objects: list[dict[str, Any]] = [cluster_queue, local_queue]
     _raise_on_findings(lint_kueue_objects([*cluster_objects(platform), *objects]), f"team {team.name!r}")
     return objects
+
+
+def renders_fairness_of(platform: Platform) -> bool:
+    """Whether this module renders ``platform``'s fairness objects (its backend is the built-in ``kueue``).
+
+    Only the charts' defaults for direct callers ask this; the constructs pass the registered backend's
+    objects (:mod:`hyperpod_tenancy.constructs.backends`).
+    """
+    return platform.fairness_backend is FairnessBackend.KUEUE
 
 
 def kueue_helm_values(platform: Platform) -> dict[str, Any]:

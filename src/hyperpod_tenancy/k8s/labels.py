@@ -1,15 +1,29 @@
-"""The label contract between team namespaces and the cluster-wide admission policies.
+"""Every label and annotation key the platform writes or reads, and the labels of its own objects.
 
-Team namespaces carry these labels; the ValidatingAdmissionPolicies read them through
-``namespaceObject``, so adding a team never changes a cluster-wide object. Tenants cannot change
-namespace labels (their Role has no verbs on namespaces).
+The one home of label keys and values (names of objects are in :mod:`hyperpod_tenancy.policy.names`):
+
+* the metadata every object the platform renders carries (:data:`MANAGED_BY_LABELS`, :func:`object_labels`);
+* the label contract between team namespaces and the cluster-wide admission policies. Team namespaces carry
+  these labels; the ValidatingAdmissionPolicies read them through ``namespaceObject``, so adding a team never
+  changes a cluster-wide object. Tenants cannot change namespace labels (their Role has no verbs on namespaces);
+* the labels and annotations jobs carry (Kueue's queue and priority class, the checkpoint declaration).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
+
 from hyperpod_tenancy.policy import names
 from hyperpod_tenancy.policy.model import Platform, PodSecurityLevel, Team
 
+#: Standard label naming the tool that manages an object.
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+#: Value of :data:`MANAGED_BY_LABEL` on every object the platform renders: the name of the tool (the
+#: ``hyperpod-tenancy`` command, the ``hyperpod-tenancy.io/`` label domain).
+MANAGED_BY = "hyperpod-tenancy"
+#: Labels on every object the platform renders (read-only; copy it to extend it).
+MANAGED_BY_LABELS: Mapping[str, str] = MappingProxyType({MANAGED_BY_LABEL: MANAGED_BY})
 #: Label selecting every tenant namespace (admission policy bindings match on it).
 TENANT_LABEL = "hyperpod-tenancy.io/tenant"
 #: The team a namespace belongs to.
@@ -29,11 +43,40 @@ BORROWS_LABEL = "hyperpod-tenancy.io/borrows"
 CHECKPOINT_PATH_ANNOTATION = "hyperpod-tenancy.io/checkpoint-path"
 #: Job/pod annotation with the checkpoint interval, e.g. ``30m`` or ``1h``.
 CHECKPOINT_INTERVAL_ANNOTATION = "hyperpod-tenancy.io/checkpoint-interval"
-#: Kueue labels jobs must carry.
+#: Kueue label every job must carry: the team's LocalQueue (:func:`~hyperpod_tenancy.policy.names.local_queue`).
 QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
+#: Kueue label every job must carry: a WorkloadPriorityClass the team is entitled to.
 PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
 #: Standard namespace name label (set by the API server).
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+#: Node label of the platform's system node group (``system``), where its controllers are scheduled.
+NODE_ROLE_LABEL = "hyperpod-tenancy.io/node-role"
+#: Value of :data:`NODE_ROLE_LABEL` on the system nodes.
+SYSTEM_NODE_ROLE = "system"
+#: Pod Security Admission level enforced in a namespace
+#: (https://kubernetes.io/docs/concepts/security/pod-security-admission/).
+POD_SECURITY_ENFORCE_LABEL = "pod-security.kubernetes.io/enforce"
+#: Pod Security Admission level whose violations are returned as warnings.
+POD_SECURITY_WARN_LABEL = "pod-security.kubernetes.io/warn"
+#: Pod Security Admission level whose violations are recorded in the audit log.
+POD_SECURITY_AUDIT_LABEL = "pod-security.kubernetes.io/audit"
+
+
+def object_labels(team: str | None = None) -> dict[str, str]:
+    """Labels of an object the platform renders: :data:`MANAGED_BY_LABELS`, plus :data:`TEAM_LABEL` for a team's."""
+    labels = dict(MANAGED_BY_LABELS)
+    if team is not None:
+        labels[TEAM_LABEL] = team
+    return labels
+
+
+def pod_security_labels(*, enforce: str, warn: str, audit: str) -> dict[str, str]:
+    """Pod Security Admission labels of a namespace: the levels enforced, warned about and audited."""
+    return {
+        POD_SECURITY_ENFORCE_LABEL: enforce,
+        POD_SECURITY_WARN_LABEL: warn,
+        POD_SECURITY_AUDIT_LABEL: audit,
+    }
 
 
 def priority_entitlement_label(priority_class: str) -> str:
@@ -60,9 +103,11 @@ def namespace_labels(platform: Platform, team: Team) -> dict[str, str]:
     labels = {
         TENANT_LABEL: "true",
         TEAM_LABEL: team.name,
-        "pod-security.kubernetes.io/enforce": team.pod_security.value,
-        "pod-security.kubernetes.io/warn": PodSecurityLevel.RESTRICTED.value,
-        "pod-security.kubernetes.io/audit": PodSecurityLevel.RESTRICTED.value,
+        **pod_security_labels(
+            enforce=team.pod_security.value,
+            warn=PodSecurityLevel.RESTRICTED.value,
+            audit=PodSecurityLevel.RESTRICTED.value,
+        ),
     }
     allowed = set(team.allowed_priority_classes)
     for pc in platform.scheduling.priority_classes:

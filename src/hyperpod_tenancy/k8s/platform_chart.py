@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import cdk8s
 from constructs import Construct
 
 from hyperpod_tenancy.k8s._manifest_chart import ManifestChart
 from hyperpod_tenancy.k8s.admission import admission_policies
-from hyperpod_tenancy.k8s.kueue import cluster_objects
+from hyperpod_tenancy.k8s.kueue import cluster_objects, renders_fairness_of
 from hyperpod_tenancy.k8s.team_manifests import system_namespace
 from hyperpod_tenancy.k8s.tenant_guards import tenant_guard_policies
-from hyperpod_tenancy.policy import FairnessBackend, Platform
+from hyperpod_tenancy.policy import Platform
 
 __all__ = ["PlatformChart"]
 
@@ -20,25 +23,37 @@ class PlatformChart(ManifestChart):
 
     The platform's system namespace, the admission policies for team namespaces (workload labels and
     checkpoints, :mod:`~hyperpod_tenancy.k8s.admission`; Services and Secrets,
-    :mod:`~hyperpod_tenancy.k8s.tenant_guards`); with the Kueue backend
-    also the ResourceFlavors, the Cohort and the WorkloadPriorityClasses (Task Governance creates those itself).
+    :mod:`~hyperpod_tenancy.k8s.tenant_guards`), then the fairness backend's cluster-scoped objects (Kueue: the
+    ResourceFlavors, the Cohort and the WorkloadPriorityClasses; Task Governance creates those itself).
 
     Args:
         scope: a cdk8s App (or another chart scope).
         id: chart ID.
         platform: the tenancy policy.
+        fairness_objects: the fairness backend's cluster-scoped objects (``Backend.cluster_manifests``).
+            Default: those of the built-in backends (Kueue's with the ``kueue`` backend, none otherwise).
 
     """
 
-    def __init__(self, scope: Construct, id: str, *, platform: Platform) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        platform: Platform,
+        fairness_objects: Sequence[dict[str, Any]] | None = None,
+    ) -> None:
+        if fairness_objects is None:
+            fairness_objects = cluster_objects(platform) if renders_fairness_of(platform) else []
         manifests = [system_namespace(), *admission_policies(platform), *tenant_guard_policies()]
-        if platform.fairness_backend is FairnessBackend.KUEUE:
-            manifests += cluster_objects(platform)
+        manifests += fairness_objects
         super().__init__(scope, id, manifests=manifests)
         #: The policy the chart was rendered from.
         self.platform = platform
 
     @classmethod
-    def build(cls, platform: Platform) -> PlatformChart:
+    def build(
+        cls, platform: Platform, *, fairness_objects: Sequence[dict[str, Any]] | None = None
+    ) -> PlatformChart:
         """Render the chart in its own cdk8s App (what ``Cluster.add_cdk8s_chart`` expects)."""
-        return cls(cdk8s.App(), "platform", platform=platform)
+        return cls(cdk8s.App(), "platform", platform=platform, fairness_objects=fairness_objects)

@@ -1,14 +1,17 @@
-"""``TeamChart``: the namespaced Kubernetes (and Kueue) objects of one team."""
+"""``TeamChart``: the namespaced Kubernetes (and fairness-backend) objects of one team."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
 
 import cdk8s
 from constructs import Construct
 
 from hyperpod_tenancy.k8s._manifest_chart import ManifestChart
-from hyperpod_tenancy.k8s.kueue import team_objects
+from hyperpod_tenancy.k8s.kueue import renders_fairness_of, team_objects
 from hyperpod_tenancy.k8s.team_manifests import FsxVolume, fsx_directory_job, team_manifests
-from hyperpod_tenancy.policy import FairnessBackend, Platform, Team
+from hyperpod_tenancy.policy import Platform, Team
 
 __all__ = ["TeamChart"]
 
@@ -16,8 +19,9 @@ __all__ = ["TeamChart"]
 class TeamChart(ManifestChart):
     """A team's namespaced objects, rendered from the policy.
 
-    RBAC, default-deny NetworkPolicies, LimitRange, ResourceQuotas, ServiceAccount, the FSx directory job and PV/PVC; with the
-    Kueue backend also its Namespace, ClusterQueue and LocalQueue.
+    RBAC, default-deny NetworkPolicies, LimitRange, ResourceQuotas, ServiceAccount, the FSx directory job and
+    PV/PVC; the fairness backend's objects right after the Namespace (Kueue: the Namespace, ClusterQueue and
+    LocalQueue).
 
     With Task Governance the service owns the namespace and the queues: the chart leaves them alone and must
     be applied after the team's ``ComputeQuota`` (``TeamTenant`` adds that dependency).
@@ -31,6 +35,10 @@ class TeamChart(ManifestChart):
         service_account: name of the workloads' ServiceAccount.
         service_cidr: the cluster's Service CIDR, kept out of team egress. Default: the policy's
             ``cluster.service_cidr``.
+        fairness_objects: the fairness backend's objects of the team (``Backend.team_manifests``). Default:
+            those of the built-in backends (the Kueue queues with the ``kueue`` backend, none otherwise).
+        include_namespace: render the team's Namespace (``Backend.creates_team_namespace``). Default: with the
+            built-in ``kueue`` backend only.
 
     """
 
@@ -44,13 +52,25 @@ class TeamChart(ManifestChart):
         fsx: FsxVolume,
         service_account: str,
         service_cidr: str | None = None,
+        fairness_objects: Sequence[dict[str, Any]] | None = None,
+        include_namespace: bool | None = None,
     ) -> None:
+        builtin_kueue = renders_fairness_of(platform)
+        if fairness_objects is None:
+            fairness_objects = team_objects(platform, team) if builtin_kueue else []
+        if include_namespace is None:
+            include_namespace = builtin_kueue
         manifests = team_manifests(
-            platform, team, fsx=fsx, service_account=service_account, service_cidr=service_cidr
+            platform,
+            team,
+            fsx=fsx,
+            service_account=service_account,
+            service_cidr=service_cidr,
+            include_namespace=include_namespace,
         )
-        if platform.fairness_backend is FairnessBackend.KUEUE:
-            # Namespace first (it is the first team manifest), then the queues that live in it.
-            manifests = manifests[:1] + team_objects(platform, team) + manifests[1:]
+        # Namespace first (when the chart renders it), then the backend's objects that live in it.
+        head = 1 if include_namespace else 0
+        manifests = manifests[:head] + list(fairness_objects) + manifests[head:]
         manifests += fsx_directory_job(platform, team, fsx=fsx)
         super().__init__(scope, id, manifests=manifests)
         #: The team the chart was rendered for.
@@ -65,8 +85,10 @@ class TeamChart(ManifestChart):
         fsx: FsxVolume,
         service_account: str,
         service_cidr: str | None = None,
+        fairness_objects: Sequence[dict[str, Any]] | None = None,
+        include_namespace: bool | None = None,
     ) -> TeamChart:
-        """Render the chart in its own cdk8s App."""
+        """Render the chart in its own cdk8s App (arguments as for the constructor)."""
         return cls(
             cdk8s.App(),
             team.name,
@@ -75,4 +97,6 @@ class TeamChart(ManifestChart):
             fsx=fsx,
             service_account=service_account,
             service_cidr=service_cidr,
+            fairness_objects=fairness_objects,
+            include_namespace=include_namespace,
         )

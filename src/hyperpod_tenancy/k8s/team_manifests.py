@@ -25,11 +25,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hyperpod_tenancy.k8s.labels import TEAM_LABEL, namespace_labels
+from hyperpod_tenancy.k8s import labels
+from hyperpod_tenancy.k8s.labels import namespace_labels
 from hyperpod_tenancy.k8s.workloads import kinds_for
 from hyperpod_tenancy.policy import names
 from hyperpod_tenancy.policy.instance_types import resource_shape
-from hyperpod_tenancy.policy.model import FairnessBackend, Platform, Team, WorkloadKind
+from hyperpod_tenancy.policy.model import FairnessBackend, Platform, PodSecurityLevel, Team, WorkloadKind
 
 __all__ = [
     "ACCELERATOR_QUOTA_NAME",
@@ -38,7 +39,6 @@ __all__ = [
     "FSX_CLAIM_NAME",
     "FSX_CSI_DRIVER",
     "IMDS_CIDR",
-    "MANAGED_BY_LABEL",
     "OBSERVABILITY_NAMESPACE",
     "SYSTEM_NAMESPACE",
     "SYSTEM_PRIORITY_CLASSES",
@@ -46,10 +46,7 @@ __all__ = [
     "TEAM_ROLE_NAME",
     "FsxVolume",
     "accelerator_ceiling",
-    "cluster_role_name",
     "fsx_directory_job",
-    "fsx_root_claim_name",
-    "fsx_volume_name",
     "namespace_label_patch",
     "system_namespace",
     "team_manifests",
@@ -75,8 +72,6 @@ OBSERVABILITY_NAMESPACE = "hyperpod-observability"
 BUSYBOX_IMAGE = "public.ecr.aws/docker/library/busybox:1.37.0"
 #: Name of the Role and RoleBinding granted to a team's group in its namespace.
 TEAM_ROLE_NAME = "hyperpod-tenancy-team-member"
-#: ``app.kubernetes.io/managed-by`` value on every object rendered here.
-MANAGED_BY_LABEL = "hyperpod-tenancy"
 
 _RBAC_GROUP = "rbac.authorization.k8s.io"
 _KUEUE_GROUP = "kueue.x-k8s.io"
@@ -117,10 +112,7 @@ class FsxVolume:
 
 
 def _labels(team: Team | None = None) -> dict[str, str]:
-    labels = {"app.kubernetes.io/managed-by": MANAGED_BY_LABEL}
-    if team is not None:
-        labels[TEAM_LABEL] = team.name
-    return labels
+    return labels.object_labels(None if team is None else team.name)
 
 
 def _meta(name: str, team: Team | None, namespace: str | None = None) -> dict[str, Any]:
@@ -139,21 +131,6 @@ def _rule(
     return rule
 
 
-def cluster_role_name(team: Team) -> str:
-    """Name of the team's read-only ClusterRole (and its ClusterRoleBinding)."""
-    return f"hyperpod-tenancy-{team.name}-queue-reader"
-
-
-def fsx_volume_name(team: Team) -> str:
-    """Name of the (cluster-scoped) PersistentVolume on ``/fsx/<team>``."""
-    return f"hyperpod-tenancy-fsx-{team.name}"
-
-
-def fsx_root_claim_name(team: Team) -> str:
-    """Name of the claim on the file-system root that the team's directory Job mounts."""
-    return f"fsx-root-{team.name}"
-
-
 def namespace_label_patch(platform: Platform, team: Team) -> Manifest:
     """Strategic-merge patch body that adds the label contract to a namespace Task Governance created.
 
@@ -165,11 +142,13 @@ def namespace_label_patch(platform: Platform, team: Team) -> Manifest:
 
 
 def _namespace(platform: Platform, team: Team) -> Manifest:
-    labels = {**_labels(team), **namespace_labels(platform, team)}
     return {
         "apiVersion": "v1",
         "kind": "Namespace",
-        "metadata": {"name": names.namespace(team.name), "labels": labels},
+        "metadata": {
+            "name": names.namespace(team.name),
+            "labels": {**_labels(team), **namespace_labels(platform, team)},
+        },
     }
 
 
@@ -229,7 +208,7 @@ def _rbac(team: Team) -> list[Manifest]:
     ns = names.namespace(team.name)
     group = names.kubernetes_group(team.name)
     subject = [{"kind": "Group", "apiGroup": _RBAC_GROUP, "name": group}]
-    cluster_role = cluster_role_name(team)
+    cluster_role = names.queue_reader_cluster_role(team.name)
     return [
         {
             "apiVersion": f"{_RBAC_GROUP}/v1",
@@ -291,7 +270,7 @@ def _network_policies(platform: Platform, team: Team, service_cidr: str) -> list
     """
     except_cidrs = [platform.cluster.vpc_cidr, IMDS_CIDR, service_cidr]
     dns_peer = {
-        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
+        "namespaceSelector": {"matchLabels": {labels.NAMESPACE_NAME_LABEL: "kube-system"}},
         "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
     }
     same_namespace: Manifest = {"podSelector": {}}
@@ -334,7 +313,7 @@ def _network_policies(platform: Platform, team: Team, service_cidr: str) -> list
         # clusters", "Ray metrics reference"): default-deny ingress would silently blind it. Only pods of
         # its own namespace are admitted, on any port (metrics ports differ per framework).
         collector = {
-            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": OBSERVABILITY_NAMESPACE}}
+            "namespaceSelector": {"matchLabels": {labels.NAMESPACE_NAME_LABEL: OBSERVABILITY_NAMESPACE}}
         }
         policies.append(
             _network_policy(
@@ -539,14 +518,14 @@ def _fsx_pvc(platform: Platform, team: Team, *, name: str, namespace: str, volum
 
 def _team_fsx(platform: Platform, team: Team, fsx: FsxVolume) -> list[Manifest]:
     """Render the static PV on ``/fsx/<team>`` (Retain, pre-bound) and the team's claim ``fsx`` on it."""
-    volume = fsx_volume_name(team)
+    volume = names.fsx_volume(team.name)
     ns = names.namespace(team.name)
     return [
         _fsx_pv(
             platform,
             team,
             name=volume,
-            handle=f"{fsx.file_system_id}::{team.name}",
+            handle=names.fsx_volume_handle(fsx.file_system_id, team.name),
             mount_name=f"{fsx.mount_name}/{team.name}",
             claim_namespace=ns,
             claim=FSX_CLAIM_NAME,
@@ -563,6 +542,7 @@ def team_manifests(
     fsx: FsxVolume,
     service_account: str = DEFAULT_SERVICE_ACCOUNT,
     service_cidr: str | None = None,
+    include_namespace: bool | None = None,
 ) -> list[Manifest]:
     """Every Kubernetes object of ``team``, in apply order.
 
@@ -587,13 +567,17 @@ def team_manifests(
             (``allow-dns`` admits the kube-dns pods by selector, which is what the kube-dns ClusterIP is
             translated to before policy applies). Default: the policy's ``cluster.service_cidr`` (what the
             cluster construct sets as the EKS ``serviceIpv4Cidr``). Used verbatim; may be a CDK token.
+        include_namespace: render the Namespace (the fairness backend's ``creates_team_namespace``). Default:
+            with the ``kueue`` backend only.
 
     Returns:
         Plain manifest dicts (``apiVersion``, ``kind``, ``metadata``...), valid for Kubernetes 1.33.
 
     """
     objects: list[Manifest] = []
-    if platform.fairness_backend is FairnessBackend.KUEUE:
+    if include_namespace is None:
+        include_namespace = platform.fairness_backend is FairnessBackend.KUEUE
+    if include_namespace:
         objects.append(_namespace(platform, team))
     objects.append(_service_account(team, service_account))
     objects += _rbac(team)
@@ -611,17 +595,16 @@ def system_namespace() -> Manifest:
     The FSx directory Jobs run here as root with the ``CHOWN``, ``FOWNER`` and ``FSETID`` capabilities,
     which ``baseline`` admits and ``restricted`` does not. No team is granted anything in it.
     """
-    labels = {
-        **_labels(),
-        "pod-security.kubernetes.io/enforce": "baseline",
-        "pod-security.kubernetes.io/warn": "baseline",
-        "pod-security.kubernetes.io/audit": "baseline",
+    level = PodSecurityLevel.BASELINE.value
+    metadata = {
+        "name": SYSTEM_NAMESPACE,
+        "labels": {**_labels(), **labels.pod_security_labels(enforce=level, warn=level, audit=level)},
     }
-    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": SYSTEM_NAMESPACE, "labels": labels}}
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": metadata}
 
 
 def _directory_script(team: Team) -> str:
-    path = f"/fsx/{team.name}"
+    path = names.fsx_directory(team.name)
     gid = team.identity.posix_gid
     return "\n".join(
         (
@@ -659,12 +642,12 @@ def fsx_directory_job(platform: Platform, team: Team, *, fsx: FsxVolume) -> list
     Apply after :func:`system_namespace`; the team's pods can start before the Job has run (kubelet
     retries the mount until the directory exists).
     """
-    claim = fsx_root_claim_name(team)
-    volume = f"hyperpod-tenancy-fsx-root-{team.name}"
+    claim = names.fsx_root_claim(team.name)
+    volume = names.fsx_root_volume(team.name)
     job = {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": _meta(f"fsx-dir-{team.name}", team, SYSTEM_NAMESPACE),
+        "metadata": _meta(names.fsx_directory_job(team.name), team, SYSTEM_NAMESPACE),
         "spec": {
             "backoffLimit": 4,
             "ttlSecondsAfterFinished": 600,
@@ -710,7 +693,7 @@ def fsx_directory_job(platform: Platform, team: Team, *, fsx: FsxVolume) -> list
                                 "requests": {"cpu": "10m", "memory": "16Mi"},
                                 "limits": {"cpu": "100m", "memory": "64Mi"},
                             },
-                            "volumeMounts": [{"name": "fsx-root", "mountPath": "/fsx"}],
+                            "volumeMounts": [{"name": "fsx-root", "mountPath": names.FSX_MOUNT_PATH}],
                         }
                     ],
                     "volumes": [{"name": "fsx-root", "persistentVolumeClaim": {"claimName": claim}}],
@@ -723,7 +706,7 @@ def fsx_directory_job(platform: Platform, team: Team, *, fsx: FsxVolume) -> list
             platform,
             team,
             name=volume,
-            handle=f"{fsx.file_system_id}::root-{team.name}",
+            handle=names.fsx_root_volume_handle(fsx.file_system_id, team.name),
             mount_name=fsx.mount_name,
             claim_namespace=SYSTEM_NAMESPACE,
             claim=claim,

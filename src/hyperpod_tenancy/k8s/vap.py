@@ -15,7 +15,6 @@ from hyperpod_tenancy.k8s import labels
 
 __all__ = [
     "ADMISSION_API_VERSION",
-    "MANAGED_BY_LABELS",
     "cel_list",
     "cel_quote",
     "not_sent_by",
@@ -26,8 +25,6 @@ __all__ = [
 
 #: API version of the policies and bindings (GA since Kubernetes 1.30).
 ADMISSION_API_VERSION = "admissionregistration.k8s.io/v1"
-#: Labels on every policy and binding.
-MANAGED_BY_LABELS = {"app.kubernetes.io/managed-by": "cdk-hyperpod-tenancy"}
 
 
 def cel_quote(text: str) -> str:
@@ -63,11 +60,14 @@ def policy(
     match_conditions: list[dict[str, str]],
     validations: list[dict[str, str]],
 ) -> dict[str, Any]:
-    """Render a ValidatingAdmissionPolicy on ``rules`` in tenant namespaces, ``failurePolicy: Fail``."""
+    """Render a ValidatingAdmissionPolicy on ``rules`` in tenant namespaces, ``failurePolicy: Fail``.
+
+    It carries the platform's managed-by label (:func:`hyperpod_tenancy.k8s.labels.object_labels`).
+    """
     return {
         "apiVersion": ADMISSION_API_VERSION,
         "kind": "ValidatingAdmissionPolicy",
-        "metadata": {"name": name, "labels": dict(MANAGED_BY_LABELS)},
+        "metadata": {"name": name, "labels": labels.object_labels()},
         "spec": {
             "failurePolicy": "Fail",
             "matchConstraints": {"namespaceSelector": tenant_namespace_selector(), "resourceRules": rules},
@@ -82,7 +82,7 @@ def policy_binding(name: str, actions: Sequence[str]) -> dict[str, Any]:
     return {
         "apiVersion": ADMISSION_API_VERSION,
         "kind": "ValidatingAdmissionPolicyBinding",
-        "metadata": {"name": name, "labels": dict(MANAGED_BY_LABELS)},
+        "metadata": {"name": name, "labels": labels.object_labels()},
         "spec": {
             "policyName": name,
             "validationActions": list(actions),

@@ -11,14 +11,63 @@ Codes: ``HPT-REPLACE-STACKS``, ``HPT-REPLACE-CLUSTER``, ``HPT-REPLACE-VPC``, ``H
 
 from __future__ import annotations
 
-from hyperpod_tenancy.errors import PolicyIssue
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass
+
+from hyperpod_tenancy.errors import PolicyIssue, TenancyError
 from hyperpod_tenancy.policy import names
 from hyperpod_tenancy.policy.model import FairnessBackend, Platform, Team
 
-__all__ = ["replacement_warnings"]
+__all__ = ["BUILTIN_FAIRNESS_WORDING", "FairnessWording", "replacement_warnings"]
 
 
-def replacement_warnings(old: Platform, new: Platform) -> list[PolicyIssue]:
+@dataclass(frozen=True)
+class FairnessWording:
+    """How the replacement warnings name what a fairness backend deletes with a team.
+
+    Attributes:
+        team_objects_deleted: clause naming the team's fairness objects that are deleted with the team,
+            e.g. ``"its AWS::SageMaker::ComputeQuota is deleted"``.
+        rename_cause: why renaming a team replaces those objects (the createOnly property behind it).
+
+    """
+
+    team_objects_deleted: str
+    rename_cause: str
+
+
+#: Wording of the built-in backends (the policy layer cannot ask the backend registry, which sits above it;
+#: each backend module in :mod:`hyperpod_tenancy.constructs.backends` exposes its entry as
+#: ``replacement_wording``, and a new backend brings its own through the ``wording`` argument).
+BUILTIN_FAIRNESS_WORDING: Mapping[Hashable, FairnessWording] = {
+    FairnessBackend.TASK_GOVERNANCE: FairnessWording(
+        team_objects_deleted="its AWS::SageMaker::ComputeQuota is deleted",
+        rename_cause="AWS::SageMaker::ComputeQuota ComputeQuotaTarget/TeamName is createOnly, so CloudFormation "
+        "replaces the team's quota",
+    ),
+    FairnessBackend.KUEUE: FairnessWording(
+        team_objects_deleted="its Kueue ClusterQueue and LocalQueue are deleted",
+        rename_cause="the namespace and queue names are derived from the team name, so they are replaced",
+    ),
+}
+
+#: Looks up the wording of a platform's fairness backend.
+WordingLookup = Callable[[Platform], FairnessWording]
+
+
+def _builtin_wording(platform: Platform) -> FairnessWording:
+    try:
+        return BUILTIN_FAIRNESS_WORDING[platform.fairness_backend]
+    except KeyError:
+        raise TenancyError(
+            f"fairness backend {platform.fairness_backend!r} has no built-in replacement wording; pass "
+            "wording=... (the backend's replacement_wording)."
+        ) from None
+
+
+def replacement_warnings(
+    old: Platform, new: Platform, *, wording: WordingLookup | None = None
+) -> list[PolicyIssue]:
     """Return one issue per change from ``old`` to ``new`` that CloudFormation performs as a replacement.
 
     Both policies should be valid. Paths point into ``new`` (a removed team points at ``teams``).
@@ -28,6 +77,8 @@ def replacement_warnings(old: Platform, new: Platform) -> list[PolicyIssue]:
     Args:
         old: the policy that is deployed (the baseline).
         new: the policy about to be deployed.
+        wording: how each platform's fairness backend names the team objects it deletes. Default: the
+            built-in backends' wording (:data:`BUILTIN_FAIRNESS_WORDING`).
 
     Returns:
         The replacement warnings, empty when every change updates in place.
@@ -38,7 +89,7 @@ def replacement_warnings(old: Platform, new: Platform) -> list[PolicyIssue]:
     _cluster(old, new, out)
     _network(old, new, out)
     _fsx(old, new, out)
-    _teams(old, new, out)
+    _teams(old, new, out, wording or _builtin_wording)
     _identity_center(old, new, out)
     return out
 
@@ -139,12 +190,6 @@ def _fsx(old: Platform, new: Platform, out: list[PolicyIssue]) -> None:
     )
 
 
-def _team_quota(platform: Platform) -> str:
-    if platform.fairness_backend is FairnessBackend.TASK_GOVERNANCE:
-        return "its AWS::SageMaker::ComputeQuota is deleted"
-    return "its Kueue ClusterQueue and LocalQueue are deleted"
-
-
 def _same_identity(a: Team, b: Team) -> str | None:
     if a.identity.group_id and a.identity.group_id == b.identity.group_id:
         return f"same identity.groupId {a.identity.group_id!r}"
@@ -153,7 +198,7 @@ def _same_identity(a: Team, b: Team) -> str | None:
     return None
 
 
-def _teams(old: Platform, new: Platform, out: list[PolicyIssue]) -> None:
+def _teams(old: Platform, new: Platform, out: list[PolicyIssue], wording: WordingLookup) -> None:
     old_hosted = {t.name: t for t in old.hosted_teams}
     new_hosted = {t.name: t for t in new.hosted_teams}
     new_index = {t.name: i for i, t in enumerate(new.teams)}
@@ -166,20 +211,18 @@ def _teams(old: Platform, new: Platform, out: list[PolicyIssue]) -> None:
         if renamed is not None:
             after, why = renamed
             added.remove(after)
-            out.append(_renamed(new, before, after, why, new_index[after.name]))
+            out.append(_renamed(new, before, after, why, new_index[after.name], wording=wording(new)))
         elif name in new_index:
-            out.append(_kept_off(new, before, new_index[name]))
+            out.append(_kept_off(new, before, new_index[name], wording(new)))
         else:
-            out.append(_removed(old, before))
+            out.append(_removed(old, before, wording(old)))
 
 
-def _renamed(new: Platform, before: Team, after: Team, why: str, index: int) -> PolicyIssue:
+def _renamed(
+    new: Platform, before: Team, after: Team, why: str, index: int, *, wording: FairnessWording
+) -> PolicyIssue:
     old_ns, new_ns = names.namespace(before.name), names.namespace(after.name)
-    if new.fairness_backend is FairnessBackend.TASK_GOVERNANCE:
-        cause = "AWS::SageMaker::ComputeQuota ComputeQuotaTarget/TeamName is createOnly, so CloudFormation "
-        cause += "replaces the team's quota"
-    else:
-        cause = "the namespace and queue names are derived from the team name, so they are replaced"
+    cause = wording.rename_cause
     old_ps = before.identity.permission_set_name or names.permission_set(before.name)
     new_ps = after.identity.permission_set_name or names.permission_set(after.name)
     sso = ""
@@ -197,11 +240,11 @@ def _renamed(new: Platform, before: Team, after: Team, why: str, index: int) -> 
     )
 
 
-def _removed(old: Platform, before: Team) -> PolicyIssue:
+def _removed(old: Platform, before: Team, wording: FairnessWording) -> PolicyIssue:
     index = old.teams.index(before)
     return PolicyIssue(
         "teams",
-        f"team {before.name!r} (baseline teams[{index}]) is removed: {_team_quota(old)}, and with it "
+        f"team {before.name!r} (baseline teams[{index}]) is removed: {wording.team_objects_deleted}, and with it "
         f"namespace {names.namespace(before.name)}, its queues and running jobs.",
         "drain the team's jobs before deploying, or keep the team; if it was renamed, keep its "
         f"identity.groupId ({before.identity.group_id!r}) so the rename is recognised.",
@@ -209,12 +252,12 @@ def _removed(old: Platform, before: Team) -> PolicyIssue:
     )
 
 
-def _kept_off(new: Platform, before: Team, index: int) -> PolicyIssue:
+def _kept_off(new: Platform, before: Team, index: int, wording: FairnessWording) -> PolicyIssue:
     after = new.teams[index]
     return PolicyIssue(
         f"teams[{index}].dataClassification",
         f"team {before.name!r} now holds {new.team_classification(after)!r} data and is kept off this "
-        f"{new.cluster.data_classification!r} cluster: {_team_quota(new)}, and with it namespace "
+        f"{new.cluster.data_classification!r} cluster: {wording.team_objects_deleted}, and with it namespace "
         f"{names.namespace(before.name)}, its queues and running jobs.",
         "drain the team's jobs and deploy its dedicated platform before deploying this change.",
         "HPT-REPLACE-TEAM",

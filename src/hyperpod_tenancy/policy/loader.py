@@ -1,245 +1,40 @@
 """Load a :class:`~hyperpod_tenancy.policy.model.Platform` from YAML (camelCase keys).
 
-Structural problems (unknown keys, wrong types, missing required keys, duplicate YAML keys) are
-collected together with the semantic ones from
+The model's validator (:mod:`._adapter`: pydantic over the dataclasses, strict, unknown keys refused) reads the
+document; this module only turns its errors into :class:`~hyperpod_tenancy.errors.PolicyIssue` s in the YAML's
+words (path, bad value, fix, "did you mean"). Structural problems (unknown keys, wrong types, missing required
+keys, duplicate YAML keys) are collected together with the semantic ones from
 :func:`~hyperpod_tenancy.policy.validation.validate_platform` and raised once as a
 :class:`~hyperpod_tenancy.errors.PolicyError`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
-import enum
+import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import yaml
+from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
 from hyperpod_tenancy.errors import PolicyError, PolicyIssue
-from hyperpod_tenancy.policy.model import (
-    DEFAULT_MAX_CHECKPOINT_INTERVAL,
-    CheckpointEnforcement,
-    ClassificationMismatch,
-    ClusterSpec,
-    ComputeAllocation,
-    DeepHealthCheck,
-    FairnessBackend,
-    FsxSpec,
-    HelmChartSource,
-    IdentityCenter,
-    InstanceGroup,
-    KubeRayChartSource,
-    KueueChartSource,
-    Platform,
-    PodSecurityLevel,
-    PreemptTeamTasks,
-    PriorityClass,
-    ResourceShape,
-    SchedulingSpec,
-    SharingStrategy,
-    SystemNodeGroup,
-    Team,
-    TeamIdentity,
-    WorkloadKind,
-)
+from hyperpod_tenancy.policy import _adapter
+from hyperpod_tenancy.policy._adapter import Loc, Slot
+from hyperpod_tenancy.policy.model import Platform
+from hyperpod_tenancy.policy.rules import inputs_of
 from hyperpod_tenancy.policy.validation import validate_platform
 
 __all__ = ["load_platform", "platform_from_dict"]
 
-E = TypeVar("E", bound=enum.Enum)
-_MISSING: Any = object()
 _SCHEMA = "HPT-SCHEMA"
 _YAML = "HPT-YAML"
 #: Path shown for the document itself (the root mapping has no key).
 _ROOT = "(document)"
-
-_PLATFORM_KEYS = (
-    "name",
-    "account",
-    "region",
-    "fairnessBackend",
-    "cluster",
-    "scheduling",
-    "identityCenter",
-    "teams",
-)
-_CLUSTER_KEYS = (
-    "name",
-    "kubernetesVersion",
-    "availabilityZones",
-    "vpcCidr",
-    "serviceCidr",
-    "instanceGroups",
-    "systemNodeGroup",
-    "fsx",
-    "hyperpodHelmChart",
-    "kueueChart",
-    "kuberayChart",
-    "observability",
-    "dataClassification",
-    "onDataClassificationMismatch",
-)
-_GROUP_KEYS = (
-    "name",
-    "instanceType",
-    "count",
-    "reserved",
-    "threadsPerCore",
-    "deepHealthChecks",
-    "availabilityZone",
-    "trainingPlanArn",
-    "ebsVolumeGiB",
-    "resources",
-)
-_SCHEDULING_KEYS = ("priorityClasses", "fairShare", "idleResourceSharing", "checkpointEnforcement")
-_TEAM_KEYS = (
-    "name",
-    "compute",
-    "identity",
-    "allowedPriorityClasses",
-    "dataClassification",
-    "workload",
-    "podSecurity",
-    "studio",
-)
-_COMPUTE_KEYS = ("quotas", "sharing", "borrowLimit", "fairShareWeight", "preemptTeamTasks")
-
-
-class _Reader:
-    """Reads one mapping, recording every structural problem under its YAML path."""
-
-    def __init__(self, data: object, path: str, issues: list[PolicyIssue], allowed: tuple[str, ...]) -> None:
-        self.path = path
-        self.issues = issues
-        self.data: Mapping[Any, Any] = {}
-        #: False when ``data`` is not a mapping: its keys are then not reported one by one as missing.
-        self.readable = isinstance(data, Mapping)
-        if not isinstance(data, Mapping):
-            self.add(
-                path or _ROOT,
-                f"expected a mapping, got {_kind(data)} {data!r}.",
-                "write it as indented `key: value` lines.",
-            )
-            return
-        self.data = data
-        for key in data:
-            if key not in allowed:
-                close = difflib.get_close_matches(str(key), allowed, n=1)
-                hint = f"did you mean `{close[0]}`?" if close else f"allowed keys here: {', '.join(allowed)}."
-                self.add(self.at(str(key)), f"unknown key `{key}`.", f"remove or rename it; {hint}")
-
-    def at(self, key: str) -> str:
-        """Return the YAML path of ``key`` in this mapping."""
-        return f"{self.path}.{key}" if self.path else key
-
-    def add(self, path: str, message: str, fix: str) -> None:
-        """Record a structural problem."""
-        self.issues.append(PolicyIssue(path, message, fix, _SCHEMA))
-
-    def get(self, key: str, *, required: bool) -> Any:
-        """Return the raw value of ``key`` or ``_MISSING``, reporting a missing required key."""
-        if key not in self.data or self.data[key] is None:
-            if required and self.readable:
-                self.add(
-                    self.at(key), "required key is missing (or empty).", f"add `{key}:` with a value here."
-                )
-            return _MISSING
-        return self.data[key]
-
-    def text(self, key: str, default: Any = _MISSING) -> Any:
-        """Read a string (numbers are accepted and converted: YAML reads unquoted `1234` as a number)."""
-        value = self.get(key, required=default is _MISSING)
-        fallback = "" if default is _MISSING else default
-        if value is _MISSING:
-            return fallback
-        if isinstance(value, bool) or not isinstance(value, (str, int)):
-            self.add(
-                self.at(key),
-                f"expected a string, got {_kind(value)} {value!r}.",
-                "quote the value so YAML reads it as text (unquoted, 1.30 is the number 1.3)."
-                if isinstance(value, float)
-                else f'write a single string, e.g. `{key}: "text"`.',
-            )
-            return fallback
-        return str(value)
-
-    def integer(self, key: str, default: Any = _MISSING) -> Any:
-        """Read a whole number."""
-        value = self.get(key, required=default is _MISSING)
-        fallback = 0 if default is _MISSING else default
-        if value is _MISSING:
-            return fallback
-        if isinstance(value, bool) or not isinstance(value, int):
-            self.add(
-                self.at(key),
-                f"expected a whole number, got {_kind(value)} {value!r}.",
-                "write an unquoted integer, e.g. `4`.",
-            )
-            return fallback
-        return value
-
-    def flag(self, key: str, default: bool) -> bool:
-        """Read a boolean."""
-        value = self.get(key, required=False)
-        if value is _MISSING:
-            return default
-        if not isinstance(value, bool):
-            self.add(
-                self.at(key),
-                f"expected true or false, got {_kind(value)} {value!r}.",
-                "write `true` or `false`.",
-            )
-            return default
-        return value
-
-    def choice(self, key: str, cls: type[E], default: E) -> E:
-        """Read one value of an enumeration."""
-        value = self.get(key, required=False)
-        if value is _MISSING:
-            return default
-        try:
-            return cls(value)
-        except ValueError:
-            allowed = ", ".join(str(m.value) for m in cls)
-            self.add(self.at(key), f"{value!r} is not one of: {allowed}.", f"use one of: {allowed}.")
-            return default
-
-    def strings(self, key: str, default: Any = _MISSING) -> tuple[str, ...]:
-        """Read a list of strings."""
-        value = self.get(key, required=default is _MISSING)
-        if value is _MISSING:
-            return () if default is _MISSING else tuple(default)
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            self.add(
-                self.at(key),
-                f"expected a list of strings, got {_kind(value)} {value!r}.",
-                "write a list, e.g. `[a, b]`.",
-            )
-            return ()
-        return tuple(value)
-
-    def sub(self, key: str, allowed: tuple[str, ...], *, required: bool = True) -> _Reader | None:
-        """Return a reader for the nested mapping under ``key`` (None when absent)."""
-        value = self.get(key, required=required)
-        if value is _MISSING:
-            return None
-        return _Reader(value, self.at(key), self.issues, allowed)
-
-    def items(self, key: str) -> list[tuple[str, object]]:
-        """``(path, item)`` for each entry of the required list under ``key``."""
-        value = self.get(key, required=True)
-        if value is _MISSING:
-            return []
-        if not isinstance(value, list):
-            self.add(
-                self.at(key),
-                f"expected a list, got {_kind(value)} {value!r}.",
-                "write one `- ` item per entry.",
-            )
-            return []
-        return [(f"{self.at(key)}[{i}]", item) for i, item in enumerate(value)]
+#: Rounds of "validate, then repair what failed"; each round repairs every error it sees, so two suffice.
+_MAX_ROUNDS = 5
 
 
 def _kind(value: object) -> str:
@@ -255,203 +50,160 @@ def _kind(value: object) -> str:
     return kinds.get(type(value), type(value).__name__)
 
 
-def _instance_group(path: str, data: object, issues: list[PolicyIssue]) -> InstanceGroup:
-    r = _Reader(data, path, issues, _GROUP_KEYS)
-    checks: list[DeepHealthCheck] = []
-    for i, raw in enumerate(r.strings("deepHealthChecks", default=[c.value for c in DeepHealthCheck])):
+def _words(name: str) -> str:
+    """Spell a class name as words: ``DeepHealthCheck`` -> ``deep health check``."""
+    return "".join(f" {c.lower()}" if c.isupper() else c for c in name).strip()
+
+
+def _without_nulls(data: object) -> object:
+    """Copy ``data`` without the ``key:`` entries that have no value: YAML's empty value means "not set"."""
+    if isinstance(data, Mapping):
+        return {k: _without_nulls(v) for k, v in data.items() if v is not None}
+    if isinstance(data, list):
+        return [_without_nulls(v) for v in data]
+    return data
+
+
+def _placeholder(slot: Slot) -> object:
+    """Make a well-typed stand-in for a value that is missing or broken (so the other rules can still run)."""
+    if slot.optional:
+        return None
+    if slot.is_dataclass:
+        return {
+            key: _placeholder(slot.child(key)) for key, f in slot.fields().items() if _adapter.required(f)
+        }
+    if slot.is_enum:
+        return next(iter(slot.hint)).value
+    return {tuple: [], dict: {}}.get(slot.origin, {bool: False, int: 0, str: ""}.get(slot.hint))
+
+
+def _lookup(data: object, loc: Loc) -> object:
+    for segment in loc:
+        data = data[segment]  # type: ignore[index]
+    return data
+
+
+def _number_as_text(error: ErrorDetails, parent: Slot) -> bool:
+    """Tell whether ``error`` is a whole number given for a text field: YAML reads unquoted 1234 as a number."""
+    return error["type"] == "string_type" and type(error["input"]) is int and parent.is_dataclass
+
+
+def _repair(data: object, error: ErrorDetails) -> None:
+    """Change ``data`` in place so that ``error`` does not recur: drop, default or stand in for the value."""
+    loc = error["loc"]
+    if not loc:
+        return
+    *parents, last = loc
+    container: Any = _lookup(data, tuple(parents))
+    parent = _adapter.slots(tuple(parents))[-1]
+    slot = parent.child(last)
+    if error["type"] == "unexpected_keyword_argument":
+        del container[last]
+    elif _number_as_text(error, parent):
+        container[last] = str(error["input"])
+    elif parent.is_dataclass and slot.field is not None and not _adapter.required(slot.field):
+        del container[last]  # the default applies
+    elif parent.origin is dict:
+        del container[last]
+    else:
+        container[last] = _placeholder(slot)
+
+
+def _issue(data: object, error: ErrorDetails) -> PolicyIssue | None:
+    """Word one validator error the YAML's way (None: no problem, e.g. an unquoted number as text)."""
+    loc, kind = error["loc"], error["type"]
+    chain = _adapter.slots(loc)
+    slot, parent = chain[-1], chain[-2 if loc else -1]
+    key = str(loc[-1]) if loc else ""
+    if _number_as_text(error, parent):
+        return None
+    if kind == "unexpected_keyword_argument":
+        allowed = list(parent.fields())
+        close = difflib.get_close_matches(key, allowed, n=1)
+        hint = f"did you mean `{close[0]}`?" if close else f"allowed keys here: {', '.join(allowed)}."
+        message, fix = f"unknown key `{key}`.", f"remove or rename it; {hint}"
+    elif kind == "missing":
+        message, fix = "required key is missing (or empty).", f"add `{key}:` with a value here."
+    elif (
+        parent.origin is tuple
+        and not slot.is_dataclass
+        and not (slot.is_enum and isinstance(error["input"], str))
+    ):
+        loc = loc[:-1]  # a list of strings is reported as a whole
+        message, fix = _wrong_value(_slot_at(loc), _lookup(data, loc), str(loc[-1]))
+    elif slot.is_enum:
+        message, fix = _wrong_choice(slot, error["input"], in_list=parent.origin is tuple)
+    else:
+        message, fix = _wrong_value(slot, error["input"], key)
+    return PolicyIssue(_adapter.render(loc) or _ROOT, message, fix, _SCHEMA)
+
+
+def _slot_at(loc: Loc) -> Slot:
+    return _adapter.slots(loc)[-1]
+
+
+def _wrong_choice(slot: Slot, value: object, *, in_list: bool) -> tuple[str, str]:
+    """Say that ``value`` is not a member of the slot's enumeration."""
+    allowed = ", ".join(str(m.value) for m in slot.hint)
+    if in_list:
+        return f"{value!r} is not a {_words(slot.hint.__name__)}.", f"use {allowed}."
+    return f"{value!r} is not one of: {allowed}.", f"use one of: {allowed}."
+
+
+def _wrong_value(slot: Slot, value: object, key: str) -> tuple[str, str]:
+    """Say what the model expects at ``slot`` instead of ``value``, and how to write it."""
+    got = f"{_kind(value)} {value!r}"
+    if slot.is_dataclass or slot.origin is dict:
+        sample = _adapter.example(slot)
+        fix = (
+            f"write e.g. `{key}: {yaml.safe_dump(sample, default_flow_style=True).strip()}`."
+            if sample is not None
+            else "write it as indented `key: value` lines."
+        )
+        return f"expected a mapping, got {got}.", fix
+    if slot.origin is tuple and slot.item.is_dataclass:
+        return f"expected a list, got {got}.", "write one `- ` item per entry."
+    if slot.origin is tuple:
+        return f"expected a list of strings, got {got}.", "write a list, e.g. `[a, b]`."
+    if slot.hint in (bool, int):
+        counted = _adapter.unit(slot)
+        what = (
+            "true or false" if slot.hint is bool else f"a whole number{f' of {counted}' if counted else ''}"
+        )
+        fix = "write `true` or `false`." if slot.hint is bool else "write an unquoted integer, e.g. `4`."
+        return f"expected {what}, got {got}.", fix
+    if isinstance(value, float):
+        return (
+            f"expected a string, got {got}.",
+            "quote the value so YAML reads it as text (unquoted, 1.30 is the number 1.3).",
+        )
+    return f"expected a string, got {got}.", f'write a single string, e.g. `{key}: "text"`.'
+
+
+def _platform(data: Mapping[Any, Any], issues: list[PolicyIssue]) -> Platform | None:
+    """Validate ``data`` against the model; every structural problem goes to ``issues``.
+
+    A value that fails is repaired (dropped so its default applies, or replaced by a stand-in) and the document
+    is validated again, so the semantic rules still see a whole platform. None: the repairs did not converge.
+    """
+    # plain JSON data from here on (YAML dates read as text), so locations and repairs match the validator's
+    doc: Any = json.loads(json.dumps(_without_nulls(data), default=str))
+    for _ in range(_MAX_ROUNDS):
         try:
-            checks.append(DeepHealthCheck(raw))
-        except ValueError:
-            allowed = ", ".join(c.value for c in DeepHealthCheck)
-            r.add(f"{path}.deepHealthChecks[{i}]", f"{raw!r} is not a deep health check.", f"use {allowed}.")
-    resources = None
-    res = r.sub("resources", ("accelerators", "vcpus", "memoryGiB", "acceleratorResource"), required=False)
-    if res is not None:
-        resources = ResourceShape(
-            accelerators=res.integer("accelerators"),
-            vcpus=res.integer("vcpus"),
-            memory_gib=res.integer("memoryGiB"),
-            accelerator_resource=res.text("acceleratorResource", "nvidia.com/gpu"),
-        )
-    return InstanceGroup(
-        name=r.text("name"),
-        instance_type=r.text("instanceType"),
-        count=r.integer("count"),
-        reserved=r.integer("reserved", InstanceGroup.reserved),
-        threads_per_core=r.integer("threadsPerCore", InstanceGroup.threads_per_core),
-        deep_health_checks=tuple(checks),
-        availability_zone=r.text("availabilityZone", None),
-        training_plan_arn=r.text("trainingPlanArn", None),
-        ebs_volume_gib=r.integer("ebsVolumeGiB", InstanceGroup.ebs_volume_gib),
-        resources=resources,
-    )
-
-
-_Chart = TypeVar("_Chart", KueueChartSource, KubeRayChartSource)
-
-
-def _chart_source(r: _Reader, key: str, default: _Chart) -> _Chart:
-    """Read an optional ``{repository, version}`` chart block; absent keys keep ``default``'s values."""
-    sub = r.sub(key, ("repository", "version"), required=False)
-    if sub is None:
-        return default
-    return dataclasses.replace(
-        default,
-        repository=sub.text("repository", default.repository),
-        version=sub.text("version", default.version),
-    )
-
-
-def _cluster(r: _Reader) -> ClusterSpec:
-    groups = [_instance_group(p, d, r.issues) for p, d in r.items("instanceGroups")]
-    system = SystemNodeGroup()
-    sng = r.sub("systemNodeGroup", ("instanceType", "count"), required=False)
-    if sng is not None:
-        system = SystemNodeGroup(
-            instance_type=sng.text("instanceType", system.instance_type),
-            count=sng.integer("count", system.count),
-        )
-    fsx = FsxSpec()
-    fsx_r = r.sub("fsx", ("storageCapacityGiB", "deploymentType", "perUnitStorageThroughput"), required=False)
-    if fsx_r is not None:
-        fsx = FsxSpec(
-            storage_capacity_gib=fsx_r.integer("storageCapacityGiB", fsx.storage_capacity_gib),
-            deployment_type=fsx_r.text("deploymentType", fsx.deployment_type),
-            per_unit_storage_throughput=fsx_r.integer(
-                "perUnitStorageThroughput", fsx.per_unit_storage_throughput
-            ),
-        )
-    helm = HelmChartSource()
-    helm_r = r.sub("hyperpodHelmChart", ("ociRepository", "version", "directory"))
-    if helm_r is not None:
-        helm = HelmChartSource(
-            oci_repository=helm_r.text("ociRepository", None),
-            version=helm_r.text("version", None),
-            directory=helm_r.text("directory", None),
-        )
-    kueue = _chart_source(r, "kueueChart", KueueChartSource())
-    kuberay = _chart_source(r, "kuberayChart", KubeRayChartSource())
-    return ClusterSpec(
-        name=r.text("name"),
-        kubernetes_version=r.text("kubernetesVersion", ClusterSpec.kubernetes_version),
-        availability_zones=r.strings("availabilityZones"),
-        vpc_cidr=r.text("vpcCidr", ClusterSpec.vpc_cidr),
-        service_cidr=r.text("serviceCidr", ClusterSpec.service_cidr),
-        instance_groups=tuple(groups),
-        system_node_group=system,
-        fsx=fsx,
-        hyperpod_helm_chart=helm,
-        kueue_chart=kueue,
-        kuberay_chart=kuberay,
-        observability=r.flag("observability", True),
-        data_classification=r.text("dataClassification"),
-        on_data_classification_mismatch=r.choice(
-            "onDataClassificationMismatch", ClassificationMismatch, ClassificationMismatch.REFUSE
-        ),
-    )
-
-
-def _scheduling(r: _Reader) -> SchedulingSpec:
-    classes = []
-    for path, data in r.items("priorityClasses"):
-        pr = _Reader(data, path, r.issues, ("name", "weight", "preemptible", "maxCheckpointInterval"))
-        classes.append(
-            PriorityClass(
-                name=pr.text("name"),
-                weight=pr.integer("weight"),
-                preemptible=pr.flag("preemptible", False),
-                max_checkpoint_interval=pr.text("maxCheckpointInterval", DEFAULT_MAX_CHECKPOINT_INTERVAL),
+            platform: Platform = _adapter.adapter().validate_json(
+                json.dumps(doc), by_alias=True, by_name=False
             )
-        )
-    return SchedulingSpec(
-        priority_classes=tuple(classes),
-        fair_share=r.flag("fairShare", True),
-        idle_resource_sharing=r.flag("idleResourceSharing", True),
-        checkpoint_enforcement=r.choice(
-            "checkpointEnforcement", CheckpointEnforcement, CheckpointEnforcement.DENY
-        ),
-    )
-
-
-def _quotas(r: _Reader) -> dict[str, int]:
-    value = r.get("quotas", required=True)
-    if value is _MISSING:
-        return {}
-    if not isinstance(value, Mapping):
-        r.add(
-            r.at("quotas"),
-            f"expected a mapping of instance type to instance count, got {_kind(value)} {value!r}.",
-            "write e.g. `quotas: {ml.p5.48xlarge: 4}`.",
-        )
-        return {}
-    quotas: dict[str, int] = {}
-    for key, count in value.items():
-        if isinstance(count, bool) or not isinstance(count, int):
-            r.add(
-                r.at(f"quotas.{key}"),
-                f"expected a whole number of instances, got {_kind(count)} {count!r}.",
-                "write an unquoted integer, e.g. `4`.",
-            )
-            continue
-        quotas[str(key)] = count
-    return quotas
-
-
-def _team(path: str, data: object, issues: list[PolicyIssue]) -> Team:
-    r = _Reader(data, path, issues, _TEAM_KEYS)
-    compute = ComputeAllocation(quotas={})
-    cr = r.sub("compute", _COMPUTE_KEYS)
-    if cr is not None:
-        compute = ComputeAllocation(
-            quotas=_quotas(cr),
-            sharing=cr.choice("sharing", SharingStrategy, SharingStrategy.LEND_AND_BORROW),
-            borrow_limit=cr.integer("borrowLimit", ComputeAllocation.borrow_limit),
-            fair_share_weight=cr.integer("fairShareWeight", ComputeAllocation.fair_share_weight),
-            preempt_team_tasks=cr.choice(
-                "preemptTeamTasks", PreemptTeamTasks, PreemptTeamTasks.LOWER_PRIORITY
-            ),
-        )
-    identity = TeamIdentity(group_id="", posix_gid=0)
-    ir = r.sub("identity", ("groupId", "posixGid", "permissionSetName"))
-    if ir is not None:
-        identity = TeamIdentity(
-            group_id=ir.text("groupId"),
-            posix_gid=ir.integer("posixGid"),
-            permission_set_name=ir.text("permissionSetName", None),
-        )
-    return Team(
-        name=r.text("name"),
-        compute=compute,
-        identity=identity,
-        allowed_priority_classes=r.strings("allowedPriorityClasses"),
-        data_classification=r.text("dataClassification", None),
-        workload=r.choice("workload", WorkloadKind, WorkloadKind.TRAINING),
-        pod_security=r.choice("podSecurity", PodSecurityLevel, PodSecurityLevel.BASELINE),
-        studio=r.flag("studio", True),
-    )
-
-
-def _platform(data: Mapping[Any, Any], issues: list[PolicyIssue]) -> Platform:
-    root = _Reader(data, "", issues, _PLATFORM_KEYS)
-    cluster_r = root.sub("cluster", _CLUSTER_KEYS)
-    cluster = _cluster(cluster_r or _Reader({}, "cluster", [], ()))
-    sched_r = root.sub("scheduling", _SCHEDULING_KEYS)
-    scheduling = _scheduling(sched_r or _Reader({}, "scheduling", [], ()))
-    ic = IdentityCenter(instance_arn="", region="")
-    ic_r = root.sub("identityCenter", ("instanceArn", "region"))
-    if ic_r is not None:
-        ic = IdentityCenter(instance_arn=ic_r.text("instanceArn"), region=ic_r.text("region"))
-    teams = tuple(_team(p, d, issues) for p, d in root.items("teams"))
-    return Platform(
-        name=root.text("name"),
-        account=root.text("account"),
-        region=root.text("region"),
-        fairness_backend=root.choice("fairnessBackend", FairnessBackend, FairnessBackend.TASK_GOVERNANCE),
-        cluster=cluster,
-        scheduling=scheduling,
-        identity_center=ic,
-        teams=teams,
-    )
+        except ValidationError as exc:
+            errors = exc.errors(include_url=False)
+            for error in errors:
+                issue = _issue(doc, error)
+                if issue is not None and issue not in issues:
+                    issues.append(issue)
+            for error in reversed(errors):
+                _repair(doc, error)
+        else:
+            return platform
+    return None
 
 
 def _related(a: str, b: str) -> bool:
@@ -460,14 +212,8 @@ def _related(a: str, b: str) -> bool:
 
 
 def _inputs(issue: PolicyIssue) -> tuple[str, ...]:
-    """Paths a semantic rule reads besides the issue's own path (cross-references)."""
-    if issue.code in ("HPT-QUOTA-UNKNOWN-TYPE", "HPT-QUOTA-CAPACITY"):
-        return ("cluster.instanceGroups",)
-    if issue.code == "HPT-PRIORITY-UNKNOWN":
-        return ("scheduling.priorityClasses",)
-    if issue.code == "HPT-AZ":
-        return ("region", "cluster.availabilityZones")
-    return ()
+    """Paths a semantic rule reads besides the issue's own path (cross-references, from the rule registry)."""
+    return inputs_of(issue)
 
 
 def _build(data: object, source: str | None, issues: list[PolicyIssue]) -> Platform:
@@ -485,6 +231,8 @@ def _build(data: object, source: str | None, issues: list[PolicyIssue]) -> Platf
     structural: list[PolicyIssue] = []
     platform = _platform(data, structural)
     issues.extend(structural)
+    if platform is None:
+        raise PolicyError(issues, source)
     broken = [i.path for i in structural]
     for issue in validate_platform(platform, raise_on_error=False):
         # a value that failed to parse is reported once, not again by the rules that read it

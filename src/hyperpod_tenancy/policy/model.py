@@ -4,12 +4,18 @@ Everything else (constructs, cdk8s charts, the CLI) reads these objects; nothing
 Objects are frozen dataclasses with keyword-only fields. Build them from YAML with
 :func:`hyperpod_tenancy.policy.load_platform` or directly in Python, then call
 :func:`hyperpod_tenancy.policy.validate_platform` (the loader does that for you).
+
+The loader and the JSON Schema of ``platform.yaml`` read keys, types and defaults from these dataclasses. A field's
+YAML key is its camelCase name unless its ``metadata`` names an ``alias``; ``metadata`` holds only pydantic
+``Field`` keywords (``alias``, ``examples``, ``json_schema_extra``), and this module imports no pydantic.
 """
 
 from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+
+from hyperpod_tenancy.policy import names
 
 #: Nodes of every instance group kept outside all quotas by default, so that quotas still hold
 #: while HyperPod replaces a faulty node.
@@ -131,7 +137,7 @@ class ResourceShape:
     #: vCPUs per instance as EC2 counts them (two threads per core).
     vcpus: int
     #: Memory per instance in GiB.
-    memory_gib: int
+    memory_gib: int = field(metadata={"alias": "memoryGiB"})
     #: Extended resource name of the accelerator.
     accelerator_resource: str = "nvidia.com/gpu"
 
@@ -160,7 +166,7 @@ class InstanceGroup:
     #: Optional SageMaker training plan ARN that supplies the capacity.
     training_plan_arn: str | None = None
     #: Secondary EBS volume size (mounted at ``/opt/sagemaker``).
-    ebs_volume_gib: int = 500
+    ebs_volume_gib: int = field(default=500, metadata={"alias": "ebsVolumeGiB"})
     #: Resources per instance. Default: looked up from the built-in catalogue.
     resources: ResourceShape | None = None
 
@@ -185,7 +191,7 @@ class FsxSpec:
     """FSx for Lustre shared by all teams (one directory per team)."""
 
     #: Storage capacity in GiB (PERSISTENT_2: 1200, 2400 or a multiple of 2400).
-    storage_capacity_gib: int = 4800
+    storage_capacity_gib: int = field(default=4800, metadata={"alias": "storageCapacityGiB"})
     #: FSx for Lustre deployment type.
     deployment_type: str = "PERSISTENT_2"
     #: Throughput per TiB of storage (PERSISTENT_2: 125, 250, 500 or 1000).
@@ -289,7 +295,7 @@ class PriorityClass:
     @property
     def workload_priority_class(self) -> str:
         """The Kueue WorkloadPriorityClass name jobs put in ``kueue.x-k8s.io/priority-class``."""
-        return f"{self.name}-priority"
+        return names.workload_priority_class(self.name)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -311,7 +317,9 @@ class ComputeAllocation:
     """A team's guaranteed capacity and how it is shared."""
 
     #: Guaranteed instances per instance type.
-    quotas: dict[str, int]
+    quotas: dict[str, int] = field(
+        metadata={"examples": [{"ml.p5.48xlarge": 4}], "json_schema_extra": {"x-unit": "instances"}}
+    )
     #: Lending/borrowing strategy.
     sharing: SharingStrategy = SharingStrategy.LEND_AND_BORROW
     #: How much idle capacity the team may borrow, in percent of its guaranteed amount (1-500).

@@ -1,18 +1,109 @@
-"""Names derived from a team name, identical to the ones HyperPod Task Governance creates.
+"""Every name the platform derives from a team, cluster or priority class name: the one place they are built.
 
-Both fairness backends use these names, so jobs and dashboards do not change when the backend does.
+Pure functions of plain strings (no jsii, no CDK), so the policy validation, the Kubernetes renderers, the
+constructs, the stacks and the CLI all compute a name the same way, and a test
+(``tests/test_naming_contract.py``) fails when another module glues a prefix or suffix onto a name itself.
+
+The team-scoped Kueue names are the ones HyperPod Task Governance creates, so jobs and dashboards do not change
+when the fairness backend does:
+
+============================  ==============================================  =================================
+name                          function                                        example (team ``research``)
+============================  ==============================================  =================================
+namespace                     :func:`namespace`                               ``hyperpod-ns-research``
+ClusterQueue                  :func:`cluster_queue`                           ``hyperpod-ns-research-clusterqueue``
+LocalQueue                    :func:`local_queue`                             ``hyperpod-ns-research-localqueue``
+Kubernetes group (RBAC)       :func:`kubernetes_group`                        ``hyperpod-ns-research-namespace-level-group``
+WorkloadPriorityClass         :func:`workload_priority_class`                 ``training-priority`` (class ``training``)
+ComputeQuota                  :func:`compute_quota`                           ``research-quota``
+queue-reader ClusterRole      :func:`queue_reader_cluster_role`               ``hyperpod-tenancy-research-queue-reader``
+FSx PersistentVolume          :func:`fsx_volume`                              ``hyperpod-tenancy-fsx-research``
+FSx root PersistentVolume     :func:`fsx_root_volume`                         ``hyperpod-tenancy-fsx-root-research``
+FSx root claim                :func:`fsx_root_claim`                          ``fsx-root-research``
+FSx directory Job             :func:`fsx_directory_job`                       ``fsx-dir-research``
+FSx directory                 :func:`fsx_directory`                           ``/fsx/research``
+S3 data prefix                :func:`data_prefix`                             ``teams/research/``
+permission set (default)      :func:`permission_set`                          ``Research``
+Studio domain                 :func:`studio_domain`                           ``<cluster>-research``
+team stack ID                 :func:`team_stack_id`                           ``Team-Research``
+cluster scheduler config      :func:`scheduler_config`                        ``<cluster>-policy``
+Prometheus workspace alias    :func:`prometheus_workspace`                    ``<cluster>-metrics``
+============================  ==============================================  =================================
+
+Arguments may be CDK token strings where a docstring says so: those functions only concatenate.
 """
 
 from __future__ import annotations
 
+__all__ = [
+    "CLUSTER_QUEUE_SUFFIX",
+    "COMPUTE_QUOTA_SUFFIX",
+    "DATA_PREFIX_ROOT",
+    "FSX_MOUNT_PATH",
+    "FSX_ROOT",
+    "KUBERNETES_GROUP_SUFFIX",
+    "LABEL_VALUE_MAX",
+    "LOCAL_QUEUE_SUFFIX",
+    "NAMESPACE_PREFIX",
+    "OBJECT_PREFIX",
+    "PERMISSION_SET_MAX",
+    "PRIORITY_CLASS_SUFFIX",
+    "STUDIO_DOMAIN_MAX",
+    "cluster_queue",
+    "compute_quota",
+    "data_prefix",
+    "derived_names",
+    "fsx_directory",
+    "fsx_directory_job",
+    "fsx_root_claim",
+    "fsx_root_volume",
+    "fsx_root_volume_handle",
+    "fsx_volume",
+    "fsx_volume_handle",
+    "kubernetes_group",
+    "local_queue",
+    "namespace",
+    "pascal_case",
+    "permission_set",
+    "prometheus_workspace",
+    "queue_reader_cluster_role",
+    "scheduler_config",
+    "studio_domain",
+    "team_stack_id",
+    "workload_priority_class",
+]
+
 #: Namespace prefix Task Governance uses (``hyperpod-ns-<team>``).
 NAMESPACE_PREFIX = "hyperpod-ns-"
+#: Suffix of a team's ClusterQueue name (after the namespace name).
+CLUSTER_QUEUE_SUFFIX = "-clusterqueue"
+#: Suffix of a team's LocalQueue name (after the namespace name).
+LOCAL_QUEUE_SUFFIX = "-localqueue"
+#: Suffix of a team's Kubernetes group (after the namespace name; the HyperPod chart's convention).
+KUBERNETES_GROUP_SUFFIX = "-namespace-level-group"
+#: Suffix Task Governance appends to a scheduler-config priority class to name its WorkloadPriorityClass.
+PRIORITY_CLASS_SUFFIX = "-priority"
+#: Suffix of a team's ``AWS::SageMaker::ComputeQuota`` name.
+COMPUTE_QUOTA_SUFFIX = "-quota"
+#: Prefix of the cluster-scoped Kubernetes objects this library names after a team.
+OBJECT_PREFIX = "hyperpod-tenancy-"
+#: Mount path of the shared FSx for Lustre file system in every pod.
+FSX_MOUNT_PATH = "/fsx"
+#: :data:`FSX_MOUNT_PATH` with its trailing slash: every team directory starts with it.
+FSX_ROOT = f"{FSX_MOUNT_PATH}/"
+#: S3 key prefix under which every team's data prefix lives.
+DATA_PREFIX_ROOT = "teams/"
 #: Kubernetes label values (queue and priority-class labels) are limited to 63 characters.
 LABEL_VALUE_MAX = 63
 #: Identity Center permission set names: ``[\w+=,.@-]{1,32}`` (AWS::SSO::PermissionSet Name).
 PERMISSION_SET_MAX = 32
 #: SageMaker DomainName: at most 63 characters, ``^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}`` (AWS::SageMaker::Domain).
 STUDIO_DOMAIN_MAX = 63
+
+
+def pascal_case(name: str) -> str:
+    """``computer-vision`` → ``ComputerVision``: each ``-``-separated part capitalized, the dashes dropped."""
+    return "".join(part.capitalize() for part in name.split("-"))
 
 
 def namespace(team: str) -> str:
@@ -22,32 +113,97 @@ def namespace(team: str) -> str:
 
 def cluster_queue(team: str) -> str:
     """ClusterQueue of a team: ``hyperpod-ns-<team>-clusterqueue``."""
-    return f"{namespace(team)}-clusterqueue"
+    return namespace(team) + CLUSTER_QUEUE_SUFFIX
 
 
 def local_queue(team: str) -> str:
-    """LocalQueue of a team (the value of ``kueue.x-k8s.io/queue-name``)."""
-    return f"{namespace(team)}-localqueue"
+    """LocalQueue of a team (the value of ``kueue.x-k8s.io/queue-name``): ``hyperpod-ns-<team>-localqueue``."""
+    return namespace(team) + LOCAL_QUEUE_SUFFIX
 
 
 def kubernetes_group(team: str) -> str:
-    """Kubernetes group the team's access entries map to (the HyperPod chart's convention)."""
-    return f"{namespace(team)}-namespace-level-group"
+    """Kubernetes group the team's access entries map to: ``hyperpod-ns-<team>-namespace-level-group``."""
+    return namespace(team) + KUBERNETES_GROUP_SUFFIX
 
 
 def workload_priority_class(priority_class: str) -> str:
-    """Kueue WorkloadPriorityClass name of a scheduler-config priority class."""
-    return f"{priority_class}-priority"
+    """Kueue WorkloadPriorityClass name of a scheduler-config priority class: ``<class>-priority``."""
+    return priority_class + PRIORITY_CLASS_SUFFIX
+
+
+def compute_quota(team: str) -> str:
+    """Name of a team's ``AWS::SageMaker::ComputeQuota``: ``<team>-quota`` (not validated here)."""
+    return team + COMPUTE_QUOTA_SUFFIX
+
+
+def queue_reader_cluster_role(team: str) -> str:
+    """Team's read-only ClusterRole (and ClusterRoleBinding): ``hyperpod-tenancy-<team>-queue-reader``."""
+    return f"{OBJECT_PREFIX}{team}-queue-reader"
+
+
+def fsx_volume(team: str) -> str:
+    """Cluster-scoped PersistentVolume on ``/fsx/<team>``: ``hyperpod-tenancy-fsx-<team>``."""
+    return f"{OBJECT_PREFIX}fsx-{team}"
+
+
+def fsx_root_volume(team: str) -> str:
+    """PersistentVolume on the file-system root that the team's directory Job mounts."""
+    return f"{OBJECT_PREFIX}fsx-root-{team}"
+
+
+def fsx_root_claim(team: str) -> str:
+    """Claim on :func:`fsx_root_volume` in the platform namespace: ``fsx-root-<team>``."""
+    return f"fsx-root-{team}"
+
+
+def fsx_directory_job(team: str) -> str:
+    """Job creating ``/fsx/<team>``: ``fsx-dir-<team>``."""
+    return f"fsx-dir-{team}"
+
+
+def fsx_directory(team: str) -> str:
+    """Team's directory on the shared file system: ``/fsx/<team>``."""
+    return f"{FSX_ROOT}{team}"
+
+
+def fsx_volume_handle(file_system_id: str, team: str) -> str:
+    """CSI ``volumeHandle`` of :func:`fsx_volume` (unique per PV); ``file_system_id`` may be a CDK token."""
+    return f"{file_system_id}::{team}"
+
+
+def fsx_root_volume_handle(file_system_id: str, team: str) -> str:
+    """CSI ``volumeHandle`` of :func:`fsx_root_volume`; ``file_system_id`` may be a CDK token."""
+    return f"{file_system_id}::root-{team}"
+
+
+def data_prefix(team: str) -> str:
+    """S3 key prefix of a team's data: ``teams/<team>/`` (callers validate ``team`` before granting on it)."""
+    return f"{DATA_PREFIX_ROOT}{team}/"
 
 
 def permission_set(team: str) -> str:
     """Default Identity Center permission set name: the team name in PascalCase."""
-    return "".join(part.capitalize() for part in team.split("-"))
+    return pascal_case(team)
 
 
 def studio_domain(cluster: str, team: str) -> str:
     """SageMaker Studio domain name of a team: ``<cluster>-<team>``."""
     return f"{cluster}-{team}"
+
+
+def team_stack_id(team: str) -> str:
+    """Stack ID of a team: ``Team-<PascalCase name>`` (stable: changing it replaces the stack)."""
+    return "Team-" + pascal_case(team)
+
+
+def scheduler_config(cluster: str) -> str:
+    """Name of the cluster's ``AWS::SageMaker::ClusterSchedulerConfig``: ``<cluster>-policy``."""
+    return f"{cluster}-policy"
+
+
+def prometheus_workspace(cluster: str) -> str:
+    """Alias of the cluster's Amazon Managed Prometheus workspace: ``<cluster>-metrics``."""
+    return f"{cluster}-metrics"
 
 
 def derived_names(team: str) -> dict[str, str]:

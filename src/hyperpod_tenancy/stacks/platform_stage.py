@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import aws_cdk as cdk
 from constructs import Construct
 
 from hyperpod_tenancy.constructs._private.annotations import warn
-from hyperpod_tenancy.policy import Platform, replacement_warnings
+from hyperpod_tenancy.constructs.backends import replacement_wording
+from hyperpod_tenancy.policy import Platform, names, replacement_warnings
 from hyperpod_tenancy.stacks.cluster_stack import ClusterStack
 from hyperpod_tenancy.stacks.team_stack import TeamStack
 
@@ -18,7 +18,7 @@ __all__ = ["PlatformStage", "team_stack_id"]
 
 def team_stack_id(team: str) -> str:
     """Stack ID of a team: ``Team-<PascalCase name>`` (stable: changing it replaces the stack)."""
-    return "Team-" + "".join(part.capitalize() for part in re.split(r"-", team))
+    return names.team_stack_id(team)
 
 
 class PlatformStage(cdk.Stage):
@@ -57,7 +57,7 @@ class PlatformStage(cdk.Stage):
         #: The shared cluster's stack.
         self.cluster_stack = ClusterStack(self, "Cluster", platform=platform)
         if baseline is not None:
-            for issue in replacement_warnings(baseline, platform):
+            for issue in replacement_warnings(baseline, platform, wording=replacement_wording):
                 warn(self.cluster_stack, issue.code, f"{issue.path}: {issue.message} {issue.fix}")
         #: Team stacks by team name.
         self.team_stacks: dict[str, TeamStack] = {

@@ -7,6 +7,7 @@ from typing import Any
 import aws_cdk as cdk
 from constructs import Construct
 
+from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
 from hyperpod_tenancy.constructs.shared_hyperpod_cluster import SharedHyperPodCluster
 from hyperpod_tenancy.constructs.team_tenant import TeamTenant
 
@@ -19,17 +20,30 @@ class TeamStack(cdk.Stack):
     Args:
         scope: parent (an App or the platform stage).
         id: stack ID.
-        cluster: the shared cluster (in another stack: a few of its attributes become cross-stack references).
+        cluster: the shared cluster (in another stack: a few of its attributes become cross-stack references),
+            or one imported with :meth:`SharedHyperPodCluster.from_attributes`.
         team: name of a team of the cluster's platform policy.
+        sso_role_timeout: as for :class:`TeamTenant`. Default: 15 minutes.
         **kwargs: other ``cdk.Stack`` props (``env`` defaults to the cluster's).
 
     """
 
     def __init__(
-        self, scope: Construct, id: str, *, cluster: SharedHyperPodCluster, team: str, **kwargs: Any
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        cluster: IHyperPodCluster,
+        team: str,
+        sso_role_timeout: cdk.Duration | None = None,
+        **kwargs: Any,
     ) -> None:
         platform = cluster.platform
         kwargs.setdefault("env", cdk.Environment(account=platform.account, region=platform.region))
         super().__init__(scope, id, **kwargs)
-        #: The team's tenant.
-        self.tenant: TeamTenant = cluster.add_team("Tenant", team=team, scope=self)
+        #: The team's tenant (registered with the cluster when it was created in this app).
+        self.tenant: TeamTenant = (
+            cluster.add_team("Tenant", team=team, scope=self, sso_role_timeout=sso_role_timeout)
+            if isinstance(cluster, SharedHyperPodCluster)
+            else TeamTenant(self, "Tenant", cluster=cluster, team=team, sso_role_timeout=sso_role_timeout)
+        )

@@ -21,6 +21,7 @@ import re
 from typing import Any
 
 from hyperpod_tenancy.errors import TenancyError
+from hyperpod_tenancy.policy import names
 from hyperpod_tenancy.policy.model import Platform, SharingStrategy, Team
 
 __all__ = [
@@ -38,7 +39,7 @@ SCHEDULER_CONFIG_TYPE = "AWS::SageMaker::ClusterSchedulerConfig"
 #: CloudFormation type of a team's compute allocation (no L1 in aws-cdk-lib 2.275: use ``CfnResource``).
 COMPUTE_QUOTA_TYPE = "AWS::SageMaker::ComputeQuota"
 #: Suffix of a team's compute quota name: ``<team>-quota``.
-QUOTA_NAME_SUFFIX = "-quota"
+QUOTA_NAME_SUFFIX = names.COMPUTE_QUOTA_SUFFIX
 
 # Name pattern of both resource types (cfn-lint schema); the schema also caps the length at 63.
 _RESOURCE_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
@@ -66,7 +67,7 @@ def compute_quota_name(team: str) -> str:
             than 63 characters.
 
     """
-    name = f"{team}{QUOTA_NAME_SUFFIX}"
+    name = names.compute_quota(team)
     if not _valid_name(name):
         raise TenancyError(
             f"compute quota name {name!r} (from team {team!r}) is longer than 63 characters or does not "

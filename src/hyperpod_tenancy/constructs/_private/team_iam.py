@@ -24,10 +24,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from hyperpod_tenancy.policy import names
+
 #: IAM policy language version.
 POLICY_VERSION = "2012-10-17"
 #: Key prefix of every team's data in the shared bucket: ``teams/<team>/``.
-TEAM_PREFIX_ROOT = "teams/"
+TEAM_PREFIX_ROOT = names.DATA_PREFIX_ROOT
 #: Object-level S3 actions a team may perform under its own prefix.
 S3_OBJECT_ACTIONS = (
     "s3:GetObject",
@@ -80,7 +82,7 @@ def team_prefix(team: str) -> str:
             f"team name {team!r} is not a DNS label ([a-z0-9-], starting and ending alphanumeric); "
             "it is used verbatim in S3 resource ARNs and s3:prefix conditions"
         )
-    return f"{TEAM_PREFIX_ROOT}{team}/"
+    return names.data_prefix(team)
 
 
 def team_data_policy(*, team: str, bucket_arn: str) -> dict[str, Any]:

@@ -1,0 +1,98 @@
+"""``IHyperPodCluster``: what a tenant, a chargeback pipeline or a webhook needs from the shared cluster.
+
+In the spirit of aws-eks-v2's ``ICluster``: constructs take this interface, never the concrete
+:class:`~hyperpod_tenancy.constructs.shared_hyperpod_cluster.SharedHyperPodCluster`, so they work on a cluster
+created in the same app and on one imported with ``SharedHyperPodCluster.from_attributes`` (another app or
+account), and no construct module imports the cluster module.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+from hyperpod_tenancy.policy import Platform
+
+__all__ = ["IHyperPodCluster"]
+
+
+class IHyperPodCluster(Protocol):
+    """A SageMaker HyperPod cluster on EKS that teams share (created here or imported)."""
+
+    @property
+    def platform(self) -> Platform:
+        """The tenancy policy the cluster was built from."""
+        ...
+
+    @property
+    def kubernetes(self) -> eks.ICluster:
+        """The EKS cluster, as the ``ICluster`` that Kubernetes manifests, patches and charts take."""
+        ...
+
+    @property
+    def eks_cluster_name(self) -> str:
+        """Name of the EKS cluster (access entries, Pod Identity associations, add-ons)."""
+        ...
+
+    @property
+    def eks_cluster_arn(self) -> str:
+        """ARN of the EKS cluster."""
+        ...
+
+    @property
+    def hyperpod_cluster_arn(self) -> str:
+        """ARN of the HyperPod cluster (compute quotas, describe permissions)."""
+        ...
+
+    @property
+    def vpc(self) -> ec2.IVpc:
+        """VPC of the cluster (private subnets with egress in the platform's zones)."""
+        ...
+
+    @property
+    def data_bucket(self) -> s3.IBucket:
+        """Shared bucket of team data under ``teams/<team>/``."""
+        ...
+
+    @property
+    def file_system_id(self) -> str:
+        """ID of the shared FSx for Lustre file system."""
+        ...
+
+    @property
+    def file_system_dns_name(self) -> str:
+        """DNS name of the shared FSx for Lustre file system."""
+        ...
+
+    @property
+    def file_system_mount_name(self) -> str:
+        """Lustre mount name of the shared file system."""
+        ...
+
+    @property
+    def service_cidr(self) -> str:
+        """The EKS Service CIDR (ClusterIPs), kept out of team egress."""
+        ...
+
+    @property
+    def network_policy_enforced(self) -> bool:
+        """Whether the cluster's CNI enforces NetworkPolicy."""
+        ...
+
+    @property
+    def fairness_ready(self) -> Construct | None:
+        """What team quotas and queues must be created after (``None`` on an imported cluster: it exists)."""
+        ...
+
+    @property
+    def platform_chart_manifest(self) -> Construct | None:
+        """The platform chart team charts are applied after (``None`` on an imported cluster: it is applied)."""
+        ...
+
+    def allow_api_access_from(self, scope: Construct, id: str, *, peer: ec2.ISecurityGroup) -> None:
+        """Admit ``peer`` to the private EKS API endpoint (TCP 443), with the rule created in ``scope``."""
+        ...

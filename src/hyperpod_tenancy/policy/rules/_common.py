@@ -1,0 +1,42 @@
+"""Formats and service limits several rule modules check against."""
+
+from __future__ import annotations
+
+import re
+
+from hyperpod_tenancy.policy import names
+
+__all__ = [
+    "DNS_LABEL",
+    "HYPERPOD_NAME",
+    "MAX_PRIORITY_CLASSES",
+    "MAX_TEAM_NAME",
+    "REGION",
+    "SUPPORTED_KUBERNETES_VERSIONS",
+    "TASK_GOVERNANCE_CONFIRMED_REGIONS",
+    "WEIGHT_RANGE",
+    "valid_team_name",
+]
+
+#: Kubernetes versions this release is tested with (Task Governance needs >= 1.30; kubectl layer v1.33).
+SUPPORTED_KUBERNETES_VERSIONS = ("1.30", "1.31", "1.32", "1.33")
+#: Task Governance allows at most 10 priority classes.
+MAX_PRIORITY_CLASSES = 10
+#: Longest team name whose derived names all fit in a 63-character label value.
+MAX_TEAM_NAME = names.LABEL_VALUE_MAX - len(names.cluster_queue(""))
+#: Regions where cfn-lint 1.58 registers both Task Governance resource types.
+TASK_GOVERNANCE_CONFIRMED_REGIONS = ("us-east-1",)
+#: Range of priority-class weights and fair-share weights.
+WEIGHT_RANGE = (0, 100)
+
+#: A lowercase DNS label (RFC 1123).
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+#: A SageMaker HyperPod cluster, instance group or Studio domain name.
+HYPERPOD_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
+#: An AWS region name.
+REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-\d$")
+
+
+def valid_team_name(name: str) -> bool:
+    """Whether ``name`` passes ``HPT-TEAM-NAME`` (rules deriving names from it skip it otherwise)."""
+    return bool(DNS_LABEL.match(name)) and len(name) <= MAX_TEAM_NAME

@@ -1,0 +1,197 @@
+"""Deployment rules: account, region, Kubernetes version, the HyperPod chart, replacements, node AMIs."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from hyperpod_tenancy.policy.model import FairnessBackend, Platform
+from hyperpod_tenancy.policy.rules._base import (
+    Domain,
+    Finding,
+    Guardrail,
+    Severity,
+    Stage,
+    platform_rule,
+)
+from hyperpod_tenancy.policy.rules._common import (
+    REGION,
+    SUPPORTED_KUBERNETES_VERSIONS,
+    TASK_GOVERNANCE_CONFIRMED_REGIONS,
+)
+
+_ACCOUNT = re.compile(r"^\d{12}$")
+
+
+@platform_rule(
+    code="HPT-ACCOUNT",
+    domain=Domain.DEPLOYMENT,
+    at="account",
+    reads=(),
+    failure="an unquoted or mistyped account ID (YAML reads `012345678901` as a number)",
+    guardrail="`account` must be a 12-digit string",
+)
+def account(p: Platform) -> Iterator[Finding]:
+    """Check that the account is a 12-digit AWS account ID."""
+    if not _ACCOUNT.match(p.account):
+        yield Finding(
+            "account",
+            f"{p.account!r} is not a 12-digit AWS account ID.",
+            'quote the account ID, e.g. "111122223333".',
+        )
+
+
+@platform_rule(
+    code="HPT-REGION",
+    domain=Domain.DEPLOYMENT,
+    at="region",
+    reads=(),
+    failure="a stack environment CloudFormation cannot deploy to",
+    guardrail="`region` must be an AWS region name",
+)
+def region(p: Platform) -> Iterator[Finding]:
+    """Check that the platform's region is an AWS region name."""
+    if not REGION.match(p.region):
+        yield Finding("region", f"{p.region!r} is not an AWS region name.", "use e.g. `us-east-1`.")
+
+
+@platform_rule(
+    code="HPT-K8S-VERSION",
+    domain=Domain.DEPLOYMENT,
+    at="cluster.kubernetesVersion",
+    reads=(),
+    failure="a Kubernetes version Task Governance, the kubectl layer or the tests do not cover",
+    guardrail=f"`cluster.kubernetesVersion` must be one of {', '.join(SUPPORTED_KUBERNETES_VERSIONS)}",
+)
+def kubernetes_version(p: Platform) -> Iterator[Finding]:
+    """Check that the cluster runs a Kubernetes version this release supports."""
+    c = p.cluster
+    if c.kubernetes_version not in SUPPORTED_KUBERNETES_VERSIONS:
+        yield Finding(
+            "cluster.kubernetesVersion",
+            f"{c.kubernetes_version!r} is not supported.",
+            f"use one of {', '.join(SUPPORTED_KUBERNETES_VERSIONS)} (Task Governance needs 1.30 or later).",
+        )
+
+
+@platform_rule(
+    code="HPT-HELM-CHART",
+    domain=Domain.DEPLOYMENT,
+    at="cluster.hyperpodHelmChart",
+    reads=(),
+    failure="the HyperPod dependencies chart pulled from nowhere, or from two places",
+    guardrail="exactly one of `ociRepository` (with `oci://` and a `version`) or `directory`",
+)
+def helm_chart(p: Platform) -> Iterator[Finding]:
+    """Check that the HyperPod chart comes from exactly one source: an OCI repository with a version, or a directory."""
+    h = p.cluster.hyperpod_helm_chart
+    if bool(h.directory) == bool(h.oci_repository):
+        state = (
+            f"both `ociRepository` ({h.oci_repository!r}) and `directory` ({h.directory!r}) are set"
+            if h.directory
+            else "neither `ociRepository` nor `directory` is set"
+        )
+        yield Finding(
+            "cluster.hyperpodHelmChart",
+            f"{state}; exactly one is needed.",
+            "mirror the chart to your registry and set `ociRepository` + `version`, or vendor it as "
+            "`directory`.",
+        )
+    elif h.oci_repository and (not h.oci_repository.startswith("oci://") or not h.version):
+        yield Finding(
+            "cluster.hyperpodHelmChart.ociRepository",
+            f"{h.oci_repository!r} needs the oci:// scheme and a `version`.",
+            "write e.g. `ociRepository: oci://<account>.dkr.ecr.<region>.amazonaws.com/hyperpod/"
+            "hyperpod-helm-chart` and `version: 0.1.0`.",
+        )
+
+
+@platform_rule(
+    code="HPT-REGION-TASK-GOVERNANCE",
+    domain=Domain.DEPLOYMENT,
+    at="region",
+    reads=("fairnessBackend",),
+    failure="Task Governance resource types not confirmed in the region",
+    guardrail="warning: check `aws cloudformation describe-type` there, or use `fairnessBackend: kueue`",
+    severity=Severity.WARNING,
+)
+def task_governance_region(p: Platform) -> Iterator[Finding]:
+    """Task Governance's resource types are confirmed in the platform's region."""
+    if (
+        p.fairness_backend is FairnessBackend.TASK_GOVERNANCE
+        and p.region not in TASK_GOVERNANCE_CONFIRMED_REGIONS
+    ):
+        yield Finding(
+            "region",
+            f"AWS::SageMaker::ComputeQuota and ClusterSchedulerConfig are not both confirmed in {p.region}.",
+            "run `aws cloudformation describe-type --type RESOURCE --type-name AWS::SageMaker::ComputeQuota` "
+            "(and ClusterSchedulerConfig) in the region, or use `fairnessBackend: kueue`.",
+        )
+
+
+def _replacement(code: str, failure: str) -> Guardrail:
+    return Guardrail(
+        code=code,
+        stage=Stage.BASELINE,
+        severity=Severity.WARNING,
+        domain=Domain.DEPLOYMENT,
+        failure=failure,
+        guardrail="stateful resources retained; `hyperpod-tenancy validate --baseline` (or a stage `baseline`) warns",
+    )
+
+
+#: ``hyperpod-tenancy validate --baseline`` warnings (:mod:`hyperpod_tenancy.policy.changes`).
+REPLACEMENTS = (
+    _replacement(
+        "HPT-REPLACE-STACKS",
+        "a changed platform `name` creates a second set of stacks beside the deployed ones",
+    ),
+    _replacement(
+        "HPT-REPLACE-CLUSTER", "a createOnly change replaces (and deletes) the HyperPod or EKS cluster"
+    ),
+    _replacement(
+        "HPT-REPLACE-VPC",
+        "a changed `vpcCidr` or zone list replaces the VPC, which the EKS cluster cannot follow",
+    ),
+    _replacement(
+        "HPT-REPLACE-FSX",
+        "a changed FSx `deploymentType` replaces the file system; the data stay on the old one",
+    ),
+    _replacement(
+        "HPT-REPLACE-TEAM", "a renamed, removed or kept-off team loses its quota, namespace and running jobs"
+    ),
+    _replacement(
+        "HPT-REPLACE-PERMISSION-SET",
+        "a changed permission set name replaces the team's Identity Center access",
+    ),
+)
+
+#: Construct validation of :class:`~hyperpod_tenancy.constructs.SharedHyperPodCluster`.
+NODEGROUP_AMI = Guardrail(
+    code="HPT-NODEGROUP-AMI",
+    stage=Stage.SYNTH,
+    severity=Severity.ERROR,
+    domain=Domain.DEPLOYMENT,
+    failure="a node group on an AMI family EKS no longer publishes (AL2 on Kubernetes ≥ 1.33) rolls the stack back",
+    guardrail="synth error naming the node group and the AL2023 fix",
+)
+
+#: Reading ``platform.yaml`` (:mod:`hyperpod_tenancy.policy.loader`).
+LOADING = (
+    Guardrail(
+        code="HPT-YAML",
+        stage=Stage.LOAD,
+        severity=Severity.ERROR,
+        domain=Domain.DEPLOYMENT,
+        failure="a YAML syntax error, or a duplicate key silently keeping only the last value",
+        guardrail="the file is parsed strictly; the error names the line and column",
+    ),
+    Guardrail(
+        code="HPT-SCHEMA",
+        stage=Stage.LOAD,
+        severity=Severity.ERROR,
+        domain=Domain.DEPLOYMENT,
+        failure="a misspelt key or a wrongly typed value silently replaced by a default",
+        guardrail="unknown keys, missing required keys and wrong types are errors, with did-you-mean hints",
+    ),
+)
