@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export KUEUE_CRDS_DIR ?= $(abspath ../shared/kueue-crds)
 
-.PHONY: setup synth test lint typecheck unit clean validate schema
+.PHONY: setup synth test lint typecheck unit clean validate schema promtool
 
 $(VENV)/.stamp: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,7 +25,13 @@ node_modules/.stamp: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-setup: $(VENV)/.stamp .venv-nca/.stamp node_modules/.stamp
+# promtool checks and unit-tests the chargeback's Prometheus alerting rules (tests/test_chargeback_pipeline.py);
+# Debian/Ubuntu ship it in the `prometheus` package. Installed as root on a fresh machine, else say how.
+promtool:
+	@command -v promtool >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y --no-install-recommends prometheus >/dev/null; } \
+		|| { echo "promtool missing: run 'sudo apt-get install -y prometheus' (the rule tests are skipped without it)"; }
+
+setup: $(VENV)/.stamp .venv-nca/.stamp node_modules/.stamp promtool
 
 synth: setup
 	npx cdk synth --quiet
@@ -40,6 +46,7 @@ schema: $(VENV)/.stamp
 lint: $(VENV)/.stamp
 	$(VENV)/bin/ruff check src tests app.py benchmarks
 	$(VENV)/bin/ruff format --check src tests app.py benchmarks
+	$(VENV)/bin/lint-imports
 
 typecheck: $(VENV)/.stamp
 	$(VENV)/bin/mypy

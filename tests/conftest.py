@@ -1,19 +1,18 @@
-"""Shared fixtures: synthesized reference platforms (one synthesis per session and backend)."""
+"""Shared fixtures: the platforms of ``tests/support/platforms.py``, synthesized once per session."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
+import platforms
 import pytest
-from synth import Synth, platform_with, reference_dict, synthesize
+from synth import Synth, synthesize
 
-from hyperpod_tenancy.policy import Platform, load_platform
+from hyperpod_tenancy.policy import Platform
 
 
 @pytest.fixture(scope="session")
 def reference_platform() -> Platform:
     """The reference platform.yaml (Task Governance backend)."""
-    return load_platform(Path(__file__).parents[1] / "platform.yaml")
+    return platforms.reference_platform()
 
 
 @pytest.fixture(scope="session")
@@ -25,7 +24,7 @@ def reference(reference_platform: Platform, tmp_path_factory: pytest.TempPathFac
 @pytest.fixture(scope="session")
 def kueue_platform() -> Platform:
     """The reference platform switched to the self-managed Kueue backend (one line of platform.yaml)."""
-    return platform_with(fairnessBackend="kueue")
+    return platforms.kueue_platform()
 
 
 @pytest.fixture(scope="session")
@@ -36,19 +35,8 @@ def kueue_reference(kueue_platform: Platform, tmp_path_factory: pytest.TempPathF
 
 @pytest.fixture(scope="session")
 def four_teams(tmp_path_factory: pytest.TempPathFactory) -> Synth:
-    """The reference platform with a fourth team added to platform.yaml."""
-    data = reference_dict()
-    data["teams"].append(
-        {
-            "name": "speech",
-            "compute": {"quotas": {"ml.g5.12xlarge": 0}, "sharing": "lend"},
-            "allowedPriorityClasses": ["training"],
-            "identity": {"groupId": "906754abcd-44444444-aaaa-bbbb-cccc-444444444444", "posixGid": 20004},
-        }
-    )
-    from hyperpod_tenancy.policy import platform_from_dict
-
-    return synthesize(platform_from_dict(data), tmp_path_factory.mktemp("four"))
+    """The reference platform with a fourth team (``platforms.four_team_platform``), synthesized."""
+    return synthesize(platforms.four_team_platform(), tmp_path_factory.mktemp("four"))
 
 
 @pytest.fixture(scope="module", params=["reference", "kueue_reference"])

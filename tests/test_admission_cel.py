@@ -11,8 +11,8 @@ import copy
 import dataclasses
 from typing import Any
 
-import fairness_platforms as fp
 import kubernetes_validate
+import platforms
 import pytest
 from cel_admission import STANDARD_CEL_FUNCTIONS, AdmissionDecision, evaluate_policies, functions_used
 
@@ -20,7 +20,7 @@ from hyperpod_tenancy.k8s import admission, workloads
 from hyperpod_tenancy.k8s.labels import namespace_labels
 from hyperpod_tenancy.policy import Platform, names
 
-PLATFORM = fp.reference()
+PLATFORM = platforms.reference_platform()
 POLICIES = admission.admission_policies(PLATFORM)
 
 
@@ -95,7 +95,7 @@ def by_name(objects: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, An
 
 @pytest.mark.parametrize("name", ["reference", "fair-share-disabled", "doc-example"])
 def test_every_object_validates_against_kubernetes_1_33(name: str) -> None:
-    for obj in admission.admission_policies(fp.platform(name)):
+    for obj in admission.admission_policies(platforms.fairness_platform(name)):
         kubernetes_validate.validate(obj, "1.33.0", strict=True)
 
 
@@ -153,7 +153,7 @@ def test_match_constraints_cover_the_workload_kinds() -> None:
 
 
 def test_checkpoint_binding_warns_when_the_policy_says_warn() -> None:
-    objects = admission.admission_policies(fp.fair_share_disabled())  # checkpointEnforcement: warn
+    objects = admission.admission_policies(platforms.fair_share_disabled())  # checkpointEnforcement: warn
     binding = by_name(objects)[("ValidatingAdmissionPolicyBinding", admission.CHECKPOINT_POLICY)]
     assert binding["spec"]["validationActions"] == ["Warn"]
     decision = decide(job(priority="experimentation-priority", annotations={}), policies=objects)

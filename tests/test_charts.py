@@ -1,6 +1,10 @@
-"""The cdk8s charts carry the renderers' objects unchanged (cdk8s must not drop `podSelector: {}` etc.)."""
+"""The charts carry the renderers' objects unchanged, in the order cdk8s used to render them."""
 
 from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
 
 import cdk8s
 import pytest
@@ -26,7 +30,7 @@ FSX = FsxVolume(
 def test_team_chart_round_trips_the_rendered_objects(backend: str, request: pytest.FixtureRequest) -> None:
     platform: Platform = request.getfixturevalue(backend)
     for team in platform.teams:
-        chart = TeamChart.build(platform, team, fsx=FSX, service_account="team-workloads")
+        chart = TeamChart(platform, team, fsx=FSX, service_account="team-workloads")
         expected = team_manifests(platform, team, fsx=FSX, service_account="team-workloads")
         if backend == "kueue_platform":
             expected = expected[:1] + team_objects(platform, team) + expected[1:]
@@ -45,15 +49,59 @@ def test_platform_chart_round_trips_the_rendered_objects(
     expected = [system_namespace(), *admission_policies(platform), *tenant_guard_policies()]
     if backend == "kueue_platform":
         expected += cluster_objects(platform)
-    assert PlatformChart.build(platform).to_json() == expected
+    assert PlatformChart(platform).to_json() == expected
+
+
+def _cdk8s_rendering(manifests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """How the charts rendered before the cdk8s round trip was dropped: one ``cdk8s.ApiObject`` per manifest
+    (metadata as ``ApiObjectMetadata``, the rest as JSON patches) and ``Chart.to_json()``."""
+    chart = cdk8s.Chart(cdk8s.App(), "oracle", disable_resource_name_hashes=True)
+    for i, manifest in enumerate(manifests):
+        meta: Mapping[str, Any] = manifest["metadata"]
+        obj = cdk8s.ApiObject(
+            chart,
+            str(i),
+            api_version=manifest["apiVersion"],
+            kind=manifest["kind"],
+            metadata=cdk8s.ApiObjectMetadata(
+                name=meta["name"],
+                namespace=meta.get("namespace"),
+                labels=meta.get("labels"),
+                annotations=meta.get("annotations"),
+            ),
+        )
+        for key, value in manifest.items():
+            if key not in ("apiVersion", "kind", "metadata"):
+                obj.add_json_patch(cdk8s.JsonPatch.add(f"/{key}", value))
+    return list(chart.to_json())
+
+
+@pytest.mark.parametrize("backend", ["reference_platform", "kueue_platform"])
+def test_charts_render_byte_for_byte_as_cdk8s_did(backend: str, request: pytest.FixtureRequest) -> None:
+    """Key order included: the applied manifests (and deployed templates) did not change with the round trip."""
+    platform: Platform = request.getfixturevalue(backend)
+    charts: list[ManifestChart] = [PlatformChart(platform)]
+    charts += [TeamChart(platform, t, fsx=FSX, service_account="team-workloads") for t in platform.teams]
+    for chart in charts:
+        ours = chart.to_json()
+        assert json.dumps(ours) == json.dumps(_cdk8s_rendering(ours)), chart.id
+
+
+def test_a_chart_hands_out_copies() -> None:
+    chart = ManifestChart(
+        "c", manifests=[{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a"}}]
+    )
+    chart.to_json()[0]["metadata"]["name"] = "changed"
+    assert chart.to_json()[0]["metadata"]["name"] == "a"
+    assert chart.object_ids == {"Namespace-a"}
 
 
 def test_manifest_chart_refuses_unnamed_and_duplicate_objects() -> None:
     ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a"}}
     with pytest.raises(TenancyError, match=r"a Namespace manifest has no metadata\.name"):
-        ManifestChart(cdk8s.App(), "c", manifests=[{"apiVersion": "v1", "kind": "Namespace", "metadata": {}}])
+        ManifestChart("c", manifests=[{"apiVersion": "v1", "kind": "Namespace", "metadata": {}}])
     with pytest.raises(TenancyError, match="two manifests are both Namespace-a"):
-        ManifestChart(cdk8s.App(), "c", manifests=[ns, ns])
+        ManifestChart("c", manifests=[ns, ns])
 
 
 #: Kinds a tenant may write that run no work, so admission has nothing to queue.

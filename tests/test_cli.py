@@ -10,17 +10,10 @@ from typing import Any
 
 import pytest
 import yaml
+from platforms import PLATFORM_YAML as REFERENCE
+from platforms import REPO, reference_data
 
 from hyperpod_tenancy.cli import main
-
-REPO = Path(__file__).resolve().parents[1]
-REFERENCE = REPO / "platform.yaml"
-
-
-def reference_data() -> dict[str, Any]:
-    data = yaml.safe_load(REFERENCE.read_text(encoding="utf-8"))
-    assert isinstance(data, dict)
-    return data
 
 
 def write(tmp_path: Path, name: str, data: dict[str, Any]) -> Path:

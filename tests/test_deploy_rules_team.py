@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 from cel_admission import evaluate_policies
 from k8s_patch import cdk_patch_handler, strategic_merge
-from synth import Synth, manifests_in, reference_dict, render_intrinsics, resources_of, synthesize
+from platforms import reference_data
+from synth import Synth, manifests_in, render_intrinsics, resources_of, synthesize
 
 from hyperpod_tenancy.k8s import labels
 from hyperpod_tenancy.policy import Platform, names, platform_from_dict
@@ -147,7 +148,7 @@ def _entitlement_denials(
 @pytest.fixture(scope="module")
 def revoked(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     """Policy B: the reference platform with ``training`` removed from research's allowedPriorityClasses."""
-    data = reference_dict()
+    data = reference_data()
     research = next(t for t in data["teams"] if t["name"] == "research")
     research["allowedPriorityClasses"] = [c for c in research["allowedPriorityClasses"] if c != REVOKED]
     return synthesize(platform_from_dict(data), tmp_path_factory.mktemp("revoked"))
@@ -240,7 +241,7 @@ def test_borrows_label_follows_the_sharing_rule(reference: Synth, tmp_path: Path
         "true",
         "false",
     }
-    data = reference_dict()
+    data = reference_data()
     data["scheduling"]["idleResourceSharing"] = False  # nobody lends or borrows then
     no_sharing = platform_from_dict(data)
     assert {labels.namespace_labels(no_sharing, t)[labels.BORROWS_LABEL] for t in no_sharing.teams} == {

@@ -11,7 +11,7 @@ import dataclasses
 from decimal import Decimal
 from typing import Any
 
-import fairness_platforms as fp
+import platforms
 import pytest
 from fairness_interpreters import (
     GIB,
@@ -29,9 +29,10 @@ from hyperpod_tenancy.policy import Platform
 
 
 def task_governance_form(platform: Platform) -> FairnessForm:
-    scheduler = tg.scheduler_config_properties(platform, cluster_arn=fp.CLUSTER_ARN, name="policy")
+    scheduler = tg.scheduler_config_properties(platform, cluster_arn=platforms.CLUSTER_ARN, name="policy")
     quotas = [
-        tg.compute_quota_properties(platform, t, cluster_arn=fp.CLUSTER_ARN) for t in platform.hosted_teams
+        tg.compute_quota_properties(platform, t, cluster_arn=platforms.CLUSTER_ARN)
+        for t in platform.hosted_teams
     ]
     return from_task_governance(scheduler, quotas, schedulable_shapes(platform))
 
@@ -58,9 +59,9 @@ def describe_difference(a: FairnessForm, b: FairnessForm) -> str:
     return "\n".join(lines)
 
 
-@pytest.mark.parametrize("name", fp.PLATFORM_NAMES)
+@pytest.mark.parametrize("name", platforms.FAIRNESS_PLATFORM_NAMES)
 def test_both_backends_express_the_same_policy(name: str) -> None:
-    platform = fp.platform(name)
+    platform = platforms.fairness_platform(name)
     tg_form = task_governance_form(platform).normalized()
     kueue_form_ = kueue_form(platform).normalized()
     assert tg_form == kueue_form_, describe_difference(tg_form, kueue_form_)
@@ -68,7 +69,7 @@ def test_both_backends_express_the_same_policy(name: str) -> None:
 
 
 def test_forms_cover_every_team_and_quota() -> None:
-    platform = fp.mixed_accelerators()
+    platform = platforms.mixed_accelerators()
     form = task_governance_form(platform).normalized()
     covered = {(team, itype) for team, itype, _ in form.shares}
     expected = {(t.name, itype) for t in platform.teams for itype, n in t.compute.quotas.items() if n}
@@ -83,7 +84,7 @@ def test_forms_cover_every_team_and_quota() -> None:
 
 
 def test_fair_share_off_drops_the_weights_in_both() -> None:
-    platform = fp.fair_share_disabled()
+    platform = platforms.fair_share_disabled()
     assert set(task_governance_form(platform).weights.values()) == {None}
     assert set(kueue_form(platform).weights.values()) == {None}
 
@@ -91,7 +92,7 @@ def test_fair_share_off_drops_the_weights_in_both() -> None:
 def test_comparison_detects_a_diverging_rendering() -> None:
     # Negative control: a Kueue rendering that lets research borrow without limit, or that lends vision's
     # DontLend quota, must not compare equal.
-    platform = fp.mixed_accelerators()
+    platform = platforms.mixed_accelerators()
     objects = kueue_objects(platform)
     cq = next(o for o in objects if o["metadata"]["name"] == "hyperpod-ns-research-clusterqueue")
     del cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["borrowingLimit"]
@@ -120,9 +121,10 @@ def units(n: int) -> dict[str, Decimal]:
 
 
 def test_documentation_example_quota_and_borrow_limit() -> None:
-    platform = fp.doc_example()
+    platform = platforms.doc_example()
     quotas = {
-        t.name: tg.compute_quota_properties(platform, t, cluster_arn=fp.CLUSTER_ARN) for t in platform.teams
+        t.name: tg.compute_quota_properties(platform, t, cluster_arn=platforms.CLUSTER_ARN)
+        for t in platform.teams
     }
     b = quotas["team-b"]["ComputeQuotaConfig"]
     assert b["ComputeQuotaResources"] == [{"InstanceType": FLAVOR, "Count": 5}]
@@ -135,7 +137,7 @@ def test_documentation_example_quota_and_borrow_limit() -> None:
 
 @pytest.mark.parametrize("fair_share", [True, False])
 def test_documentation_example_admission(fair_share: bool) -> None:
-    platform = fp.doc_example(fair_share=fair_share)
+    platform = platforms.doc_example(fair_share=fair_share)
     sim = KueueCohortSimulator(kueue_objects(platform))
     # Team A (quota 6) runs 2 units, team B (quota 5) runs 4 units.
     assert sim.admit("team-a", FLAVOR, units(2)).admitted
@@ -175,7 +177,7 @@ def test_documentation_example_admission(fair_share: bool) -> None:
 def test_documentation_example_with_the_default_borrow_limit_would_not_fit() -> None:
     # With Task Governance's default borrowLimit (50%), B may borrow floor(2.5) = 2 units: the 4-unit job
     # would not be admitted, which is why the example needs borrowLimit >= 60.
-    platform = fp.doc_example()
+    platform = platforms.doc_example()
     team_b = dataclasses.replace(
         platform.teams[1], compute=dataclasses.replace(platform.teams[1].compute, borrow_limit=50)
     )

@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import fairness_platforms as fp
+import platforms
 import pytest
 import yaml
 from kueue_crd_validator import validate_kueue
@@ -65,9 +65,9 @@ def walk(value: Any) -> Iterator[Any]:
 # ----------------------------------------------------------------------------------------- upstream schemas
 
 
-@pytest.mark.parametrize("name", fp.PLATFORM_NAMES)
+@pytest.mark.parametrize("name", platforms.FAIRNESS_PLATFORM_NAMES)
 def test_every_object_passes_the_upstream_kueue_crds(name: str) -> None:
-    platform = fp.platform(name)
+    platform = platforms.fairness_platform(name)
     objects = render(platform)
     issues = validate_kueue([*objects, *namespaces(platform)])
     assert issues == [], "\n".join(issues)
@@ -76,7 +76,7 @@ def test_every_object_passes_the_upstream_kueue_crds(name: str) -> None:
 
 def test_the_validator_is_real() -> None:
     # The same validator rejects a v1beta1 field in a v1beta2 ClusterQueue and a float quantity.
-    platform = fp.reference_kueue()
+    platform = platforms.kueue_platform()
     cq = cq_of(platform, "research")
     cq["spec"]["cohort"] = cq["spec"].pop("cohortName")
     flavor_resources(cq, "ml.p5.48xlarge")["cpu"]["nominalQuota"] = 864.5
@@ -85,9 +85,9 @@ def test_the_validator_is_real() -> None:
     assert any("864.5" in i for i in issues), issues
 
 
-@pytest.mark.parametrize("name", fp.PLATFORM_NAMES)
+@pytest.mark.parametrize("name", platforms.FAIRNESS_PLATFORM_NAMES)
 def test_quantities_are_ints_or_strings_never_floats(name: str) -> None:
-    for value in walk(render(fp.platform(name))):
+    for value in walk(render(platforms.fairness_platform(name))):
         assert not isinstance(value, float), value
 
 
@@ -95,7 +95,7 @@ def test_quantities_are_ints_or_strings_never_floats(name: str) -> None:
 
 
 def test_names_are_the_task_governance_names() -> None:
-    platform = fp.reference_kueue()
+    platform = platforms.kueue_platform()
     objects = render(platform)
     assert set(by_kind(objects, "ClusterQueue")) == {
         "hyperpod-ns-research-clusterqueue",
@@ -124,7 +124,7 @@ def test_names_are_the_task_governance_names() -> None:
 
 
 def test_cluster_queue_selects_exactly_the_team_namespace() -> None:
-    cq = cq_of(fp.reference_kueue(), "vision")
+    cq = cq_of(platforms.kueue_platform(), "vision")
     assert cq["spec"]["namespaceSelector"] == {
         "matchLabels": {"kubernetes.io/metadata.name": "hyperpod-ns-vision"}
     }
@@ -136,7 +136,7 @@ def test_cluster_queue_selects_exactly_the_team_namespace() -> None:
 
 
 def test_every_cluster_queue_lists_every_flavor_and_resource_in_order() -> None:
-    platform = fp.mixed_accelerators()
+    platform = platforms.mixed_accelerators()
     types = ["ml.p5.48xlarge", "ml.g5.12xlarge", "ml.trn1.32xlarge", "ml.m5.2xlarge"]
     for team in platform.teams:
         (group,) = cq_of(platform, team.name)["spec"]["resourceGroups"]
@@ -147,7 +147,7 @@ def test_every_cluster_queue_lists_every_flavor_and_resource_in_order() -> None:
 
 
 def test_nominal_quota_is_count_times_schedulable_shape() -> None:
-    platform = fp.reference_kueue()
+    platform = platforms.kueue_platform()
     p5 = flavor_resources(cq_of(platform, "research"), "ml.p5.48xlarge")
     # 9 x ml.p5.48xlarge (8 GPU, 192 vCPU, 2048 GiB) with threadsPerCore 1: 96 schedulable cores each.
     assert {r: v["nominalQuota"] for r, v in p5.items()} == {
@@ -169,7 +169,7 @@ def test_nominal_quota_is_count_times_schedulable_shape() -> None:
 
 
 def test_trainium_and_cpu_only_flavors() -> None:
-    platform = fp.mixed_accelerators()
+    platform = platforms.mixed_accelerators()
     trn = flavor_resources(cq_of(platform, "research"), "ml.trn1.32xlarge")
     assert trn["aws.amazon.com/neurondevice"]["nominalQuota"] == 48
     assert trn["nvidia.com/gpu"]["nominalQuota"] == 0
@@ -184,7 +184,7 @@ def test_trainium_and_cpu_only_flavors() -> None:
 
 
 def test_odd_cpu_and_memory_become_milli_and_mebi_quantities() -> None:
-    platform = fp.doc_example()
+    platform = platforms.doc_example()
     odd = dataclasses.replace(
         platform.cluster.instance_groups[0],
         resources=ResourceShape(accelerators=1, vcpus=3, memory_gib=5),
@@ -211,7 +211,7 @@ def test_odd_cpu_and_memory_become_milli_and_mebi_quantities() -> None:
 
 
 def test_lend_and_borrow_floors_the_borrow_limit_and_lends_everything() -> None:
-    platform = fp.mixed_accelerators()  # research: LendAndBorrow, borrowLimit 33
+    platform = platforms.mixed_accelerators()  # research: LendAndBorrow, borrowLimit 33
     p5 = flavor_resources(cq_of(platform, "research"), "ml.p5.48xlarge")
     assert p5["nvidia.com/gpu"] == {
         "name": "nvidia.com/gpu",
@@ -224,7 +224,7 @@ def test_lend_and_borrow_floors_the_borrow_limit_and_lends_everything() -> None:
 
 
 def test_lend_never_borrows() -> None:
-    res = flavor_resources(cq_of(fp.mixed_accelerators(), "inference"), "ml.g5.12xlarge")
+    res = flavor_resources(cq_of(platforms.mixed_accelerators(), "inference"), "ml.g5.12xlarge")
     assert {r: (v["borrowingLimit"], "lendingLimit" in v) for r, v in res.items()} == {
         "nvidia.com/gpu": (0, False),
         "aws.amazon.com/neurondevice": (0, False),
@@ -234,7 +234,7 @@ def test_lend_never_borrows() -> None:
 
 
 def test_dont_lend_neither_lends_nor_borrows() -> None:
-    res = flavor_resources(cq_of(fp.mixed_accelerators(), "vision"), "ml.p5.48xlarge")
+    res = flavor_resources(cq_of(platforms.mixed_accelerators(), "vision"), "ml.p5.48xlarge")
     assert res["nvidia.com/gpu"] == {
         "name": "nvidia.com/gpu",
         "nominalQuota": 40,
@@ -245,7 +245,7 @@ def test_dont_lend_neither_lends_nor_borrows() -> None:
 
 
 def test_idle_sharing_disabled_stops_all_lending_and_borrowing() -> None:
-    platform = fp.idle_sharing_disabled()
+    platform = platforms.idle_sharing_disabled()
     for team in platform.teams:
         cq = cq_of(platform, team.name)
         for flavor in cq["spec"]["resourceGroups"][0]["flavors"]:
@@ -259,7 +259,7 @@ def test_idle_sharing_disabled_stops_all_lending_and_borrowing() -> None:
 
 
 def test_preemption_follows_preempt_team_tasks_and_lending() -> None:
-    platform = fp.mixed_accelerators()
+    platform = platforms.mixed_accelerators()
     pre = {t.name: cq_of(platform, t.name)["spec"]["preemption"] for t in platform.teams}
     assert pre["research"] == {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"}
     assert pre["vision"] == {"reclaimWithinCohort": "Never", "withinClusterQueue": "Never"}  # DontLend, Never
@@ -267,9 +267,9 @@ def test_preemption_follows_preempt_team_tasks_and_lending() -> None:
 
 
 def test_borrow_within_cohort_only_under_classic_preemption_for_borrowers() -> None:
-    fair = fp.reference_kueue()
+    fair = platforms.kueue_platform()
     assert all("borrowWithinCohort" not in cq_of(fair, t.name)["spec"]["preemption"] for t in fair.teams)
-    classic = fp.fair_share_disabled()
+    classic = platforms.fair_share_disabled()
     pre = {t.name: cq_of(classic, t.name)["spec"]["preemption"] for t in classic.teams}
     # Victims only at priorities where every class is preemptible: experimentation (30) < training (70).
     for borrower in ("research", "vision"):
@@ -279,7 +279,7 @@ def test_borrow_within_cohort_only_under_classic_preemption_for_borrowers() -> N
 
 
 def test_borrow_within_cohort_needs_a_preemptible_class_at_the_bottom() -> None:
-    classic = fp.fair_share_disabled()
+    classic = platforms.fair_share_disabled()
     classes = tuple(
         dataclasses.replace(pc, weight=20) if pc.name == "training" else pc
         for pc in classic.scheduling.priority_classes
@@ -290,16 +290,16 @@ def test_borrow_within_cohort_needs_a_preemptible_class_at_the_bottom() -> None:
     assert "borrowWithinCohort" not in cq_of(platform, "research")["spec"]["preemption"]
 
 
-@pytest.mark.parametrize("name", fp.PLATFORM_NAMES)
+@pytest.mark.parametrize("name", platforms.FAIRNESS_PLATFORM_NAMES)
 def test_borrow_within_cohort_never_without_reclaim(name: str) -> None:
-    for cq in by_kind(render(fp.platform(name)), "ClusterQueue").values():
+    for cq in by_kind(render(platforms.fairness_platform(name)), "ClusterQueue").values():
         pre = cq["spec"]["preemption"]
         if "borrowWithinCohort" in pre:
             assert pre["reclaimWithinCohort"] != "Never"
 
 
 def test_fair_share_weight() -> None:
-    platform = fp.reference_kueue()
+    platform = platforms.kueue_platform()
     assert {t.name: cq_of(platform, t.name)["spec"]["fairSharing"] for t in platform.teams} == {
         "research": {"weight": 60},
         "vision": {"weight": 40},
@@ -311,7 +311,9 @@ def test_fair_share_weight() -> None:
 
 
 def test_instance_type_without_shape_names_the_group() -> None:
-    base = fp.reference()  # task-governance backend: the policy accepts an uncatalogued type there
+    base = (
+        platforms.reference_platform()
+    )  # task-governance backend: the policy accepts an uncatalogued type there
     group = InstanceGroup(name="cpu-tools", instance_type="ml.c5.2xlarge", count=2, reserved=0)
     platform = dataclasses.replace(
         base,
@@ -323,7 +325,7 @@ def test_instance_type_without_shape_names_the_group() -> None:
 
 
 def test_one_instance_type_with_two_shapes_is_refused() -> None:
-    base = fp.reference_kueue()
+    base = platforms.kueue_platform()
     twin = dataclasses.replace(
         base.cluster.instance_groups[0], name="p5-more", threads_per_core=2, reserved=0
     )
@@ -335,7 +337,7 @@ def test_one_instance_type_with_two_shapes_is_refused() -> None:
 
 
 def test_team_on_a_dedicated_cluster_gets_no_queue() -> None:
-    base = fp.reference_kueue()
+    base = platforms.kueue_platform()
     outsider = dataclasses.replace(base.teams[0], name="secret", data_classification="restricted")
     platform = dataclasses.replace(base, teams=(*base.teams, outsider))
     with pytest.raises(TenancyError, match="secret"):
@@ -354,19 +356,19 @@ def manager_config(platform: Platform) -> dict[str, Any]:
 
 
 def test_helm_values_enable_fair_sharing_when_the_policy_does() -> None:
-    on = manager_config(fp.reference_kueue())
+    on = manager_config(platforms.kueue_platform())
     assert on["apiVersion"] == "config.kueue.x-k8s.io/v1beta2"
     assert on["kind"] == "Configuration"
     assert on["fairSharing"] == {
         "preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]
     }
     assert "enable" not in on["fairSharing"]  # a v1beta1 config field; v1beta2 enables by presence
-    off = manager_config(fp.fair_share_disabled())
+    off = manager_config(platforms.fair_share_disabled())
     assert "fairSharing" not in off
 
 
 def test_helm_values_enable_the_hyperpod_job_integrations() -> None:
-    config = manager_config(fp.reference_kueue())
+    config = manager_config(platforms.kueue_platform())
     frameworks = config["integrations"]["frameworks"]
     for needed in ("batch/job", "kubeflow.org/pytorchjob", "kubeflow.org/mpijob", "ray.io/rayjob", "pod"):
         assert needed in frameworks
@@ -460,7 +462,7 @@ def test_every_lint_id_has_a_guardrail_test() -> None:
 
 @pytest.mark.parametrize(("lint_id", "mutate", "upstream"), GUARDRAILS, ids=[g[0] for g in GUARDRAILS])
 def test_self_check_catches(lint_id: str, mutate: Callable[[Objects], None], upstream: str | None) -> None:
-    platform = fp.reference_kueue()
+    platform = platforms.kueue_platform()
     objects = render(platform)
     assert kueue.lint_kueue_objects(objects) == []
     mutate(objects)
@@ -473,7 +475,7 @@ def test_self_check_catches(lint_id: str, mutate: Callable[[Objects], None], ups
 
 
 def test_renderers_raise_when_the_self_check_finds_something(monkeypatch: pytest.MonkeyPatch) -> None:
-    platform = fp.reference_kueue()
+    platform = platforms.kueue_platform()
     monkeypatch.setattr(
         kueue, "lint_kueue_objects", lambda objects: [f"{kueue.LINT_COHORT_QUOTA} Cohort/x: y"]
     )

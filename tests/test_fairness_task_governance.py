@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import cfnlint
-import fairness_platforms as fp
+import platforms
 import pytest
 from cfnlint.api import ManualArgs, lint
 from jsonschema import Draft7Validator
@@ -18,7 +18,7 @@ from hyperpod_tenancy.constructs._private import task_governance as tg
 from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.policy import Platform, SharingStrategy
 
-ARN = fp.CLUSTER_ARN
+ARN = platforms.CLUSTER_ARN
 SCHEMAS = Path(cfnlint.__file__).parent / "data" / "schemas"
 
 
@@ -47,16 +47,16 @@ def scheduler(platform: Platform) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------------ schemas
 
 
-@pytest.mark.parametrize("name", fp.PLATFORM_NAMES)
+@pytest.mark.parametrize("name", platforms.FAIRNESS_PLATFORM_NAMES)
 def test_properties_validate_against_the_registry_schemas(name: str) -> None:
-    platform = fp.platform(name)
+    platform = platforms.fairness_platform(name)
     assert schema_errors(tg.SCHEDULER_CONFIG_TYPE, scheduler(platform)) == []
     for team, props in all_quotas(platform).items():
         assert schema_errors(tg.COMPUTE_QUOTA_TYPE, props) == [], team
 
 
 def test_schema_check_is_real() -> None:
-    props = all_quotas(fp.reference())["research"]
+    props = all_quotas(platforms.reference_platform())["research"]
     props["ComputeQuotaConfig"]["ResourceSharingConfig"]["Strategy"] = "LendAndBorrow "
     props["ComputeQuotaTarget"]["FairShareWeight"] = 101
     props["ClusterArn"] = "arn:aws:eks:us-east-1:111122223333:cluster/shared-gpu"
@@ -66,7 +66,7 @@ def test_schema_check_is_real() -> None:
 
 @pytest.mark.parametrize("name", ["reference", "mixed-accelerators", "idle-sharing-disabled"])
 def test_cfn_lint_accepts_a_template_with_the_resources(name: str) -> None:
-    platform = fp.platform(name)
+    platform = platforms.fairness_platform(name)
     resources: dict[str, Any] = {
         "Policy": {"Type": tg.SCHEDULER_CONFIG_TYPE, "Properties": scheduler(platform)}
     }
@@ -81,7 +81,7 @@ def test_cfn_lint_accepts_a_template_with_the_resources(name: str) -> None:
 
 
 def test_scheduler_config() -> None:
-    props = scheduler(fp.reference())
+    props = scheduler(platforms.reference_platform())
     assert props == {
         "Name": "shared-gpu-policy",
         "ClusterArn": ARN,
@@ -95,24 +95,29 @@ def test_scheduler_config() -> None:
             "IdleResourceSharing": "Enabled",
         },
     }
-    off = scheduler(fp.fair_share_disabled())["SchedulerConfig"]
+    off = scheduler(platforms.fair_share_disabled())["SchedulerConfig"]
     assert off["FairShare"] == "Disabled"
-    assert scheduler(fp.idle_sharing_disabled())["SchedulerConfig"]["IdleResourceSharing"] == "Disabled"
+    assert (
+        scheduler(platforms.idle_sharing_disabled())["SchedulerConfig"]["IdleResourceSharing"] == "Disabled"
+    )
 
 
 def test_scheduler_config_name_is_checked() -> None:
     with pytest.raises(TenancyError, match="shared_gpu"):
-        tg.scheduler_config_properties(fp.reference(), cluster_arn=ARN, name="shared_gpu")
+        tg.scheduler_config_properties(platforms.reference_platform(), cluster_arn=ARN, name="shared_gpu")
     with pytest.raises(TenancyError, match="longer than 63"):
-        tg.scheduler_config_properties(fp.reference(), cluster_arn=ARN, name="a" + "-b" * 32)
+        tg.scheduler_config_properties(platforms.reference_platform(), cluster_arn=ARN, name="a" + "-b" * 32)
     assert (
-        schema_errors(tg.SCHEDULER_CONFIG_TYPE, {**scheduler(fp.reference()), "Name": "a" + "-b" * 32}) != []
+        schema_errors(
+            tg.SCHEDULER_CONFIG_TYPE, {**scheduler(platforms.reference_platform()), "Name": "a" + "-b" * 32}
+        )
+        != []
     )
 
 
 def test_cluster_arn_token_is_passed_through_untouched() -> None:
     token = "${Token[TOKEN.1234]}"
-    platform = fp.reference()
+    platform = platforms.reference_platform()
     assert tg.scheduler_config_properties(platform, cluster_arn=token, name="p")["ClusterArn"] is token
     assert tg.compute_quota_properties(platform, platform.teams[0], cluster_arn=token)["ClusterArn"] is token
 
@@ -121,7 +126,7 @@ def test_cluster_arn_token_is_passed_through_untouched() -> None:
 
 
 def test_lend_and_borrow_quota() -> None:
-    assert all_quotas(fp.reference())["research"] == {
+    assert all_quotas(platforms.reference_platform())["research"] == {
         "Name": "research-quota",
         "ClusterArn": ARN,
         "ComputeQuotaConfig": {
@@ -135,7 +140,7 @@ def test_lend_and_borrow_quota() -> None:
 
 
 def test_every_strategy() -> None:
-    quotas = all_quotas(fp.mixed_accelerators())
+    quotas = all_quotas(platforms.mixed_accelerators())
     sharing = {t: q["ComputeQuotaConfig"]["ResourceSharingConfig"] for t, q in quotas.items()}
     assert sharing == {
         "research": {"Strategy": "LendAndBorrow", "BorrowLimit": 33},
@@ -152,7 +157,7 @@ def test_every_strategy() -> None:
 
 
 def test_idle_sharing_disabled_renders_every_team_dont_lend() -> None:
-    platform = fp.idle_sharing_disabled()
+    platform = platforms.idle_sharing_disabled()
     assert {t.compute.sharing for t in platform.teams} == {
         SharingStrategy.LEND_AND_BORROW,
         SharingStrategy.LEND,
@@ -171,7 +176,7 @@ def test_quota_names_fit_the_pattern() -> None:
 
 
 def test_team_on_a_dedicated_cluster_gets_no_quota() -> None:
-    base = fp.reference()
+    base = platforms.reference_platform()
     outsider = dataclasses.replace(base.teams[0], name="secret", data_classification="restricted")
     platform = dataclasses.replace(base, teams=(*base.teams, outsider))
     with pytest.raises(TenancyError, match="secret"):

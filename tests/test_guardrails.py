@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
+from platforms import PLATFORM_YAML, REPO, reference_data
 
 from hyperpod_tenancy.cli import main
 from hyperpod_tenancy.errors import PolicyIssue
@@ -30,7 +30,6 @@ from hyperpod_tenancy.policy.rules import (
 from hyperpod_tenancy.policy.rules._base import platform_rule, run_rules, team_quota_rule, team_rule
 from hyperpod_tenancy.policy.rules._docs import markdown_table
 
-REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
 SRC = REPO / "src/hyperpod_tenancy"
 #: A code as the product writes it (not a prefix such as ``HPT-REPLACE-*`` or ``HPT-...``).
@@ -103,15 +102,9 @@ def test_rules_are_classified_consistently() -> None:
 # --- rules report where they say, read what they say -----------------------------------------------------
 
 
-def _reference_data() -> dict[str, Any]:
-    data = yaml.safe_load((REPO / "platform.yaml").read_text(encoding="utf-8"))
-    assert isinstance(data, dict)
-    return data
-
-
 def _platform(changes: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> Platform:
     """The reference platform with ``changes`` (dotted paths, ``[i]`` indices), loaded without the rules."""
-    data = _reference_data()
+    data = reference_data()
     for path, value in changes.items():
         tokens: list[str | int] = [
             int(t[1:-1]) if t.startswith("[") else t for t in re.findall(r"\[\d+\]|[^.\[\]]+", path)
@@ -170,7 +163,7 @@ BAD = [
     {
         "fairnessBackend": "kueue",
         "cluster.instanceGroups": [
-            *_reference_data()["cluster"]["instanceGroups"],
+            *reference_data()["cluster"]["instanceGroups"],
             {"name": "p5-more", "instanceType": P5, "count": 2, "reserved": 0, "threadsPerCore": 2},
             {"name": "cpu", "instanceType": "ml.c5.12xlarge", "count": 2, "reserved": 0},
         ],
@@ -203,6 +196,21 @@ BAD = [
         "scheduling.priorityClasses[2].name": "training",
         "teams[0].compute.quotas": {P5: 100, **dict.fromkeys(sorted(HYPERPOD_INSTANCE_TYPES)[:15], 0)},
     },
+    {
+        "chargeback.billingTerms": [
+            {"effectiveFrom": "2026-07-15", "rule": None, "idleOwner": None},
+            {"effectiveFrom": "2026-01-01", "rule": "usage", "idleOwner": "a|b"},
+        ],
+        "chargeback.prices": {"ml.p5.48xlarg": 0},
+        "chargeback.reconciliationTolerance": 2.0,
+        "chargeback.preemptionAlarm": {"gpuHoursPerTeamPerDay": 0},
+        "teams[0].costCenter": "shared",
+    },
+    {
+        "chargeback.billingTerms": [],
+        "chargeback.reconciliationTolerance": -1.0,
+        "teams[1].costCenter": "aws:cost-center",
+    },
 ]
 
 
@@ -213,7 +221,19 @@ def _by_rule(platform: Platform) -> Iterator[tuple[rules.Rule, PolicyIssue]]:
 
 
 @pytest.mark.parametrize(
-    "changes", BAD, ids=["platform", "groups-and-classes", "teams", "kueue", "warnings", "empty", "more"]
+    "changes",
+    BAD,
+    ids=[
+        "platform",
+        "groups-and-classes",
+        "teams",
+        "kueue",
+        "warnings",
+        "empty",
+        "more",
+        "chargeback",
+        "no-terms",
+    ],
 )
 def test_each_rule_reports_under_its_code_at_its_path(
     changes: dict[str, Any], monkeypatch: pytest.MonkeyPatch
@@ -233,7 +253,19 @@ def test_the_bad_platforms_exercise_every_rule(monkeypatch: pytest.MonkeyPatch) 
 
 
 @pytest.mark.parametrize(
-    "changes", BAD, ids=["platform", "groups-and-classes", "teams", "kueue", "warnings", "empty", "more"]
+    "changes",
+    BAD,
+    ids=[
+        "platform",
+        "groups-and-classes",
+        "teams",
+        "kueue",
+        "warnings",
+        "empty",
+        "more",
+        "chargeback",
+        "no-terms",
+    ],
 )
 def test_the_registry_order_is_the_reporting_order_of_scoped_loops(
     changes: dict[str, Any], monkeypatch: pytest.MonkeyPatch
@@ -356,6 +388,6 @@ def test_guardrails_command_rewrites_the_readme_section(
 
 
 def test_reference_platform_passes_every_rule() -> None:
-    platform = load_platform(REPO / "platform.yaml")
+    platform = load_platform(PLATFORM_YAML)
     assert rules.check_errors(platform) == []
     assert rules.check_warnings(platform) == []

@@ -19,10 +19,9 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-import fairness_platforms
+import platforms
 import pytest
 import quota_eval
-import tenant_platforms
 from fairness_interpreters import from_kueue, from_task_governance, schedulable_shapes
 from rbac_eval import Authorizer, Request, Subject
 from synth import Synth, resources_of
@@ -168,9 +167,9 @@ def test_neuron_devices_under_another_resource_name_are_capped_too() -> None:
     # attack: Kueue counts aws.amazon.com/neurondevice; the Neuron device plugin also registers
     # aws.amazon.com/neuron and aws.amazon.com/neuroncore (Neuron docs, k8s-neuron-device-plugin), which
     # no quota would count. The backstop allows none of them.
-    platform = fairness_platforms.mixed_accelerators()
+    platform = platforms.mixed_accelerators()
     for team in platform.teams:
-        objects = team_manifests(platform, team, fsx=tenant_platforms.FSX)
+        objects = team_manifests(platform, team, fsx=platforms.FSX)
         for alias in ("aws.amazon.com/neuron", "aws.amazon.com/neuroncore"):
             assert quota_eval.refusals(objects, gpu_pod("alias", 1, resource=alias)), f"{team.name}: {alias}"
         # honest: the resource Kueue counts is admitted within the team's Trainium share

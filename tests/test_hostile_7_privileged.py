@@ -12,24 +12,21 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from pathlib import Path
 from typing import Any
 
+import platforms
 import pytest
-import yaml
 
 from hyperpod_tenancy.errors import PolicyError
 from hyperpod_tenancy.policy import Platform, load_platform, platform_from_dict, validate_platform
 from hyperpod_tenancy.policy.model import PodSecurityLevel
 
-REPO = Path(__file__).resolve().parents[1]
 CODE = "HPT-POD-SECURITY-PRIVILEGED"
 BACKENDS = ("task-governance", "kueue")
 
 
 def reference_data(backend: str) -> dict[str, Any]:
-    data = yaml.safe_load((REPO / "platform.yaml").read_text(encoding="utf-8"))
-    assert isinstance(data, dict)
+    data = platforms.reference_data()
     data["fairnessBackend"] = backend
     return data
 
@@ -73,7 +70,7 @@ def test_an_acknowledgment_like_key_does_not_unlock_it(backend: str) -> None:
 
 def test_a_platform_built_in_python_is_refused_too() -> None:
     # attack: skip the YAML loader and build the dataclasses directly
-    platform: Platform = load_platform(REPO / "platform.yaml")
+    platform: Platform = load_platform(platforms.PLATFORM_YAML)
     team = dataclasses.replace(platform.teams[1], pod_security=PodSecurityLevel.PRIVILEGED)
     hostile = dataclasses.replace(platform, teams=(platform.teams[0], team, platform.teams[2]))
     found = validate_platform(hostile, raise_on_error=False)

@@ -19,17 +19,14 @@ from pathlib import Path
 from typing import Any
 
 import nca_scheme
+import platforms
 import pytest
-import tenant_platforms
 from nca_scheme import Query, SchemeResult
 
 from hyperpod_tenancy.k8s.team_manifests import team_manifests
 from hyperpod_tenancy.policy import Platform, names
 
-PLATFORMS = {
-    "reference": tenant_platforms.reference_platform,
-    "four-teams": tenant_platforms.four_team_platform,
-}
+PLATFORMS = {name: platforms.TENANT_PLATFORMS[name] for name in ("reference", "four-teams")}
 
 
 def _policies(platform: Platform, **kwargs: Any) -> list[dict[str, Any]]:
@@ -37,7 +34,7 @@ def _policies(platform: Platform, **kwargs: Any) -> list[dict[str, Any]]:
     for team in platform.teams:
         out += [
             o
-            for o in team_manifests(platform, team, fsx=tenant_platforms.FSX, **kwargs)
+            for o in team_manifests(platform, team, fsx=platforms.FSX, **kwargs)
             if o["kind"] == "NetworkPolicy"
         ]
     return out
@@ -88,7 +85,7 @@ def test_every_isolation_check_passes(verdict: tuple[Platform, SchemeResult]) ->
 
 
 def test_four_team_variant_really_has_four_teams() -> None:
-    assert [t.name for t in tenant_platforms.four_team_platform().teams] == [
+    assert [t.name for t in platforms.four_team_platform().teams] == [
         "research",
         "vision",
         "inference",
@@ -101,7 +98,7 @@ def test_four_team_variant_really_has_four_teams() -> None:
 
 @pytest.fixture(scope="module")
 def reference() -> Platform:
-    return tenant_platforms.reference_platform()
+    return platforms.reference_platform()
 
 
 def test_without_default_deny_the_namespaces_open(reference: Platform, tmp_path: Path) -> None:
@@ -263,7 +260,7 @@ def test_a_scrape_policy_open_to_every_namespace_is_caught(reference: Platform, 
 def test_without_observability_no_namespace_is_admitted() -> None:
     import dataclasses
 
-    platform = tenant_platforms.reference_platform()
+    platform = platforms.reference_platform()
     off = dataclasses.replace(platform, cluster=dataclasses.replace(platform.cluster, observability=False))
     assert "allow-observability-scrape" not in {p["metadata"]["name"] for p in _policies(off)}
     assert "allow-observability-scrape" in {p["metadata"]["name"] for p in _policies(platform)}

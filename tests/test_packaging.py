@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from synth import REPO
+from platforms import PLATFORM_YAML, REPO
 
 import hyperpod_tenancy
 
@@ -32,7 +32,7 @@ def test_package_is_typed_and_exports_its_api() -> None:
 
 def test_app_reports_a_bad_policy_without_traceback_and_synthesizes_nothing(tmp_path: Path) -> None:
     bad = tmp_path / "platform.yaml"
-    bad.write_text((REPO / "platform.yaml").read_text().replace("count: 16", "count: -1"))
+    bad.write_text(PLATFORM_YAML.read_text().replace("count: 16", "count: -1"))
     env = {**os.environ, "PLATFORM_FILE": str(bad), "CDK_OUTDIR": str(tmp_path / "out")}
     result = subprocess.run(
         [sys.executable, "app.py"], check=False, cwd=REPO, env=env, capture_output=True, text=True

@@ -3,22 +3,14 @@
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
+from platforms import PLATFORM_YAML as REFERENCE
+from platforms import reference_data
 
 from hyperpod_tenancy.errors import PolicyIssue
 from hyperpod_tenancy.policy import Platform, load_platform, platform_from_dict, replacement_warnings
-
-REFERENCE = Path(__file__).resolve().parents[1] / "platform.yaml"
-
-
-def reference_data() -> dict[str, Any]:
-    data = yaml.safe_load(REFERENCE.read_text(encoding="utf-8"))
-    assert isinstance(data, dict)
-    return data
 
 
 @pytest.fixture(scope="module")

@@ -10,14 +10,20 @@ import copy
 import dataclasses
 import re
 from collections.abc import Callable
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
 import yaml
+from platforms import PLATFORM_YAML as REFERENCE
+from platforms import reference_data
 
 from hyperpod_tenancy.errors import PolicyError, PolicyIssue
 from hyperpod_tenancy.policy import (
+    BillingRule,
+    BillingTermSpec,
+    ChargebackSpec,
     CheckpointEnforcement,
     ClassificationMismatch,
     ClusterSpec,
@@ -29,28 +35,23 @@ from hyperpod_tenancy.policy import (
     IdentityCenter,
     InstanceGroup,
     Platform,
+    PreemptionAlarmSpec,
     PriorityClass,
     SchedulingSpec,
+    SharedCostRule,
     SharingStrategy,
     SystemNodeGroup,
     Team,
     TeamIdentity,
     WorkloadKind,
+    chargeback_config,
     load_platform,
     platform_from_dict,
     policy_warnings,
     validate_platform,
 )
 
-REPO = Path(__file__).resolve().parents[1]
-REFERENCE = REPO / "platform.yaml"
 DELETE = object()
-
-
-def reference_data() -> dict[str, Any]:
-    data = yaml.safe_load(REFERENCE.read_text(encoding="utf-8"))
-    assert isinstance(data, dict)
-    return data
 
 
 def _tokens(path: str) -> list[str | int]:
@@ -890,6 +891,142 @@ CASES: list[Case] = [
         "add an instance group of that type",
         1,
     ),
+    # --- chargeback ---------------------------------------------------------------------------------------
+    Case(
+        "chargeback-without-terms",
+        {"chargeback.billingTerms": []},
+        "HPT-CHARGEBACK-TERMS",
+        "chargeback.billingTerms",
+        ("no billing term is defined",),
+        "the cost-center owners must agree on and sign it",
+        1,
+    ),
+    Case(
+        "billing-rule-missing",
+        {"chargeback.billingTerms[0].rule": DELETE},
+        "HPT-CHARGEBACK-RULE",
+        "chargeback.billingTerms[0].rule",
+        ("no billing rule is set",),
+        "`rule: reservation` (a team pays its guarantee used or not, a borrower what it borrowed, lenders are "
+        "credited) or `rule: usage` (a team pays what it ran); the cost-center owners must agree on and sign it; "
+        "there is no default",
+        1,
+    ),
+    Case(
+        "billing-rule-unknown",
+        {"chargeback.billingTerms[0].rule": "reserved"},
+        "HPT-SCHEMA",
+        "chargeback.billingTerms[0].rule",
+        ("'reserved' is not one of: reservation, usage",),
+        "use one of: reservation, usage",
+        1,
+    ),
+    Case(
+        "idle-owner-missing",
+        {"chargeback.billingTerms[0].idleOwner": DELETE},
+        "HPT-CHARGEBACK-IDLE-OWNER",
+        "chargeback.billingTerms[0].idleOwner",
+        ("no idle owner is set",),
+        "or `idleOwner: shared` (split by guarantee) for reserved, unallocated and recovering capacity; the "
+        "cost-center owners must agree on and sign it",
+        1,
+    ),
+    Case(
+        "idle-owner-not-a-tag-value",
+        {"chargeback.billingTerms[0].idleOwner": "platform|ops"},
+        "HPT-CHARGEBACK-IDLE-OWNER",
+        "chargeback.billingTerms[0].idleOwner",
+        ("'platform|ops' is not a valid cost center",),
+        "at most 256 characters",
+        1,
+    ),
+    Case(
+        "effective-from-mid-month",
+        {"chargeback.billingTerms[0].effectiveFrom": "2026-07-15"},
+        "HPT-CHARGEBACK-EFFECTIVE-FROM",
+        "chargeback.billingTerms[0].effectiveFrom",
+        ("2026-07-15 is not the first day of a month", "would apply only from 2026-08-01"),
+        "write `2026-08-01` (or `2026-07-01` if it applies to that month)",
+        1,
+    ),
+    Case(
+        "effective-from-not-a-date",
+        {"chargeback.billingTerms[0].effectiveFrom": "July"},
+        "HPT-CHARGEBACK-EFFECTIVE-FROM",
+        "chargeback.billingTerms[0].effectiveFrom",
+        ("'July' is not a date",),
+        "e.g. `2026-07-01`",
+        1,
+    ),
+    Case(
+        "billing-terms-out-of-order",
+        {
+            "chargeback.billingTerms[1]": {
+                "effectiveFrom": "2025-06-01",
+                "rule": "usage",
+                "idleOwner": "shared",
+            }
+        },
+        "HPT-CHARGEBACK-EFFECTIVE-FROM",
+        "chargeback.billingTerms[1].effectiveFrom",
+        ("2025-06-01 is not after the previous term's 2026-01-01",),
+        "never edit a term already in force, add one",
+        1,
+    ),
+    Case(
+        "price-zero",
+        {"chargeback.prices": {P5: 0}},
+        "HPT-CHARGEBACK-PRICE",
+        f"chargeback.prices.{P5}",
+        ("0.0 is not a positive price",),
+        "USD price of one GPU-hour",
+        1,
+    ),
+    Case(
+        "price-not-a-number",
+        {"chargeback.prices": {P5: "cheap"}},
+        "HPT-SCHEMA",
+        f"chargeback.prices.{P5}",
+        ("expected a number (USD per GPU-hour), got string 'cheap'",),
+        "write an unquoted number",
+        1,
+    ),
+    Case(
+        "tolerance-too-large",
+        {"chargeback.reconciliationTolerance": 0.5},
+        "HPT-CHARGEBACK-TOLERANCE",
+        "chargeback.reconciliationTolerance",
+        ("0.5 is outside 0-0.1",),
+        "`0.005` for 0.5 %",
+        1,
+    ),
+    Case(
+        "preemption-alarm-zero",
+        {"chargeback.preemptionAlarm.gpuHoursPerTeamPerDay": 0},
+        "HPT-CHARGEBACK-ALARM",
+        "chargeback.preemptionAlarm.gpuHoursPerTeamPerDay",
+        ("0 GPU-hours is not a usable threshold",),
+        "before the alarm fires",
+        1,
+    ),
+    Case(
+        "cost-center-shared",
+        {"teams[0].costCenter": "shared"},
+        "HPT-CHARGEBACK-COST-CENTER",
+        "teams[0].costCenter",
+        ("'shared' is reserved",),
+        "name the cost center",
+        1,
+    ),
+    Case(
+        "cost-center-not-a-tag-value",
+        {"teams[2].costCenter": "aws:billing"},
+        "HPT-CHARGEBACK-COST-CENTER",
+        "teams[2].costCenter",
+        ("'aws:billing' is not a valid cost center",),
+        "not starting with `aws:`",
+        1,
+    ),
 ]
 
 
@@ -1078,6 +1215,7 @@ def python_reference() -> Platform:
                 ),
                 allowed_priority_classes=("training", "experimentation"),
                 identity=identity("vision"),
+                cost_center="cc-4711-vision",
             ),
             Team(
                 name="inference",
@@ -1089,6 +1227,19 @@ def python_reference() -> Platform:
                 identity=identity("inference"),
             ),
         ),
+        chargeback=ChargebackSpec(
+            billing_terms=(
+                BillingTermSpec(
+                    effective_from="2026-01-01",
+                    rule=BillingRule.RESERVATION,
+                    idle_owner="platform",
+                    shared_costs=SharedCostRule.IDLE_OWNER,
+                ),
+            ),
+            prices={P5: 12.29, "ml.g5.12xlarge": 1.77},
+            reconciliation_tolerance=0.005,
+            preemption_alarm=PreemptionAlarmSpec(gpu_hours_per_team_per_day=8),
+        ),
     )
 
 
@@ -1096,6 +1247,59 @@ def test_python_built_reference_equals_the_yaml_one() -> None:
     platform = python_reference()
     assert validate_platform(platform) == []
     assert platform == load_platform(REFERENCE)
+
+
+def test_chargeback_is_optional() -> None:
+    platform = platform_from_dict(edited({"chargeback": DELETE}))
+    assert platform.chargeback is None
+    assert validate_platform(platform, raise_on_error=False) == []
+    with pytest.raises(ValueError, match=r"no `chargeback:` section"):
+        chargeback_config(platform)
+
+
+def test_chargeback_config_is_built_from_the_platform() -> None:
+    data = edited(
+        {
+            "chargeback.billingTerms[1]": {
+                "effectiveFrom": "2026-07-01",
+                "rule": "usage",
+                "idleOwner": "shared",
+            }
+        }
+    )
+    config = chargeback_config(platform_from_dict(data))
+    assert config.cluster == "shared-gpu"
+    assert [(t.effective_from.isoformat(), t.rule, t.idle_owner, t.shared_costs) for t in config.terms] == [
+        ("2026-01-01", BillingRule.RESERVATION, "platform", SharedCostRule.IDLE_OWNER),
+        ("2026-07-01", BillingRule.USAGE, "shared", SharedCostRule.IDLE_OWNER),
+    ]
+    # the cost center defaults to the team name; quotas are instances per type
+    assert [(t.name, t.cost_center, t.quotas) for t in config.teams] == [
+        ("inference", "inference", {"ml.g5.12xlarge": 3}),
+        ("research", "research", {P5: 9}),
+        ("vision", "cc-4711-vision", {P5: 6}),
+    ]
+    assert config.gpus_per_instance == {"ml.g5.12xlarge": 4, P5: 8}
+    assert config.prices == {
+        "ml.g5.12xlarge": Decimal("1.77"),
+        P5: Decimal("12.29"),
+    }  # as written, not binary
+    assert config.max_checkpoint_minutes == {
+        "inference-priority": 60,
+        "training-priority": 60,
+        "experimentation-priority": 30,
+    }
+    assert config.tolerance == Decimal("0.005")
+
+
+def test_a_team_flagged_for_a_dedicated_cluster_is_not_billed_here() -> None:
+    data = edited(
+        {
+            "cluster.onDataClassificationMismatch": "dedicated-cluster",
+            "teams[1].dataClassification": "restricted",
+        }
+    )
+    assert [t.name for t in chargeback_config(platform_from_dict(data)).teams] == ["inference", "research"]
 
 
 def _team(p: Platform, index: int, **changes: Any) -> Platform:
@@ -1384,8 +1588,15 @@ def test_instance_group_without_quota_is_warned() -> None:
     assert "no team has a quota on ml.g6.12xlarge" in warning.message
 
 
+def test_price_for_an_instance_type_the_cluster_lacks_is_warned() -> None:
+    [warning] = warnings_of({"chargeback.prices": {"ml.p5.48xlarg": 12.0, "ml.g5.12xlarge": 1.77}})
+    assert (warning.code, warning.path) == ("HPT-CHARGEBACK-PRICE-UNUSED", "chargeback.prices.ml.p5.48xlarg")
+    assert "'ml.p5.48xlarg' is not an instance type of the cluster's groups" in warning.message
+    assert "did you mean 'ml.p5.48xlarge'?" in warning.fix
+
+
 def test_kueue_backend_needs_one_shape_per_instance_type() -> None:
-    data = yaml.safe_load((Path(__file__).parents[1] / "platform.yaml").read_text())
+    data = reference_data()
     data["fairnessBackend"] = "kueue"
     twin = dict(data["cluster"]["instanceGroups"][0], name="p5-spare", count=2, reserved=0, threadsPerCore=2)
     data["cluster"]["instanceGroups"].append(twin)

@@ -11,12 +11,12 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
-from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
-import yaml
+from platforms import PLATFORM_YAML as REFERENCE
+from platforms import REPO, reference_data
 
 from hyperpod_tenancy.errors import PolicyError
 from hyperpod_tenancy.policy import InstanceGroup, Platform, ResourceShape, load_platform, platform_from_dict
@@ -24,15 +24,7 @@ from hyperpod_tenancy.policy import model as policy_model
 from hyperpod_tenancy.policy._adapter import adapter, yaml_key
 from hyperpod_tenancy.policy.json_schema import SCHEMA_PATH, render_schema
 
-REPO = Path(__file__).resolve().parents[1]
-REFERENCE = REPO / "platform.yaml"
 SCHEMA_FILE = REPO / SCHEMA_PATH
-
-
-def reference_data() -> dict[str, Any]:
-    data = yaml.safe_load(REFERENCE.read_text(encoding="utf-8"))
-    assert isinstance(data, dict)
-    return data
 
 
 def schema_errors(data: object) -> list[str]:

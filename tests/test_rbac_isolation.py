@@ -16,8 +16,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import platforms
 import pytest
-import tenant_platforms
 from rbac_eval import Authorizer, Request, Subject, resource_matches, rule_allows
 
 from hyperpod_tenancy.k8s.team_manifests import TEAM_ROLE_NAME
@@ -287,10 +287,10 @@ def test_subjects_roles_and_aggregation() -> None:
 
 def test_isolation_checks_are_not_vacuous() -> None:
     # the same checks that pass on the rendered objects fail once a permissive binding is added
-    platform = tenant_platforms.reference_platform()
+    platform = platforms.reference_platform()
     team = platform.teams[0]
     ns = names.namespace(team.name)
-    objects = tenant_platforms.all_objects(platform)
+    objects = platforms.all_objects(platform)
     leaky = _binding("oops", "all-powerful", _group(names.kubernetes_group(team.name)), namespace=ns)
     violations = denied_violations(Authorizer([*objects, ADMIN, leaky]), platform, team)
     assert any("patch networking.k8s.io/networkpolicies -n " + ns in v for v in violations)
@@ -309,17 +309,13 @@ def test_isolation_checks_are_not_vacuous() -> None:
 
 # --- the rendered RBAC ------------------------------------------------------------------------------------
 
-PLATFORMS = {
-    "reference": tenant_platforms.reference_platform,
-    "kueue": tenant_platforms.kueue_platform,
-    "four-teams": tenant_platforms.four_team_platform,
-}
+PLATFORMS = platforms.TENANT_PLATFORMS
 
 
 @pytest.fixture(scope="module", params=sorted(PLATFORMS))
 def rendered(request: pytest.FixtureRequest) -> tuple[Platform, Authorizer, list[dict[str, Any]]]:
     platform = PLATFORMS[request.param]()
-    objects = tenant_platforms.all_objects(platform)
+    objects = platforms.all_objects(platform)
     return platform, Authorizer(objects), objects
 
 

@@ -6,19 +6,19 @@ import json
 from typing import Any
 
 import pytest
+from aws_cdk.assertions import Match, Template
 from synth import Synth, depends_on, one, resources_of, transitively_depends
 
 from hyperpod_tenancy.policy import Platform
 
 
 def addon(template: dict[str, Any], name: str) -> tuple[str, dict[str, Any]]:
-    found = {
-        k: v
-        for k, v in resources_of(template, "AWS::EKS::Addon").items()
-        if v["Properties"]["AddonName"] == name
-    }
+    found = Template.from_json(template).find_resources(
+        "AWS::EKS::Addon", {"Properties": {"AddonName": name}}
+    )
     assert len(found) == 1, f"add-on {name}: {sorted(found)}"
-    return next(iter(found.items()))
+    ((logical_id, resource),) = found.items()
+    return logical_id, dict(resource)
 
 
 def hyperpod_chart(template: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -32,37 +32,48 @@ def hyperpod_chart(template: dict[str, Any]) -> tuple[str, dict[str, Any]]:
 
 
 def test_eks_uses_api_authentication_mode(reference: Synth) -> None:
-    _, cluster = one(reference.cluster, "AWS::EKS::Cluster")
-    assert cluster["Properties"]["AccessConfig"]["AuthenticationMode"] == "API"
+    template = reference.template()
+    template.resource_count_is("AWS::EKS::Cluster", 1)
+    template.has_resource_properties("AWS::EKS::Cluster", {"AccessConfig": {"AuthenticationMode": "API"}})
 
 
 def test_eks_uses_managed_node_groups_not_auto_mode(reference: Synth) -> None:
-    _, cluster = one(reference.cluster, "AWS::EKS::Cluster")
-    compute = cluster["Properties"].get("ComputeConfig", {})
-    assert compute.get("Enabled") is not True, "Auto Mode is not supported by HyperPod"
-    _, nodegroup = one(reference.cluster, "AWS::EKS::Nodegroup")
+    template = reference.template()
+    # Auto Mode is not supported by HyperPod
+    template.has_resource_properties("AWS::EKS::Cluster", {"ComputeConfig": {"Enabled": False}})
     spec = reference.platform.cluster.system_node_group
-    assert nodegroup["Properties"]["InstanceTypes"] == [spec.instance_type]
-    assert nodegroup["Properties"]["ScalingConfig"]["DesiredSize"] == spec.count
+    template.resource_count_is("AWS::EKS::Nodegroup", 1)
+    template.has_resource_properties(
+        "AWS::EKS::Nodegroup",
+        {"InstanceTypes": [spec.instance_type], "ScalingConfig": {"DesiredSize": spec.count}},
+    )
 
 
 def test_eks_logs_every_control_plane_component(reference: Synth) -> None:
-    _, cluster = one(reference.cluster, "AWS::EKS::Cluster")
-    enabled = {t["Type"] for t in cluster["Properties"]["Logging"]["ClusterLogging"]["EnabledTypes"]}
-    assert enabled == {"api", "audit", "authenticator", "controllerManager", "scheduler"}
+    types = ["api", "audit", "authenticator", "controllerManager", "scheduler"]
+    reference.template().has_resource_properties(
+        "AWS::EKS::Cluster", {"Logging": {"ClusterLogging": {"EnabledTypes": [{"Type": t} for t in types]}}}
+    )
 
 
 def test_eks_endpoint_is_private_and_secrets_are_encrypted(reference: Synth) -> None:
-    _, cluster = one(reference.cluster, "AWS::EKS::Cluster")
-    vpc_config = cluster["Properties"]["ResourcesVpcConfig"]
-    assert vpc_config["EndpointPublicAccess"] is False
-    assert vpc_config["EndpointPrivateAccess"] is True
-    assert cluster["Properties"]["EncryptionConfig"][0]["Resources"] == ["secrets"]
+    reference.template().has_resource_properties(
+        "AWS::EKS::Cluster",
+        {
+            "ResourcesVpcConfig": {"EndpointPublicAccess": False, "EndpointPrivateAccess": True},
+            "EncryptionConfig": [{"Resources": ["secrets"]}],
+        },
+    )
 
 
 def test_vpc_cni_enforces_network_policies(reference: Synth) -> None:
-    _, cni = addon(reference.cluster, "vpc-cni")
-    assert json.loads(cni["Properties"]["ConfigurationValues"])["enableNetworkPolicy"] == "true"
+    reference.template().has_resource_properties(
+        "AWS::EKS::Addon",
+        {
+            "AddonName": "vpc-cni",
+            "ConfigurationValues": Match.serialized_json(Match.object_like({"enableNetworkPolicy": "true"})),
+        },
+    )
     assert reference.stage.cluster_stack.cluster.network_policy_enforced
 
 
@@ -80,8 +91,10 @@ def test_vpc_cni_enforces_network_policies(reference: Synth) -> None:
     ],
 )
 def test_required_addons_are_installed(reference: Synth, name: str) -> None:
-    _, found = addon(reference.cluster, name)
-    assert found["Properties"]["ResolveConflicts"] == "OVERWRITE"
+    addon(reference.cluster, name)  # exactly one
+    reference.template().has_resource_properties(
+        "AWS::EKS::Addon", {"AddonName": name, "ResolveConflicts": "OVERWRITE"}
+    )
 
 
 def test_security_group_allows_efa_and_lustre_within_itself(reference: Synth) -> None:
@@ -146,26 +159,38 @@ def test_no_placeholder_availability_zones(reference: Synth, kueue_reference: Sy
 
 @pytest.mark.parametrize("type_", ["AWS::SageMaker::Cluster", "AWS::FSx::FileSystem", "AWS::S3::Bucket"])
 def test_stateful_resources_are_retained(reference: Synth, type_: str) -> None:
-    for logical_id, resource in resources_of(reference.cluster, type_).items():
-        assert resource["DeletionPolicy"] == "Retain", logical_id
-        assert resource["UpdateReplacePolicy"] == "Retain", logical_id
+    template = reference.template()
+    assert template.find_resources(type_), f"no {type_} to check"
+    template.all_resources(type_, {"DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain"})
 
 
 def test_team_studio_domains_are_retained(reference: Synth) -> None:
     for team in reference.platform.teams:
-        _, domain = one(reference.team(team.name), "AWS::SageMaker::Domain")
-        assert domain["DeletionPolicy"] == "Retain"
-        assert domain["Properties"]["AppNetworkAccessType"] == "VpcOnly"
-        assert domain["Properties"]["AuthMode"] == "SSO"
+        template = reference.template(team.name)
+        template.resource_count_is("AWS::SageMaker::Domain", 1)
+        template.has_resource(
+            "AWS::SageMaker::Domain",
+            {
+                "DeletionPolicy": "Retain",
+                "Properties": {"AppNetworkAccessType": "VpcOnly", "AuthMode": "SSO"},
+            },
+        )
 
 
 def test_fsx_lustre_matches_policy(reference: Synth, reference_platform: Platform) -> None:
-    _, fs = one(reference.cluster, "AWS::FSx::FileSystem")
     spec = reference_platform.cluster.fsx
-    assert fs["Properties"]["StorageCapacity"] == spec.storage_capacity_gib
-    lustre = fs["Properties"]["LustreConfiguration"]
-    assert lustre["DeploymentType"] == spec.deployment_type
-    assert lustre["PerUnitStorageThroughput"] == spec.per_unit_storage_throughput
+    template = reference.template()
+    template.resource_count_is("AWS::FSx::FileSystem", 1)
+    template.has_resource_properties(
+        "AWS::FSx::FileSystem",
+        {
+            "StorageCapacity": spec.storage_capacity_gib,
+            "LustreConfiguration": {
+                "DeploymentType": spec.deployment_type,
+                "PerUnitStorageThroughput": spec.per_unit_storage_throughput,
+            },
+        },
+    )
 
 
 def test_deploy_order_helm_chart_hyperpod_task_governance_scheduler(reference: Synth) -> None:
@@ -215,14 +240,20 @@ def test_scheduler_config_values_come_from_policy(reference: Synth, reference_pl
 def test_hyperpod_helm_chart_installed_from_the_named_mirror(
     reference: Synth, reference_platform: Platform
 ) -> None:
-    _, chart = hyperpod_chart(reference.cluster)
-    props = chart["Properties"]
+    hyperpod_chart(reference.cluster)  # exactly one release "dependencies"
     source = reference_platform.cluster.hyperpod_helm_chart
-    assert props["Repository"] == source.oci_repository
-    assert props["Version"] == source.version
-    assert props["Release"] == "dependencies"
-    assert props["Namespace"] == "kube-system"
-    assert json.loads(props["Values"])["health-monitoring-agent"]["region"] == "us-east-1"
+    reference.template().has_resource_properties(
+        "Custom::AWSCDK-EKS-HelmChart",
+        {
+            "Release": "dependencies",
+            "Repository": source.oci_repository,
+            "Version": source.version,
+            "Namespace": "kube-system",
+            "Values": Match.serialized_json(
+                Match.object_like({"health-monitoring-agent": Match.object_like({"region": "us-east-1"})})
+            ),
+        },
+    )
 
 
 def test_execution_role_reads_only_the_lifecycle_prefix_and_uses_the_hyperpod_policy(
@@ -254,11 +285,14 @@ def test_execution_role_reads_only_the_lifecycle_prefix_and_uses_the_hyperpod_po
 
 def test_kueue_backend_installs_upstream_kueue_instead_of_task_governance(kueue_reference: Synth) -> None:
     t = kueue_reference.cluster
-    assert not resources_of(t, "AWS::SageMaker::ClusterSchedulerConfig")
-    names = {v["Properties"]["AddonName"] for v in resources_of(t, "AWS::EKS::Addon").values()}
-    assert "amazon-sagemaker-hyperpod-taskgovernance" not in names
-    charts = {v["Properties"]["Release"]: v for v in resources_of(t, "Custom::AWSCDK-EKS-HelmChart").values()}
-    assert charts["kueue"]["Properties"]["Version"] == "0.19.2"
+    template = kueue_reference.template()
+    template.resource_count_is("AWS::SageMaker::ClusterSchedulerConfig", 0)
+    assert not template.find_resources(
+        "AWS::EKS::Addon", {"Properties": {"AddonName": "amazon-sagemaker-hyperpod-taskgovernance"}}
+    )
+    template.has_resource_properties(
+        "Custom::AWSCDK-EKS-HelmChart", {"Release": "kueue", "Version": "0.19.2"}
+    )
     hp_id, _ = one(t, "AWS::SageMaker::Cluster")
     kueue_id = next(
         k
@@ -267,7 +301,7 @@ def test_kueue_backend_installs_upstream_kueue_instead_of_task_governance(kueue_
     )
     assert hp_id in depends_on(t, kueue_id)
     for name in kueue_reference.stage.team_stacks:
-        assert not resources_of(kueue_reference.team(name), "AWS::SageMaker::ComputeQuota")
+        kueue_reference.template(name).resource_count_is("AWS::SageMaker::ComputeQuota", 0)
 
 
 def test_observability_addon_writes_to_managed_prometheus(reference: Synth) -> None:

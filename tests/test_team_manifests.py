@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import kubernetes_validate
+import platforms
 import pytest
-import tenant_platforms
-from tenant_platforms import FSX
+from platforms import FSX
 
 from hyperpod_tenancy.k8s.labels import TEAM_LABEL, namespace_labels
 from hyperpod_tenancy.k8s.team_manifests import (
@@ -30,11 +30,7 @@ from hyperpod_tenancy.k8s.team_manifests import (
 )
 from hyperpod_tenancy.policy import FairnessBackend, Platform, Team, names
 
-PLATFORMS = {
-    "reference": tenant_platforms.reference_platform,
-    "kueue": tenant_platforms.kueue_platform,
-    "four-teams": tenant_platforms.four_team_platform,
-}
+PLATFORMS = platforms.TENANT_PLATFORMS
 TOKENS = FsxVolume(
     file_system_id="${Token[TOKEN.101]}", dns_name="${Token[TOKEN.102]}", mount_name="${Token[TOKEN.103]}"
 )
@@ -70,7 +66,7 @@ def _one(objects: list[dict[str, Any]], kind: str, name: str | None = None) -> d
 def test_every_object_is_valid_kubernetes_strict(platform: Platform) -> None:
     version = _k8s_version(platform)
     assert version == "1.33.0"
-    objects = [*tenant_platforms.all_objects(platform), system_namespace()]
+    objects = [*platforms.all_objects(platform), system_namespace()]
     team = platform.teams[0]
     objects += team_manifests(
         platform, team, fsx=TOKENS, service_account="trainer", service_cidr="172.20.0.0/16"
@@ -90,7 +86,7 @@ def test_every_object_is_valid_kubernetes_strict(platform: Platform) -> None:
 
 def test_strict_validation_catches_a_typo() -> None:
     # the check above is not vacuous: a misspelt field fails strict validation
-    platform = tenant_platforms.reference_platform()
+    platform = platforms.reference_platform()
     policy = _one(team_manifests(platform, platform.teams[0], fsx=FSX), "NetworkPolicy", "default-deny")
     policy["spec"]["policyType"] = policy["spec"].pop("policyTypes")
     with pytest.raises(kubernetes_validate.ValidationError):
@@ -107,18 +103,61 @@ def test_namespace_only_with_the_kueue_backend(platform: Platform) -> None:
         if platform.fairness_backend is FairnessBackend.KUEUE:
             assert objects[0] is namespaces[0], "the namespace is applied first"
             ns = namespaces[0]
-            assert ns["metadata"]["name"] == names.namespace(team.name)
-            assert namespace_labels(platform, team).items() <= ns["metadata"]["labels"].items()
+            assert ns["metadata"]["name"] == f"hyperpod-ns-{team.name}"
+            assert expected_labels(team.name).items() <= ns["metadata"]["labels"].items()
         else:
             assert namespaces == [], "Task Governance creates the namespace"
 
 
+#: The label contract of the reference teams, written out by hand from platform.yaml and the README (namespaces):
+#: every platform class is listed (allowed or denied), borrowing follows ``sharing``, Pod Security enforces
+#: the team's level and warns/audits at ``restricted``.
+PSA = {
+    "pod-security.kubernetes.io/enforce": "baseline",
+    "pod-security.kubernetes.io/warn": "restricted",
+    "pod-security.kubernetes.io/audit": "restricted",
+}
+REFERENCE_LABELS = {
+    team: {
+        "hyperpod-tenancy.io/tenant": "true",
+        "hyperpod-tenancy.io/team": team,
+        **PSA,
+        "priority.hyperpod-tenancy.io/inference-priority": inference,
+        "priority.hyperpod-tenancy.io/training-priority": other,
+        "priority.hyperpod-tenancy.io/experimentation-priority": other,
+        "hyperpod-tenancy.io/borrows": borrows,
+    }
+    for team, inference, other, borrows in (
+        ("research", "denied", "allowed", "true"),  # lend-and-borrow, training + experimentation
+        ("vision", "denied", "allowed", "true"),  # lend-and-borrow, training + experimentation
+        ("inference", "allowed", "denied", "false"),  # lend, inference only
+    )
+}
+
+
+def expected_labels(team: str) -> dict[str, str]:
+    return REFERENCE_LABELS[team]
+
+
 def test_label_patch_adds_the_label_contract() -> None:
-    platform = tenant_platforms.reference_platform()
+    platform = platforms.reference_platform()
+    assert [t.name for t in platform.teams] == list(REFERENCE_LABELS)
     for team in platform.teams:
         patch = namespace_label_patch(platform, team)
-        assert patch == {"metadata": {"labels": namespace_labels(platform, team)}}
+        assert patch == {"metadata": {"labels": expected_labels(team.name)}}, team.name
         assert patch["metadata"]["labels"][TEAM_LABEL] == team.name
+        # the product's one home of the contract says the same
+        assert namespace_labels(platform, team) == expected_labels(team.name)
+
+
+def test_adding_a_team_changes_no_other_teams_objects() -> None:
+    before, after = platforms.reference_platform(), platforms.four_team_platform()
+    assert [t.name for t in after.teams] == [*(t.name for t in before.teams), "speech"]
+    for team in before.teams:
+        assert team_manifests(after, after.team(team.name), fsx=FSX) == team_manifests(before, team, fsx=FSX)
+        assert fsx_directory_job(after, after.team(team.name), fsx=FSX) == fsx_directory_job(
+            before, team, fsx=FSX
+        )
 
 
 # --- shape ----------------------------------------------------------------------------------------------
@@ -141,7 +180,7 @@ def test_objects_stay_in_their_namespace_and_are_labelled(platform: Platform) ->
 
 
 def test_no_two_objects_collide_across_teams(platform: Platform) -> None:
-    objects = [*tenant_platforms.all_objects(platform), system_namespace()]
+    objects = [*platforms.all_objects(platform), system_namespace()]
     keys = [(o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]) for o in objects]
     assert len(keys) == len(set(keys))
     handles = [pv["spec"]["csi"]["volumeHandle"] for pv in _by(objects, "PersistentVolume")]
@@ -239,7 +278,7 @@ def test_team_volume_mounts_the_team_subdirectory_only_for_the_team(platform: Pl
 
 
 def test_tokens_are_concatenated_never_parsed() -> None:
-    platform = tenant_platforms.reference_platform()
+    platform = platforms.reference_platform()
     team = platform.teams[0]
     pv = _one(team_manifests(platform, team, fsx=TOKENS), "PersistentVolume")
     assert pv["spec"]["csi"]["volumeHandle"] == f"{TOKENS.file_system_id}::{team.name}"
@@ -309,7 +348,7 @@ def _sh(script: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_directory_script_creates_the_directory_idempotently(tmp_path: Path) -> None:
-    platform = tenant_platforms.reference_platform()
+    platform = platforms.reference_platform()
     team = platform.teams[0]
     _, _, job = _job_parts(platform, team)
     script = job["spec"]["template"]["spec"]["containers"][0]["command"][-1]

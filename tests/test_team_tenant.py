@@ -8,7 +8,9 @@ from typing import Any
 
 import aws_cdk as cdk
 import pytest
-from synth import Synth, one, reference_dict, resources_of, synthesize
+from aws_cdk.assertions import Annotations, Match
+from platforms import reference_data
+from synth import Synth, one, resources_of, synthesize
 
 from hyperpod_tenancy.constructs.shared_hyperpod_cluster import SharedHyperPodCluster
 from hyperpod_tenancy.constructs.team_tenant import TeamTenant
@@ -26,17 +28,21 @@ def test_one_stack_per_team_far_from_cloudformation_limits(reference: Synth) -> 
 
 def test_access_entries_map_roles_to_the_team_group_only(reference: Synth) -> None:
     for team in reference.platform.teams:
-        t = reference.team(team.name)
-        entries = resources_of(t, "AWS::EKS::AccessEntry")
-        assert len(entries) == 2  # Identity Center role + Studio execution role
-        sso_id, _ = one(t, "Custom::SsoRoleArn")
-        principals = [e["Properties"]["PrincipalArn"] for e in entries.values()]
-        assert {"Fn::GetAtt": [sso_id, "RoleArn"]} in principals, "full ARN (with path) from the resolver"
-        for entry in entries.values():
-            props = entry["Properties"]
-            assert props["KubernetesGroups"] == [f"hyperpod-ns-{team.name}-namespace-level-group"]
-            assert props["Type"] == "STANDARD"
-            assert "AccessPolicies" not in props, "no EKS access policy: never cluster-admin or cluster-wide"
+        template = reference.template(team.name)
+        template.resource_count_is("AWS::EKS::AccessEntry", 2)  # Identity Center role + Studio execution role
+        sso_id, _ = one(reference.team(team.name), "Custom::SsoRoleArn")
+        # the full ARN (with its /aws-reserved/... path) comes from the resolver
+        template.has_resource_properties(
+            "AWS::EKS::AccessEntry", {"PrincipalArn": {"Fn::GetAtt": [sso_id, "RoleArn"]}}
+        )
+        template.all_resources_properties(
+            "AWS::EKS::AccessEntry",
+            {
+                "KubernetesGroups": [f"hyperpod-ns-{team.name}-namespace-level-group"],
+                "Type": "STANDARD",
+                "AccessPolicies": Match.absent(),  # no EKS access policy: never cluster-admin or cluster-wide
+            },
+        )
 
 
 def test_no_stack_grants_cluster_admin_to_a_team(reference: Synth) -> None:
@@ -45,17 +51,27 @@ def test_no_stack_grants_cluster_admin_to_a_team(reference: Synth) -> None:
         assert "system:masters" not in json.dumps(reference.team(name))
 
 
+#: Permission set names of the reference teams (platform.yaml names vision's explicitly).
+PERMISSION_SETS = {"research": "Research", "vision": "ComputerVision", "inference": "Inference"}
+
+
 def test_permission_set_is_assigned_to_the_team_group(reference: Synth, reference_platform: Platform) -> None:
+    assert [t.name for t in reference_platform.teams] == list(PERMISSION_SETS)
     for team in reference_platform.teams:
-        t = reference.team(team.name)
-        ps_id, ps = one(t, "AWS::SSO::PermissionSet")
-        _, assignment = one(t, "AWS::SSO::Assignment")
-        assert assignment["Properties"]["PrincipalId"] == team.identity.group_id
-        assert assignment["Properties"]["PrincipalType"] == "GROUP"
-        assert assignment["Properties"]["TargetType"] == "AWS_ACCOUNT"
-        assert assignment["Properties"]["PermissionSetArn"] == {"Fn::GetAtt": [ps_id, "PermissionSetArn"]}
-        expected = team.identity.permission_set_name or "".join(p.capitalize() for p in team.name.split("-"))
-        assert ps["Properties"]["Name"] == expected
+        template = reference.template(team.name)
+        template.resource_count_is("AWS::SSO::PermissionSet", 1)
+        template.resource_count_is("AWS::SSO::Assignment", 1)
+        ps_id, ps = one(reference.team(team.name), "AWS::SSO::PermissionSet")
+        template.has_resource_properties(
+            "AWS::SSO::Assignment",
+            {
+                "PrincipalId": team.identity.group_id,
+                "PrincipalType": "GROUP",
+                "TargetType": "AWS_ACCOUNT",
+                "PermissionSetArn": {"Fn::GetAtt": [ps_id, "PermissionSetArn"]},
+            },
+        )
+        template.has_resource_properties("AWS::SSO::PermissionSet", {"Name": PERMISSION_SETS[team.name]})
         statements = ps["Properties"]["InlinePolicy"]["Statement"]
         actions = {
             a for s in statements for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])
@@ -65,10 +81,17 @@ def test_permission_set_is_assigned_to_the_team_group(reference: Synth, referenc
 
 def test_sso_role_resolver_waits_for_the_assignment(reference: Synth) -> None:
     t = reference.team("research")
-    _, sso = one(t, "Custom::SsoRoleArn")
+    template = reference.template("research")
+    template.resource_count_is("Custom::SsoRoleArn", 1)
     assignment_id, _ = one(t, "AWS::SSO::Assignment")
-    assert assignment_id in sso.get("DependsOn", [])
-    assert sso["Properties"]["PermissionSetName"] == "Research"
+    template.has_resource(
+        "Custom::SsoRoleArn",
+        {
+            "DependsOn": Match.array_with([assignment_id]),
+            "Properties": {"PermissionSetName": "Research"},
+        },
+    )
+    _, sso = one(t, "Custom::SsoRoleArn")
     assert int(sso["Properties"]["TimeoutSeconds"]) == 900
     functions = resources_of(t, "AWS::Lambda::Function")
     handlers = {v["Properties"]["Handler"] for v in functions.values()}
@@ -99,14 +122,18 @@ def test_workload_service_account_bound_by_pod_identity(reference: Synth) -> Non
 
 
 def test_compute_quota_has_the_team_name_and_policy_values(reference: Synth) -> None:
-    _, quota = one(reference.team("research"), "AWS::SageMaker::ComputeQuota")
-    props = quota["Properties"]
-    assert props["ComputeQuotaTarget"]["TeamName"] == "research"
-    assert props["ComputeQuotaTarget"]["FairShareWeight"] == 60
-    assert props["ComputeQuotaConfig"]["ComputeQuotaResources"] == [
-        {"InstanceType": "ml.p5.48xlarge", "Count": 9}
-    ]
-    assert props["ComputeQuotaConfig"]["ResourceSharingConfig"]["Strategy"] == "LendAndBorrow"
+    template = reference.template("research")
+    template.resource_count_is("AWS::SageMaker::ComputeQuota", 1)
+    template.has_resource_properties(
+        "AWS::SageMaker::ComputeQuota",
+        {
+            "ComputeQuotaTarget": {"TeamName": "research", "FairShareWeight": 60},
+            "ComputeQuotaConfig": {
+                "ComputeQuotaResources": [{"InstanceType": "ml.p5.48xlarge", "Count": 9}],
+                "ResourceSharingConfig": {"Strategy": "LendAndBorrow"},
+            },
+        },
+    )
 
 
 def test_adding_a_fourth_team_adds_one_stack_and_changes_no_other(
@@ -166,7 +193,7 @@ def test_fails_when_a_team_is_added_twice(tmp_path: Path, reference_platform: Pl
 
 
 def _dedicated_platform() -> Platform:
-    data: dict[str, Any] = reference_dict()
+    data: dict[str, Any] = reference_data()
     data["cluster"]["onDataClassificationMismatch"] = "dedicated-cluster"
     data["teams"][1]["dataClassification"] = "restricted"
     return platform_from_dict(data)
@@ -195,18 +222,16 @@ def test_team_stack_ids_are_stable() -> None:
 def test_renaming_a_team_warns_that_its_quota_and_namespace_are_replaced(
     tmp_path: Path, reference_platform: Platform
 ) -> None:
-    data = reference_dict()
+    data = reference_data()
     data["teams"][1]["name"] = "computer-vision"
     renamed = platform_from_dict(data)
     app = cdk.App(outdir=str(tmp_path))
     from hyperpod_tenancy.stacks import PlatformStage
 
     stage = PlatformStage(app, "ml-platform", platform=renamed, baseline=reference_platform)
-    messages = [
-        str(m.entry.data) for m in stage.synth().get_stack_by_name(stage.cluster_stack.stack_name).messages
-    ]
-    (warning,) = [m for m in messages if "HPT-REPLACE-TEAM" in m]
-    assert "renamed from 'vision' to 'computer-vision'" in warning
+    annotations = Annotations.from_stack(stage.cluster_stack)
+    (warning,) = annotations.find_warning("*", Match.string_like_regexp("HPT-REPLACE-TEAM"))
+    assert "renamed from 'vision' to 'computer-vision'" in str(warning.entry.data)
 
 
 def test_primary_children_are_the_escape_hatches(reference: Synth) -> None:

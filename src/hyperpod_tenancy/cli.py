@@ -7,6 +7,11 @@ one-screen summary of the cluster, priority classes, teams, promised capacity, w
 
 ``hyperpod-tenancy guardrails [--markdown] [--write README.md]`` prints the guardrail table generated from
 the rule registry (:mod:`hyperpod_tenancy.policy.rules`), or rewrites it in the README between its markers.
+
+``hyperpod-tenancy chargeback --usage DIR (--cur FILE | --prices FILE) --month YYYY-MM
+[--platform platform.yaml | --config chargeback_config.json] [--format json|csv|html|markdown] [--output FILE]`` computes a month's chargeback report offline, with the
+monthly job's SQL on DuckDB over local copies of the collector's files and the CUR
+(:mod:`hyperpod_tenancy.chargeback_offline`); exit 1 on unreadable or malformed inputs.
 """
 
 from __future__ import annotations
@@ -17,9 +22,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+from hyperpod_tenancy.chargeback import model
+from hyperpod_tenancy.chargeback.model import ChargebackConfig
 from hyperpod_tenancy.errors import PolicyError, PolicyIssue
 from hyperpod_tenancy.policy import names, rules
 from hyperpod_tenancy.policy.changes import replacement_warnings
+from hyperpod_tenancy.policy.chargeback import chargeback_config
 from hyperpod_tenancy.policy.loader import load_platform
 from hyperpod_tenancy.policy.model import Platform, Team
 from hyperpod_tenancy.policy.validation import policy_warnings
@@ -52,6 +60,8 @@ def main(argv: list[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     if args.command == "guardrails":
         return _guardrails(write=args.write, out=sys.stdout, err=sys.stderr)
+    if args.command == "chargeback":
+        return _chargeback(args, err=sys.stderr)
     if args.command != "validate":
         parser.print_usage(sys.stderr)
         print(f"{PROG}: error: choose a command, e.g. `{PROG} validate platform.yaml`", file=sys.stderr)
@@ -93,7 +103,105 @@ def _parser() -> argparse.ArgumentParser:
         type=Path,
         help="replace the table between the guardrail markers of this file instead of printing it",
     )
+    _chargeback_parser(commands)
     return parser
+
+
+def _chargeback_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    bill = commands.add_parser(
+        "chargeback",
+        help="compute a month's chargeback report offline (DuckDB over the collector's files and the CUR)",
+        description="Compute a month's chargeback report from local copies of the collector's tables and a CUR "
+        "2.0 export (or a price table), with the monthly job's SQL and rules.",
+    )
+    bill.add_argument(
+        "--usage",
+        required=True,
+        type=Path,
+        metavar="DIR",
+        help="folder with clusterqueue/, node/ and eviction/",
+    )
+    source = bill.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "--cur", type=Path, metavar="FILE", help="CUR 2.0 export (Parquet or CSV file or folder)"
+    )
+    source.add_argument(
+        "--prices",
+        type=Path,
+        metavar="FILE",
+        help="price table CSV: instance_type,usd_per_gpu_hour (no bill)",
+    )
+    bill.add_argument("--month", required=True, metavar="YYYY-MM", help="the month to report")
+    settings = bill.add_mutually_exclusive_group()
+    settings.add_argument(
+        "--platform",
+        type=Path,
+        metavar="FILE",
+        help="the platform policy whose chargeback: section gives the rule (default: platform.yaml)",
+    )
+    settings.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help="the chargeback configuration JSON the monthly job's asset carries (chargeback_config.json)",
+    )
+    bill.add_argument(
+        "--format", default="markdown", choices=["json", "csv", "html", "markdown"], help="default: markdown"
+    )
+    bill.add_argument("--output", type=Path, metavar="FILE", help="write the report here (default: stdout)")
+
+
+def _chargeback_settings(args: argparse.Namespace, err: TextIO) -> ChargebackConfig | None:
+    """Return the chargeback configuration from --config or the platform policy; None (reported) on errors."""
+    if args.config is None:
+        platform = _load(args.platform or Path("platform.yaml"), "", err)
+        if platform is None:
+            return None
+        try:
+            return chargeback_config(platform)
+        except ValueError as exc:
+            print(f"{PROG}: error: {exc}", file=err)
+            return None
+    try:
+        return model.config_from_json(args.config.read_text(encoding="utf-8"))
+    except OSError as exc:
+        print(f"{PROG}: error: cannot read --config {str(args.config)!r}: {exc.strerror or exc}.", file=err)
+    except ValueError as exc:
+        print(f"{PROG}: error: --config {str(args.config)!r}: {exc}", file=err)
+    return None
+
+
+def _chargeback(args: argparse.Namespace, *, err: TextIO) -> int:
+    """Compute and write the offline chargeback report; return the exit status (0, or 1 on bad inputs)."""
+    # imported here: DuckDB and sqlglot load only for this command
+    from hyperpod_tenancy import chargeback_offline  # noqa: PLC0415
+    from hyperpod_tenancy.chargeback import engine, queries, report  # noqa: PLC0415
+
+    config = _chargeback_settings(args, err)
+    if config is None:
+        return EXIT_INVALID
+    try:
+        result = chargeback_offline.compute(
+            config=config, month=args.month, usage=args.usage, cur=args.cur, prices=args.prices
+        )
+    except (
+        chargeback_offline.OfflineInputError,
+        queries.QueryInputError,
+        engine.ChargebackInputError,
+    ) as exc:
+        print(f"{PROG}: error: {exc}", file=err)
+        return EXIT_INVALID
+    rendered = report.render(result, args.format)
+    if args.output is None:
+        sys.stdout.buffer.write(rendered)
+        sys.stdout.flush()
+        return EXIT_OK
+    try:
+        args.output.write_bytes(rendered)
+    except OSError as exc:
+        print(f"{PROG}: error: cannot write --output {str(args.output)!r}: {exc.strerror or exc}.", file=err)
+        return EXIT_INVALID
+    return EXIT_OK
 
 
 def _guardrails(*, write: Path | None, out: TextIO, err: TextIO) -> int:

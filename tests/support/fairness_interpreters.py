@@ -4,7 +4,8 @@
 with Task Governance semantics; ``from_kueue`` reads ``kueue.x-k8s.io/v1beta2`` objects and the Kueue
 manager configuration with Kueue semantics. Both produce a :class:`FairnessForm`: per (team, instance
 type, resource) the guaranteed amount, the amount other teams may borrow from it, and the team's borrowing
-ceiling, plus per-team fair-share weights. Neither reader imports the renderers.
+ceiling, plus per-team fair-share weights. Neither reader imports the renderers, and per-instance
+resources come from AWS's published specs (``instance_specs.py``), not from the product's catalogue.
 
 Task Governance semantics modelled here (from the SageMaker API reference and the policy docs):
 ``Count`` instances of an instance type are guaranteed; ``Lend``/``LendAndBorrow`` lend all idle
@@ -24,8 +25,9 @@ from decimal import Decimal
 from typing import Any
 
 import yaml
+from instance_specs import spec
 
-from hyperpod_tenancy.policy import Platform, resource_shape
+from hyperpod_tenancy.policy import Platform
 
 NAMESPACE_PREFIX = "hyperpod-ns-"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
@@ -77,16 +79,24 @@ def floor_to_unit(resource: str, amount: Decimal) -> Decimal:
 def schedulable_shapes(platform: Platform) -> dict[str, dict[str, Decimal]]:
     """Per-instance schedulable resources by instance type: accelerators, cpu (cores), memory (bytes).
 
+    The figures are the instance group's explicit ``resources`` (part of the policy, the test's input) or
+    else AWS's published specs (``tests/support/instance_specs.py``), never the product's catalogue.
     Schedulable cpu is ``vcpus x threadsPerCore / 2``: EC2's vCPU count assumes two threads per core.
     """
     shapes: dict[str, dict[str, Decimal]] = {}
     for group in platform.cluster.instance_groups:
-        shape = resource_shape(group)
-        assert shape is not None, f"{group.name} has no resource shape"
+        if group.resources is not None:
+            explicit = group.resources
+            resource, accelerators = explicit.accelerator_resource, explicit.accelerators
+            vcpus, memory_gib = explicit.vcpus, explicit.memory_gib
+        else:
+            published = spec(group.instance_type)
+            resource, accelerators = published.accelerator_resource, published.accelerators
+            vcpus, memory_gib = published.vcpus, published.memory_gib
         shapes[group.instance_type] = {
-            shape.accelerator_resource: Decimal(shape.accelerators),
-            "cpu": Decimal(shape.vcpus * group.threads_per_core) / 2,
-            "memory": Decimal(shape.memory_gib) * GIB,
+            resource: Decimal(accelerators),
+            "cpu": Decimal(vcpus * group.threads_per_core) / 2,
+            "memory": Decimal(memory_gib) * GIB,
         }
     return shapes
 

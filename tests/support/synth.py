@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 from dataclasses import dataclass, field
@@ -10,15 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
-import yaml
+from aws_cdk.assertions import Template
+from platforms import REPO
 
-from hyperpod_tenancy.policy import Platform, platform_from_dict
+from hyperpod_tenancy.policy import Platform
 from hyperpod_tenancy.stacks import PlatformStage
 
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
-REPO = Path(__file__).resolve().parents[2]
-REFERENCE_YAML = REPO / "platform.yaml"
 CDK_JSON = REPO / "cdk.json"
 K8S_RESOURCE = "Custom::AWSCDK-EKS-KubernetesResource"
 #: Stand-in for every CloudFormation intrinsic found inside a Kubernetes manifest.
@@ -35,18 +33,6 @@ def new_app(outdir: Path) -> cdk.App:
     return cdk.App(outdir=str(outdir), context=cdk_context())
 
 
-def reference_dict() -> dict[str, Any]:
-    """The reference platform.yaml as plain data (a fresh copy each call)."""
-    return copy.deepcopy(yaml.safe_load(REFERENCE_YAML.read_text()))
-
-
-def platform_with(**changes: Any) -> Platform:
-    """The reference platform with top-level keys replaced."""
-    data = reference_dict()
-    data.update(changes)
-    return platform_from_dict(data)
-
-
 @dataclass
 class Synth:
     """A synthesized platform: its stage, app and templates by stack name."""
@@ -56,6 +42,7 @@ class Synth:
     stage: PlatformStage
     templates: dict[str, dict[str, Any]] = field(default_factory=dict)
     outdir: Path | None = None
+    _assertions: dict[str, Template] = field(default_factory=dict, repr=False)
 
     @property
     def cluster(self) -> dict[str, Any]:
@@ -65,6 +52,16 @@ class Synth:
     def team(self, name: str) -> dict[str, Any]:
         """Template of a team's stack."""
         return self.templates[self.stage.team_stacks[name].stack_name]
+
+    def template(self, team: str | None = None) -> Template:
+        """An ``aws_cdk.assertions.Template`` of a team's stack (``None``: the cluster stack).
+
+        Built from the already synthesized template (no second synthesis) and kept for later calls.
+        """
+        key = self.stage.cluster_stack.stack_name if team is None else self.stage.team_stacks[team].stack_name
+        if key not in self._assertions:
+            self._assertions[key] = Template.from_json(self.templates[key])
+        return self._assertions[key]
 
     def manifests(self) -> list[dict[str, Any]]:
         """Every Kubernetes object applied by every stack (intrinsics replaced by :data:`TOKEN`)."""

@@ -9,11 +9,12 @@ Deploy order is enforced with CloudFormation dependencies, not documentation::
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
 import aws_cdk as cdk
+import cdk8s
 import jsii
 from aws_cdk import aws_aps as aps
 from aws_cdk import aws_ec2 as ec2
@@ -36,6 +37,7 @@ from hyperpod_tenancy.constructs._private.annotations import (
     acknowledge_role,
     warn,
 )
+from hyperpod_tenancy.constructs._private.extensions import ChartExtensions, chart_objects
 from hyperpod_tenancy.constructs._private.kubectl import KUBECTL_WAIT, eks_addon
 from hyperpod_tenancy.constructs._private.principals import pod_identity_principal
 from hyperpod_tenancy.constructs.backends import Backend, ClusterFairness, backend_for
@@ -234,6 +236,16 @@ class SharedHyperPodCluster(Construct):
 
     """
 
+    # Attributes set while __init__ builds the add-ons (declared here, typed, always present):
+    #: The vpc-cni add-on (network policy enforcement switched on).
+    vpc_cni_addon: eks.CfnAddon
+    #: The EKS Pod Identity agent add-on.
+    pod_identity_addon: eks.CfnAddon
+    #: The cert-manager add-on (the HyperPod training operator needs it).
+    cert_manager_addon: eks.CfnAddon
+    #: Pod Identity role of the HyperPod training operator (``AmazonSageMakerHyperPodTrainingOperatorAccess``).
+    training_operator_role: iam.Role
+
     def __init__(
         self,
         scope: Construct,
@@ -309,8 +321,16 @@ class SharedHyperPodCluster(Construct):
         self.scheduler_config: sagemaker.CfnClusterSchedulerConfig | None = (
             policy if isinstance(policy, sagemaker.CfnClusterSchedulerConfig) else None
         )
+        #: The platform's own cluster-scoped Kubernetes objects (a copy of them: ``platform_chart.to_json()``).
+        #: Read-only: add objects of your own with :meth:`add_manifest` or :meth:`add_cdk8s_chart`.
+        self.platform_chart: PlatformChart = PlatformChart(
+            self.platform, fairness_objects=self.fairness_backend.cluster_manifests(self.platform)
+        )
         #: The platform chart (cluster-scoped objects) applied to the cluster.
         self.platform_chart_manifest: eks.KubernetesManifest = self._create_platform_chart()
+        self._extensions = ChartExtensions(
+            self, cluster=self.kubernetes, chart=self.platform_chart, after=self.platform_chart_manifest
+        )
         #: Amazon Managed Prometheus workspace of the observability add-on (``None`` without observability).
         self.observability_workspace: aps.CfnWorkspace | None = None
         #: Pod Identity role of the observability collector (``None`` without observability).
@@ -954,12 +974,57 @@ class SharedHyperPodCluster(Construct):
 
     # ------------------------------------------------------------------ platform chart
     def _create_platform_chart(self) -> eks.KubernetesManifest:
-        chart = PlatformChart.build(
-            self.platform, fairness_objects=self.fairness_backend.cluster_manifests(self.platform)
+        # in the EKS cluster's scope, where Cluster.add_cdk8s_chart put it (its construct path is its logical ID)
+        manifest = eks.KubernetesManifest(
+            self.eks_cluster, "PlatformChart", cluster=self.kubernetes, manifest=self.platform_chart.to_json()
         )
-        manifest = self.eks_cluster.add_cdk8s_chart("PlatformChart", chart)
         manifest.node.add_dependency(self.fairness_ready)
         return manifest
+
+    def add_manifest(self, id: str, *manifests: Mapping[str, Any]) -> eks.KubernetesManifest:
+        """Apply Kubernetes objects of your own to the cluster, after the platform chart.
+
+        For cluster-wide objects (a ``PriorityClass``, a ``StorageClass``, an operator's namespace): the platform
+        chart, the fairness backend and everything before them exist first (``DependsOn``). Objects of one team
+        belong to that team: add them with ``TeamTenant.add_manifest`` (team namespaces are refused here, they
+        do not exist before the team stack). Each call is one ``eks.KubernetesManifest`` with construct ID ``id``.
+
+        Args:
+            id: construct ID of the manifest (in this construct).
+            manifests: the objects (dicts as ``kubectl apply`` takes them).
+
+        Returns:
+            The manifest applying the objects.
+
+        Raises:
+            TenancyError: listing every refused object: in a team's namespace, unnamed, or named like an object
+                of the platform chart or of an earlier addition.
+
+        """
+        team_namespaces = {
+            names.namespace(t.name): f"it belongs to team {t.name!r}: use TeamTenant.add_manifest"
+            for t in self.platform.teams
+        }
+        return self._extensions.add(id, manifests, refused_namespaces=team_namespaces)
+
+    def add_cdk8s_chart(self, id: str, chart: cdk8s.Chart) -> eks.KubernetesManifest:
+        """Apply the objects of a cdk8s chart of your own to the cluster, after the platform chart.
+
+        As :meth:`add_manifest`. The chart is rendered now, as ``eks.Cluster.add_cdk8s_chart`` does: build it
+        completely first (objects added to it afterwards are not applied).
+
+        Args:
+            id: construct ID of the manifest (in this construct).
+            chart: the cdk8s chart (in its own ``cdk8s.App``).
+
+        Returns:
+            The manifest applying the chart's objects.
+
+        Raises:
+            TenancyError: as :meth:`add_manifest`.
+
+        """
+        return self.add_manifest(id, *chart_objects(chart))
 
     # ------------------------------------------------------------------ observability
     def _create_observability(self) -> aps.CfnWorkspace:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
+import cdk8s
 import jsii
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
@@ -23,6 +25,7 @@ from hyperpod_tenancy.constructs._private.annotations import (
     acknowledge_role,
     wildcard_findings,
 )
+from hyperpod_tenancy.constructs._private.extensions import ChartExtensions, chart_objects
 from hyperpod_tenancy.constructs._private.principals import pod_identity_principal
 from hyperpod_tenancy.constructs._private.team_iam import (
     S3_OBJECT_ACTIONS,
@@ -100,7 +103,7 @@ class TeamTenant(Construct):
 
     Attributes:
         cluster, team, namespace, kubernetes_group, service_account, execution_role, workload_role,
-        permission_set, sso_role_arn, access_entries, chart_manifest: see each attribute.
+        permission_set, sso_role_arn, access_entries, chart, chart_manifest: see each attribute.
         domain, studio_assignment, studio_security_group: Studio resources (``None`` when ``studio: false``).
         fairness: what the fairness backend built for the team; compute_quota: its quota resource (a Task
             Governance ``ComputeQuota``; ``None`` with Kueue, whose queues are in the chart).
@@ -185,10 +188,16 @@ class TeamTenant(Construct):
         self.compute_quota: cdk.CfnResource | None = (
             self.fairness.quota if isinstance(self.fairness.quota, cdk.CfnResource) else None
         )
-        #: The team chart applied to the cluster (primary child, ID ``Resource``).
-        self.chart_manifest = self._create_chart(
+        #: The team's own Kubernetes objects, rendered from the policy (a copy of them: ``chart.to_json()``).
+        #: Read-only: add objects of your own with :meth:`add_manifest` or :meth:`add_cdk8s_chart`.
+        self.chart: TeamChart = self._render_chart(
             fairness_objects=backend.team_manifests(platform, spec),
             include_namespace=backend.creates_team_namespace,
+        )
+        #: The team chart applied to the cluster (primary child, ID ``Resource``).
+        self.chart_manifest: eks.KubernetesManifest = self._create_chart()
+        self._extensions = ChartExtensions(
+            self, cluster=cluster.kubernetes, chart=self.chart, after=self.chart_manifest
         )
         self._acknowledge_findings()
 
@@ -414,10 +423,8 @@ class TeamTenant(Construct):
         return objects.combine(listing)
 
     # ------------------------------------------------------------------ chart
-    def _create_chart(
-        self, *, fairness_objects: list[dict[str, Any]], include_namespace: bool
-    ) -> eks.KubernetesManifest:
-        chart = TeamChart.build(
+    def _render_chart(self, *, fairness_objects: list[dict[str, Any]], include_namespace: bool) -> TeamChart:
+        return TeamChart(
             self.cluster.platform,
             self.team,
             fsx=FsxVolume(
@@ -430,14 +437,95 @@ class TeamTenant(Construct):
             fairness_objects=fairness_objects,
             include_namespace=include_namespace,
         )
+
+    def _create_chart(self) -> eks.KubernetesManifest:
         manifest = eks.KubernetesManifest(
-            self, "Resource", cluster=self.cluster.kubernetes, manifest=chart.to_json(), overwrite=True
+            self, "Resource", cluster=self.cluster.kubernetes, manifest=self.chart.to_json(), overwrite=True
         )
         for dependency in self.fairness.chart_after:
             manifest.node.add_dependency(dependency)
         # escape hatch, as eks_v2.KubernetesManifest does: the tenant's default child is the L1 resource
         self.node.default_child = manifest.node.default_child
         return manifest
+
+    # ------------------------------------------------------------------ extension
+    def add_manifest(
+        self,
+        id: str,
+        *manifests: Mapping[str, Any],
+        allow_namespaces: Sequence[str] = (),
+        allow_cluster_scoped: bool = False,
+    ) -> eks.KubernetesManifest:
+        """Apply Kubernetes objects of your own to the team, after the team chart.
+
+        Objects without a namespace go to the team's (:attr:`namespace`); the team chart (its Namespace, RBAC,
+        quotas) is applied first (``DependsOn``). Objects are admitted like the team's own: workloads need the
+        team's queue and priority labels. Each call is one ``eks.KubernetesManifest`` with construct ID ``id``.
+
+        Args:
+            id: construct ID of the manifest (in this tenant).
+            manifests: the objects (dicts as ``kubectl apply`` takes them).
+            allow_namespaces: namespaces other than the team's that the objects may be in. Default: none.
+            allow_cluster_scoped: accept cluster-scoped kinds (``ClusterRole``, ``PriorityClass``, ...; the
+                built-in kinds and Kueue's, see ``CLUSTER_SCOPED_KINDS``). Default: refused: they reach beyond the
+                team. A cluster-scoped kind of another CRD counts as namespaced.
+
+        Returns:
+            The manifest applying the objects.
+
+        Raises:
+            TenancyError: listing every refused object: in another namespace, cluster-scoped, unnamed, or named
+                like an object of the team chart or of an earlier addition.
+
+        Example::
+
+            tenant.add_manifest(
+                "Settings",
+                {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}, "data": {"a": "b"}},
+            )
+
+        """
+        return self._extensions.add(
+            id,
+            manifests,
+            namespace=self.namespace,
+            allowed_namespaces={self.namespace, *allow_namespaces},
+            allow_cluster_scoped=allow_cluster_scoped,
+        )
+
+    def add_cdk8s_chart(
+        self,
+        id: str,
+        chart: cdk8s.Chart,
+        *,
+        allow_namespaces: Sequence[str] = (),
+        allow_cluster_scoped: bool = False,
+    ) -> eks.KubernetesManifest:
+        """Apply the objects of a cdk8s chart of your own (cdk8s-plus or plain ``ApiObject``) to the team.
+
+        As :meth:`add_manifest`. The chart is rendered now, as ``eks.Cluster.add_cdk8s_chart`` does: build it
+        completely first (objects added to it afterwards are not applied). Give the objects explicit names
+        (``metadata.name``) or the chart's generated, hashed ones change whenever the chart's tree does.
+
+        Args:
+            id: construct ID of the manifest (in this tenant).
+            chart: the cdk8s chart (in its own ``cdk8s.App``).
+            allow_namespaces: as for :meth:`add_manifest`.
+            allow_cluster_scoped: as for :meth:`add_manifest`.
+
+        Returns:
+            The manifest applying the chart's objects.
+
+        Raises:
+            TenancyError: as :meth:`add_manifest`.
+
+        """
+        return self.add_manifest(
+            id,
+            *chart_objects(chart),
+            allow_namespaces=allow_namespaces,
+            allow_cluster_scoped=allow_cluster_scoped,
+        )
 
     # ------------------------------------------------------------------ compliance
     def _acknowledge_findings(self) -> None:

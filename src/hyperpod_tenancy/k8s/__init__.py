@@ -1,1 +1,1 @@
-"""Kubernetes and Kueue objects rendered from the policy, and the cdk8s charts that carry them."""
+"""Kubernetes and Kueue objects rendered from the policy, and the charts (checked, ordered sets) that carry them."""

@@ -5,9 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import cdk8s
-from constructs import Construct
-
 from hyperpod_tenancy.k8s._manifest_chart import ManifestChart
 from hyperpod_tenancy.k8s.admission import admission_policies
 from hyperpod_tenancy.k8s.kueue import cluster_objects, renders_fairness_of
@@ -25,10 +22,9 @@ class PlatformChart(ManifestChart):
     checkpoints, :mod:`~hyperpod_tenancy.k8s.admission`; Services and Secrets,
     :mod:`~hyperpod_tenancy.k8s.tenant_guards`), then the fairness backend's cluster-scoped objects (Kueue: the
     ResourceFlavors, the Cohort and the WorkloadPriorityClasses; Task Governance creates those itself).
+    Exposed as ``SharedHyperPodCluster.platform_chart``; objects of a user's own go to its ``add_manifest``.
 
     Args:
-        scope: a cdk8s App (or another chart scope).
-        id: chart ID.
         platform: the tenancy policy.
         fairness_objects: the fairness backend's cluster-scoped objects (``Backend.cluster_manifests``).
             Default: those of the built-in backends (Kueue's with the ``kueue`` backend, none otherwise).
@@ -37,23 +33,14 @@ class PlatformChart(ManifestChart):
 
     def __init__(
         self,
-        scope: Construct,
-        id: str,
-        *,
         platform: Platform,
+        *,
         fairness_objects: Sequence[dict[str, Any]] | None = None,
     ) -> None:
         if fairness_objects is None:
             fairness_objects = cluster_objects(platform) if renders_fairness_of(platform) else []
         manifests = [system_namespace(), *admission_policies(platform), *tenant_guard_policies()]
         manifests += fairness_objects
-        super().__init__(scope, id, manifests=manifests)
+        super().__init__("platform", manifests=manifests)
         #: The policy the chart was rendered from.
-        self.platform = platform
-
-    @classmethod
-    def build(
-        cls, platform: Platform, *, fairness_objects: Sequence[dict[str, Any]] | None = None
-    ) -> PlatformChart:
-        """Render the chart in its own cdk8s App (what ``Cluster.add_cdk8s_chart`` expects)."""
-        return cls(cdk8s.App(), "platform", platform=platform, fairness_objects=fairness_objects)
+        self.platform: Platform = platform

@@ -5,9 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import cdk8s
-from constructs import Construct
-
 from hyperpod_tenancy.k8s._manifest_chart import ManifestChart
 from hyperpod_tenancy.k8s.kueue import renders_fairness_of, team_objects
 from hyperpod_tenancy.k8s.team_manifests import FsxVolume, fsx_directory_job, team_manifests
@@ -26,9 +23,10 @@ class TeamChart(ManifestChart):
     With Task Governance the service owns the namespace and the queues: the chart leaves them alone and must
     be applied after the team's ``ComputeQuota`` (``TeamTenant`` adds that dependency).
 
+    ``TeamTenant`` applies the chart as one ``eks.KubernetesManifest`` and exposes it as ``TeamTenant.chart``;
+    objects of a user's own go to ``TeamTenant.add_manifest``, not into the chart.
+
     Args:
-        scope: a cdk8s App.
-        id: chart ID.
         platform: the tenancy policy.
         team: the team to render.
         fsx: the shared file system (values may be CDK tokens).
@@ -44,11 +42,9 @@ class TeamChart(ManifestChart):
 
     def __init__(
         self,
-        scope: Construct,
-        id: str,
-        *,
         platform: Platform,
         team: Team,
+        *,
         fsx: FsxVolume,
         service_account: str,
         service_cidr: str | None = None,
@@ -72,31 +68,6 @@ class TeamChart(ManifestChart):
         head = 1 if include_namespace else 0
         manifests = manifests[:head] + list(fairness_objects) + manifests[head:]
         manifests += fsx_directory_job(platform, team, fsx=fsx)
-        super().__init__(scope, id, manifests=manifests)
+        super().__init__(team.name, manifests=manifests)
         #: The team the chart was rendered for.
-        self.team = team
-
-    @classmethod
-    def build(
-        cls,
-        platform: Platform,
-        team: Team,
-        *,
-        fsx: FsxVolume,
-        service_account: str,
-        service_cidr: str | None = None,
-        fairness_objects: Sequence[dict[str, Any]] | None = None,
-        include_namespace: bool | None = None,
-    ) -> TeamChart:
-        """Render the chart in its own cdk8s App (arguments as for the constructor)."""
-        return cls(
-            cdk8s.App(),
-            team.name,
-            platform=platform,
-            team=team,
-            fsx=fsx,
-            service_account=service_account,
-            service_cidr=service_cidr,
-            fairness_objects=fairness_objects,
-            include_namespace=include_namespace,
-        )
+        self.team: Team = team

@@ -1,10 +1,14 @@
 """The tenancy policy model: pure Python, no jsii. The single source of truth for every renderer."""
 
+from hyperpod_tenancy.chargeback.model import BillingRule, SharedCostRule
 from hyperpod_tenancy.policy import names
 from hyperpod_tenancy.policy.changes import replacement_warnings
+from hyperpod_tenancy.policy.chargeback import chargeback_config
 from hyperpod_tenancy.policy.instance_types import HYPERPOD_INSTANCE_TYPES, RESOURCE_CATALOGUE, resource_shape
 from hyperpod_tenancy.policy.loader import load_platform, platform_from_dict
 from hyperpod_tenancy.policy.model import (
+    BillingTermSpec,
+    ChargebackSpec,
     CheckpointEnforcement,
     ClassificationMismatch,
     ClusterSpec,
@@ -19,6 +23,7 @@ from hyperpod_tenancy.policy.model import (
     KueueChartSource,
     Platform,
     PodSecurityLevel,
+    PreemptionAlarmSpec,
     PreemptTeamTasks,
     PriorityClass,
     ResourceShape,
@@ -34,6 +39,9 @@ from hyperpod_tenancy.policy.validation import policy_warnings, validate_platfor
 __all__ = [
     "HYPERPOD_INSTANCE_TYPES",
     "RESOURCE_CATALOGUE",
+    "BillingRule",
+    "BillingTermSpec",
+    "ChargebackSpec",
     "CheckpointEnforcement",
     "ClassificationMismatch",
     "ClusterSpec",
@@ -49,14 +57,17 @@ __all__ = [
     "Platform",
     "PodSecurityLevel",
     "PreemptTeamTasks",
+    "PreemptionAlarmSpec",
     "PriorityClass",
     "ResourceShape",
     "SchedulingSpec",
+    "SharedCostRule",
     "SharingStrategy",
     "SystemNodeGroup",
     "Team",
     "TeamIdentity",
     "WorkloadKind",
+    "chargeback_config",
     "load_platform",
     "names",
     "platform_from_dict",

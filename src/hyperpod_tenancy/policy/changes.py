@@ -233,9 +233,9 @@ def _renamed(
         f"teams[{index}].name",
         f"team renamed from {before.name!r} to {after.name!r} ({why}): {cause}: namespace {old_ns} with "
         f"its queues and running jobs is deleted and {new_ns} is created empty; files under "
-        f"/fsx/{before.name} are not moved.{sso}",
+        f"{names.fsx_directory(before.name)} are not moved.{sso}",
         f"keep the team name {before.name!r}; if the rename is intended, drain the team's jobs and copy "
-        f"/fsx/{before.name} to /fsx/{after.name} first.",
+        f"{names.fsx_directory(before.name)} to {names.fsx_directory(after.name)} first.",
         "HPT-REPLACE-TEAM",
     )
 

@@ -74,7 +74,7 @@ def _placeholder(slot: Slot) -> object:
         }
     if slot.is_enum:
         return next(iter(slot.hint)).value
-    return {tuple: [], dict: {}}.get(slot.origin, {bool: False, int: 0, str: ""}.get(slot.hint))
+    return {tuple: [], dict: {}}.get(slot.origin, {bool: False, int: 0, float: 0.0, str: ""}.get(slot.hint))
 
 
 def _lookup(data: object, loc: Loc) -> object:
@@ -165,12 +165,16 @@ def _wrong_value(slot: Slot, value: object, key: str) -> tuple[str, str]:
         return f"expected a list, got {got}.", "write one `- ` item per entry."
     if slot.origin is tuple:
         return f"expected a list of strings, got {got}.", "write a list, e.g. `[a, b]`."
-    if slot.hint in (bool, int):
+    if slot.hint in (bool, int, float):
         counted = _adapter.unit(slot)
-        what = (
-            "true or false" if slot.hint is bool else f"a whole number{f' of {counted}' if counted else ''}"
-        )
-        fix = "write `true` or `false`." if slot.hint is bool else "write an unquoted integer, e.g. `4`."
+        what, fix = {
+            bool: ("true or false", "write `true` or `false`."),
+            int: (
+                f"a whole number{f' of {counted}' if counted else ''}",
+                "write an unquoted integer, e.g. `4`.",
+            ),
+            float: (f"a number{f' ({counted})' if counted else ''}", "write an unquoted number, e.g. `0.5`."),
+        }[slot.hint]
         return f"expected {what}, got {got}.", fix
     if isinstance(value, float):
         return (

@@ -15,6 +15,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+from hyperpod_tenancy.chargeback.model import BillingRule, SharedCostRule
 from hyperpod_tenancy.policy import names
 
 #: Nodes of every instance group kept outside all quotas by default, so that quotas still hold
@@ -363,6 +364,13 @@ class Team:
     pod_security: PodSecurityLevel = PodSecurityLevel.BASELINE
     #: Create a SageMaker Studio domain for the team.
     studio: bool = True
+    #: Cost center the team's charges and resource tags go to. Default: the team name.
+    cost_center: str | None = None
+
+    @property
+    def effective_cost_center(self) -> str:
+        """The cost center the team is charged to: :attr:`cost_center`, or the team name."""
+        return self.cost_center or self.name
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -373,6 +381,65 @@ class IdentityCenter:
     instance_arn: str
     #: Region Identity Center lives in (the SSO role path has no region segment in us-east-1).
     region: str
+
+
+#: Default relative mismatch between the month's charges and the bill above which a report is flagged (0.5 %).
+DEFAULT_RECONCILIATION_TOLERANCE = 0.005
+#: Default GPU-hours a team may lose to preemption in a day before the preemption alarm fires
+#: (8 a day is the "240 GPU-hours a month thrown away" of the chargeback issue).
+DEFAULT_PREEMPTION_ALARM_GPU_HOURS = 8
+
+
+@dataclass(frozen=True, kw_only=True)
+class BillingTermSpec:
+    """A billing rule and idle owner, signed by the cost-center owners, in force from a date until the next term.
+
+    ``rule`` and ``idleOwner`` have no default: who pays for guaranteed and idle capacity is a decision, not a
+    setting (``HPT-CHARGEBACK-RULE``, ``HPT-CHARGEBACK-IDLE-OWNER``).
+    """
+
+    #: First day of a month (``YYYY-MM-01``) from which the term applies; re-running an earlier month keeps the
+    #: term that was in force then.
+    effective_from: str = field(metadata={"examples": ["2026-07-01"]})
+    #: ``reservation`` (a team pays its guarantee used or not, a borrower what it borrowed, lenders are credited)
+    #: or ``usage`` (a team pays what it ran).
+    rule: BillingRule | None = None
+    #: Who pays for capacity no quota covers (reserved, unallocated and recovering nodes): a cost center, or
+    #: ``shared`` (split by guarantee).
+    idle_owner: str | None = None
+    #: How the cluster's other lines (FSx, EKS, system nodes, NAT, Prometheus, the pipeline) are split.
+    shared_costs: SharedCostRule = SharedCostRule.IDLE_OWNER
+
+
+@dataclass(frozen=True, kw_only=True)
+class PreemptionAlarmSpec:
+    """The alarm on GPU time thrown away by preemption (it fires within minutes, not at month end)."""
+
+    #: GPU-hours lost by one team in one day above which the alarm fires.
+    gpu_hours_per_team_per_day: int = DEFAULT_PREEMPTION_ALARM_GPU_HOURS
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChargebackSpec:
+    """The monthly chargeback: billing terms, fallback prices, reconciliation and the preemption alarm.
+
+    Optional: without a ``chargeback:`` section the platform has no chargeback pipeline.
+    """
+
+    #: Billing terms by effective date (at least one).
+    billing_terms: tuple[BillingTermSpec, ...]
+    #: USD per GPU-hour per instance type, used where the month's CUR has no cluster usage line for it.
+    prices: dict[str, float] = field(
+        default_factory=dict,
+        metadata={
+            "examples": [{"ml.p5.48xlarge": 12.29}],
+            "json_schema_extra": {"x-unit": "USD per GPU-hour"},
+        },
+    )
+    #: Relative mismatch between the month's charges and the bill above which the report is flagged (0.005 = 0.5 %).
+    reconciliation_tolerance: float = DEFAULT_RECONCILIATION_TOLERANCE
+    #: The preemption alarm.
+    preemption_alarm: PreemptionAlarmSpec = field(default_factory=PreemptionAlarmSpec)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -395,6 +462,8 @@ class Platform:
     teams: tuple[Team, ...]
     #: Task Governance (default) or self-managed Kueue.
     fairness_backend: FairnessBackend = FairnessBackend.TASK_GOVERNANCE
+    #: Monthly chargeback. Default: none (no chargeback pipeline).
+    chargeback: ChargebackSpec | None = None
 
     def team(self, name: str) -> Team:
         """Return the team called ``name``.

@@ -206,6 +206,29 @@ def prometheus_workspace(cluster: str) -> str:
     return f"{cluster}-metrics"
 
 
+def chargeback(cluster: str) -> str:
+    """Name of the cluster's chargeback resources (SNS topic, Athena workgroup, rule group, platform dashboard).
+
+    ``<cluster>-chargeback``.
+    """
+    return f"{cluster}-chargeback"
+
+
+def chargeback_team_dashboard(cluster: str, team: str) -> str:
+    """Name of a team's chargeback CloudWatch dashboard: ``<cluster>-chargeback-<team>``."""
+    return f"{chargeback(cluster)}-{team}"
+
+
+def chargeback_export(cluster: str) -> str:
+    """Name of the cluster's CUR 2.0 Data Export: ``<cluster>-chargeback-cur2``."""
+    return f"{chargeback(cluster)}-cur2"
+
+
+def chargeback_database(cluster: str) -> str:
+    """Name of the cluster's Glue database (lower case, underscores): ``<cluster>_chargeback``."""
+    return chargeback(cluster).replace("-", "_")
+
+
 def derived_names(team: str) -> dict[str, str]:
     """Every name derived from ``team`` that must fit in a label value, keyed by role."""
     return {

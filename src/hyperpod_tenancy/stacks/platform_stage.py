@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import aws_cdk as cdk
 from constructs import Construct
 
+from hyperpod_tenancy.chargeback.queries import CLUSTER_TAG_KEY
 from hyperpod_tenancy.constructs._private.annotations import warn
 from hyperpod_tenancy.constructs.backends import replacement_wording
+from hyperpod_tenancy.constructs.chargeback_pipeline import TEAM_COST_CENTER_TAG, TEAM_TAG
 from hyperpod_tenancy.policy import Platform, names, replacement_warnings
+from hyperpod_tenancy.stacks.chargeback_stack import ChargebackStack
 from hyperpod_tenancy.stacks.cluster_stack import ClusterStack
 from hyperpod_tenancy.stacks.team_stack import TeamStack
 
@@ -35,6 +39,12 @@ class PlatformStage(cdk.Stage):
             When given, every change CloudFormation would perform as a replacement (cluster name, VPC, a
             removed or renamed team, ...) becomes a synth-time warning ``hyperpod-tenancy:HPT-REPLACE-*`` on
             the cluster stack.
+        chargeback: keyword arguments of :class:`~hyperpod_tenancy.constructs.chargeback_pipeline.ChargebackPipeline`
+            on top of the policy's ``chargeback:`` section (for example ``usage_report_chart``; without a section,
+            ``billing_rule`` and ``idle_owner`` at least). With either, the stage adds a ``Chargeback`` stack, tags
+            the cluster stack ``hyperpod-tenancy:cluster`` and every team stack ``hyperpod-tenancy:team`` and
+            ``hyperpod-tenancy:cost-center`` (the cost allocation tags the pipeline activates). Default: no
+            chargeback unless the policy has a ``chargeback:`` section.
         **kwargs: other ``cdk.Stage`` props (``env`` defaults to the platform's account and region).
 
     """
@@ -46,6 +56,7 @@ class PlatformStage(cdk.Stage):
         *,
         platform: Platform,
         baseline: Platform | None = None,
+        chargeback: Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
         kwargs.setdefault("env", cdk.Environment(account=platform.account, region=platform.region))
@@ -66,3 +77,16 @@ class PlatformStage(cdk.Stage):
             )
             for team in platform.hosted_teams
         }
+        #: The chargeback stack (``None`` without ``chargeback``).
+        self.chargeback_stack: ChargebackStack | None = None
+        if chargeback is not None or platform.chargeback is not None:
+            self.chargeback_stack = ChargebackStack(
+                self, "Chargeback", cluster=self.cluster_stack.cluster, pipeline=dict(chargeback or {})
+            )
+            pipeline = self.chargeback_stack.pipeline
+            cdk.Tags.of(self.cluster_stack).add(CLUSTER_TAG_KEY, platform.cluster.name)
+            cdk.Tags.of(self.chargeback_stack).add(CLUSTER_TAG_KEY, platform.cluster.name)
+            for team, stack in self.team_stacks.items():
+                cdk.Tags.of(stack).add(CLUSTER_TAG_KEY, platform.cluster.name)
+                cdk.Tags.of(stack).add(TEAM_TAG, team)
+                cdk.Tags.of(stack).add(TEAM_COST_CENTER_TAG, pipeline.cost_center(team))

@@ -1,7 +1,7 @@
 """The registry of guardrails: every policy rule (with its check) and every other guardrail (documented).
 
 One module per domain holds the rules of that domain (``capacity``, ``identity``, ``networking``,
-``scheduling``, ``security``, ``storage``, ``naming``, ``deployment``), one small decorated function each, in
+``scheduling``, ``security``, ``storage``, ``naming``, ``deployment``, ``chargeback``), one small decorated function each, in
 the spirit of cdk-nag's one rule per file. This module lists them:
 
 * :data:`ERROR_RULES` and :data:`WARNING_RULES`, in the order their issues are reported (consecutive rules of
@@ -17,6 +17,7 @@ from hyperpod_tenancy.errors import PolicyIssue
 from hyperpod_tenancy.policy.model import Platform
 from hyperpod_tenancy.policy.rules import (
     capacity,
+    chargeback,
     deployment,
     identity,
     naming,
@@ -137,8 +138,17 @@ ERROR_RULES: tuple[Rule, ...] = (
     security.team_classification,
     security.pod_security,
     naming.studio_domain_name,
+    chargeback.cost_center,
     # across teams
     capacity.quota_capacity,
+    # chargeback
+    chargeback.terms_defined,
+    chargeback.effective_from,
+    chargeback.term_rule,
+    chargeback.idle_owner,
+    chargeback.prices,
+    chargeback.tolerance,
+    chargeback.alarm_threshold,
 )
 
 #: The warning rules, in reporting order.
@@ -147,6 +157,7 @@ WARNING_RULES: tuple[Rule, ...] = (
     security.dedicated_cluster,
     deployment.task_governance_region,
     capacity.unused_instance_type,
+    chargeback.price_unused,
 )
 
 #: Every policy rule.
@@ -159,6 +170,7 @@ GUARDRAILS: tuple[Guardrail, ...] = (
     *deployment.REPLACEMENTS,
     networking.NETWORK_POLICY_ENFORCEMENT,
     deployment.NODEGROUP_AMI,
+    *deployment.CHARGEBACK_PIPELINE,
     *scheduling.KUEUE_LINTS,
     *scheduling.ADMISSION,
     *security.ADMISSION,

@@ -76,6 +76,7 @@ class Domain(enum.Enum):
     SECURITY = "security"
     NAMING = "naming"
     DEPLOYMENT = "deployment"
+    CHARGEBACK = "chargeback"
 
 
 class Scope(enum.Enum):

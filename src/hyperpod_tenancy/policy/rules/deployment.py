@@ -176,6 +176,34 @@ NODEGROUP_AMI = Guardrail(
     guardrail="synth error naming the node group and the AL2023 fix",
 )
 
+#: Synth-time warnings of :class:`~hyperpod_tenancy.constructs.chargeback_pipeline.ChargebackPipeline`.
+CHARGEBACK_PIPELINE: tuple[Guardrail, ...] = (
+    Guardrail(
+        code="HPT-CHARGEBACK-DATA-EXPORT",
+        stage=Stage.SYNTH,
+        severity=Severity.WARNING,
+        domain=Domain.CHARGEBACK,
+        failure="AWS::BCMDataExports::Export outside us-east-1 (and the few other regions that have it natively) fails to deploy",
+        guardrail="no export there; a warning naming the documented alternative (create the export from us-east-1 into the report bucket's cur/)",
+    ),
+    Guardrail(
+        code="HPT-CHARGEBACK-ALERT",
+        stage=Stage.SYNTH,
+        severity=Severity.WARNING,
+        domain=Domain.CHARGEBACK,
+        failure="without a Prometheus workspace, GPU-hours lost to preemption surface only in the month-end report",
+        guardrail="warning that the same-day preemption alert is missing",
+    ),
+    Guardrail(
+        code="HPT-CHARGEBACK-OPERATOR",
+        stage=Stage.SYNTH,
+        severity=Severity.WARNING,
+        domain=Domain.CHARGEBACK,
+        failure="without the usage-report operator nothing writes the Kueue snapshots, and every team's usage reads as zero",
+        guardrail="warning naming the operator's chart and the report bucket's raw/ prefix it must write to",
+    ),
+)
+
 #: Reading ``platform.yaml`` (:mod:`hyperpod_tenancy.policy.loader`).
 LOADING = (
     Guardrail(

@@ -1,0 +1,159 @@
+"""Benchmark: the offline chargeback CLI, end to end, on a month of 200 teams x 3 instance types.
+
+Generates (once, into a temporary folder, or into --data to keep it) a month of the collector's tables in its
+exact schema: ClusterQueue snapshots every 5 minutes for 200 teams x 3 instance types (~5.4 M rows), node
+inventory snapshots every 15 minutes for 220 instances per type (~2 M rows), 400 evictions, and a CUR. Then
+runs ``hyperpod-tenancy chargeback ... --format html`` in a child process (DuckDB over the Parquet, the
+engine, the renderer) and prints its wall time and peak resident memory.
+
+    .venv/bin/python benchmarks/chargeback.py [--data DIR] [--runs N] [--format FMT]
+
+Target on the 2-core reference machine: <= 5 s and <= 1 GiB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests" / "support"))
+
+from chargeback_data import generate_month, generated_cur  # noqa: E402
+
+from hyperpod_tenancy.chargeback import model  # noqa: E402
+
+MONTH = "2026-07"
+CLUSTER = "shared-gpu"
+TEAMS = 200
+NODES_PER_TYPE = 220
+GPUS = {"ml.p5.48xlarge": 8, "ml.p4d.24xlarge": 8, "ml.g5.48xlarge": 8}
+RATES = {"ml.p5.48xlarge": "98.32", "ml.p4d.24xlarge": "37.69", "ml.g5.48xlarge": "20.36"}
+SHARED = {
+    "fsx": ("AmazonFSx", "USE1-Throughput", "14250.00"),
+    "eks": ("AmazonEKS", "USE1-AmazonEKS-Hours:perCluster", "74.40"),
+    "nat": ("AmazonEC2", "USE1-NatGateway-Hours", "97.65"),
+}
+
+
+def _config() -> model.ChargebackConfig:
+    return model.ChargebackConfig(
+        cluster=CLUSTER,
+        terms=(
+            model.BillingTerm(
+                effective_from=dt.date(2026, 1, 1), rule=model.BillingRule.RESERVATION, idle_owner="platform"
+            ),
+        ),
+        teams=tuple(
+            model.TeamConfig(
+                name=f"team-{i:03d}", cost_center=f"cc-{i % 20:02d}", quotas=dict.fromkeys(GPUS, 1)
+            )
+            for i in range(TEAMS)
+        ),
+        gpus_per_instance=GPUS,
+        max_checkpoint_minutes={"training-priority": 60},
+    )
+
+
+def _prepare(data: Path) -> None:
+    marker = data / ".complete"
+    if marker.exists():
+        print(f"data: reusing {data}")
+        return
+    started = time.perf_counter()
+    counts = generate_month(
+        data,
+        month=MONTH,
+        cluster=CLUSTER,
+        teams=TEAMS,
+        instance_types=GPUS,
+        nodes_per_type=NODES_PER_TYPE,
+        snapshot_minutes=5,
+        node_snapshot_minutes=15,
+    )
+    generated_cur(
+        data / "cur.parquet",
+        month=MONTH,
+        cluster=CLUSTER,
+        instance_types=RATES,
+        nodes_per_type=NODES_PER_TYPE,
+        shared=SHARED,
+    )
+    (data / "chargeback_config.json").write_text(model.config_to_json(_config()), encoding="utf-8")
+    marker.write_text("ok\n", encoding="utf-8")
+    size = sum(f.stat().st_size for f in data.rglob("*") if f.is_file())
+    print(
+        f"data: {', '.join(f'{k} {v:,} rows' for k, v in counts.items())}; {size / 2**20:.1f} MiB Parquet; "
+        f"generated in {time.perf_counter() - started:.1f} s"
+    )
+
+
+def _run(data: Path, fmt: str, output: Path) -> tuple[float, int]:
+    """Run the CLI once in a child process; return (wall seconds, peak RSS bytes of that child)."""
+    command = [
+        sys.executable,
+        "-c",
+        "import sys; from hyperpod_tenancy.cli import main; sys.exit(main(sys.argv[1:]))",
+        "chargeback",
+        "--usage",
+        str(data),
+        "--cur",
+        str(data / "cur.parquet"),
+        "--config",
+        str(data / "chargeback_config.json"),
+        "--month",
+        MONTH,
+        "--format",
+        fmt,
+        "--output",
+        str(output),
+    ]
+    # a fresh interpreter per run, so RUSAGE_CHILDREN's maximum is this run's (the benchmark itself is small)
+    wrapper = [
+        sys.executable,
+        "-c",
+        "import resource, subprocess, sys; rc = subprocess.call(sys.argv[1:]); "
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); sys.exit(rc)",
+        *command,
+    ]
+    started = time.perf_counter()
+    done = subprocess.run(wrapper, capture_output=True, text=True, check=False, env={**os.environ})
+    wall = time.perf_counter() - started
+    if done.returncode != 0:
+        sys.exit(f"the CLI failed ({done.returncode}):\n{done.stderr}")
+    peak_kib = int(done.stdout.strip().splitlines()[-1])
+    return wall, peak_kib * 1024
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, help="keep the generated data here (reused when complete)")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--format", default="html", choices=["json", "csv", "html", "markdown"])
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="chargeback-bench-") as tmp:
+        data = args.data or Path(tmp) / "data"
+        data.mkdir(parents=True, exist_ok=True)
+        _prepare(data)
+        output = Path(tmp) / f"report.{args.format}"
+        results = [_run(data, args.format, output) for _ in range(args.runs)]
+        size = output.stat().st_size
+        for i, (wall, peak) in enumerate(results, start=1):
+            print(f"run {i}: wall {wall:.2f} s, peak RSS {peak / 2**20:.0f} MiB")
+        best = min(w for w, _ in results)
+        peak = max(p for _, p in results)
+        verdict = "OK" if best <= 5 and peak <= 2**30 else "OVER TARGET"
+        print(
+            f"chargeback CLI ({args.format}, {size:,} bytes): best wall {best:.2f} s, peak RSS {peak / 2**20:.0f} MiB "
+            f"(target <= 5 s, <= 1024 MiB; {os.cpu_count()} CPUs): {verdict}"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,674 @@
+"""The billing rules: a month of hourly usage, capacity, evictions and costs in, a reconciled :class:`Report` out.
+
+Pure and deterministic: the same inputs give the same report, byte for byte once rendered, whatever the caller's
+``decimal`` context (the engine computes in its own) and whatever the order of the input records.
+
+Per instance type ``f`` and clock hour ``h`` (all quantities GPU-hours of that hour):
+
+* ``C`` capacity and ``X`` its unschedulable part come from the node inventory (:class:`~.model.HourlyCapacity`);
+* a team's guarantee ``N_t`` is nominal: quota instances * GPUs per instance. Only when the schedulable capacity
+  ``C - X`` is below ``Σ N_t`` (more nodes recovering than are reserved, or a group smaller than its quotas) are
+  the guarantees of that hour scaled by ``(C - X) / Σ N_t``, so unavailable capacity is always outside every
+  guarantee and owned by the idle owner (a note counts those hours);
+* ``own_t = U_t - B_t`` (used within the guarantee; usage above ``N_t`` not recorded as borrowed is counted as
+  borrowed, as Kueue defines borrowing, with a note), ``idle_t = N_t - own_t``;
+* ``unallocated = C - Σ N_t``: capacity no quota covers (reserved, unallocated and unavailable nodes), from the
+  inventory, never the remainder that makes a sum come out;
+* borrowing ``B = Σ B_t`` is lent first from the teams' idle guarantees, pro rata to what each had idle
+  (``lent_t = min(B, Σ idle) * idle_t / Σ idle``; Kueue records that a queue borrowed, not from whom), and the
+  rest ``B_u`` from unallocated capacity, which credits the idle owner.
+
+Billing rules (``p`` the month's price of a GPU-hour of ``f``):
+
+* ``reservation``: a team pays ``(N_t + B_t) * p - lent_t * p`` (the last term is its lender credit); the idle
+  owner pays ``unallocated * p - B_u * p``;
+* ``usage``: a team pays ``U_t * p``; the idle owner pays every idle GPU-hour: ``(C - Σ U_t) * p``.
+
+Either way the rows of ``f`` add up to ``C * p`` and no charge is negative. The idle owner is a cost center (one
+``(idle)`` row per instance type) or ``shared``: then the idle rows are split by guarantee on that type (by the
+whole guarantee where no team holds one on it), one row per cost center. Shared costs (FSx, EKS, NAT, ...)
+go to the idle owner (a ``(shared)`` row) or are split over the team rows by guaranteed GPU-hours.
+
+Money is rounded to cents by largest remainder, per column, so the rows add up to the reconciled total exactly;
+the reconciliation compares that total with the bill and flags a relative difference above the tolerance.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from decimal import ROUND_FLOOR, ROUND_HALF_EVEN, Context, Decimal, localcontext
+
+from .model import (
+    ALL_INSTANCE_TYPES,
+    IDLE_ROW,
+    SCHEMA_VERSION,
+    SHARED,
+    SHARED_COSTS_ROW,
+    BillingRule,
+    BillingTerm,
+    ChargebackConfig,
+    CostInputs,
+    Eviction,
+    HourlyUsage,
+    PreemptionLoss,
+    PriceSource,
+    Reconciliation,
+    Report,
+    SharedCostRule,
+    TeamCharge,
+    TeamConfig,
+    UsageInputs,
+)
+
+__all__ = ["ChargebackInputError", "compute_report", "month_bounds", "preemption_loss", "term_in_force"]
+
+#: The engine's own arithmetic: enough digits that pro rata shares of a month sum back exactly to the cent.
+_CONTEXT = Context(prec=40, rounding=ROUND_HALF_EVEN)
+_CENT = Decimal("0.01")
+_GPU_HOURS = Decimal("0.0001")
+_PRICE = Decimal("0.000001")
+_ZERO = Decimal(0)
+_ONE = Decimal(1)
+_HOUR = dt.timedelta(hours=1)
+_MONTH = re.compile(r"^(\d{4})-(0[1-9]|1[0-2])$")
+
+
+class ChargebackInputError(ValueError):
+    """The month's inputs cannot be billed as given; the message names the record or setting and the fix."""
+
+
+def month_bounds(month: str) -> tuple[dt.datetime, dt.datetime]:
+    """Return the first instant of ``month`` (``YYYY-MM``) and of the next month, in UTC.
+
+    Raises:
+        ChargebackInputError: ``month`` is not ``YYYY-MM``.
+
+    """
+    match = _MONTH.match(month)
+    if match is None:
+        raise ChargebackInputError(f"month {month!r} is not YYYY-MM; pass e.g. '2026-07'.")
+    year, mon = int(match[1]), int(match[2])
+    start = dt.datetime(year, mon, 1, tzinfo=dt.UTC)
+    end = dt.datetime(year + mon // 12, mon % 12 + 1, 1, tzinfo=dt.UTC)
+    return start, end
+
+
+def term_in_force(terms: Sequence[BillingTerm], first_day: dt.date) -> BillingTerm:
+    """Return the billing term in force on ``first_day``: the last one effective on or before it.
+
+    A term effective mid-month applies from the next month, so re-running a past month always uses the rule that
+    was in force for all of it.
+
+    Raises:
+        ChargebackInputError: no term is effective on or before ``first_day``.
+
+    """
+    in_force = [t for t in terms if t.effective_from <= first_day]
+    if not in_force:
+        earliest = min((t.effective_from for t in terms), default=None)
+        since = (
+            f"the earliest term starts {earliest.isoformat()}" if earliest else "no billing term is defined"
+        )
+        raise ChargebackInputError(
+            f"no billing term is in force on {first_day.isoformat()} ({since}); add a "
+            f"`chargeback.billingTerms` entry with `effectiveFrom` on or before {first_day.isoformat()}, "
+            "signed by the cost-center owners."
+        )
+    return max(in_force, key=lambda t: t.effective_from)
+
+
+def preemption_loss(eviction: Eviction, max_checkpoint_minutes: dict[str, int]) -> tuple[Decimal, bool]:
+    """Return the GPU-hours one eviction threw away, and whether that figure is an upper bound.
+
+    ``gpus * (eviction - last checkpoint)`` when the last checkpoint was collected (never more than the run);
+    otherwise ``gpus * min(interval, run time)`` with the declared checkpoint interval, or the priority class's
+    ``maxCheckpointInterval`` when none was declared; otherwise the whole run. Only the first is exact.
+
+    Raises:
+        ChargebackInputError: the eviction precedes the run's start.
+
+    """
+    run = eviction.time - eviction.run_started
+    if run < dt.timedelta(0):
+        raise ChargebackInputError(
+            f"eviction of {eviction.workload!r} (team {eviction.team!r}) at {eviction.time.isoformat()} precedes "
+            f"its run start {eviction.run_started.isoformat()}; check the collector's eviction records."
+        )
+    exact = eviction.last_checkpoint is not None
+    if eviction.last_checkpoint is not None:
+        lost = min(eviction.time - max(eviction.last_checkpoint, eviction.run_started), run)
+        lost = max(lost, dt.timedelta(0))
+    else:
+        minutes = eviction.checkpoint_interval_minutes or max_checkpoint_minutes.get(eviction.priority_class)
+        lost = min(dt.timedelta(minutes=minutes), run) if minutes else run
+    with localcontext(_CONTEXT):
+        hours = Decimal(lost // dt.timedelta(microseconds=1)) / Decimal(3_600_000_000)
+        return eviction.gpus * hours, not exact
+
+
+@dataclass
+class _Acc:
+    """Month sums of one row (GPU-hours, exact)."""
+
+    guaranteed: Decimal = _ZERO
+    used: Decimal = _ZERO
+    borrowed: Decimal = _ZERO
+    lent: Decimal = _ZERO
+    idle: Decimal = _ZERO
+    lost: Decimal = _ZERO
+
+
+@dataclass
+class _TypeAcc:
+    """Month sums of one instance type (GPU-hours, exact)."""
+
+    capacity: Decimal = _ZERO
+    unallocated: Decimal = _ZERO
+    from_unallocated: Decimal = _ZERO  # borrowing lent from unallocated capacity (B_u)
+    idle_guaranteed_unlent: Decimal = _ZERO
+    scaled_hours: int = 0
+    reclassified: int = 0
+    teams: dict[str, _Acc] = field(default_factory=dict)
+
+
+@dataclass
+class _Loss:
+    """Preemption loss of one team, instance type and priority class."""
+
+    lost: Decimal = _ZERO
+    evictions: int = 0
+    upper_bound: bool = False
+
+
+@dataclass
+class _Row:
+    """A report row before rounding: exact money."""
+
+    team: str
+    cost_center: str
+    instance_type: str
+    acc: _Acc
+    gross: Decimal = _ZERO
+    credit: Decimal = _ZERO
+    shared: Decimal = _ZERO
+
+
+def compute_report(config: ChargebackConfig, month: str, usage: UsageInputs, costs: CostInputs) -> Report:
+    """Compute the month's chargeback report (see the module docstring for every rule).
+
+    Args:
+        config: the chargeback policy (built from ``platform.yaml`` by the policy layer).
+        month: ``YYYY-MM``.
+        usage: hourly usage and capacity of the month, and its evictions.
+        costs: the month's bill from the CUR, or nothing but the price table.
+
+    Returns:
+        The report: one row per team and instance type, the idle owner's rows, the shared costs, and the
+        reconciliation against the bill.
+
+    Raises:
+        ChargebackInputError: an input record is outside the month or the cluster, negative or inconsistent
+            (usage above capacity), a price or a GPU count is missing, or no billing term is in force.
+
+    """
+    start, end = month_bounds(month)
+    term = term_in_force(config.terms, start.date())
+    with localcontext(_CONTEXT):
+        return _Computation(
+            config=config, month=month, start=start, end=end, term=term, usage=usage, costs=costs
+        ).report()
+
+
+class _Computation:
+    """One run of :func:`compute_report` (exact arithmetic in :data:`_CONTEXT`)."""
+
+    def __init__(
+        self,
+        *,
+        config: ChargebackConfig,
+        month: str,
+        start: dt.datetime,
+        end: dt.datetime,
+        term: BillingTerm,
+        usage: UsageInputs,
+        costs: CostInputs,
+    ) -> None:
+        self.config, self.month, self.start, self.end, self.term = config, month, start, end, term
+        self.inputs, self.costs = usage, costs
+        self.teams: dict[str, TeamConfig] = {t.name: t for t in config.teams}
+        self.notes: list[str] = []
+
+    # --- validation ---------------------------------------------------------------------------------------
+
+    def _check_record(self, what: str, cluster: str, hour: dt.datetime, *, on_the_hour: bool = True) -> None:
+        """Check a record's cluster and time (``what`` names the record in the error)."""
+        if cluster != self.config.cluster:
+            raise ChargebackInputError(
+                f"{what} is for cluster {cluster!r}, not {self.config.cluster!r}; pass only this cluster's records."
+            )
+        if hour.tzinfo is None or hour.utcoffset() != dt.timedelta(0):
+            raise ChargebackInputError(
+                f"{what}: time {hour.isoformat()} is not timezone-aware UTC; pass UTC times."
+            )
+        if on_the_hour and (hour.minute, hour.second, hour.microsecond) != (0, 0, 0):
+            raise ChargebackInputError(f"{what}: hour {hour.isoformat()} is not the top of an hour.")
+        if not self.start <= hour < self.end:
+            raise ChargebackInputError(
+                f"{what}: {hour.isoformat()} is outside {self.month}; pass only the month's records."
+            )
+
+    def _team(self, name: str) -> TeamConfig:
+        team = self.teams.get(name)
+        if team is None:
+            team = TeamConfig(name=name, cost_center=name, quotas={})
+            self.teams[name] = team
+            self.notes.append(
+                f"team {name!r} has usage or evictions but is not in the policy: billed without a guarantee, "
+                "under its own name as cost center."
+            )
+        return team
+
+    def _gpus(self, instance_type: str) -> int:
+        gpus = self.config.gpus_per_instance.get(instance_type)
+        if not gpus or gpus <= 0:
+            raise ChargebackInputError(
+                f"GPUs per instance of {instance_type} are unknown; set `resources.accelerators` on its instance "
+                "group (or use a catalogued instance type)."
+            )
+        return gpus
+
+    # --- the month ----------------------------------------------------------------------------------------
+
+    def report(self) -> Report:
+        types = self._hours()
+        prices, sources = self._prices(sorted(types))
+        self._preemption(types)
+        rows = self._rows(types, prices)
+        self._shared_costs(rows)
+        charges = _round(rows, self.config.cluster)
+        reconciliation = self._reconcile(charges, types, prices)
+        return Report(
+            schema_version=SCHEMA_VERSION,
+            month=self.month,
+            cluster=self.config.cluster,
+            rule=self.term.rule,
+            idle_owner=self.term.idle_owner,
+            shared_costs=self.term.shared_costs,
+            price_sources=sources,
+            gpu_hour_prices={f: prices[f].quantize(_PRICE) for f in sorted(prices)},
+            rows=charges,
+            reconciliation=reconciliation,
+            preemption_loss_is_upper_bound=any(loss.upper_bound for loss in self.losses),
+            notes=tuple(self.notes),
+            preemption_losses=self.losses,
+        )
+
+    def _capacity(self) -> dict[tuple[str, dt.datetime], tuple[Decimal, Decimal]]:
+        """Check the node inventory; return ``(capacity, unavailable)`` per instance type and hour."""
+        capacity: dict[tuple[str, dt.datetime], tuple[Decimal, Decimal]] = {}
+        for cap in self.inputs.capacity:
+            what = f"capacity of {cap.instance_type} at {cap.hour.isoformat()}"
+            self._check_record(what, cap.cluster, cap.hour)
+            if cap.gpu_hours < 0 or not _ZERO <= cap.unavailable_gpu_hours <= cap.gpu_hours:
+                raise ChargebackInputError(
+                    f"{what}: {cap.gpu_hours} GPU-hours with {cap.unavailable_gpu_hours} unavailable; capacity "
+                    "must be >= 0 and the unavailable part between 0 and the capacity."
+                )
+            key = (cap.instance_type, cap.hour)
+            if key in capacity:
+                raise ChargebackInputError(
+                    f"{what} appears twice; pass one record per instance type and hour."
+                )
+            capacity[key] = (cap.gpu_hours, cap.unavailable_gpu_hours)
+        return capacity
+
+    def _usage(
+        self, capacity: dict[tuple[str, dt.datetime], tuple[Decimal, Decimal]]
+    ) -> dict[tuple[str, dt.datetime], dict[str, tuple[Decimal, Decimal]]]:
+        """Check the usage records; return ``team -> (gpu_hours, borrowed)`` per instance type and hour."""
+        used: dict[tuple[str, dt.datetime], dict[str, tuple[Decimal, Decimal]]] = defaultdict(dict)
+        cluster, teams = self.config.cluster, self.teams
+        for u in self.inputs.usage:  # the hot loop: messages are built only on failure
+            gpu_hours, borrowed = u.gpu_hours, u.borrowed_gpu_hours
+            key = (u.instance_type, u.hour)
+            if u.cluster != cluster or key not in capacity:
+                self._check_record(_what_usage(u), u.cluster, u.hour)
+                raise ChargebackInputError(
+                    f"{_what_usage(u)} has no capacity record for that hour; the node inventory must cover every "
+                    "hour with usage (check the collector's node snapshots)."
+                )
+            if borrowed < 0 or borrowed > gpu_hours:
+                raise ChargebackInputError(
+                    f"{_what_usage(u)}: {gpu_hours} GPU-hours with {borrowed} borrowed; both must be >= 0 and "
+                    "the borrowed part at most the total."
+                )
+            slot = used[key]
+            if u.team in slot:
+                raise ChargebackInputError(
+                    f"{_what_usage(u)} appears twice; pass one record per team, type and hour."
+                )
+            if u.team not in teams:
+                self._team(u.team)
+            slot[u.team] = (gpu_hours, borrowed)
+        return used
+
+    def _hours(self) -> dict[str, _TypeAcc]:
+        """Apply the per-hour rules; return the month sums per instance type."""
+        capacity = self._capacity()
+        used = self._usage(capacity)
+        types: dict[str, _TypeAcc] = {}
+        nominal: dict[str, list[tuple[str, Decimal]]] = {}
+        for (itype, hour), (cap_gpu, unavailable) in sorted(capacity.items()):
+            acc = types.get(itype)
+            if acc is None:
+                acc = types[itype] = _TypeAcc()
+                gpus = self._gpus(itype)
+                nominal[itype] = [
+                    (t.name, Decimal(t.quotas[itype] * gpus))
+                    for t in sorted(self.teams.values(), key=lambda t: t.name)
+                    if t.quotas.get(itype, 0) > 0
+                ]
+            self._hour(
+                itype=itype,
+                hour=hour,
+                acc=acc,
+                nominal=nominal[itype],
+                cap_gpu=cap_gpu,
+                unavailable=unavailable,
+                hour_use=used.get((itype, hour), {}),
+            )
+        for itype, acc in sorted(types.items()):
+            if acc.scaled_hours:
+                self.notes.append(
+                    f"{itype}: in {acc.scaled_hours} hour(s) the schedulable capacity was below the guarantees "
+                    "(more nodes unavailable than reserved); those hours' guarantees were scaled down so the "
+                    "unavailable capacity stays the idle owner's."
+                )
+        reclassified = sum(acc.reclassified for acc in types.values())
+        if reclassified:
+            self.notes.append(
+                f"{reclassified} team-hour(s) used more than the guarantee without recording it as borrowed; the "
+                "excess was counted as borrowed (Kueue's definition)."
+            )
+        return types
+
+    def _hour(
+        self,
+        *,
+        itype: str,
+        hour: dt.datetime,
+        acc: _TypeAcc,
+        nominal: list[tuple[str, Decimal]],
+        cap_gpu: Decimal,
+        unavailable: Decimal,
+        hour_use: dict[str, tuple[Decimal, Decimal]],
+    ) -> None:
+        """Add one hour of one instance type to ``acc``."""
+        total_nominal = sum((n for _, n in nominal), _ZERO)
+        available = cap_gpu - unavailable
+        guarantee = dict(nominal)
+        if total_nominal > available:
+            scale = available / total_nominal
+            guarantee = {name: n * scale for name, n in nominal}
+            acc.scaled_hours += 1
+        idle: dict[str, Decimal] = {}
+        total_used = total_borrowed = _ZERO
+        extra = sorted(hour_use.keys() - guarantee.keys()) if len(hour_use) else []
+        for name in [
+            *guarantee,
+            *extra,
+        ]:  # policy teams in name order, then the others: input order never matters
+            n = guarantee.get(name, _ZERO)
+            u_t, b_t = hour_use.get(name, (_ZERO, _ZERO))
+            own = u_t - b_t
+            if own > n:
+                b_t, own = u_t - n, n
+                acc.reclassified += 1
+            idle[name] = n - own
+            total_used += u_t
+            total_borrowed += b_t
+            row = acc.teams.get(name)
+            if row is None:
+                row = acc.teams[name] = _Acc()
+            row.guaranteed += n
+            row.used += u_t
+            row.borrowed += b_t
+        if total_used > cap_gpu:
+            raise ChargebackInputError(
+                f"usage on {itype} at {hour.isoformat()} is {total_used} GPU-hours, above the node inventory's "
+                f"{cap_gpu}; the usage and node snapshots disagree (check the collector)."
+            )
+        total_idle = sum(idle.values(), _ZERO)
+        lent = min(total_borrowed, total_idle)
+        for name, idle_t in idle.items():
+            lent_t = lent * idle_t / total_idle if idle_t and lent else _ZERO
+            row = acc.teams[name]
+            row.lent += lent_t
+            row.idle += idle_t - lent_t
+        acc.capacity += cap_gpu
+        acc.unallocated += cap_gpu - sum(guarantee.values(), _ZERO)
+        acc.from_unallocated += total_borrowed - lent
+        acc.idle_guaranteed_unlent += total_idle - lent
+
+    def _prices(self, types: Iterable[str]) -> tuple[dict[str, Decimal], dict[str, PriceSource]]:
+        cur = {c.instance_type: c for c in self.costs.instance_types}
+        prices: dict[str, Decimal] = {}
+        sources: dict[str, PriceSource] = {}
+        for itype in types:
+            line = cur.get(itype)
+            if line is not None and line.instance_hours > 0:
+                prices[itype] = line.cost / line.instance_hours / self._gpus(itype)
+                sources[itype] = PriceSource.CUR
+            elif itype in self.config.prices:
+                prices[itype] = self.config.prices[itype]
+                sources[itype] = PriceSource.PRICE_TABLE
+            else:
+                raise ChargebackInputError(
+                    f"no price for {itype}: the CUR has no SageMaker cluster usage line for it this month and "
+                    f"`chargeback.prices` has no entry; add `chargeback.prices: {{{itype}: <USD per GPU-hour>}}` "
+                    "to platform.yaml or pass a CUR that covers the month."
+                )
+        return prices, sources
+
+    def _preemption(self, types: dict[str, _TypeAcc]) -> None:
+        losses: dict[tuple[str, str, str], _Loss] = {}
+        for ev in self.inputs.evictions:
+            what = f"eviction of {ev.workload!r} (team {ev.team!r})"
+            self._check_record(what, ev.cluster, ev.time, on_the_hour=False)
+            if ev.gpus < 0:
+                raise ChargebackInputError(f"{what}: {ev.gpus} GPUs; pass the evicted workload's GPU count.")
+            team = self._team(ev.team)
+            lost, upper = preemption_loss(ev, self.config.max_checkpoint_minutes)
+            acc = types.get(ev.instance_type)
+            if acc is None:
+                acc = types[ev.instance_type] = _TypeAcc()
+            row = acc.teams.get(team.name)
+            if row is None:
+                row = acc.teams[team.name] = _Acc()
+            row.lost += lost
+            entry = losses.setdefault((team.name, ev.instance_type, ev.priority_class), _Loss())
+            entry.lost += lost
+            entry.evictions += 1
+            entry.upper_bound = entry.upper_bound or upper
+        self.losses = tuple(
+            PreemptionLoss(
+                cluster=self.config.cluster,
+                team=team,
+                instance_type=itype,
+                priority_class=pc,
+                evictions=entry.evictions,
+                lost_gpu_hours=entry.lost.quantize(_GPU_HOURS),
+                upper_bound=entry.upper_bound,
+            )
+            for (team, itype, pc), entry in sorted(losses.items())
+        )
+
+    def _rows(self, types: dict[str, _TypeAcc], prices: dict[str, Decimal]) -> list[_Row]:
+        reservation = self.term.rule is BillingRule.RESERVATION
+        rows: list[_Row] = []
+        for itype, acc in sorted(types.items()):
+            # an instance type seen only in evictions has no capacity this month: no price, nothing to charge
+            price = prices.get(itype, _ZERO)
+            for name, a in sorted(acc.teams.items()):
+                row = _Row(name, self.teams[name].cost_center, itype, a)
+                if reservation:
+                    row.gross, row.credit = (a.guaranteed + a.borrowed) * price, a.lent * price
+                else:
+                    row.gross = a.used * price
+                    a.idle = _ZERO  # under `usage` the idle owner pays the idle guarantees
+                rows.append(row)
+            if not acc.capacity:
+                continue
+            idle = _Acc(lent=acc.from_unallocated, idle=acc.unallocated - acc.from_unallocated)
+            if reservation:
+                gross, credit = acc.unallocated * price, acc.from_unallocated * price
+            else:
+                idle.idle += acc.idle_guaranteed_unlent
+                gross, credit = idle.idle * price, _ZERO
+            for cost_center, share in self._idle_owners(itype, types):
+                part = _Acc(lent=idle.lent * share, idle=idle.idle * share)
+                rows.append(_Row(IDLE_ROW, cost_center, itype, part, gross * share, credit * share))
+        return rows
+
+    def _idle_owners(self, itype: str, types: dict[str, _TypeAcc]) -> list[tuple[str, Decimal]]:
+        """Who pays a type's idle capacity: the named idle owner, or every cost center by its guarantee."""
+        if self.term.idle_owner != SHARED:
+            return [(self.term.idle_owner, _ONE)]
+        weights = self._guarantee_by_cost_center(types[itype].teams)
+        if not weights:  # no guarantee on this type: split by the whole guarantee
+            weights = self._guarantee_by_cost_center(_merged(types))
+        if not weights:  # every guarantee scaled to nothing (no schedulable capacity): by the policy's quotas
+            weights = defaultdict(Decimal)
+            for team in self.teams.values():
+                if any(team.quotas.values()):
+                    weights[team.cost_center] += sum(team.quotas.values())
+        if not weights:
+            raise ChargebackInputError(
+                f"idle owner `shared` splits idle capacity by guarantee, but no team has a guarantee in "
+                f"{self.month}; name a cost center as `idleOwner` in the billing term."
+            )
+        total = sum(weights.values(), _ZERO)
+        return [(cc, w / total) for cc, w in sorted(weights.items())]
+
+    def _guarantee_by_cost_center(self, teams: dict[str, _Acc]) -> dict[str, Decimal]:
+        weights: dict[str, Decimal] = defaultdict(Decimal)
+        for name, a in teams.items():
+            if a.guaranteed:
+                weights[self.teams[name].cost_center] += a.guaranteed
+        return dict(weights)
+
+    def _shared_costs(self, rows: list[_Row]) -> None:
+        if not self.costs.shared:
+            return
+        total = sum((s.cost for s in self.costs.shared), _ZERO)
+        if self.term.shared_costs is SharedCostRule.IDLE_OWNER and self.term.idle_owner != SHARED:
+            rows.append(
+                _Row(SHARED_COSTS_ROW, self.term.idle_owner, ALL_INSTANCE_TYPES, _Acc(), shared=total)
+            )
+            return
+        weights = {id(r): r.acc.guaranteed for r in rows if r.team != IDLE_ROW}
+        if not any(weights.values()):  # every guarantee scaled to nothing: by the policy's quotas
+            weights = {
+                id(r): Decimal(self.teams[r.team].quotas.get(r.instance_type, 0))
+                for r in rows
+                if r.team != IDLE_ROW
+            }
+        teams = [r for r in rows if weights.get(id(r))]
+        guaranteed = sum((weights[id(r)] for r in teams), _ZERO)
+        if not guaranteed:
+            raise ChargebackInputError(
+                f"shared costs are split by guarantee, but no team has a guarantee in {self.month}; set the "
+                "billing term's `sharedCosts: idle-owner` with a named `idleOwner`."
+            )
+        for r in teams:
+            r.shared = total * weights[id(r)] / guaranteed
+
+    def _reconcile(
+        self, charges: tuple[TeamCharge, ...], types: dict[str, _TypeAcc], prices: dict[str, Decimal]
+    ) -> Reconciliation:
+        charged = sum((c.total for c in charges), _ZERO)
+        lines = {c.instance_type: c.cost for c in self.costs.instance_types}
+        bill = self.costs.bill_total
+        if bill is None and self.costs.instance_types:
+            bill = sum(lines.values(), _ZERO) + sum((s.cost for s in self.costs.shared), _ZERO)
+        tolerance = self.config.tolerance
+        for itype, cost in sorted(lines.items()):
+            acc = types.get(itype)
+            inventory = acc.capacity * prices[itype] if acc is not None and itype in prices else _ZERO
+            if _off(inventory, cost, tolerance):
+                self.notes.append(
+                    f"{itype}: the node inventory prices to {inventory.quantize(_CENT)}, the CUR bills "
+                    f"{cost.quantize(_CENT)}; compare the inventory's instance-hours with the CUR's."
+                )
+        if bill is None:
+            self.notes.append("no bill for the month: charges use the price table and are not reconciled.")
+            return Reconciliation(charged=charged, bill=None, difference=None, flagged=False)
+        difference = charged - bill
+        return Reconciliation(
+            charged=charged, bill=bill, difference=difference, flagged=_off(charged, bill, tolerance)
+        )
+
+
+def _what_usage(u: HourlyUsage) -> str:
+    return f"usage of team {u.team!r} on {u.instance_type} at {u.hour.isoformat()}"
+
+
+def _merged(types: dict[str, _TypeAcc]) -> dict[str, _Acc]:
+    merged: dict[str, _Acc] = {}
+    for acc in types.values():
+        for name, a in acc.teams.items():
+            m = merged.setdefault(name, _Acc())
+            m.guaranteed += a.guaranteed
+    return merged
+
+
+def _off(charged: Decimal, bill: Decimal, tolerance: Decimal) -> bool:
+    """Whether ``charged`` differs from ``bill`` by more than ``tolerance`` of it."""
+    difference = abs(charged - bill)
+    return difference > tolerance * abs(bill) if bill else difference > 0
+
+
+def _largest_remainder(values: Sequence[Decimal]) -> list[Decimal]:
+    """Round ``values`` (>= 0) to cents so that they sum to their exact sum rounded to cents (ties: first row)."""
+    cents = [v * 100 for v in values]
+    floors = [c.to_integral_value(rounding=ROUND_FLOOR) for c in cents]
+    target = sum(cents, _ZERO).quantize(_ONE, rounding=ROUND_HALF_EVEN)
+    extra = int(target - sum(floors, _ZERO))
+    order = sorted(range(len(values)), key=lambda i: (-(cents[i] - floors[i]), i))
+    for i in order[: max(extra, 0)]:
+        floors[i] += 1
+    return [(f / 100).quantize(_CENT) for f in floors]
+
+
+def _round(rows: list[_Row], cluster: str) -> tuple[TeamCharge, ...]:
+    """Round money to cents (net charge and shared charge by largest remainder; credit half-even)."""
+    rows = sorted(rows, key=lambda r: (r.instance_type, r.team, r.cost_center))
+    nets = _largest_remainder([r.gross - r.credit for r in rows])
+    shared = _largest_remainder([r.shared for r in rows])
+    out = []
+    for r, net, sh in zip(rows, nets, shared, strict=True):
+        credit = r.credit.quantize(_CENT)
+        a = r.acc
+        out.append(
+            TeamCharge(
+                cluster=cluster,
+                team=r.team,
+                cost_center=r.cost_center,
+                instance_type=r.instance_type,
+                guaranteed_gpu_hours=a.guaranteed.quantize(_GPU_HOURS),
+                used_gpu_hours=a.used.quantize(_GPU_HOURS),
+                borrowed_gpu_hours=a.borrowed.quantize(_GPU_HOURS),
+                lent_gpu_hours=a.lent.quantize(_GPU_HOURS),
+                idle_gpu_hours=a.idle.quantize(_GPU_HOURS),
+                lost_to_preemption_gpu_hours=a.lost.quantize(_GPU_HOURS),
+                gpu_charge=net + credit,
+                lender_credit=credit,
+                shared_charge=sh,
+                total=net + sh,
+            )
+        )
+    return tuple(out)

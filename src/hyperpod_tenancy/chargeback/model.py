@@ -1,0 +1,342 @@
+"""Inputs and outputs of the chargeback engine (standard library only; see the package docstring).
+
+Units: hours are UTC clock hours (``datetime`` at the top of the hour, timezone-aware UTC); GPU-hours are
+GPU counts integrated over time; money is ``decimal.Decimal`` in the bill's currency (USD). Inputs carry any
+precision; a :class:`Report` carries money in cents (the engine rounds by largest remainder, so the rows add up
+to the reconciled total exactly) and GPU-hours to four decimal places.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import enum
+import json
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+__all__ = [
+    "ALL_INSTANCE_TYPES",
+    "IDLE_ROW",
+    "SCHEMA_VERSION",
+    "SHARED",
+    "SHARED_COSTS_ROW",
+    "BillingRule",
+    "BillingTerm",
+    "ChargebackConfig",
+    "CostInputs",
+    "Eviction",
+    "HourlyCapacity",
+    "HourlyUsage",
+    "InstanceTypeCost",
+    "PreemptionLoss",
+    "PriceSource",
+    "Reconciliation",
+    "Report",
+    "SharedCost",
+    "SharedCostRule",
+    "TeamCharge",
+    "TeamConfig",
+    "UsageInputs",
+    "config_from_json",
+    "config_to_json",
+]
+
+#: Version of the report format (JSON ``schemaVersion``); bump on any incompatible change.
+SCHEMA_VERSION = 1
+#: ``idle_owner`` value that splits idle capacity by guarantee instead of naming a cost center.
+SHARED = "shared"
+#: ``TeamCharge.team`` of the rows carrying idle capacity (paid by the idle owner); not a DNS label, so no team's name.
+IDLE_ROW = "(idle)"
+#: ``TeamCharge.team`` of the row carrying the shared costs paid by a named idle owner.
+SHARED_COSTS_ROW = "(shared)"
+#: ``TeamCharge.instance_type`` of a row that is about no one instance type (the shared costs).
+ALL_INSTANCE_TYPES = "(all)"
+
+
+class BillingRule(enum.StrEnum):
+    """Who pays for guaranteed capacity."""
+
+    #: A team pays its guaranteed quota whether used or not; a borrower pays what it borrowed; lenders are
+    #: credited for lent idle guaranteed capacity pro rata to what each had idle.
+    RESERVATION = "reservation"
+    #: A team pays what it ran (own quota and borrowed alike).
+    USAGE = "usage"
+
+
+class SharedCostRule(enum.StrEnum):
+    """How the cluster's non-GPU lines (FSx, EKS, system nodes, NAT, Prometheus, the pipeline) are split."""
+
+    #: Everything to the idle owner.
+    IDLE_OWNER = "idle-owner"
+    #: Split by each team's guaranteed GPUs.
+    BY_GUARANTEE = "by-guarantee"
+
+
+class PriceSource(enum.StrEnum):
+    """Where a GPU-hour price came from."""
+
+    #: SageMaker cluster usage cost ÷ instance-hours ÷ GPUs per instance, from the CUR.
+    CUR = "cur"
+    #: The configured price table (``chargeback.prices``).
+    PRICE_TABLE = "price-table"
+
+
+@dataclass(frozen=True, kw_only=True)
+class BillingTerm:
+    """A billing rule and idle owner in force from ``effective_from`` (inclusive) until the next term."""
+
+    effective_from: dt.date
+    rule: BillingRule
+    #: A cost center name, or :data:`SHARED` (idle split by guarantee).
+    idle_owner: str
+    shared_costs: SharedCostRule = SharedCostRule.IDLE_OWNER
+
+
+@dataclass(frozen=True, kw_only=True)
+class TeamConfig:
+    """What the engine needs to know about one team."""
+
+    name: str
+    cost_center: str
+    #: Guaranteed instances per instance type (the team's ``compute.quotas``).
+    quotas: dict[str, int]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChargebackConfig:
+    """Everything the engine reads from the policy (built from a ``Platform`` by the policy side)."""
+
+    cluster: str
+    #: Sorted by ``effective_from``; the term in force on the first day of a month applies to that month.
+    terms: tuple[BillingTerm, ...]
+    teams: tuple[TeamConfig, ...]
+    #: GPUs per instance, per instance type used by the cluster.
+    gpus_per_instance: dict[str, int]
+    #: Fallback $/GPU-hour per instance type (used where the CUR has no cluster usage line).
+    prices: dict[str, Decimal] = field(default_factory=dict)
+    #: Maximum checkpoint interval per Kueue priority class (``<class>-priority``), in minutes.
+    max_checkpoint_minutes: dict[str, int] = field(default_factory=dict)
+    #: Relative mismatch between Σ charges and the bill above which a report is flagged (0.005 = 0.5 %).
+    tolerance: Decimal = Decimal("0.005")
+
+
+@dataclass(frozen=True, kw_only=True)
+class HourlyUsage:
+    """GPU-hours a team's admitted work held in one clock hour on one instance type (from Kueue snapshots)."""
+
+    hour: dt.datetime
+    cluster: str
+    instance_type: str
+    team: str
+    #: Everything the team's admitted workloads held (own quota + borrowed).
+    gpu_hours: Decimal
+    #: The part over the team's nominal quota (Kueue ``borrowed``).
+    borrowed_gpu_hours: Decimal
+
+
+@dataclass(frozen=True, kw_only=True)
+class HourlyCapacity:
+    """GPU capacity of one instance type in one clock hour (from the node inventory)."""
+
+    hour: dt.datetime
+    cluster: str
+    instance_type: str
+    #: GPU-hours of every instance of the type in the cluster that hour.
+    gpu_hours: Decimal
+    #: The part on nodes that were not schedulable (recovering, deep health checks, NotReady).
+    unavailable_gpu_hours: Decimal
+
+
+@dataclass(frozen=True, kw_only=True)
+class Eviction:
+    """A workload evicted by preemption."""
+
+    time: dt.datetime
+    cluster: str
+    team: str
+    instance_type: str
+    workload: str
+    priority_class: str
+    gpus: int
+    #: When the evicted run started (admission time).
+    run_started: dt.datetime
+    #: Declared checkpoint interval in minutes (admission annotation), ``None`` where none was declared.
+    checkpoint_interval_minutes: int | None = None
+    #: Newest checkpoint before the eviction, where collected; else the loss is an upper bound.
+    last_checkpoint: dt.datetime | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class UsageInputs:
+    """The month's usage data (what the SQL returns)."""
+
+    usage: tuple[HourlyUsage, ...]
+    capacity: tuple[HourlyCapacity, ...]
+    evictions: tuple[Eviction, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class InstanceTypeCost:
+    """The month's SageMaker cluster usage line for one instance type (CUR ``<region>-Cluster:ml.<type>``)."""
+
+    instance_type: str
+    cost: Decimal
+    instance_hours: Decimal
+
+
+@dataclass(frozen=True, kw_only=True)
+class SharedCost:
+    """One of the cluster's non-GPU cost lines for the month (FSx, EKS, system nodes, NAT, ...)."""
+
+    category: str
+    cost: Decimal
+
+
+@dataclass(frozen=True, kw_only=True)
+class CostInputs:
+    """The month's bill for the cluster (from the CUR), or ``None`` parts when only prices are known."""
+
+    instance_types: tuple[InstanceTypeCost, ...] = ()
+    shared: tuple[SharedCost, ...] = ()
+    #: The cluster's whole bill for the month (every line above); ``None`` without a CUR.
+    bill_total: Decimal | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class TeamCharge:
+    """One row of the report: a team (or the idle owner) on one instance type for the month."""
+
+    cluster: str
+    team: str
+    cost_center: str
+    instance_type: str
+    #: The team's guarantee over the month (nominal; scaled down only in hours the schedulable capacity was below
+    #: the guarantees).
+    guaranteed_gpu_hours: Decimal
+    #: Everything the team's admitted work held (own guarantee + borrowed).
+    used_gpu_hours: Decimal
+    borrowed_gpu_hours: Decimal
+    #: Idle guaranteed capacity other teams borrowed (idle rows: unallocated capacity lent to borrowers).
+    lent_gpu_hours: Decimal
+    #: Idle GPU-hours this row pays for: under ``reservation`` the team's unlent idle guarantee, under ``usage``
+    #: none; on idle rows the capacity nobody used that the idle owner pays.
+    idle_gpu_hours: Decimal
+    lost_to_preemption_gpu_hours: Decimal
+    #: GPU-hours charged * price, before the lender credit.
+    gpu_charge: Decimal
+    lender_credit: Decimal
+    shared_charge: Decimal
+    #: ``gpu_charge - lender_credit + shared_charge``.
+    total: Decimal
+
+
+@dataclass(frozen=True, kw_only=True)
+class PreemptionLoss:
+    """GPU-hours a team lost to preemption in the month on one instance type at one priority class."""
+
+    cluster: str
+    team: str
+    instance_type: str
+    priority_class: str
+    evictions: int
+    lost_gpu_hours: Decimal
+    #: True when at least one of these evictions had no collected last-checkpoint time (the loss is estimated
+    #: from the declared interval, the class maximum, or the whole run).
+    upper_bound: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class Reconciliation:
+    """Σ team charges + idle + shared against the bill."""
+
+    charged: Decimal
+    bill: Decimal | None
+    difference: Decimal | None
+    #: ``|difference| / bill`` above the configured tolerance.
+    flagged: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class Report:
+    """The month's chargeback report."""
+
+    schema_version: int
+    month: str
+    cluster: str
+    rule: BillingRule
+    idle_owner: str
+    shared_costs: SharedCostRule
+    price_sources: dict[str, PriceSource]
+    gpu_hour_prices: dict[str, Decimal]
+    rows: tuple[TeamCharge, ...]
+    reconciliation: Reconciliation
+    #: True where a preemption loss is an upper bound (no last-checkpoint time collected: the declared interval,
+    #: the class maximum or the whole run was used).
+    preemption_loss_is_upper_bound: bool
+    notes: tuple[str, ...] = ()
+    #: Preemption loss per team, instance type and priority class (sorted); the rows carry the per-type sums.
+    preemption_losses: tuple[PreemptionLoss, ...] = ()
+
+
+def config_to_json(config: ChargebackConfig) -> str:
+    """Serialize ``config`` as canonical JSON (sorted keys, money as strings): the monthly Lambda's copy of it.
+
+    :func:`config_from_json` reads it back to an equal :class:`ChargebackConfig`.
+    """
+    document = {
+        "cluster": config.cluster,
+        "terms": [
+            {
+                "effectiveFrom": term.effective_from.isoformat(),
+                "rule": term.rule.value,
+                "idleOwner": term.idle_owner,
+                "sharedCosts": term.shared_costs.value,
+            }
+            for term in config.terms
+        ],
+        "teams": [
+            {"name": team.name, "costCenter": team.cost_center, "quotas": dict(sorted(team.quotas.items()))}
+            for team in config.teams
+        ],
+        "gpusPerInstance": dict(sorted(config.gpus_per_instance.items())),
+        "prices": {k: str(v) for k, v in sorted(config.prices.items())},
+        "maxCheckpointMinutes": dict(sorted(config.max_checkpoint_minutes.items())),
+        "tolerance": str(config.tolerance),
+    }
+    return json.dumps(document, indent=2, sort_keys=True) + "\n"
+
+
+def config_from_json(text: str) -> ChargebackConfig:
+    """Read a :class:`ChargebackConfig` written by :func:`config_to_json`.
+
+    Raises:
+        ValueError: a required key is missing or a value has the wrong form (the message names the key).
+
+    """
+    document: dict[str, Any] = json.loads(text)
+    try:
+        return ChargebackConfig(
+            cluster=document["cluster"],
+            terms=tuple(
+                BillingTerm(
+                    effective_from=dt.date.fromisoformat(term["effectiveFrom"]),
+                    rule=BillingRule(term["rule"]),
+                    idle_owner=term["idleOwner"],
+                    shared_costs=SharedCostRule(term.get("sharedCosts", SharedCostRule.IDLE_OWNER.value)),
+                )
+                for term in document["terms"]
+            ),
+            teams=tuple(
+                TeamConfig(name=team["name"], cost_center=team["costCenter"], quotas=dict(team["quotas"]))
+                for team in document["teams"]
+            ),
+            gpus_per_instance={k: int(v) for k, v in document["gpusPerInstance"].items()},
+            prices={k: Decimal(v) for k, v in document.get("prices", {}).items()},
+            max_checkpoint_minutes={k: int(v) for k, v in document.get("maxCheckpointMinutes", {}).items()},
+            tolerance=Decimal(document.get("tolerance", "0.005")),
+        )
+    except KeyError as missing:
+        raise ValueError(
+            f"chargeback configuration: missing key {missing}; write it with config_to_json"
+        ) from None

@@ -1,0 +1,441 @@
+"""The monthly aggregation SQL (Trino dialect) and the conversion of its result rows into engine inputs.
+
+The same SQL runs on Athena in the monthly Lambda and, transpiled by sqlglot, on DuckDB in the offline CLI
+(:mod:`hyperpod_tenancy.chargeback_offline`). Both hand their result rows to :func:`usage_inputs` and
+:func:`cost_inputs` as lists of dicts keyed by column name; values may be strings (Athena's
+``GetQueryResults``) or Python numbers, decimals and strings (DuckDB), and ``None`` or ``""`` for NULL. The SQL
+formats every timestamp as ``YYYY-MM-DD HH:MM:SS`` (UTC) and every money value as ``DECIMAL(38, 10)``, so
+both engines yield the same inputs, digit for digit.
+
+Collector schema, version 1 (:data:`COLLECTOR_SCHEMA_VERSION`)
+----------------------------------------------------------------
+Date-partitioned Parquet under ``raw/<table>/year=YYYY/month=MM/day=DD/hour=HH/cluster=<name>/`` (partition
+values are strings, zero-padded). Timestamps are UTC.
+
+``clusterqueue`` (written by the ``awslabs/sagemaker-hyperpod-usage-report`` operator, unchanged): one row
+per ClusterQueue, instance type and snapshot — ``instance_type`` string, ``timestamp`` timestamp,
+``namespace`` string (``hyperpod-ns-<team>``), ``resource_version`` string (an integer), ``team`` string,
+``gpu_total``, ``gpu_borrowed``, ``cpu_total``, ``cpu_borrowed``, ``neuron_core_total``,
+``neuron_core_borrowed`` double. ``gpu_total`` is what the queue's admitted workloads hold, ``gpu_borrowed``
+the part over its nominal quota. The operator's ``workload`` and ``pod`` tables are not read.
+
+``node`` (ours; SageMaker ``ListClusterNodes``, one snapshot of the whole cluster at a time, every row of a
+snapshot with the same ``timestamp``): ``timestamp`` timestamp, ``cluster`` string, ``instance_group``
+string, ``instance_type`` string (``ml.p5.48xlarge``), ``instance_id`` string, ``status`` string (the
+SageMaker instance status: ``Running``, ``Pending``, ``ShuttingDown``, ``SystemUpdating``,
+``DeepHealthCheckInProgress``, ``Failure``), ``schedulable`` boolean (the Kubernetes node is Ready and not
+cordoned). An instance counts as unavailable when its status is not ``Running`` or it is not schedulable.
+
+``eviction`` (ours; one row per workload run evicted by preemption): ``timestamp`` timestamp, ``cluster``
+string, ``namespace`` string, ``workload`` string, ``priority_class`` string (``<class>-priority``),
+``instance_type`` string, ``gpus`` bigint, ``admitted_at`` timestamp, ``checkpoint_interval_minutes`` bigint
+(NULL where the workload declared none), ``last_checkpoint`` timestamp (NULL where not collected).
+
+A team is the namespace without its ``hyperpod-ns-`` prefix (the ``team`` column where the namespace has
+no such prefix).
+
+CUR 2.0 (the Data Export ``COST_AND_USAGE_REPORT``; partitioned by ``billing_period`` = ``YYYY-MM``): the
+columns read are ``billing_period``, ``line_item_product_code``, ``line_item_usage_type``,
+``line_item_usage_amount``, ``line_item_unblended_cost`` and ``resource_tags`` (a map). A line is the
+cluster's when its cluster cost allocation tag (:data:`CLUSTER_TAG_KEY`, CUR key :data:`CUR_CLUSTER_TAG`)
+names the cluster. HyperPod instances are the lines of product ``AmazonSageMaker`` with usage type
+``<region>-Cluster:ml.<type>``; every other line of the cluster is a shared cost.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from decimal import Context, Decimal
+from importlib import resources
+from typing import Any
+
+from .model import (
+    CostInputs,
+    Eviction,
+    HourlyCapacity,
+    HourlyUsage,
+    InstanceTypeCost,
+    SharedCost,
+    UsageInputs,
+)
+
+__all__ = [
+    "CLUSTER_TAG_KEY",
+    "COLLECTOR_SCHEMA_VERSION",
+    "COST_QUERIES",
+    "CUR_CLUSTER_TAG",
+    "SQL",
+    "TABLES",
+    "USAGE_QUERIES",
+    "QueryInputError",
+    "cost_inputs",
+    "cur_tag_column",
+    "month_bounds",
+    "render",
+    "usage_inputs",
+]
+
+#: Version of the collector's snapshot format documented in this module; bump on any incompatible change.
+COLLECTOR_SCHEMA_VERSION = 1
+#: The cost allocation tag every resource of a cluster carries, with the cluster's name as its value.
+CLUSTER_TAG_KEY = "hyperpod-tenancy:cluster"
+
+
+def cur_tag_column(tag_key: str) -> str:
+    """Return the ``resource_tags`` key under which CUR 2.0 reports a user-defined cost allocation tag.
+
+    CUR 2.0 prefixes user-defined tags with ``user_`` and replaces ``:``, ``-``, ``.``, ``/``, ``=``, ``+``,
+    ``@`` and spaces with ``_`` (``hyperpod-tenancy:cluster`` → ``user_hyperpod_tenancy_cluster``).
+
+    Args:
+        tag_key: the tag key as set on the resources.
+
+    Returns:
+        The key in the CUR's ``resource_tags`` map.
+
+    """
+    return "user_" + re.sub(r"[:\-./=+@ ]", "_", tag_key)
+
+
+#: The CUR ``resource_tags`` key of :data:`CLUSTER_TAG_KEY`.
+CUR_CLUSTER_TAG = cur_tag_column(CLUSTER_TAG_KEY)
+#: The queries whose rows :func:`usage_inputs` reads.
+USAGE_QUERIES = ("hourly_usage", "hourly_capacity", "evictions")
+#: The queries whose rows :func:`cost_inputs` reads.
+COST_QUERIES = ("cur_costs",)
+#: Table placeholder → the table each query reads (a ``{{table}}`` in the SQL).
+TABLES = ("clusterqueue", "node", "eviction", "cur")
+
+
+def _load_sql() -> dict[str, str]:
+    folder = resources.files(__package__).joinpath("sql")
+    return {
+        name: folder.joinpath(f"{name}.sql").read_text(encoding="utf-8")
+        for name in USAGE_QUERIES + COST_QUERIES
+    }
+
+
+#: Query name → its Trino SQL template. Placeholders ``{{name}}`` are filled by :func:`render`.
+SQL: Mapping[str, str] = _load_sql()
+
+_PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
+_MONTH = re.compile(r"(\d{4})-(0[1-9]|1[0-2])")
+_CLUSTER = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,62}")
+_TABLE = re.compile(r'("?[A-Za-z_][A-Za-z0-9_-]*"?\.){0,2}"?[A-Za-z_][A-Za-z0-9_-]*"?')
+_TAG = re.compile(r"[A-Za-z0-9_]+")
+_MS_PER_HOUR = Decimal(3_600_000)
+_HOURS_QUANTUM = Decimal("1E-12")
+_CONTEXT = Context(prec=34)
+
+
+class QueryInputError(ValueError):
+    """A query parameter or a result row is malformed; the message names the field and the fix."""
+
+
+def render(
+    name: str,
+    *,
+    month: str,
+    cluster: str,
+    tables: Mapping[str, str] | None = None,
+    cluster_tag: str = CUR_CLUSTER_TAG,
+) -> str:
+    """Return the Trino SQL of query ``name`` for one month and cluster, ready to run.
+
+    Args:
+        name: a key of :data:`SQL`.
+        month: the month, ``YYYY-MM``.
+        cluster: the cluster's name (letters, digits and hyphens).
+        tables: placeholder (one of :data:`TABLES`) → table reference, e.g. ``{"clusterqueue":
+            '"usage"."clusterqueue"'}``. Default: the bare table names (``clusterqueue``, ``node``, ...).
+        cluster_tag: the ``resource_tags`` key of the cluster tag in the CUR. Default: :data:`CUR_CLUSTER_TAG`.
+
+    Returns:
+        The SQL text, every placeholder replaced by a validated literal.
+
+    Raises:
+        QueryInputError: an unknown query or table, or a malformed month, cluster, table or tag.
+
+    """
+    if name not in SQL:
+        raise QueryInputError(f"query {name!r}: unknown; choose one of {', '.join(sorted(SQL))}")
+    start, end = month_bounds(month)
+    previous = start - dt.timedelta(days=1)
+    if not _CLUSTER.fullmatch(cluster):
+        raise QueryInputError(
+            f"cluster {cluster!r}: must be 1-63 letters, digits or hyphens starting with a letter or digit"
+        )
+    if not _TAG.fullmatch(cluster_tag):
+        raise QueryInputError(f"cluster_tag {cluster_tag!r}: must be letters, digits and underscores")
+    refs = {table: table for table in TABLES}
+    for table, ref in (tables or {}).items():
+        if table not in refs:
+            raise QueryInputError(f"tables[{table!r}]: unknown table; choose from {', '.join(TABLES)}")
+        if not _TABLE.fullmatch(ref):
+            raise QueryInputError(f'tables[{table!r}] = {ref!r}: not a table reference like "db"."{table}"')
+        refs[table] = ref
+    values = {
+        **refs,
+        "cluster": _literal(cluster),
+        "cluster_tag": _literal(cluster_tag),
+        "billing_period": _literal(month),
+        "year": _literal(f"{start.year:04d}"),
+        "month": _literal(f"{start.month:02d}"),
+        "previous_year": _literal(f"{previous.year:04d}"),
+        "previous_month": _literal(f"{previous.month:02d}"),
+        "month_start": f"TIMESTAMP '{start:%Y-%m-%d %H:%M:%S}'",
+        "month_end": f"TIMESTAMP '{end:%Y-%m-%d %H:%M:%S}'",
+    }
+    return _PLACEHOLDER.sub(lambda m: values[m.group(1)], SQL[name])
+
+
+def month_bounds(month: str) -> tuple[dt.datetime, dt.datetime]:
+    """Return the first instant of ``month`` and of the month after it (UTC).
+
+    Raises:
+        QueryInputError: ``month`` is not ``YYYY-MM``.
+
+    """
+    match = _MONTH.fullmatch(month)
+    if match is None:
+        raise QueryInputError(f"month {month!r}: write it as YYYY-MM, e.g. 2026-07")
+    year, number = int(match.group(1)), int(match.group(2))
+    start = dt.datetime(year, number, 1, tzinfo=dt.UTC)
+    end = dt.datetime(year + number // 12, number % 12 + 1, 1, tzinfo=dt.UTC)
+    return start, end
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+Row = Mapping[str, Any]
+
+
+def usage_inputs(
+    rows_by_query: Mapping[str, Sequence[Row]], *, gpus_per_instance: Mapping[str, int]
+) -> UsageInputs:
+    """Convert the rows of :data:`USAGE_QUERIES` into the engine's usage inputs.
+
+    Args:
+        rows_by_query: query name → its result rows (``hourly_usage`` and ``hourly_capacity`` required,
+            ``evictions`` optional).
+        gpus_per_instance: GPUs per instance of each instance type (to turn instance-hours into GPU-hours).
+
+    Returns:
+        Usage, capacity and evictions, each in the SQL's order (sorted by hour or time, then keys).
+
+    Raises:
+        QueryInputError: a query's rows are missing, a column is missing or malformed, or an instance type
+            in the node inventory has no GPU count.
+
+    """
+    for name in ("hourly_usage", "hourly_capacity"):
+        if name not in rows_by_query:
+            raise QueryInputError(
+                f"rows_by_query[{name!r}]: missing; run queries.SQL[{name!r}] and pass its rows"
+            )
+    usage = tuple(_usage_row(row, i) for i, row in enumerate(rows_by_query["hourly_usage"]))
+    capacity = tuple(
+        _capacity_row(row, i, gpus_per_instance) for i, row in enumerate(rows_by_query["hourly_capacity"])
+    )
+    evictions = tuple(_eviction_row(row, i) for i, row in enumerate(rows_by_query.get("evictions", ())))
+    return UsageInputs(usage=usage, capacity=capacity, evictions=evictions)
+
+
+def cost_inputs(rows: Iterable[Row]) -> CostInputs:
+    """Convert the rows of ``cur_costs`` into the engine's cost inputs.
+
+    Args:
+        rows: the result rows (``kind``, ``name``, ``cost``, ``usage_amount``).
+
+    Returns:
+        The instance-type lines, the shared lines (both sorted by name) and the bill total (``None`` when the
+        CUR has no line of the cluster for the month: the engine then prices from the price table).
+
+    Raises:
+        QueryInputError: a column is missing or malformed, or a row has an unknown kind.
+
+    """
+    instance_types: list[InstanceTypeCost] = []
+    shared: list[SharedCost] = []
+    total: Decimal | None = None
+    for i, row in enumerate(rows):
+        kind = _text(row, "kind", "cur_costs", i)
+        name = _text(row, "name", "cur_costs", i)
+        cost = _decimal(row, "cost", "cur_costs", i)
+        if kind == "instance-type":
+            amount = _decimal(row, "usage_amount", "cur_costs", i)
+            instance_types.append(InstanceTypeCost(instance_type=name, cost=cost, instance_hours=amount))
+        elif kind == "shared":
+            shared.append(SharedCost(category=name, cost=cost))
+        elif kind == "total":
+            total = cost
+        else:
+            raise QueryInputError(f"cur_costs row {i}: kind {kind!r} is not instance-type, shared or total")
+    if not instance_types and not shared:
+        total = None
+    return CostInputs(
+        instance_types=tuple(sorted(instance_types, key=lambda c: c.instance_type)),
+        shared=tuple(sorted(shared, key=lambda c: c.category)),
+        bill_total=total,
+    )
+
+
+def _fast_int(value: object) -> int:
+    if type(value) is int:
+        return value
+    if type(value) is str:
+        return int(value)
+    raise TypeError
+
+
+def _usage_row(row: Row, i: int) -> HourlyUsage:
+    """Read one usage row without per-column checks (a month has ~10^5 rows).
+
+    Anything unusual is re-read by :func:`_usage_row_checked`, which names the malformed column.
+    """
+    try:
+        hour, cluster, itype, team = row["hour"], row["cluster"], row["instance_type"], row["team"]
+        gpu_ms, borrowed_ms = _fast_int(row["gpu_ms"]), _fast_int(row["borrowed_gpu_ms"])
+        if not (
+            type(cluster) is str and type(itype) is str and type(team) is str and cluster and itype and team
+        ):
+            raise TypeError
+        when = _parse_utc(hour) if type(hour) is str else _utc(hour)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return _usage_row_checked(row, i)
+    return HourlyUsage(
+        hour=when,
+        cluster=cluster,
+        instance_type=itype,
+        team=team,
+        gpu_hours=_hours(gpu_ms),
+        borrowed_gpu_hours=_hours(borrowed_ms),
+    )
+
+
+def _usage_row_checked(row: Row, i: int) -> HourlyUsage:
+    q = "hourly_usage"
+    return HourlyUsage(
+        hour=_time(row, "hour", q, i),
+        cluster=_text(row, "cluster", q, i),
+        instance_type=_text(row, "instance_type", q, i),
+        team=_text(row, "team", q, i),
+        gpu_hours=_hours(_int(row, "gpu_ms", q, i)),
+        borrowed_gpu_hours=_hours(_int(row, "borrowed_gpu_ms", q, i)),
+    )
+
+
+def _capacity_row(row: Row, i: int, gpus_per_instance: Mapping[str, int]) -> HourlyCapacity:
+    q = "hourly_capacity"
+    itype = _text(row, "instance_type", q, i)
+    gpus = gpus_per_instance.get(itype)
+    if gpus is None:
+        known = ", ".join(sorted(gpus_per_instance)) or "none"
+        raise QueryInputError(
+            f"{q} row {i}: instance type {itype!r} has no GPU count (known: {known}); add it to "
+            "gpus_per_instance (the cluster's instance groups)"
+        )
+    return HourlyCapacity(
+        hour=_time(row, "hour", q, i),
+        cluster=_text(row, "cluster", q, i),
+        instance_type=itype,
+        gpu_hours=_hours(_int(row, "instance_ms", q, i) * gpus),
+        unavailable_gpu_hours=_hours(_int(row, "unavailable_instance_ms", q, i) * gpus),
+    )
+
+
+def _eviction_row(row: Row, i: int) -> Eviction:
+    q = "evictions"
+    interval = row.get("checkpoint_interval_minutes")
+    last = row.get("last_checkpoint")
+    return Eviction(
+        time=_time(row, "time", q, i),
+        cluster=_text(row, "cluster", q, i),
+        team=_text(row, "team", q, i),
+        instance_type=_text(row, "instance_type", q, i),
+        workload=_text(row, "workload", q, i),
+        priority_class=_text(row, "priority_class", q, i),
+        gpus=_int(row, "gpus", q, i),
+        run_started=_time(row, "run_started", q, i),
+        checkpoint_interval_minutes=None
+        if _is_null(interval)
+        else _int(row, "checkpoint_interval_minutes", q, i),
+        last_checkpoint=None if _is_null(last) else _time(row, "last_checkpoint", q, i),
+    )
+
+
+def _is_null(value: object) -> bool:
+    return value is None or value == ""
+
+
+def _value(row: Row, column: str, query: str, i: int) -> object:
+    if column not in row:
+        raise QueryInputError(
+            f"{query} row {i}: column {column!r} missing; run the SQL of queries.SQL[{query!r}]"
+        )
+    value = row[column]
+    if _is_null(value):
+        raise QueryInputError(f"{query} row {i}: column {column!r} is NULL; the SQL never returns NULL there")
+    return value
+
+
+def _text(row: Row, column: str, query: str, i: int) -> str:
+    return str(_value(row, column, query, i))
+
+
+def _int(row: Row, column: str, query: str, i: int) -> int:
+    value = _value(row, column, query, i)
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        if isinstance(value, int):
+            return value
+        number = Decimal(str(value))
+        if number != number.to_integral_value():
+            raise ValueError
+        return int(number)
+    except (ArithmeticError, TypeError, ValueError):
+        raise QueryInputError(f"{query} row {i}: column {column!r} = {value!r} is not an integer") from None
+
+
+def _decimal(row: Row, column: str, query: str, i: int) -> Decimal:
+    value = _value(row, column, query, i)
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        number = value if isinstance(value, Decimal) else Decimal(str(value))
+    except (ArithmeticError, TypeError, ValueError):
+        raise QueryInputError(f"{query} row {i}: column {column!r} = {value!r} is not a number") from None
+    if not number.is_finite():
+        raise QueryInputError(f"{query} row {i}: column {column!r} = {value!r} is not a finite number")
+    return number
+
+
+def _time(row: Row, column: str, query: str, i: int) -> dt.datetime:
+    value = _value(row, column, query, i)
+    try:
+        return _utc(value) if isinstance(value, dt.datetime) else _parse_utc(str(value))
+    except ValueError:
+        raise QueryInputError(
+            f"{query} row {i}: column {column!r} = {value!r} is not a timestamp (YYYY-MM-DD HH:MM:SS)"
+        ) from None
+
+
+def _utc(value: dt.datetime) -> dt.datetime:
+    return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_utc(text: str) -> dt.datetime:
+    return _utc(dt.datetime.fromisoformat(text))
+
+
+@functools.lru_cache(maxsize=65536)
+def _hours(milliseconds: int) -> Decimal:
+    """GPU-milliseconds → GPU-hours, rounded to 1e-12 (the same digits wherever the rows come from)."""
+    return _CONTEXT.divide(Decimal(milliseconds), _MS_PER_HOUR).quantize(_HOURS_QUANTUM, context=_CONTEXT)

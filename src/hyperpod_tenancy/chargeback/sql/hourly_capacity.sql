@@ -1,0 +1,56 @@
+-- hourly_capacity: instance-milliseconds of each instance type in the cluster, per clock hour, and the part on
+-- instances that could not run work (SageMaker status other than Running, or a cordoned / NotReady node).
+-- Source: our `node` snapshots (SageMaker ListClusterNodes; collector schema v1, see queries.py). Every row of
+-- one snapshot carries the snapshot's timestamp; a snapshot's inventory holds until the cluster's next
+-- snapshot, the last one until the end of the month, so an instance that leaves the cluster stops counting
+-- at the first snapshot without it.
+WITH nodes AS (
+  SELECT "timestamp" AS ts, instance_type, instance_id, status, schedulable
+  FROM {{node}}
+  WHERE cluster = {{cluster}}
+    AND ((year = {{year}} AND month = {{month}}) OR (year = {{previous_year}} AND month = {{previous_month}}))
+    AND "timestamp" < {{month_end}}
+),
+snapshot_times AS (
+  SELECT ts, COALESCE(LEAD(ts) OVER (ORDER BY ts), {{month_end}}) AS next_ts
+  FROM (SELECT DISTINCT ts FROM nodes) AS distinct_times
+),
+inventory AS (
+  SELECT
+    n.instance_type,
+    GREATEST(t.ts, {{month_start}}) AS s,
+    LEAST(t.next_ts, {{month_end}}) AS e,
+    COUNT(DISTINCT n.instance_id) AS instances,
+    COUNT(DISTINCT CASE WHEN n.status <> 'Running' OR NOT n.schedulable THEN n.instance_id END) AS unavailable
+  FROM nodes AS n
+  JOIN snapshot_times AS t ON n.ts = t.ts
+  WHERE t.next_ts > {{month_start}}
+  GROUP BY n.instance_type, t.ts, t.next_ts
+),
+hourly AS (
+  SELECT
+    instance_type,
+    instances,
+    unavailable,
+    h,
+    date_diff('millisecond', GREATEST(s, h), LEAST(e, h + INTERVAL '1' HOUR)) AS overlap_ms
+  FROM inventory
+  CROSS JOIN UNNEST(
+    SEQUENCE(
+      date_trunc('hour', s),
+      GREATEST(date_trunc('hour', s), date_trunc('hour', e - INTERVAL '1' SECOND)),
+      INTERVAL '1' HOUR
+    )
+  ) AS hours (h)
+  WHERE e > s
+)
+SELECT
+  date_format(h, '%Y-%m-%d %H:%i:%s') AS hour,
+  {{cluster}} AS cluster,
+  instance_type,
+  SUM(instances * overlap_ms) AS instance_ms,
+  SUM(unavailable * overlap_ms) AS unavailable_instance_ms
+FROM hourly
+WHERE overlap_ms > 0
+GROUP BY h, instance_type
+ORDER BY hour, instance_type

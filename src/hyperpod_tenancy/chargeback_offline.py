@@ -1,0 +1,379 @@
+"""The offline chargeback: the Athena SQL transpiled to DuckDB (sqlglot) over local Parquet or CSV files.
+
+``hyperpod-tenancy chargeback`` runs the same Trino SQL as the monthly Lambda (:data:`.chargeback.queries.SQL`),
+transpiled with sqlglot and executed by an in-process DuckDB over a copy of the collector's files (for
+example ``aws s3 sync s3://<report-bucket>/raw ./usage``) and a CUR 2.0 export file, then applies the same
+engine and renderers, so a report computed on a laptop equals the Lambda's for the same month.
+
+Inputs (formats in :mod:`.chargeback.queries`):
+
+* ``usage``: a folder holding ``clusterqueue/``, ``node/`` and optionally ``eviction/`` (directly or under
+  ``raw/``), each of Parquet (``*.parquet``) or CSV (``*.csv``, ``*.csv.gz``) files, Hive-partitioned
+  ``year=/month=/day=/hour=/cluster=`` as the collector writes them;
+* ``cur``: one CUR 2.0 file or folder (Parquet or CSV). In CSV, ``resource_tags`` is the JSON object the
+  export writes, or flattened ``resource_tags_<key>`` columns; ``billing_period`` may instead be derived
+  from ``bill_billing_period_start_date``;
+* ``prices``: without a CUR, a CSV of ``instance_type,usd_per_gpu_hour``.
+
+This module is the CLI's: it needs duckdb, sqlglot and rich, which the Lambda does not have.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import functools
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import sqlglot
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from hyperpod_tenancy.chargeback import engine, queries
+from hyperpod_tenancy.chargeback.model import ChargebackConfig, CostInputs, Report, UsageInputs
+
+__all__ = [
+    "PROGRESS_THRESHOLD_BYTES",
+    "OfflineInputError",
+    "compute",
+    "read_prices",
+    "run_queries",
+    "transpile",
+]
+
+#: Inputs at least this large show a progress display (on a terminal) while the queries run.
+PROGRESS_THRESHOLD_BYTES = 32 * 1024 * 1024
+_USAGE_TABLES = ("clusterqueue", "node", "eviction")
+_REQUIRED_TABLES = ("clusterqueue", "node")
+_FETCH_ROWS = 65536
+_TIMESTAMP_COLUMNS = ("timestamp", "admitted_at", "last_checkpoint")
+
+
+class OfflineInputError(ValueError):
+    """An input file or folder is missing or malformed; the message names it and the fix."""
+
+
+@functools.cache
+def transpile(sql: str) -> str:
+    """Return the DuckDB SQL of a Trino query (sqlglot), exactly one statement.
+
+    Raises:
+        OfflineInputError: sqlglot cannot transpile the query.
+
+    """
+    try:
+        statements = sqlglot.transpile(
+            sql, read="trino", write="duckdb", unsupported_level=sqlglot.ErrorLevel.RAISE
+        )
+    except sqlglot.errors.SqlglotError as exc:  # pragma: no cover - the shipped SQL transpiles (tested)
+        raise OfflineInputError(f"cannot transpile the chargeback SQL to DuckDB: {exc}") from exc
+    if len(statements) != 1:  # pragma: no cover - the shipped SQL is one statement each (tested)
+        raise OfflineInputError(f"expected one SQL statement, got {len(statements)}")
+    return statements[0]
+
+
+def _table_files(usage: Path, table: str) -> tuple[str, str] | None:
+    """Return (reader, glob) for a usage table, or None when the folder has no file of it."""
+    for base in (usage / table, usage / "raw" / table):
+        if not base.is_dir():
+            continue
+        if any(base.rglob("*.parquet")):
+            return "parquet", str(base / "**" / "*.parquet")
+        for pattern in ("*.csv", "*.csv.gz"):
+            if any(base.rglob(pattern)):
+                return "csv", str(base / "**" / pattern)
+    return None
+
+
+def _input_bytes(paths: Sequence[Path]) -> int:
+    total = 0
+    for path in paths:
+        files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
+        total += sum(f.stat().st_size for f in files)
+    return total
+
+
+def _quote(text: str) -> str:
+    """Return a SQL string literal (paths and keys: the only outside text in the SQL built here)."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _ident(name: str) -> str:
+    """Return a quoted SQL identifier (column names read from an input file)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _register_usage(con: duckdb.DuckDBPyConnection, usage: Path) -> set[str]:
+    if not usage.is_dir():
+        raise OfflineInputError(
+            f"--usage {str(usage)!r}: not a folder; pass the folder holding clusterqueue/ and node/"
+        )
+    present: set[str] = set()
+    for table in _USAGE_TABLES:
+        found = _table_files(usage, table)
+        if found is None:
+            if table in _REQUIRED_TABLES:
+                raise OfflineInputError(
+                    f"--usage {str(usage)!r}: no {table}/ folder with Parquet or CSV files (also looked under "
+                    f"raw/{table}/); copy the collector's raw/{table}/ there"
+                )
+            continue
+        reader, pattern = found
+        options = "hive_partitioning = true, hive_types_autocast = false, union_by_name = true"
+        source = f"read_{reader}({_quote(pattern)}, {options})"
+        columns = {
+            str(row[0]): str(row[1])
+            for row in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()  # noqa: S608 - _quote'd path
+        }
+        # timestamps are UTC: a file written with isAdjustedToUTC reads as TIMESTAMPTZ, compared as TIMESTAMP here
+        stamps = [c for c in _TIMESTAMP_COLUMNS if columns.get(c, "").startswith("TIMESTAMP WITH TIME ZONE")]
+        casts = ", ".join(f'CAST("{c}" AS TIMESTAMP) AS "{c}"' for c in stamps)
+        replace = f" REPLACE ({casts})" if stamps else ""
+        con.execute(f"CREATE VIEW {table} AS SELECT *{replace} FROM {source}")  # noqa: S608 - constants, _quote'd path
+        present.add(table)
+    return present
+
+
+def _register_cur(con: duckdb.DuckDBPyConnection, cur: Path) -> None:
+    if cur.is_dir():
+        found = next((p for p in ("*.parquet", "*.csv", "*.csv.gz") if any(cur.rglob(p))), None)
+        if found is None:
+            raise OfflineInputError(f"--cur {str(cur)!r}: the folder has no Parquet or CSV file")
+        pattern, reader = str(cur / "**" / found), "parquet" if found == "*.parquet" else "csv"
+    elif cur.is_file():
+        pattern, reader = str(cur), "parquet" if cur.suffix == ".parquet" else "csv"
+    else:
+        raise OfflineInputError(f"--cur {str(cur)!r}: no such file or folder")
+    options = "union_by_name = true" if reader == "parquet" else "union_by_name = true, header = true"
+    con.execute(f"CREATE VIEW cur_file AS SELECT * FROM read_{reader}({_quote(pattern)}, {options})")  # noqa: S608
+    # DuckDB identifiers are case-insensitive (a CUR folder's BILLING_PERIOD=YYYY-MM partition is billing_period)
+    columns = {str(row[0]).lower(): str(row[1]) for row in con.execute("DESCRIBE cur_file").fetchall()}
+    replace: list[str] = []
+    extra: list[str] = []
+    tag_columns = sorted(c for c in columns if c.startswith("resource_tags_"))
+    if "resource_tags" in columns:
+        if not columns["resource_tags"].startswith("MAP"):
+            replace.append(
+                "CAST(CASE WHEN resource_tags IS NULL OR resource_tags = '' THEN '{}' ELSE resource_tags END"
+                " AS JSON)::MAP(VARCHAR, VARCHAR) AS resource_tags"
+            )
+    elif tag_columns:
+        keys = ", ".join(_quote(c.removeprefix("resource_tags_")) for c in tag_columns)
+        values = ", ".join(f"CAST({_ident(c)} AS VARCHAR)" for c in tag_columns)
+        extra.append(f"MAP([{keys}], [{values}]) AS resource_tags")
+    else:
+        raise OfflineInputError(
+            f"--cur {str(cur)!r}: no resource_tags column (nor resource_tags_<key> columns); export the CUR 2.0 "
+            f"with resource tags, the cluster tag {queries.CLUSTER_TAG_KEY!r} activated for cost allocation"
+        )
+    if "billing_period" not in columns:
+        if "bill_billing_period_start_date" not in columns:
+            raise OfflineInputError(
+                f"--cur {str(cur)!r}: no billing_period nor bill_billing_period_start_date column"
+            )
+        extra.append("strftime(CAST(bill_billing_period_start_date AS TIMESTAMP), '%Y-%m') AS billing_period")
+    for column in (
+        "line_item_product_code",
+        "line_item_usage_type",
+        "line_item_usage_amount",
+        "line_item_unblended_cost",
+    ):
+        if column not in columns:
+            raise OfflineInputError(
+                f"--cur {str(cur)!r}: column {column!r} missing; export a CUR 2.0 with it"
+            )
+    select = "*" + (f" REPLACE ({', '.join(replace)})" if replace else "")
+    select += "".join(f", {e}" for e in extra)
+    con.execute(f"CREATE VIEW cur AS SELECT {select} FROM cur_file")  # noqa: S608 - _quote'd keys, _ident'd columns
+
+
+def _rows(con: duckdb.DuckDBPyConnection, sql: str) -> list[dict[str, Any]]:
+    result = con.execute(transpile(sql))
+    names = [d[0] for d in result.description or ()]
+    rows: list[dict[str, Any]] = []
+    while chunk := result.fetchmany(_FETCH_ROWS):
+        rows += (dict(zip(names, row, strict=True)) for row in chunk)
+    return rows
+
+
+@contextmanager
+def _progress(show: bool, console: Console | None) -> Iterator[Callable[[str], None]]:
+    if not show:
+        yield lambda _step: None
+        return
+    with Progress(
+        TextColumn("chargeback"),
+        BarColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=console or Console(stderr=True),
+    ) as progress:
+        task = progress.add_task("", total=len(queries.USAGE_QUERIES) + len(queries.COST_QUERIES) + 1)
+        started = False
+
+        def step(description: str) -> None:
+            nonlocal started
+            if started:
+                progress.advance(task)
+            started = True
+            progress.update(task, description=description)
+
+        yield step
+        progress.update(task, completed=progress.tasks[0].total, description="done")
+
+
+def run_queries(
+    *,
+    usage: Path,
+    month: str,
+    cluster: str,
+    gpus_per_instance: Mapping[str, int],
+    cur: Path | None = None,
+    progress: bool | None = None,
+    console: Console | None = None,
+    on_step: Callable[[str], None] | None = None,
+) -> tuple[UsageInputs, CostInputs]:
+    """Run the chargeback SQL on DuckDB over local files and convert the rows into engine inputs.
+
+    Args:
+        usage: the folder of the collector's tables (see the module docstring).
+        month: ``YYYY-MM``.
+        cluster: the cluster's name (the ``cluster`` partition and the CUR cluster tag's value).
+        gpus_per_instance: GPUs per instance of each instance type.
+        cur: a CUR 2.0 file or folder. Default: no bill (empty cost inputs; prices from the price table).
+        progress: show a progress display. Default: when the inputs hold at least
+            :data:`PROGRESS_THRESHOLD_BYTES`.
+        console: where the progress display goes. Default: standard error.
+        on_step: called with each step's name as it starts (for tests and benchmarks).
+
+    Returns:
+        The usage inputs and the cost inputs, exactly what the Lambda builds from Athena's rows.
+
+    Raises:
+        OfflineInputError: an input is missing or malformed.
+        queries.QueryInputError: a malformed month or cluster, or a result row the engine cannot read.
+
+    """
+    queries.month_bounds(month)
+    sources = [usage] + ([cur] if cur is not None else [])
+    show = progress if progress is not None else _input_bytes(sources) >= PROGRESS_THRESHOLD_BYTES
+    con = duckdb.connect()
+    try:
+        present = _register_usage(con, usage)
+        if cur is not None:
+            _register_cur(con, cur)
+        rows: dict[str, list[dict[str, Any]]] = {}
+        cost_rows: list[dict[str, Any]] = []
+        with _progress(show, console) as step:
+            for name in queries.USAGE_QUERIES + queries.COST_QUERIES:
+                step(name)
+                if on_step is not None:
+                    on_step(name)
+                if name == "evictions" and "eviction" not in present:
+                    rows[name] = []
+                elif name == "cur_costs":
+                    if cur is not None:
+                        cost_rows = _rows(con, queries.render(name, month=month, cluster=cluster))
+                else:
+                    try:
+                        rows[name] = _rows(con, queries.render(name, month=month, cluster=cluster))
+                    except duckdb.Error as exc:
+                        raise OfflineInputError(
+                            f"--usage {str(usage)!r}: query {name!r} failed on these files ({exc}); check the "
+                            "tables follow the collector schema (hyperpod_tenancy.chargeback.queries)"
+                        ) from exc
+            step("inputs")
+            if on_step is not None:
+                on_step("inputs")
+            usage_inputs = queries.usage_inputs(rows, gpus_per_instance=gpus_per_instance)
+            cost_inputs = queries.cost_inputs(cost_rows)
+    finally:
+        con.close()
+    return usage_inputs, cost_inputs
+
+
+def read_prices(path: Path) -> dict[str, Decimal]:
+    """Read a price table: CSV with a header ``instance_type,usd_per_gpu_hour``, one row per instance type.
+
+    Raises:
+        OfflineInputError: the file cannot be read, lacks a column, repeats a type or has a bad price.
+
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise OfflineInputError(f"--prices {str(path)!r}: cannot read: {exc.strerror or exc}") from exc
+    reader = csv.DictReader(text.splitlines())
+    fields = set(reader.fieldnames or ())
+    if not {"instance_type", "usd_per_gpu_hour"} <= fields:
+        raise OfflineInputError(
+            f"--prices {str(path)!r}: the header must name instance_type and usd_per_gpu_hour (found "
+            f"{', '.join(sorted(fields)) or 'none'})"
+        )
+    prices: dict[str, Decimal] = {}
+    for line, row in enumerate(reader, start=2):
+        itype = (row["instance_type"] or "").strip()
+        raw = (row["usd_per_gpu_hour"] or "").strip()
+        try:
+            price = Decimal(raw)
+        except InvalidOperation:
+            price = Decimal(-1)
+        if not itype or not price.is_finite() or price < 0:
+            raise OfflineInputError(
+                f"--prices {str(path)!r} line {line}: need an instance type and a price ≥ 0 in USD per GPU-hour, "
+                f"got {itype!r}, {raw!r}"
+            )
+        if itype in prices:
+            raise OfflineInputError(f"--prices {str(path)!r} line {line}: {itype} is listed twice")
+        prices[itype] = price
+    return prices
+
+
+def compute(
+    *,
+    config: ChargebackConfig,
+    month: str,
+    usage: Path,
+    cur: Path | None = None,
+    prices: Path | None = None,
+    progress: bool | None = None,
+    console: Console | None = None,
+) -> Report:
+    """Compute a month's report from local files: the CLI's whole path but rendering.
+
+    Args:
+        config: the chargeback configuration (from the platform policy).
+        month: ``YYYY-MM``.
+        usage: the folder of the collector's tables.
+        cur: a CUR 2.0 file or folder (prices and the bill from it).
+        prices: a price table (``read_prices``), replacing the configured prices; without ``cur`` the report
+            has no bill to reconcile with.
+        progress: see :func:`run_queries`.
+        console: see :func:`run_queries`.
+
+    Returns:
+        The report, as the engine computes it.
+
+    Raises:
+        OfflineInputError: neither ``cur`` nor ``prices`` nor configured prices, or a malformed input.
+
+    """
+    if prices is not None:
+        config = dataclasses.replace(config, prices={**config.prices, **read_prices(prices)})
+    if cur is None and not config.prices:
+        raise OfflineInputError("pass --cur FILE (a CUR 2.0 export) or --prices FILE (a price table)")
+    usage_inputs, cost_inputs = run_queries(
+        usage=usage,
+        month=month,
+        cluster=config.cluster,
+        gpus_per_instance=config.gpus_per_instance,
+        cur=cur,
+        progress=progress,
+        console=console,
+    )
+    return engine.compute_report(config, month, usage_inputs, cost_inputs)

@@ -1,0 +1,1221 @@
+"""``ChargebackPipeline``: every GPU-hour and dollar per team, from collection to a monthly report and alerts.
+
+Collection builds on AWS's ``awslabs/sagemaker-hyperpod-usage-report`` operator (Kueue ClusterQueue, Workload
+and Pod snapshots as Parquet under ``raw/``) and adds what it lacks: a node inventory every 5 minutes (capacity,
+so that idle and recovering capacity has an owner) and the eviction table. Storage and query are one report
+bucket, a Glue database with partition-projected tables and an Athena workgroup; the monthly job runs the
+chargeback SQL there, applies the engine and writes JSON, CSV and HTML reports. A Prometheus alerting rule on
+Kueue's eviction counter alerts on preemption loss the same day, not at month end.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import shutil
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+from aws_cdk import aws_aps as aps
+from aws_cdk import aws_athena as athena
+from aws_cdk import aws_bcmdataexports as bcm
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_glue as glue
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_s3_assets as s3_assets
+from aws_cdk import aws_sns as sns
+from aws_cdk import custom_resources as cr
+from constructs import Construct
+
+import hyperpod_tenancy.chargeback as chargeback_package
+import hyperpod_tenancy.runtime as runtime_package
+from hyperpod_tenancy.chargeback import model, queries
+from hyperpod_tenancy.constructs._private.annotations import (
+    acknowledge,
+    acknowledge_cdk_handlers,
+    acknowledge_role,
+    warn,
+)
+from hyperpod_tenancy.constructs._private.kubectl import KUBECTL_WAIT
+from hyperpod_tenancy.constructs._private.principals import pod_identity_principal
+from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
+from hyperpod_tenancy.errors import TenancyError
+from hyperpod_tenancy.k8s import labels
+from hyperpod_tenancy.policy import names
+from hyperpod_tenancy.policy.instance_types import resource_shape
+
+__all__ = [
+    "COST_ALLOCATION_TAG_KEYS",
+    "DATA_EXPORTS_NATIVE_REGIONS",
+    "METRIC_NAMESPACE",
+    "TEAM_COST_CENTER_TAG",
+    "TEAM_TAG",
+    "ChargebackPipeline",
+    "UsageReportChart",
+]
+
+#: Regions where ``AWS::BCMDataExports::Export`` deploys natively (research/chargeback.md section 0.7, from
+#: AWS's CID template ``RegionSupportsDataExportsViaCFN``).
+DATA_EXPORTS_NATIVE_REGIONS = ("us-east-1", "cn-northwest-1", "us-iso-east-1", "us-iso-west-1")
+#: CloudWatch namespace of the per-team chargeback metrics.
+METRIC_NAMESPACE = "HyperPodTenancy/Chargeback"
+#: Tag of every team resource: the team's name.
+TEAM_TAG = "hyperpod-tenancy:team"
+#: Tag of every team resource: the team's cost center.
+TEAM_COST_CENTER_TAG = "hyperpod-tenancy:cost-center"
+#: Tag keys activated for cost allocation (``ce:UpdateCostAllocationTagsStatus``).
+COST_ALLOCATION_TAG_KEYS = (queries.CLUSTER_TAG_KEY, TEAM_TAG, TEAM_COST_CENTER_TAG)
+#: Namespace and service account of the usage-report operator (its chart's defaults; the release is named
+#: after the namespace, as the operator's README installs it).
+OPERATOR_NAMESPACE = "hyperpod-usage-report"
+OPERATOR_SERVICE_ACCOUNT = "hyperpod-usage-report"
+#: Kubernetes verbs of the operator's own ClusterRole (chart ``templates/rbac.yaml`` at
+#: awslabs/sagemaker-hyperpod-usage-report@e71f39ae): read-only on what it snapshots; leases and events are its
+#: leader election and event recorder.
+OPERATOR_RBAC = {
+    "kueue.x-k8s.io/clusterqueues,workloads": ("get", "list", "watch"),
+    "namespaces,pods": ("get", "list", "watch"),
+    "nodes": ("get",),
+    "apiextensions.k8s.io/customresourcedefinitions": ("get",),
+    "coordination.k8s.io/leases": ("create", "get", "list", "update", "watch"),
+    "events": ("create", "patch"),
+}
+_RAW = "raw/"
+_REPORTS = "reports/"
+_CUR = "cur/"
+_RESULTS = "athena-results/"
+_PARQUET = {
+    "input_format": "org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat",
+    "output_format": "org.apache.hadoop.hive.ql.io.parquet.MapredParquetOutputFormat",
+    "serde": "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe",
+}
+_JSON = {
+    "input_format": "org.apache.hadoop.mapred.TextInputFormat",
+    "output_format": "org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat",
+    "serde": "org.openx.data.jsonserde.JsonSerDe",
+}
+#: Columns of the collector's tables (queries.py "Collector schema, version 1"; the operator's tables as its
+#: CloudFormation template declares them).
+_TABLE_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
+    "clusterqueue": (
+        ("instance_type", "string"),
+        ("timestamp", "timestamp"),
+        ("namespace", "string"),
+        ("resource_version", "string"),
+        ("team", "string"),
+        ("gpu_total", "double"),
+        ("gpu_borrowed", "double"),
+        ("cpu_total", "double"),
+        ("cpu_borrowed", "double"),
+        ("neuron_core_total", "double"),
+        ("neuron_core_borrowed", "double"),
+    ),
+    "workload": (
+        ("workload_name", "string"),
+        ("timestamp", "timestamp"),
+        ("namespace", "string"),
+        ("resource_version", "string"),
+        ("team", "string"),
+        ("status", "string"),
+        ("task_priority_class", "string"),
+        ("instance_type", "string"),
+        ("cpu", "double"),
+        ("gpu", "double"),
+        ("neuron_core", "double"),
+        ("admitted", "boolean"),
+        ("finished", "boolean"),
+    ),
+    "pod": (
+        ("pod", "string"),
+        ("timestamp", "timestamp"),
+        ("namespace", "string"),
+        ("resource_version", "string"),
+        ("status", "string"),
+        ("owner", "string"),
+        ("instance_type", "string"),
+        ("job_type", "string"),
+        ("assigned_node", "string"),
+        ("cpu", "double"),
+        ("gpu", "double"),
+        ("neuron_core", "double"),
+        ("priority_class", "string"),
+    ),
+    "node": (
+        ("schema_version", "int"),
+        ("timestamp", "timestamp"),
+        ("instance_group", "string"),
+        ("instance_id", "string"),
+        ("instance_type", "string"),
+        ("status", "string"),
+        ("schedulable", "boolean"),
+        ("gpus", "int"),
+    ),
+    "eviction": (
+        ("timestamp", "timestamp"),
+        ("namespace", "string"),
+        ("workload", "string"),
+        ("priority_class", "string"),
+        ("instance_type", "string"),
+        ("gpus", "bigint"),
+        ("admitted_at", "timestamp"),
+        ("checkpoint_interval_minutes", "bigint"),
+        ("last_checkpoint", "timestamp"),
+    ),
+}
+#: Tables the operator writes (Parquet) and the ones this construct's collectors write (JSON lines).
+_OPERATOR_TABLES = ("clusterqueue", "workload", "pod")
+_OWN_TABLES = ("node", "eviction")
+#: CUR 2.0 columns the chargeback reads, plus the ones that identify a line (research/chargeback.md 1.3).
+_CUR_COLUMNS = (
+    ("bill_billing_period_start_date", "timestamp"),
+    ("line_item_usage_start_date", "timestamp"),
+    ("line_item_usage_end_date", "timestamp"),
+    ("line_item_usage_account_id", "string"),
+    ("line_item_line_item_type", "string"),
+    ("line_item_product_code", "string"),
+    ("line_item_usage_type", "string"),
+    ("line_item_operation", "string"),
+    ("line_item_resource_id", "string"),
+    ("line_item_usage_amount", "double"),
+    ("line_item_unblended_cost", "double"),
+    ("line_item_net_unblended_cost", "double"),
+    ("pricing_public_on_demand_cost", "double"),
+    ("savings_plan_savings_plan_effective_cost", "double"),
+    ("reservation_effective_cost", "double"),
+    ("product_instance_type", "string"),
+    ("resource_tags", "map<string,string>"),
+)
+_CUR_QUERY = "SELECT {columns} FROM COST_AND_USAGE_REPORT".format(  # noqa: S608 - fixed column names
+    columns=", ".join(name for name, _ in _CUR_COLUMNS)
+)
+#: What one eviction is assumed to throw away in the same-day alert when nothing better is known: the GPUs
+#: of one instance of the team's largest instance type, for the class's declared checkpoint bound.
+_ALERT_WINDOW = "1d"
+
+
+@dataclass(frozen=True, kw_only=True)
+class UsageReportChart:
+    """Where the usage-report operator's Helm chart is mirrored (it is published only in its GitHub repository).
+
+    Give exactly one: ``oci_repository`` (``oci://<account>.dkr.ecr.<region>.amazonaws.com/<path>/sagemaker-hyperpod-usage-report``
+    after ``helm package helm_chart/SageMakerHyperPodUsageReportChart`` and ``helm push``), or ``directory`` (a
+    vendored copy of ``helm_chart/SageMakerHyperPodUsageReportChart``, uploaded as an asset).
+    """
+
+    oci_repository: str | None = None
+    #: Chart version (``Chart.yaml`` says ``0.1.0`` at e71f39ae).
+    version: str = "0.1.0"
+    directory: str | None = None
+
+
+def _asset_directory(kind: str, files: Mapping[str, bytes]) -> str:
+    """Return a directory holding exactly ``files`` (relative path → bytes), named by their content hash.
+
+    Building the same files twice gives the same directory and the same asset hash, wherever it is built.
+    """
+    digest = hashlib.sha256()
+    for path in sorted(files):
+        digest.update(path.encode() + b"\0" + files[path] + b"\0")
+    root = Path(tempfile.gettempdir()) / "hyperpod-tenancy-assets" / f"{kind}-{digest.hexdigest()[:32]}"
+    if not root.is_dir():
+        staging = Path(tempfile.mkdtemp(prefix=f"{kind}-", dir=root.parent if root.parent.is_dir() else None))
+        for path, content in sorted(files.items()):
+            target = staging / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(content)
+        root.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            staging.rename(root)
+        except OSError:  # built concurrently by another process: keep theirs
+            shutil.rmtree(staging, ignore_errors=True)
+    return str(root)
+
+
+def _package_files(package: Any, under: str, patterns: Sequence[str]) -> dict[str, bytes]:
+    folder = Path(package.__file__).parent
+    found: dict[str, bytes] = {}
+    for pattern in patterns:
+        for path in sorted(folder.rglob(pattern)):
+            if "__pycache__" not in path.parts:
+                found[f"{under}/{path.relative_to(folder).as_posix()}"] = path.read_bytes()
+    return found
+
+
+def job_asset_files(config: model.ChargebackConfig) -> dict[str, bytes]:
+    """Files of the monthly job's asset: the handler, the stdlib chargeback package and the configuration.
+
+    The package keeps its import path (``hyperpod_tenancy.chargeback``) under a stub ``hyperpod_tenancy``
+    package, so the handler imports it exactly as it does in the repository.
+    """
+    runtime = Path(runtime_package.__file__).parent
+    return {
+        "hyperpod_tenancy/__init__.py": b'"""The chargeback engine and the monthly job (Lambda asset)."""\n',
+        "hyperpod_tenancy/runtime/__init__.py": (runtime / "__init__.py").read_bytes(),
+        "hyperpod_tenancy/runtime/chargeback_job.py": (runtime / "chargeback_job.py").read_bytes(),
+        **_package_files(chargeback_package, "hyperpod_tenancy/chargeback", ("*.py", "*.sql")),
+        "chargeback_config.json": model.config_to_json(config).encode(),
+    }
+
+
+def preemption_rules(
+    config: model.ChargebackConfig,
+    *,
+    threshold_gpu_hours_per_day: float,
+    priority_classes: Mapping[str, Sequence[str]],
+) -> str:
+    """Return the Prometheus rule file (YAML, JSON-formatted) of the same-day preemption alert, one rule per team.
+
+    Kueue has no GPU-hours metric for evictions (research/kueue.md section 5). Per team and priority class the
+    rule counts preemption evictions over the last day (``kueue_evicted_workloads_total{reason="Preempted"}``,
+    the victim's ClusterQueue, leader replica only) and weighs each with the most one eviction of that class
+    can throw away: the class's declared checkpoint bound (``maxCheckpointInterval``) times the GPUs of one instance
+    of the team's largest instance type. The exact figure is the monthly report's.
+
+    Args:
+        config: the chargeback configuration (teams, their quotas, GPUs per instance, checkpoint bounds).
+        threshold_gpu_hours_per_day: alert when a team's estimated loss over 24 hours exceeds this.
+        priority_classes: team → Kueue priority class names (``<class>-priority``) its work may carry.
+
+    """
+    rules = []
+    for team in sorted(config.teams, key=lambda t: t.name):
+        gpus = max((config.gpus_per_instance.get(t, 0) for t in team.quotas), default=0)
+        queue = names.cluster_queue(team.name)
+        terms = []
+        for priority_class in sorted(priority_classes.get(team.name, ())):
+            hours = config.max_checkpoint_minutes.get(priority_class, 60) / 60
+            selector = f'cluster_queue="{queue}",reason="Preempted",priority_class="{priority_class}",replica_role!="follower"'
+            terms.append(
+                f"(sum(increase(kueue_evicted_workloads_total{{{selector}}}[{_ALERT_WINDOW}])) or vector(0))"
+                f" * {gpus * hours:g}"
+            )
+        if not terms or gpus == 0:
+            continue
+        rules.append(
+            {
+                "alert": "HyperPodTenancyPreemptionLoss",
+                "expr": f"({' + '.join(terms)}) > {threshold_gpu_hours_per_day:g}",
+                "labels": {"severity": "warning", "team": team.name, "cluster": config.cluster},
+                "annotations": {
+                    "summary": f'Team {team.name} lost an estimated {{{{ $value | printf "%.0f" }}}} GPU-hours '
+                    f"to preemption in the last 24 hours (threshold {threshold_gpu_hours_per_day:g}).",
+                    "description": "Estimate: preemption evictions x the priority class's checkpoint bound x GPUs "
+                    "of one instance; the monthly chargeback report has the exact figure.",
+                },
+            }
+        )
+    return json.dumps(
+        {"groups": [{"name": "hyperpod-tenancy-preemption", "interval": "1m", "rules": rules}]}, indent=2
+    )
+
+
+class ChargebackPipeline(Construct):
+    """The chargeback of a shared HyperPod cluster: collection, storage, the monthly report and alerts.
+
+    Creates: a report bucket (retained, SSE-S3, TLS-only, versioned, access-logged to its own log bucket;
+    ``raw/`` expires after ``raw_retention``, Athena results after 30 days, reports are kept); the usage-report
+    operator (mirrored Helm chart, namespace ``hyperpod-usage-report``, an EKS Pod Identity role that may only
+    ``s3:PutObject`` under ``raw/``); a node-inventory Lambda every 5 minutes (``sagemaker:ListClusterNodes`` →
+    ``raw/node/``); a Glue database with partition-projected tables (the operator's ``clusterqueue``,
+    ``workload``, ``pod``; ``node``, ``eviction``; the CUR 2.0 export ``cur``); the CUR 2.0 Data Export where the
+    region supports ``AWS::BCMDataExports::Export`` natively (a warning ``HPT-CHARGEBACK-DATA-EXPORT`` elsewhere);
+    an Athena workgroup (results in the bucket, encrypted, a bytes-scanned cutoff per query); the monthly job
+    (schedule on the 1st, any past month with ``{"month": "YYYY-MM"}``); an SNS topic (KMS-encrypted, TLS-only);
+    per-team CloudWatch dashboards and one for the platform; the same-day preemption alert (an Amazon Managed
+    Prometheus rule group on the cluster's workspace, routed to the topic by the workspace's alert manager);
+    and a custom resource activating the cost allocation tags :data:`COST_ALLOCATION_TAG_KEYS`.
+
+    Args:
+        scope: parent construct.
+        id: construct ID.
+        cluster: the shared cluster (created in this app or imported).
+        billing_rule: who pays for guaranteed capacity; no default, the rule is a decision the cost-center
+            owners sign.
+        idle_owner: the cost center that pays for capacity no quota covers, or ``"shared"`` (split by guarantee);
+            no default.
+        effective_from: first day the rule and idle owner apply. Default: 2000-01-01 (always).
+        earlier_terms: the terms in force before ``effective_from`` (a policy change applies from its date, so
+            re-running a past month uses the rule then in force). Default: none.
+        shared_costs: how the cluster's non-GPU lines are split. Default: to the idle owner.
+        cost_centers: team → cost center. Default: each team is its own cost center.
+        prices: fallback $/GPU-hour per instance type, where the CUR has no cluster line. Default: none.
+        tolerance: relative bill mismatch above which a report is flagged. Default: 0.005 (0.5 %).
+        usage_report_chart: where the operator's chart is mirrored. Default: the operator is not installed (a
+            warning ``HPT-CHARGEBACK-OPERATOR`` says so; install it yourself, writing to this bucket's ``raw/``).
+        alert_workspace: the Amazon Managed Prometheus workspace that receives Kueue's metrics. Default: the
+            cluster's ``observability_workspace`` when it has one; without a workspace there is no same-day alert
+            (warning ``HPT-CHARGEBACK-ALERT``).
+        preemption_alarm_gpu_hours_per_day: per-team threshold of the same-day alert. Default: 24.
+        bytes_scanned_cutoff: Athena's per-query limit in bytes. Default: 100 GiB.
+        raw_retention: how long collected snapshots are kept. Default: 400 days (a year plus re-runs).
+        data_export: create the CUR 2.0 Data Export. Default: where the region supports it natively.
+        activate_cost_allocation_tags: run ``ce:UpdateCostAllocationTagsStatus`` at deploy. It must run in the
+            management (payer) account and fails softly until the keys appear on billed usage. Default: True.
+
+    Attributes:
+        bucket, access_logs_bucket, database, tables, workgroup, topic, job, node_inventory, dashboards,
+        platform_dashboard, rule_groups, data_export, config: the created resources.
+
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        cluster: IHyperPodCluster,
+        billing_rule: model.BillingRule,
+        idle_owner: str,
+        effective_from: dt.date = dt.date(2000, 1, 1),
+        earlier_terms: Sequence[model.BillingTerm] = (),
+        shared_costs: model.SharedCostRule = model.SharedCostRule.IDLE_OWNER,
+        cost_centers: Mapping[str, str] | None = None,
+        prices: Mapping[str, Decimal] | None = None,
+        tolerance: Decimal = Decimal("0.005"),
+        usage_report_chart: UsageReportChart | None = None,
+        alert_workspace: aps.CfnWorkspace | None = None,
+        preemption_alarm_gpu_hours_per_day: float = 24,
+        bytes_scanned_cutoff: int = 100 * 1024**3,
+        raw_retention: cdk.Duration | None = None,
+        data_export: bool | None = None,
+        activate_cost_allocation_tags: bool = True,
+    ) -> None:
+        super().__init__(scope, id)
+        self.cluster = cluster
+        platform = cluster.platform
+        self._name = platform.cluster.name
+        stack = cdk.Stack.of(self)
+        #: The engine's configuration (also shipped in the monthly job's asset).
+        self.config: model.ChargebackConfig = self._config(
+            billing_rule=billing_rule,
+            idle_owner=idle_owner,
+            effective_from=effective_from,
+            earlier_terms=earlier_terms,
+            shared_costs=shared_costs,
+            cost_centers=cost_centers or {},
+            prices=prices or {},
+            tolerance=tolerance,
+        )
+        if preemption_alarm_gpu_hours_per_day <= 0:
+            raise TenancyError(
+                f"{self.node.path}: preemption_alarm_gpu_hours_per_day is {preemption_alarm_gpu_hours_per_day}; "
+                "give a positive number of GPU-hours per team per day."
+            )
+        if bytes_scanned_cutoff < 10 * 1024**2:
+            raise TenancyError(
+                f"{self.node.path}: bytes_scanned_cutoff is {bytes_scanned_cutoff}; Athena's minimum is 10 MiB "
+                "(10485760)."
+            )
+        self.access_logs_bucket, self.bucket = self._create_buckets(raw_retention or cdk.Duration.days(400))
+        self.database, self.tables = self._create_catalog()
+        self.workgroup = self._create_workgroup(bytes_scanned_cutoff)
+        native = stack.region in DATA_EXPORTS_NATIVE_REGIONS
+        #: The CUR 2.0 export (``None`` where it is not created).
+        self.data_export: bcm.CfnExport | None = None
+        if data_export if data_export is not None else native:
+            self.data_export = self._create_data_export()
+        if not native:
+            warn(
+                self,
+                "HPT-CHARGEBACK-DATA-EXPORT",
+                f"AWS::BCMDataExports::Export deploys natively only in {', '.join(DATA_EXPORTS_NATIVE_REGIONS)}, "
+                f"not {stack.region}: create the CUR 2.0 export from us-east-1 (a stack there, the console, or "
+                f"`aws bcm-data-exports create-export --region us-east-1`) with S3 destination "
+                f"s3://<report bucket>/{_CUR} and PARQUET output, as AWS's CID data-exports template does with its "
+                "Lambda custom resource; the Glue table `cur` reads it from there",
+            )
+        self.topic = self._create_topic()
+        self.node_inventory = self._create_node_inventory()
+        self.job = self._create_job()
+        self.dashboards, self.platform_dashboard = self._create_dashboards()
+        workspace = alert_workspace or getattr(cluster, "observability_workspace", None)
+        #: The Prometheus rule group of the same-day preemption alert (``None`` without a workspace).
+        self.rule_groups: aps.CfnRuleGroupsNamespace | None = None
+        if isinstance(workspace, aps.CfnWorkspace):
+            self.rule_groups = self._create_alerts(workspace, preemption_alarm_gpu_hours_per_day)
+        else:
+            warn(
+                self,
+                "HPT-CHARGEBACK-ALERT",
+                "no Amazon Managed Prometheus workspace (cluster.observability is off and no alert_workspace was "
+                "given): preemption loss is reported monthly only, with no same-day alert",
+            )
+        #: The usage-report operator's Helm release (``None`` when no chart was given).
+        self.operator: eks.HelmChart | None = None
+        if usage_report_chart is None:
+            warn(
+                self,
+                "HPT-CHARGEBACK-OPERATOR",
+                "no usage_report_chart: the awslabs/sagemaker-hyperpod-usage-report operator is not installed; "
+                f"mirror its chart (helm_chart/SageMakerHyperPodUsageReportChart) or have it write to {_RAW} of "
+                "the report bucket",
+            )
+        else:
+            self.operator = self._create_operator(usage_report_chart)
+        if activate_cost_allocation_tags:
+            self._activate_cost_allocation_tags()
+        self._acknowledge_findings()
+
+    # ------------------------------------------------------------------ configuration
+    def _config(
+        self,
+        *,
+        billing_rule: model.BillingRule,
+        idle_owner: str,
+        effective_from: dt.date,
+        earlier_terms: Sequence[model.BillingTerm],
+        shared_costs: model.SharedCostRule,
+        cost_centers: Mapping[str, str],
+        prices: Mapping[str, Decimal],
+        tolerance: Decimal,
+    ) -> model.ChargebackConfig:
+        platform = self.cluster.platform
+        if not idle_owner:
+            raise TenancyError(
+                f"{self.node.path}: idle_owner is empty; name the cost center that pays for unallocated capacity, "
+                f'or "{model.SHARED}" to split it by guarantee.'
+            )
+        terms = sorted(
+            [
+                *earlier_terms,
+                model.BillingTerm(
+                    effective_from=effective_from,
+                    rule=billing_rule,
+                    idle_owner=idle_owner,
+                    shared_costs=shared_costs,
+                ),
+            ],
+            key=lambda t: t.effective_from,
+        )
+        dates = [t.effective_from for t in terms]
+        if len(set(dates)) != len(dates):
+            raise TenancyError(
+                f"{self.node.path}: two billing terms start on the same day ({sorted(dates)}); give each term its "
+                "own effective_from."
+            )
+        teams = platform.hosted_teams
+        unknown = sorted(set(cost_centers) - {t.name for t in teams})
+        if unknown:
+            raise TenancyError(
+                f"{self.node.path}: cost_centers names {unknown}, which are not teams of the cluster; use team names "
+                f"from the policy ({', '.join(t.name for t in teams)})."
+            )
+        # as the policy's chargeback_config does: instance types with accelerators
+        gpus: dict[str, int] = {}
+        for group in platform.cluster.instance_groups:
+            shape = resource_shape(group)
+            if shape is not None and shape.accelerators > 0:
+                gpus.setdefault(group.instance_type, shape.accelerators)
+        checkpoint = {
+            pc.workload_priority_class: minutes
+            for pc in platform.scheduling.priority_classes
+            if (minutes := pc.max_checkpoint_minutes) is not None
+        }
+        return model.ChargebackConfig(
+            cluster=platform.cluster.name,
+            terms=tuple(terms),
+            teams=tuple(
+                model.TeamConfig(
+                    name=t.name, cost_center=cost_centers.get(t.name, t.name), quotas=dict(t.compute.quotas)
+                )
+                for t in sorted(teams, key=lambda t: t.name)
+            ),
+            gpus_per_instance=dict(sorted(gpus.items())),
+            prices=dict(sorted(prices.items())),
+            max_checkpoint_minutes=dict(sorted(checkpoint.items())),
+            tolerance=tolerance,
+        )
+
+    def cost_center(self, team: str) -> str:
+        """Return the cost center of ``team`` (its tag value and report column)."""
+        return next(t.cost_center for t in self.config.teams if t.name == team)
+
+    # ------------------------------------------------------------------ storage
+    def _create_buckets(self, raw_retention: cdk.Duration) -> tuple[s3.Bucket, s3.Bucket]:
+        storage = Construct(self, "Storage")
+        storage.node.set_context("@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy", True)
+        common: dict[str, Any] = {
+            "encryption": s3.BucketEncryption.S3_MANAGED,
+            "block_public_access": s3.BlockPublicAccess.BLOCK_ALL,
+            "enforce_ssl": True,
+            "versioned": True,
+            "removal_policy": cdk.RemovalPolicy.RETAIN,
+        }
+        logs_bucket = s3.Bucket(
+            storage,
+            "AccessLogs",
+            lifecycle_rules=[s3.LifecycleRule(id="expire-logs", expiration=cdk.Duration.days(365))],
+            **common,
+        )
+        bucket = s3.Bucket(
+            storage,
+            "ReportBucket",
+            server_access_logs_bucket=logs_bucket,
+            server_access_logs_prefix="reportbucket/",
+            lifecycle_rules=[
+                s3.LifecycleRule(id="expire-raw", prefix=_RAW, expiration=raw_retention),
+                s3.LifecycleRule(
+                    id="expire-query-results", prefix=_RESULTS, expiration=cdk.Duration.days(30)
+                ),
+                s3.LifecycleRule(
+                    id="expire-old-versions", noncurrent_version_expiration=cdk.Duration.days(90)
+                ),
+                s3.LifecycleRule(
+                    id="abort-uploads", abort_incomplete_multipart_upload_after=cdk.Duration.days(7)
+                ),
+            ],
+            **common,
+        )
+        acknowledge(
+            logs_bucket,
+            "AwsSolutions-S1",
+            "this is the access-log bucket of the report bucket; logging it to itself would loop",
+        )
+        return logs_bucket, bucket
+
+    def _location(self, prefix: str) -> str:
+        return f"s3://{self.bucket.bucket_name}/{prefix}"
+
+    def _create_catalog(self) -> tuple[glue.CfnDatabase, dict[str, glue.CfnTable]]:
+        account = cdk.Stack.of(self).account
+        database_name = names.chargeback_database(self._name)
+        database = glue.CfnDatabase(
+            self,
+            "Database",
+            catalog_id=account,
+            database_input=glue.CfnDatabase.DatabaseInputProperty(
+                name=database_name,
+                description=f"Chargeback of HyperPod cluster {self._name}: snapshots and CUR",
+            ),
+        )
+        tables: dict[str, glue.CfnTable] = {}
+        current_year = 2024
+        for table in _OPERATOR_TABLES + _OWN_TABLES:
+            formats = _PARQUET if table in _OPERATOR_TABLES else _JSON
+            prefix = f"{_RAW}{table}/"
+            parameters = {
+                "classification": "parquet" if table in _OPERATOR_TABLES else "json",
+                "projection.enabled": "true",
+                "projection.year.type": "integer",
+                "projection.year.range": f"{current_year},2100",
+                "projection.year.digits": "4",
+                "projection.month.type": "integer",
+                "projection.month.range": "1,12",
+                "projection.month.digits": "2",
+                "projection.day.type": "integer",
+                "projection.day.range": "1,31",
+                "projection.day.digits": "2",
+                "projection.hour.type": "integer",
+                "projection.hour.range": "0,23",
+                "projection.hour.digits": "2",
+                "projection.cluster.type": "enum",
+                "projection.cluster.values": self._name,
+                "storage.location.template": self._location(prefix)
+                + "year=${year}/month=${month}/day=${day}/hour=${hour}/cluster=${cluster}/",
+            }
+            tables[table] = self._table(
+                database,
+                table,
+                columns=_TABLE_COLUMNS[table],
+                partitions=("year", "month", "day", "hour", "cluster"),
+                location=self._location(prefix),
+                formats=formats,
+                parameters=parameters,
+            )
+        tables["cur"] = self._table(
+            database,
+            "cur",
+            columns=_CUR_COLUMNS,
+            partitions=("billing_period",),
+            location=self._cur_data_location(),
+            formats=_PARQUET,
+            parameters={
+                "classification": "parquet",
+                "projection.enabled": "true",
+                "projection.billing_period.type": "date",
+                "projection.billing_period.format": "yyyy-MM",
+                "projection.billing_period.interval": "1",
+                "projection.billing_period.interval.unit": "MONTHS",
+                "projection.billing_period.range": f"{current_year}-01,NOW",
+                "storage.location.template": self._cur_data_location() + "BILLING_PERIOD=${billing_period}/",
+            },
+        )
+        return database, tables
+
+    def _table(
+        self,
+        database: glue.CfnDatabase,
+        name: str,
+        *,
+        columns: Sequence[tuple[str, str]],
+        partitions: Sequence[str],
+        location: str,
+        formats: Mapping[str, str],
+        parameters: Mapping[str, str],
+    ) -> glue.CfnTable:
+        table = glue.CfnTable(
+            self,
+            f"Table{names.pascal_case(name)}",
+            catalog_id=database.catalog_id,
+            database_name=database.ref,
+            table_input=glue.CfnTable.TableInputProperty(
+                name=name,
+                table_type="EXTERNAL_TABLE",
+                parameters=dict(parameters),
+                partition_keys=[glue.CfnTable.ColumnProperty(name=p, type="string") for p in partitions],
+                storage_descriptor=glue.CfnTable.StorageDescriptorProperty(
+                    location=location,
+                    input_format=formats["input_format"],
+                    output_format=formats["output_format"],
+                    serde_info=glue.CfnTable.SerdeInfoProperty(serialization_library=formats["serde"]),
+                    columns=[glue.CfnTable.ColumnProperty(name=c, type=t) for c, t in columns],
+                ),
+            ),
+        )
+        return table
+
+    @property
+    def export_name(self) -> str:
+        """Name of the CUR 2.0 Data Export (``<cluster>-chargeback-cur2``)."""
+        return names.chargeback_export(self._name)
+
+    def _cur_data_location(self) -> str:
+        # Data Exports writes <S3Prefix>/<export name>/data/BILLING_PERIOD=YYYY-MM/ (research section 1.3)
+        return self._location(f"{_CUR}{self.export_name}/data/")
+
+    def _create_workgroup(self, bytes_scanned_cutoff: int) -> athena.CfnWorkGroup:
+        return athena.CfnWorkGroup(
+            self,
+            "Workgroup",
+            name=names.chargeback(self._name),
+            description=f"Chargeback queries of HyperPod cluster {self._name}",
+            recursive_delete_option=True,
+            work_group_configuration=athena.CfnWorkGroup.WorkGroupConfigurationProperty(
+                bytes_scanned_cutoff_per_query=bytes_scanned_cutoff,
+                enforce_work_group_configuration=True,
+                publish_cloud_watch_metrics_enabled=True,
+                engine_version=athena.CfnWorkGroup.EngineVersionProperty(
+                    selected_engine_version="Athena engine version 3"
+                ),
+                result_configuration=athena.CfnWorkGroup.ResultConfigurationProperty(
+                    output_location=self._location(_RESULTS),
+                    encryption_configuration=athena.CfnWorkGroup.EncryptionConfigurationProperty(
+                        encryption_option="SSE_S3"
+                    ),
+                ),
+            ),
+        )
+
+    def _create_data_export(self) -> bcm.CfnExport:
+        stack = cdk.Stack.of(self)
+        principals = [
+            iam.ServicePrincipal("bcm-data-exports.amazonaws.com"),
+            iam.ServicePrincipal("billingreports.amazonaws.com"),
+        ]
+        conditions = {
+            "StringEquals": {"aws:SourceAccount": stack.account},
+            "ArnLike": {
+                "aws:SourceArn": [
+                    f"arn:{stack.partition}:bcm-data-exports:us-east-1:{stack.account}:export/*",
+                    f"arn:{stack.partition}:cur:us-east-1:{stack.account}:definition/*",
+                ]
+            },
+        }
+        self.bucket.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="DataExportsWrite",
+                principals=principals,
+                actions=["s3:PutObject", "s3:GetBucketPolicy"],
+                resources=[self.bucket.bucket_arn, self.bucket.arn_for_objects(f"{_CUR}*")],
+                conditions=conditions,
+            )
+        )
+        export = bcm.CfnExport(
+            self,
+            "DataExport",
+            export=bcm.CfnExport.ExportProperty(
+                name=self.export_name,
+                description=f"CUR 2.0 for the chargeback of HyperPod cluster {self._name}",
+                data_query=bcm.CfnExport.DataQueryProperty(
+                    query_statement=_CUR_QUERY,
+                    table_configurations={
+                        "COST_AND_USAGE_REPORT": {
+                            "TIME_GRANULARITY": "HOURLY",
+                            "INCLUDE_RESOURCES": "TRUE",
+                            "INCLUDE_MANUAL_DISCOUNT_COMPATIBILITY": "FALSE",
+                            "INCLUDE_SPLIT_COST_ALLOCATION_DATA": "FALSE",
+                        }
+                    },
+                ),
+                destination_configurations=bcm.CfnExport.DestinationConfigurationsProperty(
+                    s3_destination=bcm.CfnExport.S3DestinationProperty(
+                        s3_bucket=self.bucket.bucket_name,
+                        s3_prefix=_CUR.rstrip("/"),
+                        s3_region=stack.region,
+                        s3_output_configurations=bcm.CfnExport.S3OutputConfigurationsProperty(
+                            compression="PARQUET",
+                            format="PARQUET",
+                            output_type="CUSTOM",
+                            overwrite="OVERWRITE_REPORT",
+                        ),
+                    )
+                ),
+                refresh_cadence=bcm.CfnExport.RefreshCadenceProperty(frequency="SYNCHRONOUS"),
+            ),
+        )
+        # Data Exports checks its write permission when the export is created (CID CHANGELOG v0.11.1)
+        policy = self.bucket.policy
+        if policy is not None:
+            export.node.add_dependency(policy)
+        return export
+
+    # ------------------------------------------------------------------ notifications
+    def _create_topic(self) -> sns.Topic:
+        key = kms.Key(
+            self,
+            "TopicKey",
+            enable_key_rotation=True,
+            description=f"Chargeback notifications of HyperPod cluster {self._name}",
+            removal_policy=cdk.RemovalPolicy.RETAIN,
+        )
+        # Amazon Managed Prometheus publishes alerts to the encrypted topic
+        key.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="PrometheusAlerts",
+                principals=[iam.ServicePrincipal("aps.amazonaws.com")],
+                actions=["kms:GenerateDataKey*", "kms:Decrypt"],
+                resources=["*"],
+                conditions={"StringEquals": {"aws:SourceAccount": cdk.Stack.of(self).account}},
+            )
+        )
+        return sns.Topic(
+            self,
+            "Topic",
+            topic_name=self.topic_name,
+            display_name=f"{self._name} chargeback",
+            master_key=key,
+            enforce_ssl=True,
+        )
+
+    @property
+    def topic_name(self) -> str:
+        """Name of the notification topic (fixed, so the Prometheus workspace can address it without a reference)."""
+        return names.chargeback(self._name)
+
+    # ------------------------------------------------------------------ functions
+    def _function(
+        self,
+        id: str,
+        *,
+        code: lambda_.Code,
+        handler: str,
+        timeout: cdk.Duration,
+        environment: Mapping[str, str],
+    ) -> lambda_.Function:
+        return lambda_.Function(
+            self,
+            id,
+            runtime=lambda_.Runtime.PYTHON_3_14,
+            code=code,
+            handler=handler,
+            timeout=timeout,
+            memory_size=1024,
+            environment=dict(environment),
+            log_group=logs.LogGroup(self, f"{id}Logs", retention=logs.RetentionDays.ONE_YEAR),
+        )
+
+    def _create_node_inventory(self) -> lambda_.Function:
+        runtime = Path(runtime_package.__file__).parent
+        directory = _asset_directory(
+            "node-inventory", {"node_inventory.py": (runtime / "node_inventory.py").read_bytes()}
+        )
+        function = self._function(
+            "NodeInventory",
+            code=lambda_.Code.from_asset(directory),
+            handler="node_inventory.handler",
+            timeout=cdk.Duration.minutes(2),
+            environment={
+                "CLUSTER_NAME": self._name,
+                "CLUSTER_LABEL": self._name,
+                "BUCKET": self.bucket.bucket_name,
+                "PREFIX": f"{_RAW}node/",
+                "GPUS_PER_INSTANCE": json.dumps(self.config.gpus_per_instance, sort_keys=True),
+            },
+        )
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["sagemaker:ListClusterNodes"], resources=[self.cluster.hyperpod_cluster_arn]
+            )
+        )
+        self.bucket.grant_put(function, f"{_RAW}node/*")
+        events.Rule(
+            self,
+            "NodeInventorySchedule",
+            description=f"Node inventory of HyperPod cluster {self._name} every 5 minutes",
+            schedule=events.Schedule.rate(cdk.Duration.minutes(5)),
+            targets=[targets.LambdaFunction(function, retry_attempts=2)],
+        )
+        return function
+
+    def _create_job(self) -> lambda_.Function:
+        stack = cdk.Stack.of(self)
+        directory = _asset_directory("chargeback-job", job_asset_files(self.config))
+        database_name = names.chargeback_database(self._name)
+        function = self._function(
+            "MonthlyJob",
+            code=lambda_.Code.from_asset(directory),
+            handler="hyperpod_tenancy.runtime.chargeback_job.handler",
+            timeout=cdk.Duration.minutes(15),
+            environment={
+                "BUCKET": self.bucket.bucket_name,
+                "WORKGROUP": self.workgroup.ref,
+                "DATABASE": database_name,
+                "TOPIC_ARN": self.topic.topic_arn,
+                "METRIC_NAMESPACE": METRIC_NAMESPACE,
+                "TABLES": json.dumps({t: t for t in queries.TABLES}, sort_keys=True),
+            },
+        )
+        function.node.add_dependency(self.database, *self.tables.values())
+        workgroup_arn = stack.format_arn(
+            service="athena", resource="workgroup", resource_name=self.workgroup.ref
+        )
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="Athena",
+                actions=[
+                    "athena:StartQueryExecution",
+                    "athena:GetQueryExecution",
+                    "athena:GetQueryResults",
+                    "athena:StopQueryExecution",
+                ],
+                resources=[workgroup_arn],
+            )
+        )
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="Catalog",
+                actions=[
+                    "glue:GetDatabase",
+                    "glue:GetTable",
+                    "glue:GetTables",
+                    "glue:GetPartition",
+                    "glue:GetPartitions",
+                ],
+                resources=[
+                    stack.format_arn(service="glue", resource="catalog"),
+                    stack.format_arn(service="glue", resource="database", resource_name=database_name),
+                    *(
+                        stack.format_arn(
+                            service="glue", resource="table", resource_name=f"{database_name}/{t}"
+                        )
+                        for t in sorted(self.tables)
+                    ),
+                ],
+            )
+        )
+        self.bucket.grant_read(function, f"{_RAW}*")
+        self.bucket.grant_read(function, f"{_CUR}*")
+        self.bucket.grant_read_write(function, f"{_RESULTS}*")
+        self.bucket.grant_put(function, f"{_REPORTS}*")
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="ListForAthena",
+                actions=["s3:GetBucketLocation", "s3:ListBucket"],
+                resources=[self.bucket.bucket_arn],
+            )
+        )
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="Metrics",
+                actions=["cloudwatch:PutMetricData"],
+                resources=["*"],
+                conditions={"StringEquals": {"cloudwatch:namespace": METRIC_NAMESPACE}},
+            )
+        )
+        self.topic.grant_publish(function)
+        events.Rule(
+            self,
+            "MonthlySchedule",
+            description=f"Chargeback report of HyperPod cluster {self._name} for the month that ended",
+            schedule=events.Schedule.cron(minute="0", hour="6", day="1", month="*", year="*"),
+            targets=[targets.LambdaFunction(function, retry_attempts=2)],
+        )
+        return function
+
+    # ------------------------------------------------------------------ views and alerts
+    def _metric(self, name: str, team: str) -> cloudwatch.Metric:
+        return cloudwatch.Metric(
+            namespace=METRIC_NAMESPACE,
+            metric_name=name,
+            dimensions_map={"Cluster": self._name, "Team": team},
+            statistic="Sum",
+            period=cdk.Duration.days(1),
+            label=name,
+        )
+
+    def _create_dashboards(self) -> tuple[dict[str, cloudwatch.Dashboard], cloudwatch.Dashboard]:
+        metrics = ("GpuHoursUsed", "GpuHoursBorrowed", "GpuHoursLent", "GpuHoursLostToPreemption")
+        dashboards: dict[str, cloudwatch.Dashboard] = {}
+        for team in self.config.teams:
+            dashboard = cloudwatch.Dashboard(
+                self,
+                f"Dashboard{names.pascal_case(team.name)}",
+                dashboard_name=names.chargeback_team_dashboard(self._name, team.name),
+                default_interval=cdk.Duration.days(400),
+            )
+            dashboard.add_widgets(
+                cloudwatch.TextWidget(
+                    markdown=f"# {team.name} (cost center {team.cost_center})\nMonthly GPU-hours on {self._name}; "
+                    f"reports under `s3://<report bucket>/{_REPORTS}{self._name}/`.",
+                    width=24,
+                    height=2,
+                ),
+                cloudwatch.GraphWidget(
+                    title=f"{team.name}: GPU-hours per month",
+                    left=[self._metric(m, team.name) for m in metrics],
+                    width=24,
+                    height=8,
+                    view=cloudwatch.GraphWidgetView.BAR,
+                ),
+            )
+            dashboards[team.name] = dashboard
+        platform = cloudwatch.Dashboard(
+            self,
+            "PlatformDashboard",
+            dashboard_name=names.chargeback(self._name),
+            default_interval=cdk.Duration.days(400),
+        )
+        widgets: list[cloudwatch.IWidget] = []
+        for metric in metrics:
+            search = (
+                f'SEARCH(\'{{{METRIC_NAMESPACE},Cluster,Team}} MetricName="{metric}" Cluster="{self._name}"\', '
+                "'Sum', 86400)"
+            )
+            widgets.append(
+                cloudwatch.GraphWidget(
+                    title=f"{metric} per team",
+                    left=[
+                        cloudwatch.MathExpression(expression=search, label="", period=cdk.Duration.days(1))
+                    ],
+                    width=12,
+                    height=8,
+                    stacked=True,
+                )
+            )
+        platform.add_widgets(*widgets)
+        return dashboards, platform
+
+    def _create_alerts(self, workspace: aps.CfnWorkspace, threshold: float) -> aps.CfnRuleGroupsNamespace:
+        platform = self.cluster.platform
+        classes = {
+            team.name: [
+                platform.priority_class(c).workload_priority_class for c in team.allowed_priority_classes
+            ]
+            for team in platform.hosted_teams
+        }
+        rules = aps.CfnRuleGroupsNamespace(
+            self,
+            "PreemptionRules",
+            name=names.chargeback(self._name),
+            workspace=workspace.attr_arn,
+            data=preemption_rules(
+                self.config, threshold_gpu_hours_per_day=threshold, priority_classes=classes
+            ),
+        )
+        # route the workspace's alerts to the topic; the topic ARN is formatted from its fixed name, so the
+        # cluster's stack gains no reference to this one
+        workspace_stack = cdk.Stack.of(workspace)
+        topic_arn = workspace_stack.format_arn(
+            service="sns", resource=self.topic_name, arn_format=cdk.ArnFormat.NO_RESOURCE_NAME
+        )
+        if workspace.alert_manager_definition is not None:
+            raise TenancyError(
+                f"{self.node.path}: the workspace {workspace.node.path} already has an alert manager definition; "
+                "route its alerts yourself and pass a workspace without one, or remove it."
+            )
+        workspace.alert_manager_definition = cdk.Fn.join(
+            "",
+            [
+                "alertmanager_config: |\n"
+                "  route:\n"
+                "    receiver: chargeback\n"
+                "    group_by: [alertname, team]\n"
+                "  receivers:\n"
+                "    - name: chargeback\n"
+                "      sns_configs:\n"
+                "        - topic_arn: ",
+                topic_arn,
+                "\n          sigv4:\n            region: ",
+                workspace_stack.region,
+                "\n",
+            ],
+        )
+        self.topic.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="PrometheusAlerts",
+                principals=[iam.ServicePrincipal("aps.amazonaws.com")],
+                actions=["sns:Publish", "sns:GetTopicAttributes"],
+                resources=[self.topic.topic_arn],
+                conditions={
+                    "ArnEquals": {"aws:SourceArn": workspace.attr_arn},
+                    "StringEquals": {"aws:SourceAccount": cdk.Stack.of(self).account},
+                },
+            )
+        )
+        return rules
+
+    # ------------------------------------------------------------------ collection
+    def _create_operator(self, chart: UsageReportChart) -> eks.HelmChart:
+        if (chart.oci_repository is None) == (chart.directory is None):
+            raise TenancyError(
+                f"{self.node.path}: usage_report_chart needs exactly one of oci_repository or directory."
+            )
+        role = iam.Role(
+            self,
+            "OperatorRole",
+            assumed_by=pod_identity_principal(self.cluster.kubernetes),
+            description="HyperPod usage-report operator (EKS Pod Identity): writes snapshots under raw/",
+        )
+        self.bucket.grant_put(role, f"{_RAW}*")
+        self.operator_role = role
+        association = eks.CfnPodIdentityAssociation(
+            self,
+            "OperatorPodIdentity",
+            cluster_name=self.cluster.eks_cluster_name,
+            namespace=OPERATOR_NAMESPACE,
+            service_account=OPERATOR_SERVICE_ACCOUNT,
+            role_arn=role.role_arn,
+        )
+        # the chart renders its own Namespace; Helm adopts a pre-created one only with its ownership metadata
+        # (the operator's permissions/usage-report-namespace.yaml.template)
+        namespace = eks.KubernetesManifest(
+            self,
+            "OperatorNamespace",
+            cluster=self.cluster.kubernetes,
+            manifest=[
+                {
+                    "apiVersion": "v1",
+                    "kind": "Namespace",
+                    "metadata": {
+                        "name": OPERATOR_NAMESPACE,
+                        "labels": {labels.MANAGED_BY_LABEL: "Helm"},
+                        "annotations": {
+                            "meta.helm.sh/release-name": OPERATOR_NAMESPACE,
+                            "meta.helm.sh/release-namespace": OPERATOR_NAMESPACE,
+                        },
+                    },
+                }
+            ],
+        )
+        common: dict[str, Any] = {
+            "cluster": self.cluster.kubernetes,
+            "release": OPERATOR_NAMESPACE,
+            "namespace": OPERATOR_NAMESPACE,
+            "create_namespace": False,
+            "values": {
+                "region": cdk.Stack.of(self).region,
+                "clusterName": self._name,
+                "s3BucketName": self.bucket.bucket_name,
+                "serviceAccount": {"create": True, "name": OPERATOR_SERVICE_ACCOUNT},
+                "rbac": {"create": True},
+            },
+            "wait": True,
+            "timeout": KUBECTL_WAIT,
+        }
+        if chart.directory is not None:
+            path = Path(chart.directory)
+            if not path.is_dir():
+                raise TenancyError(
+                    f"{self.node.path}: usage_report_chart.directory {chart.directory!r} is not a directory; vendor "
+                    "helm_chart/SageMakerHyperPodUsageReportChart there, or use oci_repository."
+                )
+            asset = s3_assets.Asset(self, "OperatorChartAsset", path=str(path))
+            release = eks.HelmChart(self, "Operator", chart_asset=asset, **common)
+        else:
+            repository = chart.oci_repository or ""
+            release = eks.HelmChart(
+                self,
+                "Operator",
+                repository=repository,
+                chart=repository.rstrip("/").rsplit("/", 1)[-1],
+                version=chart.version,
+                **common,
+            )
+        release.node.add_dependency(namespace, association)
+        if self.cluster.platform_chart_manifest is not None:
+            namespace.node.add_dependency(self.cluster.platform_chart_manifest)
+        return release
+
+    def _activate_cost_allocation_tags(self) -> None:
+        call = cr.AwsSdkCall(
+            service="CostExplorer",
+            action="updateCostAllocationTagsStatus",
+            region="us-east-1",
+            parameters={
+                "CostAllocationTagsStatus": [
+                    {"TagKey": key, "Status": "Active"} for key in COST_ALLOCATION_TAG_KEYS
+                ]
+            },
+            physical_resource_id=cr.PhysicalResourceId.of(
+                "cost-allocation-tags:" + ",".join(COST_ALLOCATION_TAG_KEYS)
+            ),
+            # a key can be activated only once it appeared on billed usage: the next deploy (or the console) does it
+            ignore_error_codes_matching="TagKeysNotFoundException|AccessDeniedException",
+        )
+        self.cost_allocation_tags = cr.AwsCustomResource(
+            self,
+            "CostAllocationTags",
+            on_create=call,
+            on_update=call,
+            policy=cr.AwsCustomResourcePolicy.from_statements(
+                [iam.PolicyStatement(actions=["ce:UpdateCostAllocationTagsStatus"], resources=["*"])]
+            ),
+            install_latest_aws_sdk=False,
+            log_group=logs.LogGroup(self, "CostAllocationTagsLogs", retention=logs.RetentionDays.ONE_YEAR),
+        )
+
+    # ------------------------------------------------------------------ compliance
+    def _acknowledge_findings(self) -> None:
+        for function in (self.job, self.node_inventory):
+            role = function.role
+            if isinstance(role, iam.Role):
+                acknowledge_role(
+                    role,
+                    managed_policies="AWSLambdaBasicExecutionRole is the managed policy CDK attaches for the function's logs",
+                    wildcards="object wildcards are under one prefix of the report bucket (raw/, cur/, athena-results/, "
+                    "reports/ or raw/node/); cloudwatch:PutMetricData supports no resource and is limited to the "
+                    "chargeback namespace by condition; KMS data-key actions on the topic's own key",
+                )
+        operator_role = getattr(self, "operator_role", None)
+        if isinstance(operator_role, iam.Role):
+            acknowledge_role(
+                operator_role, wildcards="the operator writes only objects under raw/ of the report bucket"
+            )
+        stack = cdk.Stack.of(self)
+        for child in stack.node.children:
+            if child.node.id.startswith("AWS679f53fac002430cb0da5b7982bd2287"):
+                acknowledge_cdk_handlers(
+                    child,
+                    "handler created and maintained by aws-cdk-lib (AwsCustomResource): its managed Lambda policy "
+                    "and runtime are CDK's",
+                )
+        tags = getattr(self, "cost_allocation_tags", None)
+        if tags is not None:
+            acknowledge(
+                tags,
+                "AwsSolutions-IAM5[Resource::*]",
+                "ce:UpdateCostAllocationTagsStatus supports no resource-level permissions",
+            )

@@ -1,0 +1,82 @@
+"""Translate a platform's ``chargeback:`` section into the engine's :class:`~hyperpod_tenancy.chargeback.model.ChargebackConfig`.
+
+The engine (:mod:`hyperpod_tenancy.chargeback`) knows nothing of the policy model; this is the one place that
+decides what it reads: the hosted teams, their quotas and cost centers, GPUs per instance from the instance
+groups (their ``resources`` or the built-in catalogue), the priority classes' checkpoint maxima, the billing terms,
+fallback prices and the reconciliation tolerance.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+
+from hyperpod_tenancy.chargeback.model import BillingTerm, ChargebackConfig, TeamConfig
+from hyperpod_tenancy.policy.instance_types import resource_shape
+from hyperpod_tenancy.policy.model import Platform
+
+__all__ = ["chargeback_config"]
+
+
+def chargeback_config(platform: Platform) -> ChargebackConfig:
+    """Build the chargeback engine's configuration from a validated platform.
+
+    Args:
+        platform: a platform that passed :func:`~hyperpod_tenancy.policy.validate_platform` (so every billing term
+            has a rule, an idle owner and a first-of-month date).
+
+    Returns:
+        The configuration: terms sorted by effective date, the hosted teams (teams flagged for a dedicated cluster
+        are not billed here), GPUs per instance of every instance type with accelerators, prices as ``Decimal``.
+
+    Raises:
+        ValueError: the platform has no ``chargeback:`` section, or a term lacks its rule or idle owner (the
+            platform was not validated).
+
+    """
+    spec = platform.chargeback
+    if spec is None:
+        raise ValueError(
+            f"platform {platform.name!r} has no `chargeback:` section; add one to build a chargeback pipeline."
+        )
+    terms = []
+    for i, term in enumerate(spec.billing_terms):
+        if term.rule is None or not term.idle_owner:
+            raise ValueError(
+                f"chargeback.billingTerms[{i}] has no rule or idle owner; validate the platform first "
+                "(HPT-CHARGEBACK-RULE, HPT-CHARGEBACK-IDLE-OWNER)."
+            )
+        terms.append(
+            BillingTerm(
+                effective_from=dt.date.fromisoformat(term.effective_from),
+                rule=term.rule,
+                idle_owner=term.idle_owner,
+                shared_costs=term.shared_costs,
+            )
+        )
+    gpus: dict[str, int] = {}
+    for group in platform.cluster.instance_groups:
+        shape = resource_shape(group)
+        if shape is not None and shape.accelerators > 0:
+            gpus.setdefault(group.instance_type, shape.accelerators)
+    return ChargebackConfig(
+        cluster=platform.cluster.name,
+        terms=tuple(sorted(terms, key=lambda t: t.effective_from)),
+        teams=tuple(
+            TeamConfig(name=t.name, cost_center=t.effective_cost_center, quotas=dict(t.compute.quotas))
+            for t in sorted(platform.hosted_teams, key=lambda t: t.name)
+        ),
+        gpus_per_instance=dict(sorted(gpus.items())),
+        prices={itype: _decimal(price) for itype, price in sorted(spec.prices.items())},
+        max_checkpoint_minutes={
+            pc.workload_priority_class: minutes
+            for pc in platform.scheduling.priority_classes
+            if (minutes := pc.max_checkpoint_minutes) is not None
+        },
+        tolerance=_decimal(spec.reconciliation_tolerance),
+    )
+
+
+def _decimal(value: float) -> Decimal:
+    """Return the decimal a YAML number was written as (``12.29`` stays 12.29, not its binary approximation)."""
+    return Decimal(repr(value))

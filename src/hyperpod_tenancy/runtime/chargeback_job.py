@@ -1,0 +1,240 @@
+"""Monthly Lambda: the chargeback report of one month, from Athena to S3, CloudWatch and SNS.
+
+Triggered by an EventBridge schedule on the 1st of each month (the report of the month that just ended), or
+on demand for any past month with the event ``{"month": "YYYY-MM"}``. For that month it
+
+1. runs the queries of :mod:`hyperpod_tenancy.chargeback.queries` (Trino SQL) in the Athena workgroup, polls
+   them, and reads their result rows (every page);
+2. turns the rows into the engine's inputs (``queries.usage_inputs``, ``queries.cost_inputs``) and computes
+   the report (``engine.compute_report``) under the configuration shipped in the asset
+   (``chargeback_config.json``, written by ``model.config_to_json`` at synth);
+3. writes ``report.json``, ``report.csv`` and ``report.html`` (``report.render``) to
+   ``s3://<BUCKET>/reports/<cluster>/<month>/``;
+4. publishes per-team metrics (GPU-hours used, borrowed, lent, lost to preemption) to CloudWatch namespace
+   ``METRIC_NAMESPACE`` with dimensions ``Cluster`` and ``Team``, timestamped at the month's last minute
+   (CloudWatch refuses data points older than two weeks: a re-run of an older month writes the report and
+   skips the metrics, and says so);
+5. notifies the SNS topic ``TOPIC_ARN``.
+
+The report depends only on the month, the data and the configuration: the same month run twice writes the
+same bytes. Environment: ``BUCKET``, ``WORKGROUP``, ``DATABASE``, ``TOPIC_ARN``, ``METRIC_NAMESPACE``,
+``TABLES`` (JSON: query placeholder → Glue table name), ``CHARGEBACK_CONFIG`` (path of the configuration,
+default next to the package), ``POLL_SECONDS`` (default 2). Only the standard library and boto3 are imported;
+the chargeback package next to this module is standard library only.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import os
+import time
+from collections.abc import Callable, Iterable, Mapping
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import boto3
+
+from hyperpod_tenancy.chargeback import engine, model, queries, report
+
+LOG = logging.getLogger(__name__)
+LOG.setLevel(logging.INFO)
+
+#: Formats written for every report, with their content types.
+FORMATS = {"json": "application/json", "csv": "text/csv", "html": "text/html"}
+#: Per-team metrics: name → (what it sums in the report rows, unit).
+METRICS = {
+    "GpuHoursUsed": "used_gpu_hours",
+    "GpuHoursBorrowed": "borrowed_gpu_hours",
+    "GpuHoursLent": "lent_gpu_hours",
+    "GpuHoursLostToPreemption": "lost_to_preemption_gpu_hours",
+}
+#: CloudWatch accepts data points at most this old.
+METRIC_MAX_AGE = dt.timedelta(days=14)
+_TERMINAL = {"SUCCEEDED", "FAILED", "CANCELLED"}
+_DEFAULT_CONFIG = Path(__file__).resolve().parent.parent.parent / "chargeback_config.json"
+
+
+class ChargebackJobError(RuntimeError):
+    """The job could not produce the report (a query failed, the event is malformed, ...)."""
+
+
+def report_month(event: Mapping[str, Any]) -> str:
+    """Return the month to report: the event's ``month``, else the month before the scheduled event's ``time``.
+
+    Raises:
+        ChargebackJobError: neither is present, or ``month`` is not a past ``YYYY-MM``.
+
+    """
+    month = event.get("month")
+    if month is not None:
+        try:
+            queries.month_bounds(str(month))
+        except queries.QueryInputError as error:
+            raise ChargebackJobError(f'event "month": {error}') from None
+        return str(month)
+    moment = event.get("time")
+    if not isinstance(moment, str):
+        raise ChargebackJobError('event: pass {"month": "YYYY-MM"} (or invoke from the monthly schedule)')
+    when = dt.datetime.fromisoformat(moment.replace("Z", "+00:00"))
+    first = when.date().replace(day=1)
+    return f"{(first - dt.timedelta(days=1)):%Y-%m}"
+
+
+def run_query(
+    athena: Any, sql: str, *, workgroup: str, database: str, poll_seconds: float = 2.0
+) -> list[dict[str, str | None]]:
+    """Run one query in the workgroup, wait for it, and return its rows as dicts keyed by column name.
+
+    Raises:
+        ChargebackJobError: the query failed or was cancelled (the message carries Athena's reason).
+
+    """
+    started = athena.start_query_execution(
+        QueryString=sql, WorkGroup=workgroup, QueryExecutionContext={"Database": database}
+    )
+    query_id = started["QueryExecutionId"]
+    while True:
+        status = athena.get_query_execution(QueryExecutionId=query_id)["QueryExecution"]["Status"]
+        state = status["State"]
+        if state in _TERMINAL:
+            break
+        time.sleep(poll_seconds)
+    if state != "SUCCEEDED":
+        reason = status.get("StateChangeReason", "no reason given")
+        raise ChargebackJobError(f"Athena query {query_id} {state}: {reason}")
+    rows: list[dict[str, str | None]] = []
+    columns: list[str] = []
+    kwargs: dict[str, Any] = {"QueryExecutionId": query_id}
+    first_page = True
+    while True:
+        page = athena.get_query_results(**kwargs)
+        result = page["ResultSet"]
+        if not columns:
+            columns = [c["Name"] for c in result.get("ResultSetMetadata", {}).get("ColumnInfo", [])]
+        data = result.get("Rows", [])
+        if first_page and data and [d.get("VarCharValue") for d in data[0].get("Data", [])] == columns:
+            data = data[1:]  # the first row of the first page repeats the header
+        first_page = False
+        for raw in data:
+            values = [d.get("VarCharValue") for d in raw.get("Data", [])]
+            rows.append(dict(zip(columns, values, strict=False)))
+        token = page.get("NextToken")
+        if not token:
+            return rows
+        kwargs["NextToken"] = token
+
+
+def load_config(path: str | None = None) -> model.ChargebackConfig:
+    """Load the chargeback configuration shipped with the function (``CHARGEBACK_CONFIG`` or the asset's copy)."""
+    return model.config_from_json(
+        Path(path or os.environ.get("CHARGEBACK_CONFIG") or _DEFAULT_CONFIG).read_text()
+    )
+
+
+def collect_rows(
+    month: str,
+    *,
+    cluster: str,
+    tables: Mapping[str, str],
+    run: Callable[[str], list[dict[str, str | None]]],
+) -> dict[str, list[dict[str, str | None]]]:
+    """Rows of every usage and cost query for ``month`` (query name → rows), each run through ``run``."""
+    return {
+        name: run(queries.render(name, month=month, cluster=cluster, tables=tables))
+        for name in queries.USAGE_QUERIES + queries.COST_QUERIES
+    }
+
+
+def compute(
+    config: model.ChargebackConfig, month: str, rows: Mapping[str, list[dict[str, str | None]]]
+) -> tuple[model.Report, dict[str, bytes]]:
+    """Compute the report of ``month`` and its renderings (format → UTF-8 bytes), from the query rows."""
+    usage = queries.usage_inputs(
+        {name: rows[name] for name in queries.USAGE_QUERIES if name in rows},
+        gpus_per_instance=config.gpus_per_instance,
+    )
+    cost = queries.cost_inputs(rows.get("cur_costs", []))
+    result = engine.compute_report(config, month, usage, cost)
+    return result, {fmt: report.render(result, fmt) for fmt in FORMATS}
+
+
+def team_metrics(result: model.Report) -> dict[str, dict[str, Decimal]]:
+    """Team → metric name → GPU-hours summed over the team's rows (instance types), sorted by team."""
+    totals: dict[str, dict[str, Decimal]] = {}
+    for row in result.rows:
+        team = totals.setdefault(row.team, dict.fromkeys(METRICS, Decimal(0)))
+        for metric, attribute in METRICS.items():
+            team[metric] += getattr(row, attribute)
+    return dict(sorted(totals.items()))
+
+
+def metric_data(result: model.Report, *, timestamp: dt.datetime) -> list[dict[str, Any]]:
+    """``PutMetricData`` entries for the report (one per team and metric)."""
+    return [
+        {
+            "MetricName": metric,
+            "Dimensions": [{"Name": "Cluster", "Value": result.cluster}, {"Name": "Team", "Value": team}],
+            "Timestamp": timestamp,
+            "Value": float(value),
+            "Unit": "None",
+        }
+        for team, values in team_metrics(result).items()
+        for metric, value in values.items()
+    ]
+
+
+def _chunks(items: list[dict[str, Any]], size: int) -> Iterable[list[dict[str, Any]]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def handler(event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
+    """Compute, store, publish and announce the report of one month (see the module docstring)."""
+    del context
+    month = report_month(event)
+    config = load_config()
+    bucket = os.environ["BUCKET"]
+    workgroup = os.environ["WORKGROUP"]
+    database = os.environ["DATABASE"]
+    tables = json.loads(os.environ.get("TABLES", "{}"))
+    poll = float(os.environ.get("POLL_SECONDS", "2"))
+    athena = boto3.client("athena")
+
+    def run(sql: str) -> list[dict[str, str | None]]:
+        return run_query(athena, sql, workgroup=workgroup, database=database, poll_seconds=poll)
+
+    rows = collect_rows(month, cluster=config.cluster, tables=tables, run=run)
+    result, rendered = compute(config, month, rows)
+    prefix = f"reports/{config.cluster}/{month}/"
+    s3 = boto3.client("s3")
+    keys = []
+    for fmt, content_type in FORMATS.items():
+        key = f"{prefix}report.{fmt}"
+        s3.put_object(Bucket=bucket, Key=key, Body=rendered[fmt], ContentType=content_type)
+        keys.append(key)
+    _, month_end = queries.month_bounds(month)
+    stamp = month_end - dt.timedelta(minutes=1)
+    published = dt.datetime.now(dt.UTC) - stamp < METRIC_MAX_AGE
+    if published:
+        cloudwatch = boto3.client("cloudwatch")
+        for chunk in _chunks(metric_data(result, timestamp=stamp), 500):
+            cloudwatch.put_metric_data(Namespace=os.environ["METRIC_NAMESPACE"], MetricData=chunk)
+    flagged = result.reconciliation.flagged
+    lines = [
+        f"Chargeback report of {config.cluster} for {month}: rule {result.rule.value}, idle owner {result.idle_owner}.",
+        *(f"s3://{bucket}/{key}" for key in keys),
+        "Reconciliation: MISMATCH above tolerance, check the report."
+        if flagged
+        else "Reconciliation: within tolerance.",
+    ]
+    if not published:
+        lines.append("CloudWatch metrics were not published: the month ended more than 14 days ago.")
+    boto3.client("sns").publish(
+        TopicArn=os.environ["TOPIC_ARN"],
+        Subject=f"Chargeback {config.cluster} {month}"[:100],
+        Message="\n".join(lines),
+    )
+    return {"month": month, "keys": keys, "metrics_published": published, "flagged": flagged}

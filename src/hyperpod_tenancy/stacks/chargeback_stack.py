@@ -1,0 +1,72 @@
+"""``ChargebackStack``: the stack holding a cluster's :class:`ChargebackPipeline`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import aws_cdk as cdk
+from constructs import Construct
+
+from hyperpod_tenancy.constructs.chargeback_pipeline import ChargebackPipeline
+from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
+from hyperpod_tenancy.policy import Platform, chargeback_config
+
+__all__ = ["ChargebackStack", "pipeline_props"]
+
+
+def pipeline_props(platform: Platform) -> dict[str, Any]:
+    """Keyword arguments of :class:`ChargebackPipeline` from the platform's ``chargeback:`` section.
+
+    The newest billing term is the pipeline's ``billing_rule``/``idle_owner``/``effective_from``; the earlier
+    ones are ``earlier_terms``. Empty without a ``chargeback:`` section.
+    """
+    spec = platform.chargeback
+    if spec is None:
+        return {}
+    config = chargeback_config(platform)
+    *earlier, current = config.terms
+    return {
+        "billing_rule": current.rule,
+        "idle_owner": current.idle_owner,
+        "effective_from": current.effective_from,
+        "shared_costs": current.shared_costs,
+        "earlier_terms": tuple(earlier),
+        "cost_centers": {team.name: team.cost_center for team in config.teams},
+        "prices": dict(config.prices),
+        "tolerance": config.tolerance,
+        "preemption_alarm_gpu_hours_per_day": spec.preemption_alarm.gpu_hours_per_team_per_day,
+    }
+
+
+class ChargebackStack(cdk.Stack):
+    """Stack with the :class:`ChargebackPipeline` of a shared cluster.
+
+    Its own stack: it changes with the cost-center owners' sign-off, not with the cluster.
+
+    Args:
+        scope: parent (an App or the platform stage).
+        id: stack ID.
+        cluster: the shared cluster (in another stack: a few of its attributes become cross-stack references).
+        pipeline: keyword arguments of :class:`ChargebackPipeline` besides ``cluster``, on top of what the
+            platform's ``chargeback:`` section gives (:func:`pipeline_props`); ``billing_rule`` and ``idle_owner``
+            are required when the platform has no such section. Default: the section's.
+        **kwargs: other ``cdk.Stack`` props (``env`` defaults to the cluster's).
+
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        cluster: IHyperPodCluster,
+        pipeline: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        platform = cluster.platform
+        kwargs.setdefault("env", cdk.Environment(account=platform.account, region=platform.region))
+        super().__init__(scope, id, **kwargs)
+        #: The chargeback pipeline.
+        self.pipeline = ChargebackPipeline(
+            self, "Chargeback", cluster=cluster, **{**pipeline_props(platform), **(pipeline or {})}
+        )

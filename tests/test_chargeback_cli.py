@@ -1,0 +1,415 @@
+"""``hyperpod-tenancy chargeback`` end to end (DuckDB over generated Parquet, the engine, the renderers), and the
+renderings themselves on a hand-built report."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import json
+import re
+import xml.etree.ElementTree as ET
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from chargeback_data import cur_line, generate_month, generated_cur, write_cur
+from rich.console import Console
+
+from hyperpod_tenancy.chargeback import engine, model, report
+from hyperpod_tenancy.chargeback_offline import run_queries
+from hyperpod_tenancy.cli import main
+
+CLUSTER = "shared-gpu"
+MONTH = "2026-07"
+GPUS = {"ml.p5.48xlarge": 8, "ml.g5.12xlarge": 4}
+RATES = {"ml.p5.48xlarge": "98.32", "ml.g5.12xlarge": "7.09"}
+NODES = 6
+
+
+def _config(rule: model.BillingRule = model.BillingRule.RESERVATION) -> model.ChargebackConfig:
+    return model.ChargebackConfig(
+        cluster=CLUSTER,
+        terms=(model.BillingTerm(effective_from=dt.date(2026, 1, 1), rule=rule, idle_owner="platform"),),
+        teams=tuple(
+            model.TeamConfig(name=f"team-{i:03d}", cost_center=f"cc-{i}", quotas=dict.fromkeys(GPUS, 1))
+            for i in range(3)
+        ),
+        gpus_per_instance=GPUS,
+        max_checkpoint_minutes={"training-priority": 60},
+    )
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("month")
+    generate_month(
+        root,
+        month=MONTH,
+        cluster=CLUSTER,
+        teams=3,
+        instance_types=GPUS,
+        nodes_per_type=NODES,
+        snapshot_minutes=15,
+    )
+    generated_cur(
+        root / "cur.parquet",
+        month=MONTH,
+        cluster=CLUSTER,
+        instance_types=RATES,
+        nodes_per_type=NODES,
+        shared={"fsx": ("AmazonFSx", "USE1-Throughput", "1200.50")},
+    )
+    (root / "chargeback_config.json").write_text(model.config_to_json(_config()), encoding="utf-8")
+    (root / "prices.csv").write_text(
+        "instance_type,usd_per_gpu_hour\nml.p5.48xlarge,12.29\nml.g5.12xlarge,1.7725\n", encoding="utf-8"
+    )
+    return root
+
+
+def _cli(data: Path, *extra: str, source: tuple[str, ...] | None = None) -> list[str]:
+    source = source if source is not None else ("--cur", str(data / "cur.parquet"))
+    return [
+        "chargeback",
+        "--usage",
+        str(data),
+        *source,
+        "--config",
+        str(data / "chargeback_config.json"),
+        "--month",
+        MONTH,
+        *extra,
+    ]
+
+
+@pytest.mark.parametrize("fmt", ["json", "csv", "markdown", "html"])
+def test_the_cli_writes_the_engine_report_deterministically(data: Path, tmp_path: Path, fmt: str) -> None:
+    out1, out2 = tmp_path / "one", tmp_path / "two"
+    assert main(_cli(data, "--format", fmt, "--output", str(out1))) == 0
+    assert main(_cli(data, "--format", fmt, "--output", str(out2))) == 0
+    assert out1.read_bytes() == out2.read_bytes()
+    usage, costs = run_queries(
+        usage=data, month=MONTH, cluster=CLUSTER, gpus_per_instance=GPUS, cur=data / "cur.parquet"
+    )
+    expected = report.render(engine.compute_report(_config(), MONTH, usage, costs), fmt)
+    assert out1.read_bytes() == expected
+
+
+def test_the_json_report_reconciles_with_the_generated_bill(data: Path, tmp_path: Path) -> None:
+    out = tmp_path / "report.json"
+    assert main(_cli(data, "--format", "json", "--output", str(out))) == 0
+    doc = json.loads(out.read_text(encoding="utf-8"), parse_float=Decimal)
+    assert (doc["schemaVersion"], doc["month"], doc["cluster"], doc["billingRule"], doc["idleOwner"]) == (
+        1,
+        MONTH,
+        CLUSTER,
+        "reservation",
+        "platform",
+    )
+    # the generated CUR bills every instance-hour: 744 h x 6 instances x rate; the other cluster's line is left out
+    bill = sum(Decimal(r) * 744 * NODES for r in RATES.values()) + Decimal("1200.50")
+    assert doc["reconciliation"] == {
+        "charged": bill,
+        "bill": bill,
+        "difference": Decimal("0.00"),
+        "flagged": False,
+    }
+    # price = rate ÷ GPUs per instance, from the CUR
+    assert {p["instanceType"]: (p["usdPerGpuHour"], p["source"]) for p in doc["prices"]} == {
+        "ml.g5.12xlarge": (Decimal("1.7725"), "cur"),
+        "ml.p5.48xlarge": (Decimal("12.2900"), "cur"),
+    }
+    assert sum(Decimal(r["total"]) for r in doc["rows"]) == bill
+    assert doc["preemptionLossIsUpperBound"] is True
+    # 2 evictions per team (one declared 30 min, one none declared: the class maximum of 60) x 8 GPUs
+    assert sorted(Decimal(p["lostGpuHours"]) for p in doc["preemptionLosses"]) == [Decimal(12)] * 3
+
+
+def test_prices_instead_of_a_cur_give_an_unreconciled_report(
+    data: Path, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    assert main(_cli(data, "--format", "markdown", source=("--prices", str(data / "prices.csv")))) == 0
+    text = capsysbinary.readouterr().out.decode()
+    assert text.startswith(f"# Chargeback {MONTH} — cluster {CLUSTER}\n")
+    assert "no bill (no CUR): not reconciled" in text
+    assert "ml.p5.48xlarge $12.2900/GPU-hour (price-table)" in text
+
+
+def test_a_bill_off_by_more_than_the_tolerance_is_flagged(data: Path, tmp_path: Path) -> None:
+    lines = [
+        cur_line("AmazonSageMaker", f"USE1-Cluster:{t}", "1", "1", cluster=CLUSTER, period=MONTH)
+        for t in sorted(GPUS)
+    ]
+    cur = write_cur(tmp_path / "cur.csv", lines, fmt="csv")
+    out = tmp_path / "report.html"
+    # instance-hours of 1 against 744 x 6 in the inventory: prices from this CUR charge far more than the bill
+    assert main(_cli(data, "--format", "html", "--output", str(out), source=("--cur", str(cur)))) == 0
+    page = out.read_text(encoding="utf-8")
+    assert '<dd class="flagged">' in page and "FLAGGED" in page
+
+
+@pytest.mark.parametrize(
+    ("argv", "status", "message"),
+    [
+        (
+            ["chargeback", "--usage", "x", "--month", MONTH, "--config", "c.json"],
+            2,
+            "one of the arguments --cur --prices is required",
+        ),
+        (
+            ["chargeback", "--usage", "x", "--cur", "a", "--prices", "b", "--month", MONTH, "--config", "c"],
+            2,
+            "not allowed with argument",
+        ),
+    ],
+)
+def test_usage_errors_exit_2(
+    argv: list[str], status: int, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == status
+    assert message in capsys.readouterr().err
+
+
+def test_input_errors_exit_1_and_name_the_fix(
+    data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([*_cli(data)[:-2], "--month", "2026-13"]) == 1
+    assert "month '2026-13': write it as YYYY-MM" in capsys.readouterr().err
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert (
+        main(
+            [
+                "chargeback",
+                "--usage",
+                str(empty),
+                "--cur",
+                str(data / "cur.parquet"),
+                "--config",
+                str(data / "chargeback_config.json"),
+                "--month",
+                MONTH,
+            ]
+        )
+        == 1
+    )
+    assert "no clusterqueue/ folder" in capsys.readouterr().err
+    assert main(_cli(data, source=("--cur", str(tmp_path / "missing.parquet")))) == 1
+    assert "no such file or folder" in capsys.readouterr().err
+    bad_prices = tmp_path / "prices.csv"
+    bad_prices.write_text("type,price\nml.p5.48xlarge,1\n", encoding="utf-8")
+    assert main(_cli(data, source=("--prices", str(bad_prices)))) == 1
+    assert "the header must name instance_type and usd_per_gpu_hour" in capsys.readouterr().err
+    bad_config = tmp_path / "config.json"
+    bad_config.write_text('{"cluster": "x"}', encoding="utf-8")
+    assert (
+        main(
+            [
+                "chargeback",
+                "--usage",
+                str(data),
+                "--cur",
+                str(data / "cur.parquet"),
+                "--config",
+                str(bad_config),
+                "--month",
+                MONTH,
+            ]
+        )
+        == 1
+    )
+    assert "missing key 'terms'" in capsys.readouterr().err
+
+
+def test_progress_is_shown_on_request(data: Path) -> None:
+    out = io.StringIO()
+    steps: list[str] = []
+    run_queries(
+        usage=data,
+        month=MONTH,
+        cluster=CLUSTER,
+        gpus_per_instance=GPUS,
+        progress=True,
+        console=Console(file=out, width=100),
+        on_step=steps.append,
+    )
+    assert steps == ["hourly_usage", "hourly_capacity", "evictions", "cur_costs", "inputs"]
+    assert "chargeback" in out.getvalue() and "done" in out.getvalue()
+
+
+# --- renderings of a hand-built report --------------------------------------------------------------------
+
+
+def _row(
+    team: str, itype: str, *, guaranteed: str, used: str, borrowed: str, idle: str, lost: str, total: str
+) -> model.TeamCharge:
+    return model.TeamCharge(
+        cluster=CLUSTER,
+        team=team,
+        cost_center=f"cc <{team}>",
+        instance_type=itype,
+        guaranteed_gpu_hours=Decimal(guaranteed),
+        used_gpu_hours=Decimal(used),
+        borrowed_gpu_hours=Decimal(borrowed),
+        lent_gpu_hours=Decimal(0),
+        idle_gpu_hours=Decimal(idle),
+        lost_to_preemption_gpu_hours=Decimal(lost),
+        gpu_charge=Decimal(total),
+        lender_credit=Decimal(0),
+        shared_charge=Decimal(0),
+        total=Decimal(total),
+    )
+
+
+HAND = model.Report(
+    schema_version=model.SCHEMA_VERSION,
+    month=MONTH,
+    cluster=CLUSTER,
+    rule=model.BillingRule.USAGE,
+    idle_owner="platform",
+    shared_costs=model.SharedCostRule.IDLE_OWNER,
+    price_sources={"ml.p5.48xlarge": model.PriceSource.CUR},
+    gpu_hour_prices={"ml.p5.48xlarge": Decimal("12.29004999")},
+    rows=(
+        _row(
+            "b",
+            "ml.p5.48xlarge",
+            guaranteed="100",
+            used="40.0005",
+            borrowed="0",
+            idle="0",
+            lost="8",
+            total="491.605",
+        ),
+        _row(
+            "a",
+            "ml.p5.48xlarge",
+            guaranteed="50",
+            used="60",
+            borrowed="10",
+            idle="0",
+            lost="0",
+            total="737.4",
+        ),
+        _row(
+            "(idle)",
+            "ml.p5.48xlarge",
+            guaranteed="0",
+            used="0",
+            borrowed="0",
+            idle="300",
+            lost="0",
+            total="3687.015",
+        ),
+    ),
+    reconciliation=model.Reconciliation(
+        charged=Decimal("4916.02"), bill=Decimal("4866.00"), difference=Decimal("50.02"), flagged=True
+    ),
+    preemption_loss_is_upper_bound=False,
+    notes=("a note with | a pipe & an <angle>",),
+)
+
+
+def test_json_numbers_are_rounded_decimals_and_rows_sorted() -> None:
+    doc = json.loads(report.render(HAND, "json"), parse_float=Decimal)
+    assert [r["team"] for r in doc["rows"]] == ["(idle)", "a", "b"]
+    b = doc["rows"][2]
+    # half to even: 40.0005 → 40.000 (GPU-hours to thousandths), 491.605 → 491.60 (cents)
+    assert (b["usedGpuHours"], b["total"], b["costCenter"]) == (
+        Decimal("40.000"),
+        Decimal("491.60"),
+        "cc <b>",
+    )
+    assert doc["prices"] == [
+        {"instanceType": "ml.p5.48xlarge", "usdPerGpuHour": Decimal("12.2900"), "source": "cur"}
+    ]
+    assert doc["reconciliation"]["flagged"] is True
+    assert report.render(HAND, "json").endswith(b"}\n")
+
+
+def test_csv_has_one_row_per_team_and_instance_type() -> None:
+    rows = list(csv.DictReader(io.StringIO(report.render(HAND, "csv").decode())))
+    assert [(r["team"], r["total"], r["billing_rule"]) for r in rows] == [
+        ("(idle)", "3687.02", "usage"),
+        ("a", "737.40", "usage"),
+        ("b", "491.60", "usage"),
+    ]
+    assert b"\r" not in report.render(HAND, "csv")
+
+
+def test_markdown_escapes_cells_and_states_the_rule() -> None:
+    text = report.render(HAND, "markdown").decode()
+    assert "- **Billing rule:** usage" in text
+    assert "measured from the last checkpoint before each eviction" in text
+    assert "a note with \\| a pipe" in text
+    assert "difference $50.02 (1.03 %), FLAGGED" in text
+
+
+def test_html_is_well_formed_with_one_chart_per_instance_type() -> None:
+    page = report.render(HAND, "html").decode()
+    assert page.startswith("<!DOCTYPE html>\n")
+    root = ET.fromstring(
+        page.removeprefix("<!DOCTYPE html>\n").replace('<meta charset="utf-8">', '<meta charset="utf-8"/>')
+    )
+    svgs = root.findall(".//{http://www.w3.org/2000/svg}svg")
+    assert len(svgs) == 1
+    bars = {
+        t.text: float(r.get("width", "0"))
+        for r in svgs[0].iter("{http://www.w3.org/2000/svg}rect")
+        for t in r.iter("{http://www.w3.org/2000/svg}title")
+    }
+    # the longest bar (the idle row's 300 GPU-hours) spans the plot; the others are to scale
+    assert bars["(idle) idle: 300.000 GPU-hours"] == 440.0
+    assert bars["b guaranteed: 100.000 GPU-hours"] == pytest.approx(440 / 3, abs=0.05)
+    assert bars["b lost: 8.000 GPU-hours"] == pytest.approx(440 * 8 / 300, abs=0.05)
+    assert "cc &lt;b&gt;" in page and "<angle>" not in page
+    assert re.search(r"\d{4}-\d{2}-\d{2}T", page) is None  # no rendering time
+
+
+def test_unknown_format_names_the_choices() -> None:
+    with pytest.raises(ValueError, match="format 'pdf': choose one of json, csv, markdown, html"):
+        report.render(HAND, "pdf")
+
+
+def test_the_platform_policy_gives_the_same_report_as_the_job_config(tmp_path: Path) -> None:
+    from hyperpod_tenancy.policy.chargeback import chargeback_config
+    from hyperpod_tenancy.policy.loader import load_platform
+
+    platform_yaml = Path(__file__).resolve().parent.parent / "platform.yaml"
+    config = chargeback_config(load_platform(platform_yaml))
+    teams = [t.name for t in config.teams]
+    generate_month(
+        tmp_path,
+        month=MONTH,
+        cluster=config.cluster,
+        teams=len(teams),
+        team_names=teams,
+        instance_types=config.gpus_per_instance,
+        nodes_per_type=16,
+        snapshot_minutes=60,
+    )
+    (tmp_path / "chargeback_config.json").write_text(model.config_to_json(config), encoding="utf-8")
+    common = [
+        "chargeback",
+        "--usage",
+        str(tmp_path),
+        "--month",
+        MONTH,
+        "--format",
+        "json",
+        "--prices",
+        str(tmp_path / "none.csv"),
+    ]
+    (tmp_path / "none.csv").write_text("instance_type,usd_per_gpu_hour\n", encoding="utf-8")
+    by_platform, by_config = tmp_path / "a.json", tmp_path / "b.json"
+    assert main([*common, "--platform", str(platform_yaml), "--output", str(by_platform)]) == 0
+    assert (
+        main([*common, "--config", str(tmp_path / "chargeback_config.json"), "--output", str(by_config)]) == 0
+    )
+    assert by_platform.read_bytes() == by_config.read_bytes()
+    doc = json.loads(by_platform.read_bytes())
+    # the policy's fallback prices (no CUR), and every team of the policy billed
+    assert {p["instanceType"]: p["source"] for p in doc["prices"]} == dict.fromkeys(
+        config.gpus_per_instance, "price-table"
+    )
+    assert set(teams) <= {r["team"] for r in doc["rows"]}

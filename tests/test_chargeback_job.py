@@ -1,0 +1,364 @@
+"""The monthly chargeback Lambda and the node-inventory Lambda against moto in server mode (no boto3 patching).
+
+Athena's start/poll/results are moto's; its result rows are seeded with what DuckDB computes from the same
+generated Parquet (the Trino SQL transpiled by sqlglot), so the report the Lambda writes to S3 can be compared,
+byte for byte, with the offline CLI's report of the same month.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import urllib.request
+from collections.abc import Iterator
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import boto3
+import duckdb
+import pytest
+from chargeback_data import generate_month, generated_cur
+from moto.server import ThreadedMotoServer
+
+from hyperpod_tenancy.chargeback import queries, report
+from hyperpod_tenancy.chargeback.model import (
+    BillingRule,
+    BillingTerm,
+    ChargebackConfig,
+    TeamConfig,
+    config_to_json,
+)
+from hyperpod_tenancy.chargeback_offline import _register_cur, compute, transpile
+from hyperpod_tenancy.runtime import chargeback_job, node_inventory
+
+MONTH = "2026-07"
+CLUSTER = "shared-gpu"
+TYPES = {"ml.g5.12xlarge": 4, "ml.p5.48xlarge": 8}
+BUCKET = "reports"
+WORKGROUP = "shared-gpu-chargeback"
+NAMESPACE = "HyperPodTenancy/Chargeback"
+TEAMS = 3
+
+
+@pytest.fixture(scope="module")
+def endpoint() -> Iterator[str]:
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    url = f"http://{host}:{port}"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("AWS_ACCESS_KEY_ID", "testing")
+        mp.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+        mp.setenv("AWS_DEFAULT_REGION", "us-east-1")
+        mp.setenv("AWS_CONFIG_FILE", os.devnull)
+        mp.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
+        mp.setenv("AWS_ENDPOINT_URL", url)
+        yield url
+    server.stop()
+
+
+@pytest.fixture
+def aws(endpoint: str) -> Iterator[str]:
+    """A fresh moto state per test."""
+    urllib.request.urlopen(urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST"))
+    yield endpoint
+
+
+def config() -> ChargebackConfig:
+    return ChargebackConfig(
+        cluster=CLUSTER,
+        terms=(
+            BillingTerm(
+                effective_from=dt.date(2026, 1, 1), rule=BillingRule.RESERVATION, idle_owner="platform"
+            ),
+        ),
+        teams=tuple(
+            TeamConfig(name=f"team-{i:03d}", cost_center=f"cc-{i:03d}", quotas=dict.fromkeys(TYPES, 1))
+            for i in range(TEAMS)
+        ),
+        gpus_per_instance=dict(TYPES),
+        max_checkpoint_minutes={"training-priority": 60},
+    )
+
+
+@pytest.fixture(scope="module")
+def month_data(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("usage")
+    generate_month(root, month=MONTH, cluster=CLUSTER, teams=TEAMS, instance_types=TYPES, nodes_per_type=8)
+    cur = generated_cur(
+        root / "cur.parquet",
+        month=MONTH,
+        cluster=CLUSTER,
+        instance_types={"ml.g5.12xlarge": "7.09", "ml.p5.48xlarge": "98.32"},
+        nodes_per_type=8,
+        shared={
+            "fsx": ("AmazonFSx", "USE1-Storage", "1200.00"),
+            "eks": ("AmazonEKS", "USE1-AmazonEKS-Hours", "73.00"),
+        },
+    )
+    return root, cur
+
+
+def athena_rows(usage: Path, cur: Path) -> dict[str, tuple[list[str], list[list[str | None]]]]:
+    """Query name → (columns, rows as Athena strings) computed by DuckDB over the month's files."""
+    con = duckdb.connect()
+    for table in ("clusterqueue", "node", "eviction"):
+        if (usage / table).is_dir():
+            con.execute(
+                f"CREATE VIEW {table} AS SELECT * FROM read_parquet('{usage / table}/**/*.parquet', "
+                "hive_partitioning = true, hive_types_autocast = false, union_by_name = true)"
+            )
+    _register_cur(con, cur)
+    found = {}
+    for name in queries.USAGE_QUERIES + queries.COST_QUERIES:
+        result = con.execute(transpile(queries.render(name, month=MONTH, cluster=CLUSTER)))
+        columns = [d[0] for d in result.description]
+        found[name] = (columns, [[None if v is None else str(v) for v in row] for row in result.fetchall()])
+    return found
+
+
+def seed_athena(endpoint: str, results: list[tuple[list[str], list[list[str | None]]]]) -> None:
+    """Queue result sets in moto (assigned to query executions in start order), header row first as Athena does."""
+
+    def row(values: list[str | None]) -> dict[str, Any]:
+        return {"Data": [{} if v is None else {"VarCharValue": v} for v in values]}
+
+    body = {
+        "results": [
+            {
+                "rows": [row(list(columns)), *(row(r) for r in rows)],
+                "column_info": [{"Name": c, "Label": c, "Type": "varchar"} for c in columns],
+            }
+            for columns, rows in results
+        ]
+    }
+    request = urllib.request.Request(
+        f"{endpoint}/moto-api/static/athena/query-results",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    assert urllib.request.urlopen(request).status == 201
+
+
+@pytest.fixture
+def job_env(aws: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    s3 = boto3.client("s3")
+    s3.create_bucket(Bucket=BUCKET)
+    athena = boto3.client("athena")
+    athena.create_work_group(
+        Name=WORKGROUP,
+        Configuration={"ResultConfiguration": {"OutputLocation": f"s3://{BUCKET}/athena-results/"}},
+    )
+    topic = boto3.client("sns").create_topic(Name="shared-gpu-chargeback")["TopicArn"]
+    sqs = boto3.client("sqs")
+    queue = sqs.create_queue(QueueName="inbox")["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    boto3.client("sns").subscribe(TopicArn=topic, Protocol="sqs", Endpoint=queue_arn)
+    path = tmp_path / "chargeback_config.json"
+    path.write_text(config_to_json(config()))
+    env = {
+        "BUCKET": BUCKET,
+        "WORKGROUP": WORKGROUP,
+        "DATABASE": "shared_gpu_chargeback",
+        "TOPIC_ARN": topic,
+        "METRIC_NAMESPACE": NAMESPACE,
+        "TABLES": json.dumps({t: t for t in queries.TABLES}),
+        "CHARGEBACK_CONFIG": str(path),
+        "POLL_SECONDS": "0",
+        "QUEUE": queue,
+    }
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    return env
+
+
+def _inbox(queue: str) -> list[str]:
+    messages = boto3.client("sqs").receive_message(QueueUrl=queue, MaxNumberOfMessages=10, WaitTimeSeconds=1)
+    return [json.loads(m["Body"])["Message"] for m in messages.get("Messages", [])]
+
+
+def test_lambda_report_equals_the_cli_report_byte_for_byte(
+    job_env: dict[str, str], month_data: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    usage, cur = month_data
+    rows = athena_rows(usage, cur)
+    seed_athena(
+        os.environ["AWS_ENDPOINT_URL"], [rows[n] for n in queries.USAGE_QUERIES + queries.COST_QUERIES]
+    )
+    monkeypatch.setattr(chargeback_job, "METRIC_MAX_AGE", dt.timedelta(days=36500))
+
+    result = chargeback_job.handler({"month": MONTH})
+
+    assert result["keys"] == [f"reports/{CLUSTER}/{MONTH}/report.{f}" for f in ("json", "csv", "html")]
+    cli = compute(config=config(), month=MONTH, usage=usage, cur=cur, progress=False)
+    s3 = boto3.client("s3")
+    for fmt in ("json", "csv", "html"):
+        written = s3.get_object(Bucket=BUCKET, Key=f"reports/{CLUSTER}/{MONTH}/report.{fmt}")["Body"].read()
+        assert written == report.render(cli, fmt), fmt
+    # the queries ran in the workgroup, against the Glue database
+    athena = boto3.client("athena")
+    ids = athena.list_query_executions(WorkGroup=WORKGROUP)["QueryExecutionIds"]
+    assert len(ids) == len(queries.USAGE_QUERIES + queries.COST_QUERIES)
+    execution = athena.get_query_execution(QueryExecutionId=ids[0])["QueryExecution"]
+    assert execution["QueryExecutionContext"]["Database"] == "shared_gpu_chargeback"
+
+    # per-team metrics, at the month's last minute
+    cloudwatch = boto3.client("cloudwatch")
+    metrics = cloudwatch.list_metrics(Namespace=NAMESPACE)["Metrics"]
+    assert {m["MetricName"] for m in metrics} == set(chargeback_job.METRICS)
+    teams = {d["Value"] for m in metrics for d in m["Dimensions"] if d["Name"] == "Team"}
+    assert {f"team-{i:03d}" for i in range(TEAMS)} <= teams
+    used = cloudwatch.get_metric_statistics(
+        Namespace=NAMESPACE,
+        MetricName="GpuHoursUsed",
+        Dimensions=[{"Name": "Cluster", "Value": CLUSTER}, {"Name": "Team", "Value": "team-001"}],
+        StartTime=dt.datetime(2026, 7, 31, tzinfo=dt.UTC),
+        EndTime=dt.datetime(2026, 8, 1, tzinfo=dt.UTC),
+        Period=86400,
+        Statistics=["Sum"],
+    )["Datapoints"]
+    expected = sum(r.used_gpu_hours for r in cli.rows if r.team == "team-001")
+    assert [round(Decimal(p["Sum"]), 6) for p in used] == [round(expected, 6)]
+
+    (message,) = _inbox(job_env["QUEUE"])
+    assert f"s3://{BUCKET}/reports/{CLUSTER}/{MONTH}/report.html" in message
+    assert "rule reservation, idle owner platform" in message
+
+
+def test_an_old_month_is_reported_without_metrics_and_says_so(
+    job_env: dict[str, str], month_data: tuple[Path, Path]
+) -> None:
+    usage, cur = month_data
+    rows = athena_rows(usage, cur)
+    seed_athena(
+        os.environ["AWS_ENDPOINT_URL"], [rows[n] for n in queries.USAGE_QUERIES + queries.COST_QUERIES]
+    )
+    result = chargeback_job.handler({"month": MONTH})
+    assert result["metrics_published"] is False
+    assert boto3.client("cloudwatch").list_metrics(Namespace=NAMESPACE)["Metrics"] == []
+    (message,) = _inbox(job_env["QUEUE"])
+    assert "more than 14 days ago" in message
+
+
+def test_a_failed_query_fails_the_job_with_athenas_reason(job_env: dict[str, str]) -> None:
+    class FailingAthena:
+        def start_query_execution(self, **_: Any) -> dict[str, str]:
+            return {"QueryExecutionId": "q-1"}
+
+        def get_query_execution(self, **_: Any) -> dict[str, Any]:
+            return {
+                "QueryExecution": {
+                    "Status": {"State": "FAILED", "StateChangeReason": "Query exhausted resources"}
+                }
+            }
+
+    with pytest.raises(chargeback_job.ChargebackJobError, match="q-1 FAILED: Query exhausted resources"):
+        chargeback_job.run_query(
+            FailingAthena(), "SELECT 1", workgroup=WORKGROUP, database="db", poll_seconds=0
+        )
+
+
+def test_run_query_reads_every_page_and_drops_only_the_header(job_env: dict[str, str]) -> None:
+    seed_athena(os.environ["AWS_ENDPOINT_URL"], [(["a", "b"], [["1", None], ["a", "b"], ["3", "4"]])])
+    rows = chargeback_job.run_query(
+        boto3.client("athena"), "SELECT a, b FROM t", workgroup=WORKGROUP, database="db", poll_seconds=0
+    )
+    # the header repeats only at the top of the first page; a data row equal to it stays
+    assert rows == [{"a": "1", "b": None}, {"a": "a", "b": "b"}, {"a": "3", "b": "4"}]
+
+
+@pytest.mark.parametrize(
+    ("event", "month"),
+    [
+        ({"month": "2025-12"}, "2025-12"),
+        ({"time": "2026-08-01T06:00:00Z"}, "2026-07"),
+        ({"time": "2026-01-01T06:00:00Z"}, "2025-12"),
+    ],
+)
+def test_the_month_comes_from_the_event(event: dict[str, str], month: str) -> None:
+    assert chargeback_job.report_month(event) == month
+
+
+@pytest.mark.parametrize("event", [{}, {"month": "2026-13"}, {"month": "July"}])
+def test_a_malformed_event_is_refused_with_the_fix(event: dict[str, str]) -> None:
+    with pytest.raises(chargeback_job.ChargebackJobError, match="YYYY-MM"):
+        chargeback_job.report_month(event)
+
+
+# ---------------------------------------------------------------------- node inventory
+
+
+def test_node_inventory_writes_one_sorted_json_line_per_node(
+    aws: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    s3 = boto3.client("s3")
+    s3.create_bucket(Bucket=BUCKET)
+    sagemaker = boto3.client("sagemaker")
+    lifecycle = {"SourceS3Uri": "s3://sagemaker-lifecycle/lifecycle", "OnCreate": "on_create.sh"}
+    sagemaker.create_cluster(
+        ClusterName=CLUSTER,
+        InstanceGroups=[
+            {
+                "InstanceGroupName": "p5-training",
+                "InstanceType": "ml.p5.48xlarge",
+                "InstanceCount": 3,
+                "LifeCycleConfig": lifecycle,
+                "ThreadsPerCore": 1,
+                "ExecutionRole": "arn:aws:iam::123456789012:role/exec",
+            },
+            {
+                "InstanceGroupName": "g5-inference",
+                "InstanceType": "ml.g5.12xlarge",
+                "InstanceCount": 2,
+                "LifeCycleConfig": lifecycle,
+                "ThreadsPerCore": 1,
+                "ExecutionRole": "arn:aws:iam::123456789012:role/exec",
+            },
+        ],
+    )
+    for key, value in {
+        "CLUSTER_NAME": CLUSTER,
+        "BUCKET": BUCKET,
+        "GPUS_PER_INSTANCE": json.dumps({"ml.p5.48xlarge": 8}),
+    }.items():
+        monkeypatch.setenv(key, value)
+
+    result = node_inventory.handler({"time": "2026-07-01T02:05:00Z"})
+
+    key = f"raw/node/year=2026/month=07/day=01/hour=02/cluster={CLUSTER}/20260701T020500Z.json"
+    assert result == {"key": key, "nodes": 5}
+    lines = s3.get_object(Bucket=BUCKET, Key=key)["Body"].read().decode().splitlines()
+    nodes = [json.loads(line) for line in lines]
+    assert [n["instance_id"] for n in nodes] == sorted(n["instance_id"] for n in nodes)
+    assert {n["timestamp"] for n in nodes} == {"2026-07-01 02:05:00"}
+    assert (
+        sorted((n["instance_type"], n["gpus"]) for n in nodes)
+        == [("ml.g5.12xlarge", 0)] * 2 + [("ml.p5.48xlarge", 8)] * 3
+    )
+    assert all(n["schedulable"] == (n["status"] == "Running") and n["schema_version"] == 1 for n in nodes)
+    # a retried invocation for the same schedule overwrites the same snapshot
+    assert node_inventory.handler({"time": "2026-07-01T02:05:00Z"})["key"] == key
+
+
+def test_node_status_other_than_running_is_unschedulable() -> None:
+    body = node_inventory.snapshot_lines(
+        [
+            {"InstanceId": "i-2", "InstanceType": "ml.p5.48xlarge", "InstanceStatus": {"Status": "Running"}},
+            {
+                "InstanceId": "i-1",
+                "InstanceType": "ml.p5.48xlarge",
+                "InstanceStatus": {"Status": "DeepHealthCheckInProgress"},
+            },
+        ],
+        cluster=CLUSTER,
+        moment=dt.datetime(2026, 7, 1, 2, 5, tzinfo=dt.UTC),
+        gpus_per_instance={"ml.p5.48xlarge": 8},
+    )
+    first, second = (json.loads(line) for line in body.splitlines())
+    assert (first["instance_id"], first["schedulable"]) == ("i-1", False)
+    assert (second["instance_id"], second["schedulable"]) == ("i-2", True)

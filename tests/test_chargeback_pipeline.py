@@ -1,0 +1,456 @@
+"""ChargebackPipeline: the synthesized resources, their least privilege, compliance and the same-day alert rule."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+import platforms
+import pytest
+import yaml
+from aws_cdk.assertions import Annotations, Match, Template
+from cfnlint.api import ManualArgs, lint
+from synth import TOKEN, new_app, render_intrinsics, resources_of
+
+from hyperpod_tenancy.chargeback.model import BillingRule, config_from_json
+from hyperpod_tenancy.constructs.chargeback_pipeline import (
+    COST_ALLOCATION_TAG_KEYS,
+    METRIC_NAMESPACE,
+    ChargebackPipeline,
+    UsageReportChart,
+    job_asset_files,
+    preemption_rules,
+)
+from hyperpod_tenancy.constructs.shared_hyperpod_cluster import SharedHyperPodCluster
+from hyperpod_tenancy.errors import TenancyError
+from hyperpod_tenancy.policy import Platform
+from hyperpod_tenancy.stacks import PlatformStage
+
+CHART = UsageReportChart(
+    oci_repository="oci://111122223333.dkr.ecr.us-east-1.amazonaws.com/mirror/sagemaker-hyperpod-usage-report"
+)
+PIPELINE: dict[str, Any] = {
+    "billing_rule": BillingRule.RESERVATION,
+    "idle_owner": "platform",
+    "cost_centers": {"research": "cc-1001"},
+    "usage_report_chart": CHART,
+}
+
+
+class Synthesized:
+    def __init__(self, stage: PlatformStage, tmp: Path) -> None:
+        self.stage = stage
+        assembly = stage.synth()
+        self.templates = {s.stack_name: s.template for s in assembly.stacks}
+        assert stage.chargeback_stack is not None
+        self.stack = stage.chargeback_stack
+        self.template = self.templates[self.stack.stack_name]
+        self.pipeline = self.stack.pipeline
+        self.outdir = tmp
+
+
+@pytest.fixture(scope="module")
+def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+    from cdk_nag import AwsSolutionsChecks
+
+    tmp = tmp_path_factory.mktemp("chargeback")
+    app = new_app(tmp)
+    platform = platforms.reference_platform()
+    stage = PlatformStage(app, platform.name, platform=platform, chargeback=PIPELINE)
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    app.synth()  # raises ValidationFailed on any unacknowledged cdk-nag finding
+    return Synthesized(stage, tmp)
+
+
+def _policy_statements(template: dict[str, Any], role_logical_prefix: str) -> list[dict[str, Any]]:
+    found = []
+    for policy in resources_of(template, "AWS::IAM::Policy").values():
+        roles = json.dumps(policy["Properties"].get("Roles", []))
+        if role_logical_prefix in roles:
+            found += policy["Properties"]["PolicyDocument"]["Statement"]
+    return found
+
+
+def test_report_bucket_is_retained_encrypted_tls_only_logged_and_expires_raw(
+    synthesized: Synthesized,
+) -> None:
+    template = Template.from_json(synthesized.template)
+    template.has_resource(
+        "AWS::S3::Bucket",
+        {
+            "DeletionPolicy": "Retain",
+            "Properties": Match.object_like(
+                {
+                    "BucketEncryption": {
+                        "ServerSideEncryptionConfiguration": [
+                            {"ServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}
+                        ]
+                    },
+                    "LoggingConfiguration": Match.object_like({"LogFilePrefix": "reportbucket/"}),
+                    "LifecycleConfiguration": {
+                        "Rules": Match.array_with(
+                            [
+                                Match.object_like(
+                                    {"Id": "expire-raw", "Prefix": "raw/", "ExpirationInDays": 400}
+                                )
+                            ]
+                        )
+                    },
+                }
+            ),
+        },
+    )
+    policies = resources_of(synthesized.template, "AWS::S3::BucketPolicy")
+    denies = [
+        s
+        for p in policies.values()
+        for s in p["Properties"]["PolicyDocument"]["Statement"]
+        if s["Effect"] == "Deny" and s.get("Condition") == {"Bool": {"aws:SecureTransport": "false"}}
+    ]
+    assert len(denies) == 2  # the report bucket and its access-log bucket
+
+
+def test_glue_tables_project_partitions_of_the_collector_and_the_cur(synthesized: Synthesized) -> None:
+    tables = {
+        t["Properties"]["TableInput"]["Name"]: t["Properties"]["TableInput"]
+        for t in resources_of(synthesized.template, "AWS::Glue::Table").values()
+    }
+    assert sorted(tables) == ["clusterqueue", "cur", "eviction", "node", "pod", "workload"]
+    node = tables["node"]
+    assert node["Parameters"]["projection.enabled"] == "true"
+    assert node["Parameters"]["projection.cluster.values"] == "shared-gpu"
+    assert json.dumps(node["Parameters"]["storage.location.template"]).endswith(
+        'raw/node/year=${year}/month=${month}/day=${day}/hour=${hour}/cluster=${cluster}/"]]}'
+    )
+    assert [c["Name"] for c in node["PartitionKeys"]] == ["year", "month", "day", "hour", "cluster"]
+    assert (
+        node["StorageDescriptor"]["SerdeInfo"]["SerializationLibrary"] == "org.openx.data.jsonserde.JsonSerDe"
+    )
+    assert tables["clusterqueue"]["StorageDescriptor"]["SerdeInfo"]["SerializationLibrary"].endswith(
+        "ParquetHiveSerDe"
+    )
+    cur = tables["cur"]
+    assert cur["Parameters"]["projection.billing_period.type"] == "date"
+    assert "BILLING_PERIOD=${billing_period}/" in json.dumps(cur["Parameters"]["storage.location.template"])
+    # every column the chargeback SQL reads is declared
+    columns = {c["Name"] for c in cur["StorageDescriptor"]["Columns"]}
+    assert {"line_item_product_code", "line_item_usage_type", "line_item_usage_amount"} <= columns
+    assert {"line_item_unblended_cost", "resource_tags"} <= columns
+
+
+def test_athena_workgroup_has_a_results_location_and_a_scan_cutoff(synthesized: Synthesized) -> None:
+    Template.from_json(synthesized.template).has_resource_properties(
+        "AWS::Athena::WorkGroup",
+        {
+            "Name": "shared-gpu-chargeback",
+            "WorkGroupConfiguration": Match.object_like(
+                {
+                    "BytesScannedCutoffPerQuery": 100 * 1024**3,
+                    "EnforceWorkGroupConfiguration": True,
+                    "ResultConfiguration": {
+                        "OutputLocation": Match.any_value(),
+                        "EncryptionConfiguration": {"EncryptionOption": "SSE_S3"},
+                    },
+                }
+            ),
+        },
+    )
+
+
+def test_data_export_in_us_east_1_waits_for_the_bucket_policy(synthesized: Synthesized) -> None:
+    exports = resources_of(synthesized.template, "AWS::BCMDataExports::Export")
+    ((_, export),) = exports.items()
+    destination = export["Properties"]["Export"]["DestinationConfigurations"]["S3Destination"]
+    assert destination["S3Prefix"] == "cur"
+    assert export["Properties"]["Export"]["RefreshCadence"] == {"Frequency": "SYNCHRONOUS"}
+    policy_id = next(iter(resources_of(synthesized.template, "AWS::S3::BucketPolicy")))
+    assert any(
+        policy_id == d or d.startswith("ChargebackStorageReportBucketPolicy") for d in export["DependsOn"]
+    )
+
+
+def test_operator_writes_only_under_raw_and_its_rbac_is_the_charts(synthesized: Synthesized) -> None:
+    statements = _policy_statements(synthesized.template, "ChargebackOperatorRole")
+    actions = {
+        a for s in statements for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
+    }
+    assert actions <= {
+        "s3:PutObject",
+        "s3:PutObjectLegalHold",
+        "s3:PutObjectRetention",
+        "s3:PutObjectTagging",
+        "s3:PutObjectVersionTagging",
+        "s3:Abort*",
+    }
+    resources = json.dumps([s["Resource"] for s in statements])
+    assert "/raw/*" in resources
+    Template.from_json(synthesized.template).has_resource_properties(
+        "AWS::EKS::PodIdentityAssociation",
+        {"Namespace": "hyperpod-usage-report", "ServiceAccount": "hyperpod-usage-report"},
+    )
+    charts = resources_of(synthesized.template, "Custom::AWSCDK-EKS-HelmChart")
+    ((_, chart),) = charts.items()
+    values = json.loads(render_intrinsics(chart["Properties"]["Values"]))
+    assert values["clusterName"] == "shared-gpu"
+    assert values["serviceAccount"] == {"create": True, "name": "hyperpod-usage-report"}
+    assert values["s3BucketName"] == TOKEN
+    assert chart["Properties"]["Namespace"] == "hyperpod-usage-report"
+    assert chart["Properties"].get("CreateNamespace") in (None, False)
+
+
+def test_monthly_job_is_least_privilege(synthesized: Synthesized) -> None:
+    statements = _policy_statements(synthesized.template, "ChargebackMonthlyJobServiceRole")
+    by_sid = {s.get("Sid"): s for s in statements if s.get("Sid")}
+    assert by_sid["Metrics"]["Condition"] == {"StringEquals": {"cloudwatch:namespace": METRIC_NAMESPACE}}
+    assert by_sid["Athena"]["Resource"] != "*"
+    publish = [s for s in statements if s["Action"] == "sns:Publish"]
+    assert publish and all("Ref" in s["Resource"] for s in publish)
+    everything = json.dumps(statements)
+    for prefix in ("/raw/*", "/cur/*", "/athena-results/*", "/reports/*"):
+        assert prefix in everything
+    wildcard_resources = [s for s in statements if s["Resource"] == "*"]
+    assert [s.get("Sid") for s in wildcard_resources] == ["Metrics"]
+
+
+def test_schedules_monthly_job_on_the_first_and_inventory_every_five_minutes(
+    synthesized: Synthesized,
+) -> None:
+    schedules = sorted(
+        r["Properties"]["ScheduleExpression"]
+        for r in resources_of(synthesized.template, "AWS::Events::Rule").values()
+    )
+    assert schedules == ["cron(0 6 1 * ? *)", "rate(5 minutes)"]
+
+
+def test_dashboards_one_per_team_and_one_for_the_platform(synthesized: Synthesized) -> None:
+    names_ = sorted(
+        d["Properties"]["DashboardName"]
+        for d in resources_of(synthesized.template, "AWS::CloudWatch::Dashboard").values()
+    )
+    teams = sorted(t.name for t in synthesized.stage.platform.hosted_teams)
+    assert names_ == sorted(["shared-gpu-chargeback", *(f"shared-gpu-chargeback-{t}" for t in teams)])
+
+
+def test_cost_allocation_tags_are_activated_and_team_stacks_tagged(synthesized: Synthesized) -> None:
+    ((_, custom),) = resources_of(synthesized.template, "Custom::AWS").items()
+    create = json.loads(render_intrinsics(custom["Properties"]["Create"]))
+    assert create["action"] == "updateCostAllocationTagsStatus"
+    assert [t["TagKey"] for t in create["parameters"]["CostAllocationTagsStatus"]] == list(
+        COST_ALLOCATION_TAG_KEYS
+    )
+    research = synthesized.templates[synthesized.stage.team_stacks["research"].stack_name]
+    tagged = [
+        r["Properties"]["Tags"]
+        for r in research["Resources"].values()
+        if isinstance(r.get("Properties", {}).get("Tags"), list)
+    ]
+    assert tagged
+    for tags in tagged:
+        pairs = {t["Key"]: t["Value"] for t in tags}
+        assert pairs["hyperpod-tenancy:team"] == "research"
+        assert pairs["hyperpod-tenancy:cost-center"] == "cc-1001"
+
+
+def test_alerts_route_to_the_topic_from_the_cluster_workspace(synthesized: Synthesized) -> None:
+    cluster = synthesized.templates[synthesized.stage.cluster_stack.stack_name]
+    ((_, workspace),) = resources_of(cluster, "AWS::APS::Workspace").items()
+    definition = json.dumps(workspace["Properties"]["AlertManagerDefinition"])
+    assert "sns_configs" in definition and ":shared-gpu-chargeback" in definition
+    topic_policy = json.dumps(resources_of(synthesized.template, "AWS::SNS::TopicPolicy"))
+    assert "aps.amazonaws.com" in topic_policy and "aws:SourceArn" in topic_policy
+
+
+def test_cfn_lint_is_clean_on_the_chargeback_and_cluster_stacks(synthesized: Synthesized) -> None:
+    accepted = {"W3005", "W3010"}
+    for name in (synthesized.stack.stack_name, synthesized.stage.cluster_stack.stack_name):
+        matches = lint(json.dumps(synthesized.templates[name]), config=ManualArgs(regions=["us-east-1"]))
+        problems = [f"{m.rule.id} {m.message}" for m in matches if m.rule.id not in accepted]
+        assert not problems, f"{name}: {problems}"
+
+
+def test_job_asset_carries_the_stdlib_engine_and_the_config(synthesized: Synthesized) -> None:
+    files = job_asset_files(synthesized.pipeline.config)
+    assert "hyperpod_tenancy/runtime/chargeback_job.py" in files
+    assert "hyperpod_tenancy/chargeback/sql/hourly_usage.sql" in files
+    assert config_from_json(files["chargeback_config.json"].decode()) == synthesized.pipeline.config
+    assert job_asset_files(synthesized.pipeline.config) == files  # deterministic
+    assert not any("__pycache__" in path for path in files)
+
+
+def _imported_cluster(stack: cdk.Stack, platform: Platform) -> Any:
+    return SharedHyperPodCluster.from_attributes(
+        stack,
+        "Cluster",
+        platform=platform,
+        eks_cluster_name="eks",
+        kubectl_provider_service_token="arn:aws:lambda:eu-west-1:111122223333:function:kubectl",
+        hyperpod_cluster_arn="arn:aws:sagemaker:eu-west-1:111122223333:cluster/abc",
+        vpc_id="vpc-1",
+        private_subnet_ids=["subnet-1", "subnet-2"],
+        api_endpoint_security_group_id="sg-1",
+        data_bucket_name="data",
+        file_system_id="fs-1",
+        file_system_dns_name="fs-1.fsx",
+        file_system_mount_name="mnt",
+        network_policy_enforced=True,
+    )
+
+
+def test_outside_native_regions_no_export_and_a_warning_naming_the_alternative(tmp_path: Path) -> None:
+    platform = platforms.reference_platform()
+    app = new_app(tmp_path)
+    stack = cdk.Stack(app, "Cb", env=cdk.Environment(account="111122223333", region="eu-west-1"))
+    ChargebackPipeline(
+        stack,
+        "Chargeback",
+        cluster=_imported_cluster(stack, platform),
+        billing_rule=BillingRule.USAGE,
+        idle_owner="shared",
+    )
+    template = Template.from_stack(stack)
+    template.resource_count_is("AWS::BCMDataExports::Export", 0)
+    template.resource_count_is("AWS::APS::RuleGroupsNamespace", 0)
+    warnings = Annotations.from_stack(stack).find_warning(
+        "*", Match.string_like_regexp("HPT-CHARGEBACK-DATA-EXPORT")
+    )
+    assert warnings and "bcm-data-exports create-export --region us-east-1" in json.dumps(
+        warnings[0].entry.data
+    )
+    assert Annotations.from_stack(stack).find_warning(
+        "*", Match.string_like_regexp("HPT-CHARGEBACK-OPERATOR")
+    )
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"idle_owner": ""}, "idle_owner is empty"),
+        ({"cost_centers": {"nobody": "cc"}}, "not teams of the cluster"),
+        ({"preemption_alarm_gpu_hours_per_day": 0}, "positive number of GPU-hours"),
+        ({"usage_report_chart": UsageReportChart()}, "exactly one of oci_repository or directory"),
+    ],
+)
+def test_fails_on_contradictory_props(tmp_path: Path, kwargs: dict[str, Any], message: str) -> None:
+    platform = platforms.reference_platform()
+    stack = cdk.Stack(
+        new_app(tmp_path), "Cb", env=cdk.Environment(account="111122223333", region="eu-west-1")
+    )
+    props: dict[str, Any] = {"billing_rule": BillingRule.USAGE, "idle_owner": "shared", **kwargs}
+    with pytest.raises(TenancyError, match=message):
+        ChargebackPipeline(stack, "Chargeback", cluster=_imported_cluster(stack, platform), **props)
+
+
+# ---------------------------------------------------------------------- the rule file, checked by promtool
+
+PROMTOOL = shutil.which("promtool")
+needs_promtool = pytest.mark.skipif(
+    PROMTOOL is None, reason="promtool not installed (make setup installs it)"
+)
+
+
+def _rules_file(synthesized: Synthesized, tmp_path: Path) -> Path:
+    ((_, rules),) = resources_of(synthesized.template, "AWS::APS::RuleGroupsNamespace").items()
+    path = tmp_path / "rules.yaml"
+    path.write_text(yaml.safe_dump(json.loads(rules["Properties"]["Data"])))
+    return path
+
+
+@needs_promtool
+def test_promtool_accepts_the_rule_file(synthesized: Synthesized, tmp_path: Path) -> None:
+    result = subprocess.run(
+        [PROMTOOL or "", "check", "rules", str(_rules_file(synthesized, tmp_path))],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@needs_promtool
+def test_an_eviction_at_2am_alerts_within_15_minutes_and_a_small_one_does_not(
+    synthesized: Synthesized, tmp_path: Path
+) -> None:
+    rules = _rules_file(synthesized, tmp_path)
+    # research may run training (1h checkpoint bound) on ml.p5.48xlarge (8 GPUs): one eviction ~ 8 GPU-hours;
+    # four evictions at 02:00 are ~32 > 24 GPU-hours, one is not
+    series = (
+        'kueue_evicted_workloads_total{{cluster_queue="hyperpod-ns-{team}-clusterqueue",reason="Preempted",'
+        'priority_class="training-priority",replica_role="leader"}}'
+    )
+    # one sample a minute from midnight: 0 until 02:00 (minute 120), then the counter's new value
+    tests = {
+        "rule_files": [str(rules)],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": [
+                    {"series": series.format(team="research"), "values": "0x119 4x60"},
+                    {"series": series.format(team="vision"), "values": "0x119 1x60"},
+                ],
+                "alert_rule_test": [
+                    {"eval_time": "1h59m", "alertname": "HyperPodTenancyPreemptionLoss", "exp_alerts": []},
+                    {
+                        "eval_time": "2h15m",
+                        "alertname": "HyperPodTenancyPreemptionLoss",
+                        "exp_alerts": [
+                            {
+                                "exp_labels": {
+                                    "severity": "warning",
+                                    "team": "research",
+                                    "cluster": "shared-gpu",
+                                },
+                                "exp_annotations": _annotations(synthesized, "research"),
+                            }
+                        ],
+                    },
+                ],
+            }
+        ],
+    }
+    path = tmp_path / "rules_test.yaml"
+    path.write_text(yaml.safe_dump(tests))
+    result = subprocess.run(
+        [PROMTOOL or "", "test", "rules", str(path)], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def _annotations(synthesized: Synthesized, team: str) -> dict[str, str]:
+    ((_, rules),) = resources_of(synthesized.template, "AWS::APS::RuleGroupsNamespace").items()
+    for rule in json.loads(rules["Properties"]["Data"])["groups"][0]["rules"]:
+        if rule["labels"]["team"] == team:
+            return {
+                k: v.replace('{{ $value | printf "%.0f" }}', "32") for k, v in rule["annotations"].items()
+            }
+    raise AssertionError(team)
+
+
+def test_rule_weights_each_eviction_by_the_class_bound_and_instance_gpus(synthesized: Synthesized) -> None:
+    text = preemption_rules(
+        synthesized.pipeline.config,
+        threshold_gpu_hours_per_day=10,
+        priority_classes={"research": ["experimentation-priority"]},
+    )
+    (rule,) = json.loads(text)["groups"][0]["rules"]
+    # experimentation: 30-minute bound x 8 GPUs of ml.p5.48xlarge
+    assert rule["expr"].endswith("* 4) > 10")
+    assert 'priority_class="experimentation-priority"' in rule["expr"]
+
+
+def test_props_from_the_policy_give_the_policys_engine_config(tmp_path: Path) -> None:
+    from hyperpod_tenancy.policy import chargeback_config
+    from hyperpod_tenancy.stacks.chargeback_stack import pipeline_props
+
+    platform = platforms.reference_platform()
+    stack = cdk.Stack(
+        new_app(tmp_path), "Cb", env=cdk.Environment(account="111122223333", region="us-east-1")
+    )
+    pipeline = ChargebackPipeline(
+        stack, "Chargeback", cluster=_imported_cluster(stack, platform), **pipeline_props(platform)
+    )
+    assert pipeline.config == chargeback_config(platform)
