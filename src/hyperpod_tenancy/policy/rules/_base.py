@@ -20,7 +20,7 @@ import itertools
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TypeAlias
+from typing import TypeAlias, TypeVar
 
 from hyperpod_tenancy.errors import PolicyIssue
 from hyperpod_tenancy.policy.model import InstanceGroup, Platform, PriorityClass, Team
@@ -261,6 +261,7 @@ GroupCheck: TypeAlias = Callable[[Platform, int, InstanceGroup], Iterable[Findin
 PriorityClassCheck: TypeAlias = Callable[[Platform, int, PriorityClass], Iterable[Finding]]
 TeamCheck: TypeAlias = Callable[[Platform, int, Team], Iterable[Finding]]
 TeamQuotaCheck: TypeAlias = Callable[[Platform, int, Team, str, int], Iterable[Finding]]
+_Item = TypeVar("_Item", InstanceGroup, PriorityClass, Team)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -312,6 +313,21 @@ def platform_rule(
     return wrap
 
 
+def _indexed_rule(
+    scope: Scope, items: Callable[[Platform], Sequence[_Item]], meta: _Meta
+) -> Callable[[Callable[[Platform, int, _Item], Iterable[Finding]]], Rule]:
+    """Return a decorator: a rule checked per element of ``items(platform)`` by ``check(platform, i, item)``."""
+
+    def wrap(check: Callable[[Platform, int, _Item], Iterable[Finding]]) -> Rule:
+        def run(p: Platform, bound: tuple[Key, ...]) -> Iterable[Finding]:
+            i = int(bound[0])
+            return check(p, i, items(p)[i])
+
+        return meta.rule(check.__name__, scope, run)
+
+    return wrap
+
+
 def group_rule(
     *,
     code: str,
@@ -326,15 +342,7 @@ def group_rule(
     meta = _Meta(
         code=code, domain=domain, at=at, reads=reads, failure=failure, guardrail=guardrail, severity=severity
     )
-
-    def wrap(check: GroupCheck) -> Rule:
-        def run(p: Platform, bound: tuple[Key, ...]) -> Iterable[Finding]:
-            i = int(bound[0])
-            return check(p, i, p.cluster.instance_groups[i])
-
-        return meta.rule(check.__name__, Scope.INSTANCE_GROUP, run)
-
-    return wrap
+    return _indexed_rule(Scope.INSTANCE_GROUP, lambda p: p.cluster.instance_groups, meta)
 
 
 def priority_class_rule(
@@ -351,15 +359,7 @@ def priority_class_rule(
     meta = _Meta(
         code=code, domain=domain, at=at, reads=reads, failure=failure, guardrail=guardrail, severity=severity
     )
-
-    def wrap(check: PriorityClassCheck) -> Rule:
-        def run(p: Platform, bound: tuple[Key, ...]) -> Iterable[Finding]:
-            i = int(bound[0])
-            return check(p, i, p.scheduling.priority_classes[i])
-
-        return meta.rule(check.__name__, Scope.PRIORITY_CLASS, run)
-
-    return wrap
+    return _indexed_rule(Scope.PRIORITY_CLASS, lambda p: p.scheduling.priority_classes, meta)
 
 
 def team_rule(
@@ -376,15 +376,7 @@ def team_rule(
     meta = _Meta(
         code=code, domain=domain, at=at, reads=reads, failure=failure, guardrail=guardrail, severity=severity
     )
-
-    def wrap(check: TeamCheck) -> Rule:
-        def run(p: Platform, bound: tuple[Key, ...]) -> Iterable[Finding]:
-            i = int(bound[0])
-            return check(p, i, p.teams[i])
-
-        return meta.rule(check.__name__, Scope.TEAM, run)
-
-    return wrap
+    return _indexed_rule(Scope.TEAM, lambda p: p.teams, meta)
 
 
 def team_quota_rule(
