@@ -223,7 +223,8 @@ def test_schedules_monthly_job_on_the_first_and_inventory_every_five_minutes(
         r["Properties"]["ScheduleExpression"]
         for r in resources_of(synthesized.template, "AWS::Events::Rule").values()
     )
-    assert schedules == ["cron(0 6 1 * ? *)", "rate(5 minutes)"]
+    # the monthly job; the node inventory and the eviction collector every 5 minutes
+    assert schedules == ["cron(0 6 1 * ? *)", "rate(5 minutes)", "rate(5 minutes)"]
 
 
 def test_dashboards_one_per_team_and_one_for_the_platform(synthesized: Synthesized) -> None:
@@ -289,9 +290,9 @@ def _imported_cluster(stack: cdk.Stack, platform: Platform) -> Any:
         eks_cluster_name="eks",
         kubectl_provider_service_token="arn:aws:lambda:eu-west-1:111122223333:function:kubectl",
         hyperpod_cluster_arn="arn:aws:sagemaker:eu-west-1:111122223333:cluster/abc",
-        vpc_id="vpc-1",
-        private_subnet_ids=["subnet-1", "subnet-2"],
-        api_endpoint_security_group_id="sg-1",
+        vpc_id="vpc-0123456789abcdef0",
+        private_subnet_ids=["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"],
+        api_endpoint_security_group_id="sg-0123456789abcdef0",
         data_bucket_name="data",
         file_system_id="fs-1",
         file_system_dns_name="fs-1.fsx",

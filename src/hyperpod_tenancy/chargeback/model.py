@@ -121,7 +121,7 @@ class ChargebackConfig:
     tolerance: Decimal = Decimal("0.005")
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class HourlyUsage:
     """GPU-hours a team's admitted work held in one clock hour on one instance type (from Kueue snapshots)."""
 
@@ -135,7 +135,7 @@ class HourlyUsage:
     borrowed_gpu_hours: Decimal
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class HourlyCapacity:
     """GPU capacity of one instance type in one clock hour (from the node inventory)."""
 

@@ -47,7 +47,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from decimal import Context, Decimal
 from importlib import resources
 from typing import Any
@@ -216,7 +216,7 @@ Row = Mapping[str, Any]
 
 
 def usage_inputs(
-    rows_by_query: Mapping[str, Sequence[Row]], *, gpus_per_instance: Mapping[str, int]
+    rows_by_query: Mapping[str, Iterable[Row]], *, gpus_per_instance: Mapping[str, int]
 ) -> UsageInputs:
     """Convert the rows of :data:`USAGE_QUERIES` into the engine's usage inputs.
 

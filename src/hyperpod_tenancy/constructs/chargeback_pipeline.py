@@ -26,6 +26,7 @@ from aws_cdk import aws_aps as aps
 from aws_cdk import aws_athena as athena
 from aws_cdk import aws_bcmdataexports as bcm
 from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
@@ -204,6 +205,10 @@ _CUR_QUERY = "SELECT {columns} FROM COST_AND_USAGE_REPORT".format(  # noqa: S608
 #: What one eviction is assumed to throw away in the same-day alert when nothing better is known: the GPUs
 #: of one instance of the team's largest instance type, for the class's declared checkpoint bound.
 _ALERT_WINDOW = "1d"
+#: Kubernetes group of the eviction collector's access entry, bound to :data:`EVICTION_COLLECTOR_ROLE` only.
+EVICTION_COLLECTOR_GROUP = "hyperpod-tenancy:eviction-collector"
+#: Read-only ClusterRole of the eviction collector: ``get`` and ``list`` on Kueue Workloads, nothing else.
+EVICTION_COLLECTOR_ROLE = "hyperpod-tenancy-eviction-collector"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -366,7 +371,8 @@ class ChargebackPipeline(Construct):
             management (payer) account and fails softly until the keys appear on billed usage. Default: True.
 
     Attributes:
-        bucket, access_logs_bucket, database, tables, workgroup, topic, job, node_inventory, dashboards,
+        bucket, access_logs_bucket, database, tables, workgroup, topic, job, node_inventory, eviction_collector,
+        dashboards,
         platform_dashboard, rule_groups, data_export, config: the created resources.
 
     """
@@ -439,6 +445,7 @@ class ChargebackPipeline(Construct):
             )
         self.topic = self._create_topic()
         self.node_inventory = self._create_node_inventory()
+        self.eviction_collector = self._create_eviction_collector()
         self.job = self._create_job()
         self.dashboards, self.platform_dashboard = self._create_dashboards()
         workspace = alert_workspace or getattr(cluster, "observability_workspace", None)
@@ -824,7 +831,16 @@ class ChargebackPipeline(Construct):
         handler: str,
         timeout: cdk.Duration,
         environment: Mapping[str, str],
+        vpc: ec2.IVpc | None = None,
+        security_groups: Sequence[ec2.ISecurityGroup] = (),
     ) -> lambda_.Function:
+        network: dict[str, Any] = {}
+        if vpc is not None:
+            network = {
+                "vpc": vpc,
+                "vpc_subnets": ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS),
+                "security_groups": list(security_groups),
+            }
         return lambda_.Function(
             self,
             id,
@@ -835,6 +851,7 @@ class ChargebackPipeline(Construct):
             memory_size=1024,
             environment=dict(environment),
             log_group=logs.LogGroup(self, f"{id}Logs", retention=logs.RetentionDays.ONE_YEAR),
+            **network,
         )
 
     def _create_node_inventory(self) -> lambda_.Function:
@@ -868,6 +885,99 @@ class ChargebackPipeline(Construct):
             schedule=events.Schedule.rate(cdk.Duration.minutes(5)),
             targets=[targets.LambdaFunction(function, retry_attempts=2)],
         )
+        return function
+
+    def _create_eviction_collector(self) -> lambda_.Function:
+        runtime = Path(runtime_package.__file__).parent
+        directory = _asset_directory(
+            "eviction-collector", {"eviction_collector.py": (runtime / "eviction_collector.py").read_bytes()}
+        )
+        security_group = ec2.SecurityGroup(
+            self,
+            "EvictionCollectorSecurityGroup",
+            vpc=self.cluster.vpc,
+            description=f"Eviction collector of {self._name}: the private EKS API endpoint, S3 and EKS APIs",
+            allow_all_outbound=True,
+        )
+        function = self._function(
+            "EvictionCollector",
+            code=lambda_.Code.from_asset(directory),
+            handler="eviction_collector.handler",
+            timeout=cdk.Duration.minutes(2),
+            environment={
+                "CLUSTER_NAME": self.cluster.eks_cluster_name,
+                "CLUSTER_LABEL": self._name,
+                "BUCKET": self.bucket.bucket_name,
+                "PREFIX": f"{_RAW}eviction/",
+                "LOOKBACK_MINUTES": "15",
+                "CHECKPOINT_INTERVAL_ANNOTATION": labels.CHECKPOINT_INTERVAL_ANNOTATION,
+            },
+            vpc=self.cluster.vpc,
+            security_groups=[security_group],
+        )
+        self.cluster.allow_api_access_from(self, "EvictionCollectorApiAccess", peer=security_group)
+        function.add_to_role_policy(
+            iam.PolicyStatement(actions=["eks:DescribeCluster"], resources=[self.cluster.eks_cluster_arn])
+        )
+        self.bucket.grant_put(function, f"{_RAW}eviction/*")
+        role = function.role
+        if role is None:  # pragma: no cover - a Function always has a role here
+            raise TenancyError(f"{self.node.path}: the eviction collector has no role")
+        access_entry = eks.CfnAccessEntry(
+            self,
+            "EvictionCollectorAccess",
+            cluster_name=self.cluster.eks_cluster_name,
+            principal_arn=role.role_arn,
+            type="STANDARD",
+            # no access policy: the group below is bound to a read-only ClusterRole on Workloads only
+            kubernetes_groups=[EVICTION_COLLECTOR_GROUP],
+        )
+        rbac = eks.KubernetesManifest(
+            self,
+            "EvictionCollectorRbac",
+            cluster=self.cluster.kubernetes,
+            manifest=[
+                {
+                    "apiVersion": "rbac.authorization.k8s.io/v1",
+                    "kind": "ClusterRole",
+                    "metadata": {"name": EVICTION_COLLECTOR_ROLE, "labels": labels.object_labels()},
+                    "rules": [
+                        {
+                            "apiGroups": ["kueue.x-k8s.io"],
+                            "resources": ["workloads"],
+                            "verbs": ["get", "list"],
+                        }
+                    ],
+                },
+                {
+                    "apiVersion": "rbac.authorization.k8s.io/v1",
+                    "kind": "ClusterRoleBinding",
+                    "metadata": {"name": EVICTION_COLLECTOR_ROLE, "labels": labels.object_labels()},
+                    "roleRef": {
+                        "apiGroup": "rbac.authorization.k8s.io",
+                        "kind": "ClusterRole",
+                        "name": EVICTION_COLLECTOR_ROLE,
+                    },
+                    "subjects": [
+                        {
+                            "apiGroup": "rbac.authorization.k8s.io",
+                            "kind": "Group",
+                            "name": EVICTION_COLLECTOR_GROUP,
+                        }
+                    ],
+                },
+            ],
+        )
+        if self.cluster.platform_chart_manifest is not None:
+            rbac.node.add_dependency(self.cluster.platform_chart_manifest)
+        schedule = events.Rule(
+            self,
+            "EvictionCollectorSchedule",
+            description=f"Preemption evictions of Kueue workloads on {self._name} every 5 minutes",
+            schedule=events.Schedule.rate(cdk.Duration.minutes(5)),
+            targets=[targets.LambdaFunction(function, retry_attempts=2)],
+        )
+        schedule.node.add_dependency(access_entry, rbac)
         return function
 
     def _create_job(self) -> lambda_.Function:
@@ -1189,14 +1299,16 @@ class ChargebackPipeline(Construct):
 
     # ------------------------------------------------------------------ compliance
     def _acknowledge_findings(self) -> None:
-        for function in (self.job, self.node_inventory):
+        for function in (self.job, self.node_inventory, self.eviction_collector):
             role = function.role
             if isinstance(role, iam.Role):
                 acknowledge_role(
                     role,
-                    managed_policies="AWSLambdaBasicExecutionRole is the managed policy CDK attaches for the function's logs",
+                    managed_policies="AWSLambdaBasicExecutionRole (and, for the eviction collector in the VPC, "
+                    "AWSLambdaVPCAccessExecutionRole) are the managed policies CDK attaches for the function's logs "
+                    "and network interfaces",
                     wildcards="object wildcards are under one prefix of the report bucket (raw/, cur/, athena-results/, "
-                    "reports/ or raw/node/); cloudwatch:PutMetricData supports no resource and is limited to the "
+                    "reports/, raw/node/ or raw/eviction/); cloudwatch:PutMetricData supports no resource and is limited to the "
                     "chargeback namespace by condition; KMS data-key actions on the topic's own key",
                 )
         operator_role = getattr(self, "operator_role", None)

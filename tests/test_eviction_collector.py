@@ -1,0 +1,546 @@
+"""The eviction collector: Workloads read over TLS from a local API server, records written to moto's S3."""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import http.server
+import ipaddress
+import json
+import os
+import re
+import ssl
+import threading
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+from moto.server import ThreadedMotoServer
+
+from hyperpod_tenancy.k8s.labels import CHECKPOINT_INTERVAL_ANNOTATION
+from hyperpod_tenancy.runtime import eviction_collector
+
+CLUSTER = "shared-gpu"
+BUCKET = "reports"
+PREFIX = "raw/eviction/"
+EVENT = {"time": "2026-07-01T02:05:00Z"}
+
+
+# ---------------------------------------------------------------------- fixtures
+@pytest.fixture(scope="module")
+def endpoint() -> Iterator[str]:
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    url = f"http://{host}:{port}"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("AWS_ACCESS_KEY_ID", "testing")
+        mp.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+        mp.setenv("AWS_DEFAULT_REGION", "us-east-1")
+        mp.setenv("AWS_CONFIG_FILE", os.devnull)
+        mp.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
+        mp.setenv("AWS_ENDPOINT_URL", url)
+        yield url
+    server.stop()
+
+
+@pytest.fixture
+def aws(endpoint: str) -> Iterator[str]:
+    urllib.request.urlopen(urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST"))
+    boto3.client("s3").create_bucket(Bucket=BUCKET)
+    yield endpoint
+
+
+def _certificate(directory: Path) -> tuple[Path, Path, str]:
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kubernetes")])
+    now = dt.datetime.now(dt.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(hours=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
+        .sign(key, hashes.SHA256())
+    )
+    pem = cert.public_bytes(serialization.Encoding.PEM).decode()
+    cert_file, key_file = directory / "api.crt", directory / "api.key"
+    cert_file.write_text(pem)
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    return cert_file, key_file, pem
+
+
+class FakeApi:
+    """An HTTPS Kubernetes API serving Workload lists in pages of ``page`` items; it records every request."""
+
+    def __init__(self, directory: Path) -> None:
+        self.workloads: list[dict[str, Any]] = []
+        self.page = 2
+        self.requests: list[tuple[str, str]] = []
+        cert_file, key_file, self.ca_pem = _certificate(directory)
+        api = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                api.requests.append((self.path, self.headers.get("Authorization", "")))
+                url = urllib.parse.urlsplit(self.path)
+                if url.path != eviction_collector.WORKLOADS_PATH:
+                    self.send_error(404)
+                    return
+                start = int(urllib.parse.parse_qs(url.query).get("continue", ["0"])[0])
+                items = api.workloads[start : start + api.page]
+                more = start + api.page < len(api.workloads)
+                body = json.dumps(
+                    {
+                        "apiVersion": "kueue.x-k8s.io/v1beta2",
+                        "kind": "WorkloadList",
+                        "metadata": {"continue": str(start + api.page)} if more else {},
+                        "items": items,
+                    }
+                ).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *_: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(cert_file, key_file)
+        self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+        self.url = f"https://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def api(tmp_path: Path) -> Iterator[FakeApi]:
+    server = FakeApi(tmp_path)
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def collector_env(aws: str, api: FakeApi, monkeypatch: pytest.MonkeyPatch) -> FakeApi:
+    for key, value in {
+        "CLUSTER_NAME": CLUSTER,
+        "BUCKET": BUCKET,
+        "API_ENDPOINT": api.url,
+        "CA_DATA": base64.b64encode(api.ca_pem.encode()).decode(),
+        "CHECKPOINT_INTERVAL_ANNOTATION": CHECKPOINT_INTERVAL_ANNOTATION,
+    }.items():
+        monkeypatch.setenv(key, value)
+    return api
+
+
+def workload(
+    name: str,
+    *,
+    uid: str,
+    evicted_at: str | None = "2026-07-01T02:03:04Z",
+    reason: str = "Preempted",
+    admitted: bool = True,
+    annotations: dict[str, str] | None = None,
+    template_annotations: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """A Workload of two 8-GPU pods on ml.p5.48xlarge (``admitted``: Kueue still holds the admission)."""
+    conditions: list[dict[str, Any]] = [
+        {
+            "type": "Admitted",
+            "status": "True" if admitted else "False",
+            "reason": "Admitted" if admitted else "NoReservation",
+            "lastTransitionTime": "2026-07-01T00:00:00Z" if admitted else "2026-07-01T02:03:30Z",
+        }
+    ]
+    if evicted_at is not None:
+        conditions.append(
+            {"type": "Evicted", "status": "True", "reason": reason, "lastTransitionTime": evicted_at}
+        )
+    status: dict[str, Any] = {"conditions": conditions}
+    if admitted:
+        status["admission"] = {
+            "clusterQueue": "team-a",
+            "podSetAssignments": [
+                {
+                    "name": "main",
+                    "count": 2,
+                    "flavors": {"nvidia.com/gpu": "ml.p5.48xlarge", "cpu": "ml.p5.48xlarge"},
+                    "resourceUsage": {"nvidia.com/gpu": "16", "cpu": "96"},
+                }
+            ],
+        }
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {
+            "name": name,
+            "namespace": "hyperpod-ns-team-a",
+            "uid": uid,
+            "creationTimestamp": "2026-06-30T23:00:00Z",
+            "labels": {"kueue.x-k8s.io/priority-class": "training-priority"},
+            "annotations": annotations or {},
+        },
+        "spec": {
+            "queueName": "team-a",
+            "podSets": [
+                {
+                    "name": "main",
+                    "count": 2,
+                    "template": {
+                        "metadata": {"annotations": template_annotations or {}},
+                        "spec": {
+                            "nodeSelector": {"node.kubernetes.io/instance-type": "ml.p5.48xlarge"},
+                            "containers": [
+                                {"name": "train", "resources": {"requests": {"nvidia.com/gpu": "8"}}},
+                                {"name": "sidecar", "resources": {}},
+                            ],
+                        },
+                    },
+                }
+            ],
+        },
+        "status": status,
+    }
+
+
+def _objects(prefix: str = PREFIX) -> dict[str, list[dict[str, Any]]]:
+    s3 = boto3.client("s3")
+    listing = s3.list_objects_v2(Bucket=BUCKET, Prefix=prefix).get("Contents", [])
+    return {
+        o["Key"]: [
+            json.loads(line)
+            for line in s3.get_object(Bucket=BUCKET, Key=o["Key"])["Body"].read().decode().splitlines()
+        ]
+        for o in listing
+    }
+
+
+# ---------------------------------------------------------------------- handler
+def test_each_new_preemption_is_one_json_line_under_its_hour(collector_env: FakeApi) -> None:
+    api = collector_env
+    api.workloads = [
+        workload(
+            "train-a", uid="uid-a", template_annotations={"hyperpod-tenancy.io/checkpoint-interval": "30m"}
+        ),
+        workload("train-b", uid="uid-b", admitted=False, evicted_at="2026-07-01T01:58:00Z"),
+        workload("finished", uid="uid-c", evicted_at=None),
+        workload("deactivated", uid="uid-d", reason="Deactivated"),
+        workload("old", uid="uid-e", evicted_at="2026-07-01T01:00:00Z"),
+    ]
+
+    result = eviction_collector.handler(EVENT)
+
+    base = f"{PREFIX}year=2026/month=07/day=01/hour="
+    key_a = f"{base}02/cluster={CLUSTER}/uid-a-20260701T020304Z.json"
+    key_b = f"{base}01/cluster={CLUSTER}/uid-b-20260701T015800Z.json"
+    assert result == {"keys": [key_b, key_a], "workloads": 5}
+    assert _objects() == {
+        key_a: [
+            {
+                "schema_version": 1,
+                "timestamp": "2026-07-01 02:03:04",
+                "cluster": CLUSTER,
+                "namespace": "hyperpod-ns-team-a",
+                "workload": "train-a",
+                "uid": "uid-a",
+                "priority_class": "training-priority",
+                "instance_type": "ml.p5.48xlarge",
+                "gpus": 16,
+                "admitted_at": "2026-07-01 00:00:00",
+                "checkpoint_interval_minutes": 30,
+                "last_checkpoint": None,
+            }
+        ],
+        # the admission is already cleared: GPUs from the pod sets, instance type from the node selector, the run
+        # start bounded by the Workload's creation, no checkpoint interval declared
+        key_b: [
+            {
+                "schema_version": 1,
+                "timestamp": "2026-07-01 01:58:00",
+                "cluster": CLUSTER,
+                "namespace": "hyperpod-ns-team-a",
+                "workload": "train-b",
+                "uid": "uid-b",
+                "priority_class": "training-priority",
+                "instance_type": "ml.p5.48xlarge",
+                "gpus": 16,
+                "admitted_at": "2026-06-30 23:00:00",
+                "checkpoint_interval_minutes": None,
+                "last_checkpoint": None,
+            }
+        ],
+    }
+    # every page was read with the EKS bearer token
+    assert len(api.requests) == 3
+    assert all(auth.startswith("Bearer k8s-aws-v1.") for _, auth in api.requests)
+    assert "continue=2" in api.requests[1][0] and "limit=500" in api.requests[0][0]
+
+
+def test_an_eviction_seen_again_is_not_a_second_row(collector_env: FakeApi) -> None:
+    api = collector_env
+    api.workloads = [workload("train-a", uid="uid-a")]
+    first = eviction_collector.handler(EVENT)
+    # the next schedule (window overlaps) and a retry of it: the same key, overwritten with the same line
+    second = eviction_collector.handler({"time": "2026-07-01T02:10:00Z"})
+    eviction_collector.handler({"time": "2026-07-01T02:10:00Z"})
+    assert first["keys"] == second["keys"]
+    assert [len(lines) for lines in _objects().values()] == [1]
+    # once the window has passed, the same condition is no longer new
+    assert eviction_collector.handler({"time": "2026-07-01T02:30:00Z"})["keys"] == []
+    # the same workload evicted again later is a new eviction, a new object
+    api.workloads = [workload("train-a", uid="uid-a", evicted_at="2026-07-01T02:29:00Z")]
+    assert len(eviction_collector.handler({"time": "2026-07-01T02:30:00Z"})["keys"]) == 1
+    assert len(_objects()) == 2
+
+
+def test_duplicate_items_in_one_listing_are_written_once() -> None:
+    twice = [workload("train-a", uid="uid-a")] * 2
+    since = dt.datetime(2026, 7, 1, 1, 50, tzinfo=dt.UTC)
+    assert (
+        len(
+            list(
+                eviction_collector.new_evictions(
+                    twice, cluster=CLUSTER, since=since, interval_annotation=CHECKPOINT_INTERVAL_ANNOTATION
+                )
+            )
+        )
+        == 1
+    )
+
+
+def test_an_untrusted_api_certificate_is_refused(
+    collector_env: FakeApi, monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    collector_env.workloads = [workload("train-a", uid="uid-a")]
+    other = _certificate(tmp_path_factory.mktemp("other-ca"))[2]
+    monkeypatch.setenv("CA_DATA", base64.b64encode(other.encode()).decode())
+    with pytest.raises(urllib.error.URLError, match="CERTIFICATE_VERIFY_FAILED"):
+        eviction_collector.handler(EVENT)
+    assert _objects() == {}
+
+
+def test_a_malformed_event_is_refused_with_the_fix() -> None:
+    with pytest.raises(ValueError, match=re.escape('pass {"time"')):
+        eviction_collector.snapshot_time({})
+
+
+@pytest.mark.parametrize(
+    ("text", "minutes"),
+    [("30m", 30), ("1h", 60), ("45", 45), ("90s", 2), ("2d", 2880), ("soon", None), (None, None)],
+)
+def test_checkpoint_interval_annotation(text: str | None, minutes: int | None) -> None:
+    assert eviction_collector.interval_minutes(text) == minutes
+
+
+def test_the_workload_annotation_is_read_before_the_pod_template() -> None:
+    record = eviction_collector.eviction_record(
+        workload(
+            "w",
+            uid="u",
+            annotations={"hyperpod-tenancy.io/checkpoint-interval": "1h"},
+            template_annotations={"hyperpod-tenancy.io/checkpoint-interval": "30m"},
+        ),
+        cluster=CLUSTER,
+        interval_annotation=CHECKPOINT_INTERVAL_ANNOTATION,
+    )
+    assert record is not None and record["checkpoint_interval_minutes"] == 60
+
+
+# ---------------------------------------------------------------------- EKS access
+def test_the_token_is_a_presigned_get_caller_identity_url_for_the_cluster(aws: str) -> None:
+    token = eviction_collector.eks_token(CLUSTER)
+    assert token.startswith("k8s-aws-v1.") and "=" not in token
+    encoded = token.removeprefix("k8s-aws-v1.")
+    url = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)).decode()
+    split = urllib.parse.urlsplit(url)
+    query = urllib.parse.parse_qs(split.query)
+    assert url.startswith(aws + "/?")
+    assert query["Action"] == ["GetCallerIdentity"] and query["Version"] == ["2011-06-15"]
+    assert query["X-Amz-Algorithm"] == ["AWS4-HMAC-SHA256"] and query["X-Amz-Expires"] == ["60"]
+    assert query["X-Amz-SignedHeaders"] == ["host;x-k8s-aws-id"]
+    assert query["X-Amz-Credential"][0].endswith("/us-east-1/sts/aws4_request")
+    # the signature covers the cluster header: the same URL presigned for another cluster differs
+    other = eviction_collector.eks_token("other-cluster").removeprefix("k8s-aws-v1.")
+    other_url = base64.urlsafe_b64decode(other + "=" * (-len(other) % 4)).decode()
+    assert (
+        urllib.parse.parse_qs(urllib.parse.urlsplit(other_url).query)["X-Amz-Signature"]
+        != query["X-Amz-Signature"]
+    )
+
+
+def test_endpoint_and_ca_come_from_describe_cluster(aws: str, tmp_path: Path) -> None:
+    # moto's DescribeCluster serves a fixed endpoint and random (non-PEM) CA bytes, so the CA is stubbed here
+    # and the handler tests pass API_ENDPOINT/CA_DATA instead
+    pem = _certificate(tmp_path)[2]
+    eks = boto3.client("eks")
+    with Stubber(eks) as stub:
+        stub.add_response(
+            "describe_cluster",
+            {
+                "cluster": {
+                    "name": CLUSTER,
+                    "endpoint": "https://ABC.gr7.us-east-1.eks.amazonaws.com",
+                    "certificateAuthority": {"data": base64.b64encode(pem.encode()).decode()},
+                }
+            },
+            {"name": CLUSTER},
+        )
+        assert eviction_collector.cluster_access(eks, CLUSTER) == (
+            "https://ABC.gr7.us-east-1.eks.amazonaws.com",
+            pem,
+        )
+
+
+# ---------------------------------------------------------------------- construct
+@pytest.fixture(scope="module")
+def pipeline_template(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    import aws_cdk as cdk
+    import platforms
+    from aws_cdk.assertions import Template
+    from synth import new_app
+
+    from hyperpod_tenancy.chargeback.model import BillingRule
+    from hyperpod_tenancy.constructs.chargeback_pipeline import ChargebackPipeline
+    from hyperpod_tenancy.constructs.shared_hyperpod_cluster import SharedHyperPodCluster
+
+    platform = platforms.reference_platform()
+    app = new_app(tmp_path_factory.mktemp("eviction-collector"))
+    stack = cdk.Stack(app, "Cb", env=cdk.Environment(account="111122223333", region="us-east-1"))
+    cluster = SharedHyperPodCluster.from_attributes(
+        stack,
+        "Cluster",
+        platform=platform,
+        eks_cluster_name="eks",
+        kubectl_provider_service_token="arn:aws:lambda:us-east-1:111122223333:function:kubectl",
+        hyperpod_cluster_arn="arn:aws:sagemaker:us-east-1:111122223333:cluster/abc",
+        vpc_id="vpc-0123456789abcdef0",
+        private_subnet_ids=["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"],
+        api_endpoint_security_group_id="sg-0123456789abcdef0",
+        data_bucket_name="data",
+        file_system_id="fs-1",
+        file_system_dns_name="fs-1.fsx",
+        file_system_mount_name="mnt",
+        network_policy_enforced=True,
+    )
+    ChargebackPipeline(
+        stack, "Chargeback", cluster=cluster, billing_rule=BillingRule.USAGE, idle_owner="shared"
+    )
+    return dict(Template.from_stack(stack).to_json())
+
+
+def _resources(template: dict[str, Any], type_: str, prefix: str) -> dict[str, dict[str, Any]]:
+    return {k: v for k, v in template["Resources"].items() if v["Type"] == type_ and k.startswith(prefix)}
+
+
+def test_the_collector_runs_in_the_vpc_every_five_minutes_with_its_config(
+    pipeline_template: dict[str, Any],
+) -> None:
+    from synth import render_intrinsics
+
+    (function,) = _resources(
+        pipeline_template, "AWS::Lambda::Function", "ChargebackEvictionCollector"
+    ).values()
+    props = function["Properties"]
+    assert props["Handler"] == "eviction_collector.handler"
+    assert sorted(props["VpcConfig"]["SubnetIds"]) == ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"]
+    env = render_intrinsics(props["Environment"]["Variables"])
+    assert (
+        env["CLUSTER_NAME"] == "eks" and env["PREFIX"] == "raw/eviction/" and env["LOOKBACK_MINUTES"] == "15"
+    )
+    assert "API_ENDPOINT" not in env and "CA_DATA" not in env
+    (rule,) = _resources(
+        pipeline_template, "AWS::Events::Rule", "ChargebackEvictionCollectorSchedule"
+    ).values()
+    assert rule["Properties"]["ScheduleExpression"] == "rate(5 minutes)"
+    # the collector's group is admitted to the API endpoint's group on 443 only
+    (ingress,) = _resources(
+        pipeline_template, "AWS::EC2::SecurityGroupIngress", "ChargebackEvictionCollector"
+    ).values()
+    assert ingress["Properties"]["GroupId"] == "sg-0123456789abcdef0"
+    assert (ingress["Properties"]["FromPort"], ingress["Properties"]["ToPort"]) == (443, 443)
+    assert "ChargebackEvictionCollectorSecurityGroup" in json.dumps(
+        ingress["Properties"]["SourceSecurityGroupId"]
+    )
+
+
+def test_the_collectors_role_may_describe_its_cluster_and_put_evictions_only(
+    pipeline_template: dict[str, Any],
+) -> None:
+    from synth import render_intrinsics
+
+    (role_id,) = _resources(pipeline_template, "AWS::IAM::Role", "ChargebackEvictionCollectorServiceRole")
+    statements = [
+        s
+        for policy in _resources(
+            pipeline_template, "AWS::IAM::Policy", "ChargebackEvictionCollector"
+        ).values()
+        if role_id in json.dumps(policy["Properties"]["Roles"])
+        for s in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    by_action = {
+        a: render_intrinsics(s["Resource"])
+        for s in statements
+        for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
+    }
+    assert set(by_action) == {
+        "eks:DescribeCluster",
+        "s3:PutObject",
+        "s3:PutObjectLegalHold",
+        "s3:PutObjectRetention",
+        "s3:PutObjectTagging",
+        "s3:PutObjectVersionTagging",
+        "s3:Abort*",
+    }
+    assert by_action["eks:DescribeCluster"] == "arn:aws:eks:us-east-1:111122223333:cluster/eks"
+    assert str(by_action["s3:PutObject"]).endswith("/raw/eviction/*")
+    assert all(s["Effect"] == "Allow" for s in statements)
+
+
+def test_the_collectors_access_entry_maps_it_to_a_read_only_group(pipeline_template: dict[str, Any]) -> None:
+    from synth import render_intrinsics
+
+    (entry,) = _resources(pipeline_template, "AWS::EKS::AccessEntry", "ChargebackEvictionCollector").values()
+    assert entry["Properties"]["KubernetesGroups"] == ["hyperpod-tenancy:eviction-collector"]
+    assert "AccessPolicies" not in entry["Properties"] and entry["Properties"]["Type"] == "STANDARD"
+    assert "ChargebackEvictionCollectorServiceRole" in json.dumps(entry["Properties"]["PrincipalArn"])
+    (rbac,) = _resources(
+        pipeline_template, "Custom::AWSCDK-EKS-KubernetesResource", "ChargebackEvictionCollectorRbac"
+    ).values()
+    role, binding = json.loads(render_intrinsics(rbac["Properties"]["Manifest"]))
+    assert role["kind"] == "ClusterRole" and role["rules"] == [
+        {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": ["get", "list"]}
+    ]
+    assert binding["kind"] == "ClusterRoleBinding" and binding["roleRef"]["name"] == role["metadata"]["name"]
+    assert binding["subjects"] == [
+        {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "Group",
+            "name": "hyperpod-tenancy:eviction-collector",
+        }
+    ]
