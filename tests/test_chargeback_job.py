@@ -20,7 +20,7 @@ import boto3
 import duckdb
 import pytest
 from chargeback_data import generate_month, generated_cur
-from moto.server import ThreadedMotoServer
+from moto_server import moto_server, reset
 
 from hyperpod_tenancy.chargeback import queries, report
 from hyperpod_tenancy.chargeback.model import (
@@ -44,25 +44,15 @@ TEAMS = 3
 
 @pytest.fixture(scope="module")
 def endpoint() -> Iterator[str]:
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    url = f"http://{host}:{port}"
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("AWS_ACCESS_KEY_ID", "testing")
-        mp.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-        mp.setenv("AWS_DEFAULT_REGION", "us-east-1")
-        mp.setenv("AWS_CONFIG_FILE", os.devnull)
-        mp.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
-        mp.setenv("AWS_ENDPOINT_URL", url)
+    """A moto server on loopback; boto3's default session is pointed at it through env vars."""
+    with moto_server() as url:
         yield url
-    server.stop()
 
 
 @pytest.fixture
 def aws(endpoint: str) -> Iterator[str]:
     """A fresh moto state per test."""
-    urllib.request.urlopen(urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST"))
+    reset(endpoint)
     yield endpoint
 
 

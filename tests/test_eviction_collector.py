@@ -7,7 +7,6 @@ import datetime as dt
 import http.server
 import ipaddress
 import json
-import os
 import re
 import ssl
 import threading
@@ -24,7 +23,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
-from moto.server import ThreadedMotoServer
+from moto_server import moto_server, reset
 
 from hyperpod_tenancy.k8s.labels import CHECKPOINT_INTERVAL_ANNOTATION
 from hyperpod_tenancy.runtime import eviction_collector
@@ -38,24 +37,14 @@ EVENT = {"time": "2026-07-01T02:05:00Z"}
 # ---------------------------------------------------------------------- fixtures
 @pytest.fixture(scope="module")
 def endpoint() -> Iterator[str]:
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    url = f"http://{host}:{port}"
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("AWS_ACCESS_KEY_ID", "testing")
-        mp.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-        mp.setenv("AWS_DEFAULT_REGION", "us-east-1")
-        mp.setenv("AWS_CONFIG_FILE", os.devnull)
-        mp.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
-        mp.setenv("AWS_ENDPOINT_URL", url)
+    """A moto server on loopback; boto3's default session is pointed at it through env vars."""
+    with moto_server() as url:
         yield url
-    server.stop()
 
 
 @pytest.fixture
 def aws(endpoint: str) -> Iterator[str]:
-    urllib.request.urlopen(urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST"))
+    reset(endpoint)
     boto3.client("s3").create_bucket(Bucket=BUCKET)
     yield endpoint
 

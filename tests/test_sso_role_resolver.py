@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 import secrets
 import sys
 import time
@@ -15,7 +14,7 @@ from typing import Any
 
 import boto3
 import pytest
-from moto.server import ThreadedMotoServer
+from moto_server import moto_server
 
 from hyperpod_tenancy.runtime import sso_role_resolver as resolver
 
@@ -41,21 +40,8 @@ TRUST = json.dumps(
 @pytest.fixture(scope="module")
 def moto_endpoint() -> Iterator[str]:
     """A moto server on loopback; boto3's default session is pointed at it through env vars."""
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    with pytest.MonkeyPatch.context() as mp:
-        for var in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL_IAM"):
-            mp.delenv(var, raising=False)
-        mp.setenv("AWS_ACCESS_KEY_ID", "testing")
-        mp.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-        mp.setenv("AWS_DEFAULT_REGION", "us-east-1")
-        mp.setenv("AWS_CONFIG_FILE", os.devnull)
-        mp.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
-        mp.setenv("AWS_ENDPOINT_URL", endpoint)
-        yield endpoint
-    server.stop()
+    with moto_server() as url:
+        yield url
 
 
 @pytest.fixture
