@@ -254,6 +254,18 @@ def _run(rules: Sequence[Rule], platform: Platform, bound: tuple[Key, ...], out:
             _run(run, platform, (*bound, element), out)
 
 
+def admission_guardrail(*, code: str, domain: Domain, failure: str, guardrail: str) -> Guardrail:
+    """Document a ValidatingAdmissionPolicy as a guardrail (``code`` is the policy's name; no policy check)."""
+    return Guardrail(
+        code=code,
+        stage=Stage.ADMISSION,
+        severity=Severity.ERROR,
+        domain=domain,
+        failure=failure,
+        guardrail=guardrail,
+    )
+
+
 # --- decorators turning a typed check into a Rule -------------------------------------------------------
 
 PlatformCheck: TypeAlias = Callable[[Platform], Iterable[Finding]]

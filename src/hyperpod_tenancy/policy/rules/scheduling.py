@@ -19,6 +19,7 @@ from hyperpod_tenancy.policy.rules._base import (
     Guardrail,
     Severity,
     Stage,
+    admission_guardrail,
     platform_rule,
     priority_class_rule,
     team_rule,
@@ -175,14 +176,7 @@ def inference_lowest_priority(p: Platform) -> Iterator[Finding]:
 
 
 def _admission(code: str, failure: str, guardrail: str) -> Guardrail:
-    return Guardrail(
-        code=code,
-        stage=Stage.ADMISSION,
-        severity=Severity.ERROR,
-        domain=Domain.SCHEDULING,
-        failure=failure,
-        guardrail=guardrail,
-    )
+    return admission_guardrail(code=code, domain=Domain.SCHEDULING, failure=failure, guardrail=guardrail)
 
 
 #: ValidatingAdmissionPolicies of :mod:`hyperpod_tenancy.k8s.admission` (``code`` is the policy's name).

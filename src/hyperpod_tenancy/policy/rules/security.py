@@ -10,7 +10,7 @@ from hyperpod_tenancy.policy.rules._base import (
     Finding,
     Guardrail,
     Severity,
-    Stage,
+    admission_guardrail,
     platform_rule,
     team_rule,
 )
@@ -118,14 +118,7 @@ def dedicated_cluster(p: Platform, i: int, team: Team) -> Iterator[Finding]:
 
 
 def _admission(code: str, failure: str, guardrail: str) -> Guardrail:
-    return Guardrail(
-        code=code,
-        stage=Stage.ADMISSION,
-        severity=Severity.ERROR,
-        domain=Domain.SECURITY,
-        failure=failure,
-        guardrail=guardrail,
-    )
+    return admission_guardrail(code=code, domain=Domain.SECURITY, failure=failure, guardrail=guardrail)
 
 
 #: ValidatingAdmissionPolicies of :mod:`hyperpod_tenancy.k8s.admission` and :mod:`~hyperpod_tenancy.k8s.tenant_guards`.
