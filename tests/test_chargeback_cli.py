@@ -12,13 +12,16 @@ import xml.etree.ElementTree as ET
 from decimal import Decimal
 from pathlib import Path
 
+import duckdb
 import pytest
 from chargeback_data import cur_line, generate_month, generated_cur, write_cur
 from rich.console import Console
 
 from hyperpod_tenancy.chargeback import engine, model, report
+from hyperpod_tenancy.chargeback.queries import COLLECTOR_COLUMNS
 from hyperpod_tenancy.chargeback_offline import run_queries
 from hyperpod_tenancy.cli import main
+from hyperpod_tenancy.runtime import eviction_collector, node_inventory
 
 CLUSTER = "shared-gpu"
 MONTH = "2026-07"
@@ -93,6 +96,65 @@ def test_the_cli_writes_the_engine_report_deterministically(data: Path, tmp_path
     )
     expected = report.render(engine.compute_report(_config(), MONTH, usage, costs), fmt)
     assert out1.read_bytes() == expected
+
+
+def _synced_raw(data: Path, raw: Path) -> Path:
+    """Lay out ``raw/`` as ``aws s3 sync`` of the report bucket gives it: the operator's Parquet clusterqueue/ beside
+    the node and eviction JSON lines, each file written by the collector's own functions (``snapshot_lines``,
+    ``object_key``), from the same generated month."""
+    con = duckdb.connect()
+    (raw / "clusterqueue").parent.mkdir(parents=True)
+    (raw / "clusterqueue").symlink_to(data / "clusterqueue")
+    nodes = con.execute(
+        f"SELECT timestamp, instance_group, instance_type, instance_id, status FROM read_parquet("
+        f"'{data / 'node'}/**/*.parquet') ORDER BY timestamp, instance_id"
+    ).fetchall()
+    by_time: dict[dt.datetime, list[dict[str, object]]] = {}
+    for ts, group, itype, iid, status in nodes:
+        by_time.setdefault(ts, []).append(
+            {
+                "InstanceGroupName": group,
+                "InstanceType": itype,
+                "InstanceId": iid,
+                "InstanceStatus": {"Status": status},
+            }
+        )
+    for ts, summaries in by_time.items():
+        moment = ts.replace(tzinfo=dt.UTC)
+        path = raw / node_inventory.object_key("node/", CLUSTER, moment)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(
+            node_inventory.snapshot_lines(summaries, cluster=CLUSTER, moment=moment, gpus_per_instance=GPUS),
+            encoding="utf-8",
+        )
+    columns = [name for name, _ in COLLECTOR_COLUMNS["eviction"]]
+    stamp = "%Y-%m-%d %H:%M:%S"
+    for row in con.execute(
+        f"SELECT {', '.join(columns)} FROM read_parquet('{data / 'eviction'}/**/*.parquet')"
+    ).fetchall():
+        record: dict[str, object] = dict(zip(columns, row, strict=True))
+        for key in ("timestamp", "admitted_at", "last_checkpoint"):
+            value = record[key]
+            record[key] = value.strftime(stamp) if isinstance(value, dt.datetime) else value
+        record.update(schema_version=eviction_collector.SCHEMA_VERSION, cluster=CLUSTER, uid="")
+        path = raw / eviction_collector.object_key("eviction/", record)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(record, sort_keys=True, separators=(",", ":")) + "\n", encoding="utf-8")
+    return raw.parent
+
+
+def test_the_collectors_json_lines_give_the_same_report_as_parquet(data: Path, tmp_path: Path) -> None:
+    """The offline CLI reads what ``aws s3 sync s3://<bucket>/raw`` copies: JSON lines for node/ and eviction/."""
+    synced = _synced_raw(data, tmp_path / "synced" / "raw")
+    assert not any(synced.rglob("node/**/*.parquet")) and any(synced.rglob("node/**/*.json"))
+    assert any(synced.rglob("eviction/**/*.json"))
+    from_parquet, from_json = tmp_path / "parquet.json", tmp_path / "json.json"
+    assert main(_cli(data, "--format", "json", "--output", str(from_parquet))) == 0
+    args = _cli(data, "--format", "json", "--output", str(from_json))
+    args[args.index("--usage") + 1] = str(synced)
+    assert main(args) == 0
+    assert from_json.read_bytes() == from_parquet.read_bytes()
+    assert json.loads(from_json.read_bytes())["preemptionLosses"]
 
 
 def test_the_json_report_reconciles_with_the_generated_bill(data: Path, tmp_path: Path) -> None:

@@ -8,8 +8,10 @@ engine and renderers, so a report computed on a laptop equals the Lambda's for t
 Inputs (formats in :mod:`.chargeback.queries`):
 
 * ``usage``: a folder holding ``clusterqueue/``, ``node/`` and optionally ``eviction/`` (directly or under
-  ``raw/``), each of Parquet (``*.parquet``) or CSV (``*.csv``, ``*.csv.gz``) files, Hive-partitioned
-  ``year=/month=/day=/hour=/cluster=`` as the collector writes them;
+  ``raw/``), each of Parquet (``*.parquet``), CSV (``*.csv``, ``*.csv.gz``) or JSON-lines (``*.json``,
+  ``*.jsonl``, optionally gzipped) files, Hive-partitioned ``year=/month=/day=/hour=/cluster=`` as the
+  collectors write them: ``aws s3 sync s3://<report-bucket>/raw ./usage`` gives the operator's Parquet
+  ``clusterqueue/`` beside the platform collectors' JSON-lines ``node/`` and ``eviction/``;
 * ``cur``: one CUR 2.0 file or folder (Parquet or CSV). In CSV, ``resource_tags`` is the JSON object the
   export writes, or flattened ``resource_tags_<key>`` columns; ``billing_period`` may instead be derived
   from ``bill_billing_period_start_date``;
@@ -76,17 +78,51 @@ def transpile(sql: str) -> str:
     return statements[0]
 
 
+#: File patterns of each reader, in the order they are looked for. ``json`` is newline-delimited JSON, what the
+#: platform's own collectors (node inventory, evictions) write; the usage-report operator writes Parquet.
+_READERS = (
+    ("parquet", ("*.parquet",)),
+    ("csv", ("*.csv", "*.csv.gz")),
+    ("json", ("*.json", "*.json.gz", "*.jsonl", "*.jsonl.gz")),
+)
+#: Hive column type → DuckDB type (the JSON-lines tables are read with the collector schema's types, not guessed).
+_DUCKDB_TYPES = {
+    "string": "VARCHAR",
+    "timestamp": "TIMESTAMP",
+    "int": "INTEGER",
+    "bigint": "BIGINT",
+    "double": "DOUBLE",
+    "boolean": "BOOLEAN",
+}
+
+
 def _table_files(usage: Path, table: str) -> tuple[str, str] | None:
     """Return (reader, glob) for a usage table, or None when the folder has no file of it."""
     for base in (usage / table, usage / "raw" / table):
         if not base.is_dir():
             continue
-        if any(base.rglob("*.parquet")):
-            return "parquet", str(base / "**" / "*.parquet")
-        for pattern in ("*.csv", "*.csv.gz"):
-            if any(base.rglob(pattern)):
-                return "csv", str(base / "**" / pattern)
+        for reader, patterns in _READERS:
+            for pattern in patterns:
+                if any(base.rglob(pattern)):
+                    return reader, str(base / "**" / pattern)
     return None
+
+
+def _source(table: str, reader: str, pattern: str) -> str:
+    """Return the DuckDB table function reading one usage table's files (Hive partitions as strings)."""
+    options = "hive_partitioning = true, hive_types_autocast = false, union_by_name = true"
+    if reader == "json":
+        # the collector schema's columns and types; a partition column (cluster=...) that a record repeats is
+        # read from the path, as Athena does
+        columns = ", ".join(
+            f"{_quote(name)}: {_quote(_DUCKDB_TYPES[kind])}"
+            for name, kind in queries.COLLECTOR_COLUMNS[table]
+        )
+        options = (
+            f"format = 'newline_delimited', columns = {{{columns}}}, timestampformat = '%Y-%m-%d %H:%M:%S', "
+            "hive_partitioning = true, hive_types_autocast = false"
+        )
+    return f"read_{reader}({_quote(pattern)}, {options})"
 
 
 def _input_bytes(paths: Sequence[Path]) -> int:
@@ -118,13 +154,11 @@ def _register_usage(con: duckdb.DuckDBPyConnection, usage: Path) -> set[str]:
         if found is None:
             if table in _REQUIRED_TABLES:
                 raise OfflineInputError(
-                    f"--usage {str(usage)!r}: no {table}/ folder with Parquet or CSV files (also looked under "
+                    f"--usage {str(usage)!r}: no {table}/ folder with Parquet, CSV or JSON-lines files (also looked under "
                     f"raw/{table}/); copy the collector's raw/{table}/ there"
                 )
             continue
-        reader, pattern = found
-        options = "hive_partitioning = true, hive_types_autocast = false, union_by_name = true"
-        source = f"read_{reader}({_quote(pattern)}, {options})"
+        source = _source(table, *found)
         columns = {
             str(row[0]): str(row[1])
             for row in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()  # noqa: S608 - _quote'd path

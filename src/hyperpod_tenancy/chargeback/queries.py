@@ -64,6 +64,7 @@ from .model import (
 
 __all__ = [
     "CLUSTER_TAG_KEY",
+    "COLLECTOR_COLUMNS",
     "COLLECTOR_SCHEMA_VERSION",
     "COST_QUERIES",
     "CUR_CLUSTER_TAG",
@@ -106,6 +107,75 @@ CUR_CLUSTER_TAG = cur_tag_column(CLUSTER_TAG_KEY)
 USAGE_QUERIES = ("hourly_usage", "hourly_capacity", "evictions")
 #: The queries whose rows :func:`cost_inputs` reads.
 COST_QUERIES = ("cur_costs",)
+#: Columns (name, Hive type) of the collector's tables, schema version 1 (the module docstring): the Glue tables
+#: declare them, the offline runner reads the JSON-lines tables with them. The operator's tables are as its
+#: CloudFormation template declares them; partition columns (``year`` ... ``cluster``) are not listed.
+COLLECTOR_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
+    "clusterqueue": (
+        ("instance_type", "string"),
+        ("timestamp", "timestamp"),
+        ("namespace", "string"),
+        ("resource_version", "string"),
+        ("team", "string"),
+        ("gpu_total", "double"),
+        ("gpu_borrowed", "double"),
+        ("cpu_total", "double"),
+        ("cpu_borrowed", "double"),
+        ("neuron_core_total", "double"),
+        ("neuron_core_borrowed", "double"),
+    ),
+    "workload": (
+        ("workload_name", "string"),
+        ("timestamp", "timestamp"),
+        ("namespace", "string"),
+        ("resource_version", "string"),
+        ("team", "string"),
+        ("status", "string"),
+        ("task_priority_class", "string"),
+        ("instance_type", "string"),
+        ("cpu", "double"),
+        ("gpu", "double"),
+        ("neuron_core", "double"),
+        ("admitted", "boolean"),
+        ("finished", "boolean"),
+    ),
+    "pod": (
+        ("pod", "string"),
+        ("timestamp", "timestamp"),
+        ("namespace", "string"),
+        ("resource_version", "string"),
+        ("status", "string"),
+        ("owner", "string"),
+        ("instance_type", "string"),
+        ("job_type", "string"),
+        ("assigned_node", "string"),
+        ("cpu", "double"),
+        ("gpu", "double"),
+        ("neuron_core", "double"),
+        ("priority_class", "string"),
+    ),
+    "node": (
+        ("schema_version", "int"),
+        ("timestamp", "timestamp"),
+        ("instance_group", "string"),
+        ("instance_id", "string"),
+        ("instance_type", "string"),
+        ("status", "string"),
+        ("schedulable", "boolean"),
+        ("gpus", "int"),
+    ),
+    "eviction": (
+        ("timestamp", "timestamp"),
+        ("namespace", "string"),
+        ("workload", "string"),
+        ("priority_class", "string"),
+        ("instance_type", "string"),
+        ("gpus", "bigint"),
+        ("admitted_at", "timestamp"),
+        ("checkpoint_interval_minutes", "bigint"),
+        ("last_checkpoint", "timestamp"),
+    ),
+}
 #: Table placeholder → the table each query reads (a ``{{table}}`` in the SQL).
 TABLES = ("clusterqueue", "node", "eviction", "cur")
 

@@ -19,7 +19,7 @@ import json
 from collections.abc import Iterable, Sequence
 from decimal import ROUND_HALF_EVEN, Decimal
 
-from .model import PreemptionLoss, Report, TeamCharge
+from .model import IDLE_ROW, SHARED, SHARED_COSTS_ROW, PreemptionLoss, Report, SharedCostRule, TeamCharge
 
 __all__ = ["EXTENSIONS", "Format", "render"]
 
@@ -265,9 +265,20 @@ def _summary_lines(report: Report) -> list[tuple[str, str]]:
         if report.preemption_loss_is_upper_bound
         else "measured from the last checkpoint before each eviction"
     )
+    idle_owner = "split by guarantee" if report.idle_owner == SHARED else f"charged to {report.idle_owner}"
+    others = "the cluster's other bill lines (FSx, EKS, system nodes, NAT, Prometheus, this pipeline)"
+    if report.shared_costs is SharedCostRule.IDLE_OWNER and report.idle_owner != SHARED:
+        shared = f"{SHARED_COSTS_ROW} is {others}, charged to {report.idle_owner}"
+    else:
+        shared = f"{others} are in each team's shared column, split by guarantee"
+    rows = (
+        f"{IDLE_ROW} is capacity no team's quota covers (reserved, unallocated and recovering nodes), "
+        f"{idle_owner}; {shared}"
+    )
     return [
         ("Billing rule", report.rule.value),
         ("Idle owner", report.idle_owner),
+        ("Rows", rows),
         ("Shared costs", report.shared_costs.value),
         ("Prices", prices or "none"),
         ("Reconciliation", reconciled),

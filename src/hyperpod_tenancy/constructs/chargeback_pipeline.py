@@ -108,74 +108,6 @@ _JSON = {
     "output_format": "org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat",
     "serde": "org.openx.data.jsonserde.JsonSerDe",
 }
-#: Columns of the collector's tables (queries.py "Collector schema, version 1"; the operator's tables as its
-#: CloudFormation template declares them).
-_TABLE_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
-    "clusterqueue": (
-        ("instance_type", "string"),
-        ("timestamp", "timestamp"),
-        ("namespace", "string"),
-        ("resource_version", "string"),
-        ("team", "string"),
-        ("gpu_total", "double"),
-        ("gpu_borrowed", "double"),
-        ("cpu_total", "double"),
-        ("cpu_borrowed", "double"),
-        ("neuron_core_total", "double"),
-        ("neuron_core_borrowed", "double"),
-    ),
-    "workload": (
-        ("workload_name", "string"),
-        ("timestamp", "timestamp"),
-        ("namespace", "string"),
-        ("resource_version", "string"),
-        ("team", "string"),
-        ("status", "string"),
-        ("task_priority_class", "string"),
-        ("instance_type", "string"),
-        ("cpu", "double"),
-        ("gpu", "double"),
-        ("neuron_core", "double"),
-        ("admitted", "boolean"),
-        ("finished", "boolean"),
-    ),
-    "pod": (
-        ("pod", "string"),
-        ("timestamp", "timestamp"),
-        ("namespace", "string"),
-        ("resource_version", "string"),
-        ("status", "string"),
-        ("owner", "string"),
-        ("instance_type", "string"),
-        ("job_type", "string"),
-        ("assigned_node", "string"),
-        ("cpu", "double"),
-        ("gpu", "double"),
-        ("neuron_core", "double"),
-        ("priority_class", "string"),
-    ),
-    "node": (
-        ("schema_version", "int"),
-        ("timestamp", "timestamp"),
-        ("instance_group", "string"),
-        ("instance_id", "string"),
-        ("instance_type", "string"),
-        ("status", "string"),
-        ("schedulable", "boolean"),
-        ("gpus", "int"),
-    ),
-    "eviction": (
-        ("timestamp", "timestamp"),
-        ("namespace", "string"),
-        ("workload", "string"),
-        ("priority_class", "string"),
-        ("instance_type", "string"),
-        ("gpus", "bigint"),
-        ("admitted_at", "timestamp"),
-        ("checkpoint_interval_minutes", "bigint"),
-        ("last_checkpoint", "timestamp"),
-    ),
-}
 #: Tables the operator writes (Parquet) and the ones this construct's collectors write (JSON lines).
 _OPERATOR_TABLES = ("clusterqueue", "workload", "pod")
 _OWN_TABLES = ("node", "eviction")
@@ -636,7 +568,7 @@ class ChargebackPipeline(Construct):
             tables[table] = self._table(
                 database,
                 table,
-                columns=_TABLE_COLUMNS[table],
+                columns=queries.COLLECTOR_COLUMNS[table],
                 partitions=("year", "month", "day", "hour", "cluster"),
                 location=self._location(prefix),
                 formats=formats,
