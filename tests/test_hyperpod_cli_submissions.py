@@ -377,3 +377,32 @@ def test_the_readme_shows_exactly_the_hyp_lines_tested_here() -> None:
     shown = [shlex.split(line) for line in _readme_hyp_lines()]
     assert shown, "README 'Submitting work' shows no hyp line"
     assert sorted(shown) == sorted(shlex.split(line) for line in README_LINES.values())
+
+
+@pytest.mark.parametrize("operator", workloads.INFERENCE_OPERATORS, ids=lambda c: c.service_account)
+def test_the_inference_operators_deployment_passes_by_its_identity_not_its_owner(
+    reference: Synth, operator: workloads.ControllerIdentity
+) -> None:
+    # the Deployment the operator renders for an endpoint: no Kueue labels of ours, an owner reference
+    endpoint = {
+        "apiVersion": "inference.sagemaker.aws.amazon.com/v1",
+        "kind": "InferenceEndpointConfig",
+        "metadata": {"name": "llm", "namespace": "hyperpod-ns-inference"},
+    }
+    spec = {
+        "replicas": 1,
+        "selector": {"matchLabels": {"app": "llm"}},
+        "template": {
+            "metadata": {"labels": {"app": "llm"}},
+            "spec": ta.pod_spec(resources={"nvidia.com/gpu": "1"}),
+        },
+    }
+    dep = ta.child("Deployment", endpoint, spec=spec, api_version="apps/v1")
+    by_operator = ta.decide(reference, dep, team="inference", user=ta.CONTROLLER[operator.description])
+    assert by_operator.allowed, by_operator.denied
+    # the same object from a team member (owner reference and all) is held to the label rules
+    assert not ta.decide(reference, dep, team="inference").allowed
+    # and the pod spec is checked whoever sends it
+    bad = copy.deepcopy(dep)
+    bad["spec"]["template"]["spec"]["priorityClassName"] = "system-node-critical"
+    assert not ta.decide(reference, bad, team="inference", user=ta.CONTROLLER[operator.description]).allowed

@@ -23,14 +23,18 @@ Four policies, because their scope and enforcement differ:
   writes, of every kind, goes through a queue, whatever GPUs, EFA interfaces or Neuron devices its pods
   request); no controller owner reference is set on CREATE or changed on UPDATE; no finalizer is set on
   CREATE or added on UPDATE (a team-held finalizer keeps a deleted Job around while Kueue releases its quota,
-  and the ``orphan`` finalizer orphans its pods).
+  and the ``orphan`` finalizer orphans its pods). On the ``kueue`` backend it also refuses, at CREATE, the
+  kinds Kueue has no job integration for (:func:`_unqueued_kind_validations`: ``HyperPodPyTorchJob``).
 * :data:`CHECKPOINT_POLICY` (``Deny`` or ``Warn`` per ``scheduling.checkpoint_enforcement``): the promise is
   "no work that can run on borrowed capacity lacks a checkpoint". Work at a ``preemptible`` class, *and all
   work of a namespace labelled* ``hyperpod-tenancy.io/borrows: "true"`` (a team that borrows can have any of
   its work placed on borrowed quota and reclaimed), declares ``hyperpod-tenancy.io/checkpoint-path`` under
   ``/fsx/<team>/`` and ``hyperpod-tenancy.io/checkpoint-interval`` (:data:`CHECKPOINT_INTERVAL_PATTERN`) no
   longer than its class's ``maxCheckpointInterval`` (a generated regular expression per class, see
-  :func:`interval_regex`), so ``9999h`` is denied.
+  :func:`interval_regex`), so ``9999h`` is denied. Clients that cannot set annotations (``hyp create
+  hyp-pytorch-job``) declare the same through container environment variables instead, checked on every
+  PodSpec of each kind (:func:`_checkpoint_validations`): the directory at or below the declaring container's
+  own writable mount of the team's FSx claim, the interval bounded the same way, one declaration per workload.
 * :data:`POD_SPEC_POLICY` (``Deny``; every requester, controllers included, because the pod spec is what
   runs): every PodSpec of a workload (its pod templates at the paths of ``WorkloadKindSpec.pod_specs``: Job
   ``spec.template``, Kubeflow ``spec.<x>ReplicaSpecs.*.template``, HyperPodPyTorchJob
