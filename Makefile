@@ -21,6 +21,14 @@ $(VENV)/.stamp: pyproject.toml
 	.venv-nca/bin/python -m pip install --quiet "network-config-analyzer==2.1.0"
 	touch $@
 
+# The HyperPod CLI/SDK (sagemaker-hyperpod, pyproject group hyperpod-sdk) pins pytest, ruff and click versions
+# the dev group cannot share: its own venv, run by tests/support/hyperpod_sdk.py as a subprocess.
+.venv-hyperpod/.stamp: pyproject.toml
+	$(PYTHON) -m venv .venv-hyperpod
+	.venv-hyperpod/bin/python -m pip install --quiet --upgrade "pip>=25.1"
+	.venv-hyperpod/bin/python -m pip install --quiet --group hyperpod-sdk
+	touch $@
+
 node_modules/.stamp: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
@@ -31,7 +39,7 @@ promtool:
 	@command -v promtool >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y --no-install-recommends prometheus >/dev/null; } \
 		|| { echo "promtool missing: run 'sudo apt-get install -y prometheus' (the rule tests are skipped without it)"; }
 
-setup: $(VENV)/.stamp .venv-nca/.stamp node_modules/.stamp promtool
+setup: $(VENV)/.stamp .venv-nca/.stamp .venv-hyperpod/.stamp node_modules/.stamp promtool
 
 synth: setup
 	npx cdk synth --quiet
@@ -52,9 +60,9 @@ typecheck: $(VENV)/.stamp
 	$(VENV)/bin/mypy
 
 unit: setup
-	NCA_BIN=$(abspath .venv-nca/bin/nca) $(PY) -m pytest
+	NCA_BIN=$(abspath .venv-nca/bin/nca) HYPERPOD_SDK_PYTHON=$(abspath .venv-hyperpod/bin/python) $(PY) -m pytest
 
 test: lint typecheck unit
 
 clean:
-	rm -rf cdk.out $(VENV) .venv-nca node_modules .pytest_cache .mypy_cache .ruff_cache
+	rm -rf cdk.out $(VENV) .venv-nca .venv-hyperpod node_modules .pytest_cache .mypy_cache .ruff_cache

@@ -57,6 +57,28 @@ def job(
     return {"apiVersion": "batch/v1", "kind": kind, "metadata": metadata, "spec": {}}
 
 
+def env_job(
+    env: dict[str, str], *, annotations: dict[str, str] | None = None, mount_path: str = "/fsx/research"
+) -> dict[str, Any]:
+    """A preemptible Job declaring its checkpoint in its container environment (the HyperPod CLI's way)."""
+    obj = job(priority="experimentation-priority", annotations=annotations or {})
+    container = {
+        "name": "train",
+        "image": "train:1",
+        "env": [{"name": k, "value": v} for k, v in env.items()],
+        "volumeMounts": [{"name": "fsx", "mountPath": mount_path}],
+    }
+    volumes = [{"name": "fsx", "persistentVolumeClaim": {"claimName": "fsx"}}]
+    obj["spec"] = {"template": {"spec": {"containers": [container], "volumes": volumes}}}
+    return obj
+
+
+ENV_CHECKPOINT = {
+    "HYPERPOD_TENANCY_CHECKPOINT_DIR": "/fsx/research/exp-1",
+    "HYPERPOD_TENANCY_CHECKPOINT_INTERVAL": "30m",
+}
+
+
 def decide(
     obj: dict[str, Any],
     *,
@@ -128,7 +150,7 @@ def test_policies_fail_closed_and_bind_only_tenant_namespaces() -> None:
 
 def test_match_constraints_cover_the_workload_kinds() -> None:
     # the one table of workload kinds (hyperpod_tenancy.k8s.workloads), never a second list
-    expected = {(k.group, k.resource) for k in workloads.WORKLOAD_KINDS}
+    expected = {(k.group, k.resource) for k in workloads.served_kinds()}
     assert ("batch", "jobs") in expected and ("", "pods") in expected
     operations = {
         admission.WORKLOAD_POLICY: ["CREATE", "UPDATE"],
@@ -183,9 +205,10 @@ def test_expressions_use_only_standard_cel() -> None:
         expressions += [c["expression"] for c in policy["spec"]["matchConditions"]]
         for v in policy["spec"]["validations"]:
             expressions += [v["expression"], v.get("messageExpression", "''")]
-    kinds = len(workloads.WORKLOAD_KINDS)
-    # conditions: 2 + 3 + 1 + 1; validations: 7 + 5 + 2 per kind + 3, each with a messageExpression or ''
-    assert len(expressions) == 7 + 2 * (7 + 5 + 2 * kinds + 3)
+    kinds = len([k for k in workloads.served_kinds() if k.pod_specs])
+    # conditions: 2 + 3 + 1 + 1; validations: 7 + 9 + 2 per kind with pod specs + 3, each with a
+    # messageExpression or ''
+    assert len(expressions) == 7 + 2 * (7 + 9 + 2 * kinds + 3)
     for expression in expressions:
         assert functions_used(expression) <= STANDARD_CEL_FUNCTIONS, expression
         for forbidden in ("authorizer", "params", "variables."):
@@ -456,6 +479,11 @@ def test_every_validation_can_fail_and_pass() -> None:
         ),
         job(owners=[{"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "1", "controller": True}]),
         {**job(), "metadata": {**job()["metadata"], "finalizers": ["orphan"]}},
+        env_job(ENV_CHECKPOINT),
+        env_job(ENV_CHECKPOINT, annotations=dict(CHECKPOINT)),
+        env_job(ENV_CHECKPOINT, mount_path="/scratch"),
+        env_job({"HYPERPOD_TENANCY_CHECKPOINT_DIR": "/fsx/research/exp-1"}),
+        env_job({**ENV_CHECKPOINT, "HYPERPOD_TENANCY_CHECKPOINT_INTERVAL": "2h"}),
     ]
     import cel
 

@@ -158,7 +158,10 @@ def test_honest_pytorchjob_and_its_pods_pass(synth: Synth) -> None:
 def test_honest_hyperpod_pytorch_job_and_its_pods_pass(synth: Synth) -> None:
     hp = ta.hyperpod_pytorch_job(annotations=ta.CHECKPOINT)
     decision = ta.decide(synth, hp)
-    assert decision.allowed, decision.denied
+    if ta.on_kueue(synth):
+        ta.assert_refused_on_kueue(decision)
+    else:
+        assert decision.allowed, decision.denied
     pod = ta.child("Pod", hp, spec=hp["spec"]["replicaSpecs"][0]["template"]["spec"])
     assert ta.decide(synth, pod, user=ta.HYPERPOD_OPERATOR).allowed
 

@@ -162,7 +162,10 @@ def test_honest_borrowing_work_with_a_checkpoint_passes(synth: Synth) -> None:
     for obj in (ta.job(annotations=ta.CHECKPOINT), ta.hyperpod_pytorch_job(annotations=ta.CHECKPOINT)):
         decision = ta.decide(synth, obj)
         assert admission.CHECKPOINT_POLICY in decision.policies()
-        assert decision.allowed, decision.denied
+        if obj["kind"] == "HyperPodPyTorchJob" and ta.on_kueue(synth):
+            ta.assert_refused_on_kueue(decision)
+        else:
+            assert decision.allowed, decision.denied
     obj = ta.job(
         labels=ta.kueue_labels(priority="experimentation-priority"), annotations=copy.deepcopy(ta.CHECKPOINT)
     )

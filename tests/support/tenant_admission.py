@@ -16,7 +16,7 @@ from cel_admission import TEAM_MEMBER, AdmissionDecision, evaluate_policies
 from synth import Synth, manifests_in, resources_of
 
 from hyperpod_tenancy.k8s import workloads
-from hyperpod_tenancy.policy import names
+from hyperpod_tenancy.policy import FairnessBackend, names
 
 #: ``request.userInfo`` of each controller, by description (the identities of the one table).
 CONTROLLER = {
@@ -40,6 +40,22 @@ CHECKPOINT = {
 }
 GPU = {"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32"}
 IMAGE = "111122223333.dkr.ecr.us-east-1.amazonaws.com/train:1"
+
+
+#: Start of the denial of a kind Kueue has no job integration for, on the ``kueue`` backend
+#: (``admission._unqueued_kind_validations``).
+KUEUE_REFUSAL = "HyperPodPyTorchJob (sagemaker.amazonaws.com/hyperpodpytorchjobs) is not supported with fairnessBackend: kueue"
+
+
+def on_kueue(synth: Synth) -> bool:
+    """Whether ``synth`` runs the self-managed Kueue backend (which refuses HyperPodPyTorchJob)."""
+    return synth.platform.fairness_backend is FairnessBackend.KUEUE
+
+
+def assert_refused_on_kueue(decision: AdmissionDecision) -> None:
+    """The only denial is the kueue backend's refusal of HyperPodPyTorchJob, naming the fix."""
+    (message,) = decision.denied
+    assert message.startswith(KUEUE_REFUSAL) and "kubeflow.org PyTorchJob" in message, message
 
 
 def policies(synth: Synth) -> list[dict[str, Any]]:

@@ -23,14 +23,18 @@ Four policies, because their scope and enforcement differ:
   writes, of every kind, goes through a queue, whatever GPUs, EFA interfaces or Neuron devices its pods
   request); no controller owner reference is set on CREATE or changed on UPDATE; no finalizer is set on
   CREATE or added on UPDATE (a team-held finalizer keeps a deleted Job around while Kueue releases its quota,
-  and the ``orphan`` finalizer orphans its pods).
+  and the ``orphan`` finalizer orphans its pods). On the ``kueue`` backend it also refuses, at CREATE, the
+  kinds Kueue has no job integration for (:func:`_unqueued_kind_validations`: ``HyperPodPyTorchJob``).
 * :data:`CHECKPOINT_POLICY` (``Deny`` or ``Warn`` per ``scheduling.checkpoint_enforcement``): the promise is
   "no work that can run on borrowed capacity lacks a checkpoint". Work at a ``preemptible`` class, *and all
   work of a namespace labelled* ``hyperpod-tenancy.io/borrows: "true"`` (a team that borrows can have any of
   its work placed on borrowed quota and reclaimed), declares ``hyperpod-tenancy.io/checkpoint-path`` under
   ``/fsx/<team>/`` and ``hyperpod-tenancy.io/checkpoint-interval`` (:data:`CHECKPOINT_INTERVAL_PATTERN`) no
   longer than its class's ``maxCheckpointInterval`` (a generated regular expression per class, see
-  :func:`interval_regex`), so ``9999h`` is denied.
+  :func:`interval_regex`), so ``9999h`` is denied. Clients that cannot set annotations (``hyp create
+  hyp-pytorch-job``) declare the same through container environment variables instead, checked on every
+  PodSpec of each kind (:func:`_checkpoint_validations`): the directory at or below the declaring container's
+  own writable mount of the team's FSx claim, the interval bounded the same way, one declaration per workload.
 * :data:`POD_SPEC_POLICY` (``Deny``; every requester, controllers included, because the pod spec is what
   runs): every PodSpec of a workload (its pod templates at the paths of ``WorkloadKindSpec.pod_specs``: Job
   ``spec.template``, Kubeflow ``spec.<x>ReplicaSpecs.*.template``, HyperPodPyTorchJob
@@ -67,11 +71,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from hyperpod_tenancy.k8s import labels, vap, workloads
-from hyperpod_tenancy.k8s.team_manifests import SYSTEM_PRIORITY_CLASSES
+from hyperpod_tenancy.k8s.team_manifests import FSX_CLAIM_NAME, SYSTEM_PRIORITY_CLASSES
 from hyperpod_tenancy.k8s.vap import ADMISSION_API_VERSION, tenant_namespace_selector
 from hyperpod_tenancy.k8s.workloads import WorkloadKindSpec
 from hyperpod_tenancy.policy import names
-from hyperpod_tenancy.policy.model import CheckpointEnforcement, Platform
+from hyperpod_tenancy.policy.model import CheckpointEnforcement, FairnessBackend, Platform
 
 __all__ = [
     "ADMISSION_API_VERSION",
@@ -102,8 +106,9 @@ DELETE_POLICY = "hyperpod-tenancy-workload-deletes"
 FSX_ROOT = names.FSX_ROOT
 #: Accepted checkpoint intervals: a positive number of minutes or hours, e.g. ``30m`` or ``2h``.
 CHECKPOINT_INTERVAL_PATTERN = "^[1-9][0-9]*[mh]$"
-#: The workload kinds the policies match: the one table of :mod:`hyperpod_tenancy.k8s.workloads`.
-WORKLOAD_RESOURCES: tuple[WorkloadKindSpec, ...] = workloads.WORKLOAD_KINDS
+#: The workload kinds the policies match: the kinds of the one table of :mod:`hyperpod_tenancy.k8s.workloads`
+#: whose API the platform installs (:func:`~hyperpod_tenancy.k8s.workloads.served_kinds`).
+WORKLOAD_RESOURCES: tuple[WorkloadKindSpec, ...] = workloads.served_kinds()
 #: Kubernetes PriorityClasses a pod in a tenant namespace may name. None: the platform defines no
 #: PriorityClass for tenants (workload priority is the Kueue ``kueue.x-k8s.io/priority-class`` label, which
 #: kube-scheduler never sees). Should the cluster ever get a ``globalDefault`` PriorityClass, add it here.
@@ -303,6 +308,34 @@ def _workload_validations() -> list[dict[str, str]]:
     ]
 
 
+def _unqueued_kind_validations(platform: Platform) -> list[dict[str, str]]:
+    """On the ``kueue`` backend, refuse the team-written kinds Kueue has no job integration for.
+
+    Kueue queues a kind as one workload only through a job integration (``integrations.frameworks`` or an
+    ``externalFrameworks`` entry with its controller's support). Upstream Kueue 0.19.2 has none for
+    ``HyperPodPyTorchJob`` and no source documents how Task Governance's Kueue admits it, so with
+    ``manageJobsWithoutQueueName`` and the pod integration its pods would be queued one by one: no gang
+    admission, and a multi-node job can deadlock half-admitted while holding quota. Such a kind is refused at
+    CREATE with the fix, rather than admitted into a queue that cannot gang it.
+    """
+    if platform.fairness_backend is not FairnessBackend.KUEUE:
+        return []
+    return [
+        {
+            "expression": f"request.operation != 'CREATE' || !{_is_resource(kind)}",
+            "message": (
+                f"{kind.kind} ({kind.group}/{kind.resource}) is not supported with fairnessBackend: kueue: "
+                f"upstream Kueue has no job integration for it, so its pods would be admitted one by one and "
+                "a multi-node job can deadlock half-admitted. Submit the job as a kubeflow.org PyTorchJob "
+                "(queued as one workload), or ask the platform team for fairnessBackend: task-governance."
+            ),
+            "reason": "Forbidden",
+        }
+        for kind in WORKLOAD_RESOURCES
+        if kind.kueue_framework is None and kind.team_access is not workloads.TeamAccess.NONE
+    ]
+
+
 # ------------------------------------------------------------------------------------------ checkpoints
 
 
@@ -341,10 +374,73 @@ def _needs_checkpoint(preemptible: Sequence[str]) -> str:
     return f"({_label_set(pc)} && {_label(pc)} in {_cel_list(preemptible)}) || {borrows}"
 
 
+def _env_sets(container: str, name: str) -> str:
+    return f"(has({container}.env) && {container}.env.exists(e, e.name == {_q(name)}))"
+
+
+def _env_declares(spec: str) -> str:
+    """CEL: a main container of PodSpec ``spec`` sets the checkpoint directory variable."""
+    return f"(has({spec}.containers) && {spec}.containers.exists(c, {_env_sets('c', labels.CHECKPOINT_DIR_ENV)}))"
+
+
+def _env_uses(spec: str) -> str:
+    """CEL: a main container of PodSpec ``spec`` sets either checkpoint variable."""
+    either = (
+        f"({_env_sets('c', labels.CHECKPOINT_DIR_ENV)} || {_env_sets('c', labels.CHECKPOINT_INTERVAL_ENV)})"
+    )
+    return f"(has({spec}.containers) && {spec}.containers.exists(c, {either}))"
+
+
+def _every_container(check: Callable[[str, str], str]) -> Callable[[str], str]:
+    """Return a PodSpec check applying ``check(spec, container)`` to every main container with an environment."""
+
+    def spec_check(spec: str) -> str:
+        return f"(!has({spec}.containers) || {spec}.containers.all(c, !has(c.env) || {check(spec, 'c')}))"
+
+    return spec_check
+
+
+def _on_team_claim(spec: str, container: str, path: str) -> str:
+    """CEL: ``path`` is at or below a writable mount, in ``container``, of the team's FSx claim.
+
+    The claim (:data:`~hyperpod_tenancy.k8s.team_manifests.FSX_CLAIM_NAME` of the namespace) is bound to the
+    pre-bound PersistentVolume of ``/fsx/<team>`` only, so wherever the container mounts it, a path below the
+    mount is in the team directory; a read-only mount (of the volume or the claim) cannot hold checkpoints.
+    """
+    claim = (
+        f"has({spec}.volumes) && {spec}.volumes.exists(v, v.name == m.name && has(v.persistentVolumeClaim) && "
+        f"v.persistentVolumeClaim.claimName == {_q(FSX_CLAIM_NAME)} && "
+        "!(has(v.persistentVolumeClaim.readOnly) && v.persistentVolumeClaim.readOnly))"
+    )
+    below = f"({path} == m.mountPath || {path}.startsWith(m.mountPath.endsWith('/') ? m.mountPath : m.mountPath + '/'))"
+    return (
+        f"(has({container}.volumeMounts) && {container}.volumeMounts.exists(m, "
+        f"!(has(m.readOnly) && m.readOnly) && {claim} && {below}))"
+    )
+
+
 def _checkpoint_validations(platform: Platform) -> list[dict[str, str]]:
+    """Return the checkpoint policy's validations: one declaration, by annotations or by container environment.
+
+    The annotations (:data:`~hyperpod_tenancy.k8s.labels.CHECKPOINT_PATH_ANNOTATION`, ``…-interval``) are the
+    declaration of ``kubectl`` and Kubeflow manifests. The HyperPod CLI cannot set annotations on a job (its
+    template ``hyperpod_pytorch_job_template/v1_1/model.py`` ``to_domain`` sets only the Kueue topology
+    annotations) but sets the environment and volumes of the job's one container, so the same declaration is
+    accepted as container environment variables (:data:`~hyperpod_tenancy.k8s.labels.CHECKPOINT_DIR_ENV`,
+    :data:`~hyperpod_tenancy.k8s.labels.CHECKPOINT_INTERVAL_ENV`), read only from main containers (init and
+    ephemeral containers do not train). An environment declaration must be about where the job writes: a
+    literal value (``valueFrom`` is invisible at admission), at or below a writable mount of the team's FSx
+    claim *in the same container* (:func:`_on_team_claim`), without ``..``, with an interval in the same
+    container, bounded like the annotation. At least one main container of the workload declares (a sidecar
+    need not), every container that sets one variable sets both, and a workload declares by annotations or by
+    environment, never both (two declarations could disagree, and the bound would be checked on the one the
+    job does not use).
+    """
     pc = labels.PRIORITY_CLASS_LABEL
     path = labels.CHECKPOINT_PATH_ANNOTATION
     interval = labels.CHECKPOINT_INTERVAL_ANNOTATION
+    dir_env = labels.CHECKPOINT_DIR_ENV
+    interval_env = labels.CHECKPOINT_INTERVAL_ENV
     team = labels.TEAM_LABEL
     classes = platform.scheduling.priority_classes
     preemptible = [c.workload_priority_class for c in classes if c.preemptible]
@@ -367,17 +463,29 @@ def _checkpoint_validations(platform: Platform) -> list[dict[str, str]]:
         f"({_annotation_set(interval)} && {_annotation(interval)}.matches({_q(CHECKPOINT_INTERVAL_PATTERN)}) && "
         f"{_label_set(pc)} && {_label(pc)} in {regexes})"
     )
+    env_declared = _for_some_pod_spec(_env_declares)
+    env_used = _for_some_pod_spec(_env_uses)
+    annotations_used = f"({_annotation_set(path)} || {_annotation_set(interval)})"
+    class_bounded = f"({_label_set(pc)} && {_label(pc)} in {regexes})"
+    env_hint = (
+        f"or, where only the container environment can be set (hyp create hyp-pytorch-job), mount the team FSx "
+        f"claim and set {dir_env} and {interval_env} in the container: --volume name={FSX_CLAIM_NAME},type=pvc,"
+        f"mount_path={FSX_ROOT}"
+    )
     return [
         {
-            "expression": _annotation_set(path),
+            "expression": f"{_annotation_set(path)} || {env_declared}",
             "messageExpression": (
                 f"{why} + ': the work may run on borrowed capacity and be preempted, so it must checkpoint. "
                 f"Add annotation {path}: {FSX_ROOT}' + {team_or_placeholder} + '/<job>/ (where the job writes "
-                "its checkpoints).'"
+                f"its checkpoints) and {interval}, {env_hint}' + {team_or_placeholder} + ',claim_name="
+                f'{FSX_CLAIM_NAME} and --environment with {{"{dir_env}": "{FSX_ROOT}\' + {team_or_placeholder} + '
+                f'\'/<job>", "{interval_env}": "30m"}} (README, Submitting work).\''
             ),
             "message": (
                 f"work that can run on borrowed capacity must declare annotation {path} with its checkpoint "
-                f"directory under {FSX_ROOT}<team>/."
+                f"directory under {FSX_ROOT}<team>/ (or container environment variables {dir_env} and "
+                f"{interval_env})."
             ),
             "reason": "Invalid",
         },
@@ -395,7 +503,7 @@ def _checkpoint_validations(platform: Platform) -> list[dict[str, str]]:
             "reason": "Forbidden",
         },
         {
-            "expression": _annotation_set(interval),
+            "expression": f"{_annotation_set(interval)} || (!{_annotation_set(path)} && {env_declared})",
             "messageExpression": (
                 f"{why} + ': the work may run on borrowed capacity and be preempted, so it must declare "
                 f"annotation {interval} (how often it checkpoints, e.g. 30m or 1h).'"
@@ -431,6 +539,79 @@ def _checkpoint_validations(platform: Platform) -> list[dict[str, str]]:
             ),
             "reason": "Forbidden",
         },
+        {
+            "expression": f"!({annotations_used} && {env_used})",
+            "message": (
+                f"declare the checkpoint once: either the annotations {path} and {interval}, or the container "
+                f"environment variables {dir_env} and {interval_env}, not both: two declarations can disagree, "
+                "and the platform would bound one while the job uses the other. Remove one of them."
+            ),
+            "reason": "Invalid",
+        },
+        {
+            "expression": _for_every_pod_spec(
+                _every_container(
+                    lambda spec, c: (
+                        f"{c}.env.all(e, e.name != {_q(dir_env)} || (has(e.value) && "
+                        f"!e.value.matches({_q(_PARENT_SEGMENT)}) && {_on_team_claim(spec, c, 'e.value')}))"
+                    )
+                )
+            ),
+            "messageExpression": (
+                f"'environment variable {dir_env} must name a directory where this container writes to the team "
+                f"directory: a literal value (not valueFrom), without .., at or below a writable volumeMount, "
+                f"in the same container, of the team FSx claim {FSX_CLAIM_NAME} (e.g. --volume name=fsx,type=pvc,"
+                f"mount_path={FSX_ROOT}' + {team_or_placeholder} + ',claim_name={FSX_CLAIM_NAME} and "
+                f"{dir_env}={FSX_ROOT}' + {team_or_placeholder} + '/<job>): other teams cannot read or keep it, "
+                "and a directory the job does not write to is no checkpoint.'"
+            ),
+            "message": (
+                f"environment variable {dir_env} must be a literal directory at or below the container's writable "
+                f"mount of the team FSx claim {FSX_CLAIM_NAME}, without '..'."
+            ),
+            "reason": "Forbidden",
+        },
+        {
+            "expression": _for_every_pod_spec(
+                _every_container(
+                    lambda spec, c: (
+                        f"({_env_sets(c, dir_env)} == {_env_sets(c, interval_env)}) && "
+                        f"{c}.env.all(e, e.name != {_q(interval_env)} || (has(e.value) && "
+                        f"e.value.matches({_q(CHECKPOINT_INTERVAL_PATTERN)})))"
+                    )
+                )
+            ),
+            "message": (
+                f"a container that sets {dir_env} must also set {interval_env} (and the other way round), to a "
+                "literal number of minutes or hours such as 30m or 1h (not valueFrom)."
+            ),
+            "reason": "Invalid",
+        },
+        {
+            "expression": (
+                f"!{class_bounded} || "
+                + _for_every_pod_spec(
+                    _every_container(
+                        lambda spec, c: (
+                            f"{c}.env.all(e, e.name != {_q(interval_env)} || !has(e.value) || "
+                            f"!e.value.matches({_q(CHECKPOINT_INTERVAL_PATTERN)}) || "
+                            f"e.value.matches({regexes}[{_label(pc)}]))"
+                        )
+                    )
+                )
+            ),
+            "messageExpression": (
+                f"'environment variable {interval_env} is longer than ' + {maxima}[{_label(pc)}] + ', the longest "
+                f"checkpoint interval of priority class ' + {_label(pc)} + ' (scheduling.priorityClasses[]."
+                "maxCheckpointInterval): an eviction would throw away more GPU time than the platform allows. "
+                "Checkpoint more often.'"
+            ),
+            "message": (
+                f"environment variable {interval_env} is longer than the maxCheckpointInterval of the workload's "
+                "priority class."
+            ),
+            "reason": "Forbidden",
+        },
     ]
 
 
@@ -453,6 +634,45 @@ def _walk(base: str, segments: Sequence[str], check: Callable[[str], str], depth
     return f"(!has({base}.{segment}) || {_walk(f'{base}.{segment}', rest, check, depth)})"
 
 
+def _walk_any(base: str, segments: Sequence[str], check: Callable[[str], str], depth: int = 0) -> str:
+    """CEL that is true when ``check`` holds for at least one value at a ``pod_specs`` path (absent: false)."""
+    if not segments:
+        return check(base)
+    segment, rest = segments[0], segments[1:]
+    if segment.endswith("[]"):
+        field, var = segment[:-2], f"i{depth}"
+        return (
+            f"(has({base}.{field}) && {base}.{field}.exists({var}, {_walk_any(var, rest, check, depth + 1)}))"
+        )
+    if segment.endswith("{}"):
+        field, var = segment[:-2], f"k{depth}"
+        inner = _walk_any(f"{base}.{field}[{var}]", rest, check, depth + 1)
+        return f"(has({base}.{field}) && {base}.{field}.exists({var}, {inner}))"
+    return f"(has({base}.{segment}) && {_walk_any(f'{base}.{segment}', rest, check, depth)})"
+
+
+def _for_every_pod_spec(check: Callable[[str], str]) -> str:
+    """CEL: ``check`` holds for every PodSpec of the workload under review, whatever its kind."""
+    return " && ".join(
+        f"(!{_is_resource(kind)} || ({' && '.join(_walk('object', p.split('.'), check) for p in kind.pod_specs)}))"
+        for kind in WORKLOAD_RESOURCES
+        if kind.pod_specs
+    )
+
+
+def _for_some_pod_spec(check: Callable[[str], str]) -> str:
+    """CEL: ``check`` holds for at least one PodSpec of the workload under review."""
+    return (
+        "("
+        + " || ".join(
+            f"({_is_resource(kind)} && ({' || '.join(_walk_any('object', p.split('.'), check) for p in kind.pod_specs)}))"
+            for kind in WORKLOAD_RESOURCES
+            if kind.pod_specs
+        )
+        + ")"
+    )
+
+
 def _no_pod_priority_class(spec: str) -> str:
     allowed = ["", *ALLOWED_POD_PRIORITY_CLASSES]
     return f"(!has({spec}.priorityClassName) || {spec}.priorityClassName in {_cel_list(allowed)})"
@@ -472,7 +692,7 @@ def _pod_spec_validations() -> list[dict[str, str]]:
     env = ", ".join(GPU_VISIBILITY_ENV)
     allowed = ", ".join(ALLOWED_POD_PRIORITY_CLASSES) or "none"
     out: list[dict[str, str]] = []
-    for kind in WORKLOAD_RESOURCES:
+    for kind in (k for k in WORKLOAD_RESOURCES if k.pod_specs):
         paths = ", ".join(kind.pod_specs)
         for check, message in (
             (
@@ -569,7 +789,7 @@ def admission_policies(platform: Platform) -> list[dict[str, Any]]:
             WORKLOAD_POLICY,
             rules=_rules(_OPERATIONS),
             match_conditions=[_from_team_member(), _not_being_deleted()],
-            validations=_workload_validations(),
+            validations=[*_workload_validations(), *_unqueued_kind_validations(platform)],
         ),
         vap.policy_binding(WORKLOAD_POLICY, ["Deny"]),
         vap.policy(

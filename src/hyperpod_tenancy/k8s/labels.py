@@ -43,6 +43,14 @@ BORROWS_LABEL = "hyperpod-tenancy.io/borrows"
 CHECKPOINT_PATH_ANNOTATION = "hyperpod-tenancy.io/checkpoint-path"
 #: Job/pod annotation with the checkpoint interval, e.g. ``30m`` or ``1h``.
 CHECKPOINT_INTERVAL_ANNOTATION = "hyperpod-tenancy.io/checkpoint-interval"
+#: Container environment variable naming the checkpoint directory: the same declaration as
+#: :data:`CHECKPOINT_PATH_ANNOTATION`, for clients that can set a container's environment but not the
+#: workload's annotations (``hyp create hyp-pytorch-job --environment``). A path *in the container*, under a
+#: writable mount of the team's FSx claim in that same container.
+CHECKPOINT_DIR_ENV = "HYPERPOD_TENANCY_CHECKPOINT_DIR"
+#: Container environment variable with the checkpoint interval (the value rules of
+#: :data:`CHECKPOINT_INTERVAL_ANNOTATION`).
+CHECKPOINT_INTERVAL_ENV = "HYPERPOD_TENANCY_CHECKPOINT_INTERVAL"
 #: Kueue label every job must carry: the team's LocalQueue (:func:`~hyperpod_tenancy.policy.names.local_queue`).
 QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
 #: Kueue label every job must carry: a WorkloadPriorityClass the team is entitled to.

@@ -43,6 +43,7 @@ __all__ = [
     "HYPERPOD_INFERENCE_NAMESPACE",
     "INFERENCE_OPERATORS",
     "KUBERAY_NAMESPACE",
+    "PLATFORM_INSTALLERS",
     "WORKLOAD_KINDS",
     "ControllerIdentity",
     "Installer",
@@ -50,6 +51,7 @@ __all__ = [
     "WorkloadKindSpec",
     "controller_usernames",
     "kinds_for",
+    "served_kinds",
 ]
 
 #: Namespace the platform installs the KubeRay operator into.
@@ -69,6 +71,29 @@ class Installer(enum.StrEnum):
     HYPERPOD_TRAINING_OPERATOR_ADDON = "amazon-sagemaker-hyperpod-training-operator"
     #: The KubeRay operator Helm chart (``kuberay-operator``).
     KUBERAY_CHART = "kuberay-operator"
+    #: The EKS add-on ``amazon-sagemaker-hyperpod-inference`` (the HyperPod inference operator; the HyperPod
+    #: CLI chart's ``charts/inference-operator`` is its Helm form). **Not installed by the platform**: it needs
+    #: an execution role, a TLS certificate bucket, the AWS Load Balancer Controller, KEDA and the S3
+    #: Mountpoint CSI driver, each with its own role (``charts/inference-operator/migration/helm_to_addon.sh``).
+    HYPERPOD_INFERENCE_ADDON = "amazon-sagemaker-hyperpod-inference"
+    #: The operator of HyperPod spaces (``workspace.jupyter.org`` Workspaces, ``hyp create hyp-space``).
+    #: **Not installed by the platform** (teams get interactive environments from their Studio domain).
+    HYPERPOD_SPACES_OPERATOR = "hyperpod-spaces-operator"
+
+
+#: The installers the cluster stack provides (the training operator add-on, the HyperPod chart's subcharts,
+#: KubeRay, Kubernetes itself). A kind whose installer is not here is in :data:`WORKLOAD_KINDS` for the record
+#: (its group, resource and who would create it) but neither granted nor governed: granting a kind whose CRD
+#: no component serves would be a permission on nothing, and a policy rule on it dead code.
+PLATFORM_INSTALLERS: frozenset[Installer] = frozenset(
+    {
+        Installer.KUBERNETES,
+        Installer.HYPERPOD_CHART_TRAINING_OPERATORS,
+        Installer.HYPERPOD_CHART_MPI_OPERATOR,
+        Installer.HYPERPOD_TRAINING_OPERATOR_ADDON,
+        Installer.KUBERAY_CHART,
+    }
+)
 
 
 class TeamAccess(enum.StrEnum):
@@ -282,6 +307,39 @@ WORKLOAD_KINDS: tuple[WorkloadKindSpec, ...] = (
         team_access=TeamAccess.ALL,
         pod_specs=("spec.headGroupSpec.template.spec", "spec.workerGroupSpecs[].template.spec"),
     ),
+    # The HyperPod inference operator's kinds: what `hyp create hyp-jumpstart-endpoint` and
+    # `hyp create hyp-custom-endpoint` post (sagemaker-hyperpod 3.12.0 sagemaker/hyperpod/inference/config/
+    # constants.py KIND_PLURAL_MAP; CRDs in the HyperPod CLI chart charts/inference-operator/config/crd/). No
+    # PodSpec: the operator renders the endpoint's Deployment, which the pod-spec policy checks whoever sends it.
+    WorkloadKindSpec(
+        group="inference.sagemaker.aws.amazon.com",
+        resource="inferenceendpointconfigs",
+        kind="InferenceEndpointConfig",
+        installed_by=Installer.HYPERPOD_INFERENCE_ADDON,
+        kueue_framework=None,
+        team_access=TeamAccess.INFERENCE,
+        pod_specs=(),
+    ),
+    WorkloadKindSpec(
+        group="inference.sagemaker.aws.amazon.com",
+        resource="jumpstartmodels",
+        kind="JumpStartModel",
+        installed_by=Installer.HYPERPOD_INFERENCE_ADDON,
+        kueue_framework=None,
+        team_access=TeamAccess.INFERENCE,
+        pod_specs=(),
+    ),
+    # HyperPod spaces (`hyp create hyp-space`; sagemaker-hyperpod 3.12.0 sagemaker/hyperpod/cli/constants/
+    # space_constants.py: workspace.jupyter.org/v1alpha1 workspaces). Not granted: see the README, "Spaces".
+    WorkloadKindSpec(
+        group="workspace.jupyter.org",
+        resource="workspaces",
+        kind="Workspace",
+        installed_by=Installer.HYPERPOD_SPACES_OPERATOR,
+        kueue_framework=None,
+        team_access=TeamAccess.NONE,
+        pod_specs=(),
+    ),
     WorkloadKindSpec(
         group="apps",
         resource="deployments",
@@ -321,10 +379,15 @@ WORKLOAD_KINDS: tuple[WorkloadKindSpec, ...] = (
 )
 
 
+def served_kinds() -> tuple[WorkloadKindSpec, ...]:
+    """Return the kinds of :data:`WORKLOAD_KINDS` whose API an installer of :data:`PLATFORM_INSTALLERS` serves."""
+    return tuple(k for k in WORKLOAD_KINDS if k.installed_by in PLATFORM_INSTALLERS)
+
+
 def kinds_for(*, inference: bool) -> tuple[WorkloadKindSpec, ...]:
-    """Return the kinds a team may write: every ``ALL`` kind, plus ``INFERENCE`` kinds for inference teams."""
+    """Return the served kinds a team may write: every ``ALL`` kind, plus ``INFERENCE`` kinds for inference teams."""
     allowed = {TeamAccess.ALL, TeamAccess.INFERENCE} if inference else {TeamAccess.ALL}
-    return tuple(k for k in WORKLOAD_KINDS if k.team_access in allowed)
+    return tuple(k for k in served_kinds() if k.team_access in allowed)
 
 
 def controller_usernames() -> tuple[str, ...]:

@@ -185,14 +185,16 @@ ADMISSION = (
         "hyperpod-tenancy-workload-labels",
         "job without a priority class / a team labels everything top priority, or bypasses its queue",
         "`kueue.x-k8s.io/priority-class` present and entitled, `kueue.x-k8s.io/queue-name` the namespace's "
-        "LocalQueue, no controller owner references or finalizers from team members",
+        "LocalQueue, no controller owner references or finalizers from team members; with `fairnessBackend: "
+        "kueue`, no kind Kueue cannot gang (`HyperPodPyTorchJob`)",
     ),
     _admission(
         "hyperpod-tenancy-checkpoints",
         "borrowed capacity used by work that does not checkpoint",
         "a checkpoint declaration (path under `/fsx/<team>/`, interval ≤ the class's `maxCheckpointInterval`) on "
         "all work of a team that may borrow and on `preemptible` classes (Deny, or Warn per "
-        "`checkpointEnforcement`)",
+        "`checkpointEnforcement`): annotations, or `HYPERPOD_TENANCY_CHECKPOINT_DIR`/`_INTERVAL` in a container "
+        "that mounts the team's FSx claim there (what `hyp` can set), never both",
     ),
     _admission(
         "hyperpod-tenancy-workload-deletes",

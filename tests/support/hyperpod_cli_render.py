@@ -1,0 +1,133 @@
+"""Run the real HyperPod CLI (``hyp``, PyPI ``sagemaker-hyperpod``) offline and print the bodies it would post.
+
+This file runs **inside the HyperPod SDK's own venv** (``.venv-hyperpod``, see the Makefile: the SDK pins
+pytest, ruff and click versions the project's venv cannot share), never in the project's interpreter; the
+tests call it through :mod:`hyperpod_sdk` as a subprocess. Usage::
+
+    .venv-hyperpod/bin/python tests/support/hyperpod_cli_render.py '[["create", "hyp-pytorch-job", ...], ...]' 1.33
+
+For each argument list (one process for many command lines: importing the SDK takes seconds) it invokes the
+``hyp`` click group in-process (``sagemaker.hyperpod.cli.hyp_cli:cli``, the console script of
+the wheel) with the given arguments, so the CLI's own option parsing, template model (``to_domain``) and SDK
+``create`` build the object, and captures what the SDK hands to the Kubernetes client instead of sending it:
+
+* ``kubernetes.client.CustomObjectsApi.create_namespaced_custom_object`` records ``group``, ``version``,
+  ``namespace``, ``plural`` and ``body`` (every ``hyp create`` of a job, endpoint or space ends there:
+  ``sagemaker/hyperpod/training/hyperpod_pytorch_job.py`` ``create``,
+  ``sagemaker/hyperpod/inference/hp_endpoint_base.py`` ``call_create_api``,
+  ``sagemaker/hyperpod/space/hyperpod_space.py`` ``create``);
+* telemetry is disabled: ``telemetry_logging._send_telemetry_request`` (the only sender, called by the
+  ``_hyperpod_telemetry_emitter`` decorator through the module global) is replaced by a counter;
+* there is no network: ``socket.socket.connect`` and ``socket.getaddrinfo`` raise, so any other API call or
+  HTTP request the CLI might make fails loudly instead of leaving the machine;
+* the kubeconfig is a real file in a temporary directory (``KUBECONFIG``) naming an unreachable API server,
+  so ``config.load_kube_config`` runs unpatched; the SDK's version check
+  (``common/utils.py`` ``verify_kubernetes_version_compatibility``) answers from the patched
+  ``VersionApi.get_code`` with the cluster's Kubernetes version.
+
+Prints a JSON object: ``sdk_version`` (the installed ``sagemaker-hyperpod``) and ``results``, one object per
+command line: ``exit_code``, ``output`` (the CLI's stdout and stderr),
+``exception`` (repr, if any), ``created`` (the captured calls) and ``telemetry_calls`` (suppressed sends).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import socket
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+KUBECONFIG = """apiVersion: v1
+kind: Config
+clusters:
+- name: offline
+  cluster:
+    server: https://127.0.0.1:9
+    insecure-skip-tls-verify: true
+contexts:
+- name: offline
+  context:
+    cluster: offline
+    user: offline
+    namespace: default
+current-context: offline
+users:
+- name: offline
+  user:
+    token: offline
+"""
+
+
+def _no_network(*args: Any, **kwargs: Any) -> Any:
+    raise OSError("network disabled while rendering HyperPod CLI bodies offline")
+
+
+def main(argv: list[str]) -> int:
+    """Run ``hyp`` once per argument list of ``argv[1]`` (JSON) and print what each would have posted."""
+    command_lines = json.loads(argv[1])
+    kubernetes_version = argv[2] if len(argv) > 2 else "1.33"
+    workdir = Path(tempfile.mkdtemp(prefix="hyp-offline-"))
+    (workdir / "config").write_text(KUBECONFIG)
+    os.environ["KUBECONFIG"] = str(workdir / "config")
+    os.environ["HOME"] = str(workdir)  # the CLI writes nothing of the real user's
+    socket.socket.connect = _no_network  # type: ignore[method-assign]
+    socket.socket.connect_ex = _no_network  # type: ignore[method-assign]
+    socket.getaddrinfo = _no_network  # type: ignore[assignment]
+
+    from click.testing import CliRunner
+    from kubernetes import client
+    from sagemaker.hyperpod.cli.hyp_cli import cli
+    from sagemaker.hyperpod.common.telemetry import telemetry_logging
+
+    created: list[dict[str, Any]] = []
+    telemetry: list[int] = []
+
+    def create(self: Any, *args: Any, **kw: Any) -> Any:
+        # the SDK calls it with keywords only (group, version, namespace, plural, body)
+        assert not args, args
+        created.append({key: kw[key] for key in ("group", "version", "namespace", "plural", "body")})
+        return kw["body"]
+
+    def get_code(self: Any, **kw: Any) -> Any:
+        major, minor = kubernetes_version.split(".")
+        return client.VersionInfo(
+            major=major,
+            minor=minor,
+            git_version=f"v{kubernetes_version}.0-eks",
+            build_date="",
+            compiler="",
+            git_commit="",
+            git_tree_state="",
+            go_version="",
+            platform="linux/amd64",
+        )
+
+    client.CustomObjectsApi.create_namespaced_custom_object = create  # type: ignore[method-assign]
+    client.VersionApi.get_code = get_code  # type: ignore[method-assign]
+    telemetry_logging._send_telemetry_request = lambda *a, **k: telemetry.append(1)  # type: ignore[attr-defined]
+
+    results = []
+    for args in command_lines:
+        created.clear()
+        telemetry.clear()
+        result = CliRunner().invoke(cli, args, catch_exceptions=True)
+        results.append(
+            {
+                "exit_code": result.exit_code,
+                "output": result.output,
+                "exception": None if result.exception is None else repr(result.exception),
+                "created": list(created),
+                "telemetry_calls": len(telemetry),
+            }
+        )
+    version = importlib.metadata.version("sagemaker-hyperpod")
+    sys.stdout.write(json.dumps({"sdk_version": version, "results": results}, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv))
