@@ -25,7 +25,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from moto_server import moto_server, reset
 
-from hyperpod_tenancy.k8s.labels import CHECKPOINT_INTERVAL_ANNOTATION
+from hyperpod_tenancy.k8s.labels import CHECKPOINT_INTERVAL_ANNOTATION, CHECKPOINT_INTERVAL_ENV
 from hyperpod_tenancy.runtime import eviction_collector
 
 CLUSTER = "shared-gpu"
@@ -359,6 +359,27 @@ def test_the_workload_annotation_is_read_before_the_pod_template() -> None:
         interval_annotation=CHECKPOINT_INTERVAL_ANNOTATION,
     )
     assert record is not None and record["checkpoint_interval_minutes"] == 60
+
+
+def test_the_interval_declared_in_the_container_environment_is_read() -> None:
+    """``hyp create hyp-pytorch-job --environment`` declares the interval as a container variable (issue 12)."""
+    evicted = workload("w", uid="u")
+    containers = evicted["spec"]["podSets"][0]["template"]["spec"]["containers"]
+    containers[0]["env"] = [
+        {"name": "OTHER", "value": "5m"},
+        {"name": CHECKPOINT_INTERVAL_ENV, "value": "20m"},
+    ]
+    args: dict[str, Any] = {"cluster": CLUSTER, "interval_annotation": CHECKPOINT_INTERVAL_ANNOTATION}
+    record = eviction_collector.eviction_record(evicted, **args, interval_env=CHECKPOINT_INTERVAL_ENV)
+    assert record is not None and record["checkpoint_interval_minutes"] == 20
+    # without the variable's name (an older deployment) it is not seen: the engine then bounds the loss by the
+    # class's longest interval
+    unnamed = eviction_collector.eviction_record(evicted, **args)
+    assert unnamed is not None and unnamed["checkpoint_interval_minutes"] is None
+    # an annotation, where both exist, wins (admission refuses both at once; the collector does not guess)
+    evicted["metadata"]["annotations"] = {CHECKPOINT_INTERVAL_ANNOTATION: "45m"}
+    both = eviction_collector.eviction_record(evicted, **args, interval_env=CHECKPOINT_INTERVAL_ENV)
+    assert both is not None and both["checkpoint_interval_minutes"] == 45
 
 
 # ---------------------------------------------------------------------- EKS access

@@ -843,6 +843,7 @@ class ChargebackPipeline(Construct):
                 "PREFIX": f"{_RAW}eviction/",
                 "LOOKBACK_MINUTES": "15",
                 "CHECKPOINT_INTERVAL_ANNOTATION": labels.CHECKPOINT_INTERVAL_ANNOTATION,
+                "CHECKPOINT_INTERVAL_ENV": labels.CHECKPOINT_INTERVAL_ENV,
             },
             vpc=self.cluster.vpc,
             security_groups=[security_group],

@@ -202,9 +202,15 @@ def _pod_gpus(template: Mapping[str, Any]) -> int:
 
 
 def eviction_record(
-    workload: Mapping[str, Any], *, cluster: str, interval_annotation: str
+    workload: Mapping[str, Any], *, cluster: str, interval_annotation: str, interval_env: str | None = None
 ) -> dict[str, Any] | None:
-    """Return the record of the workload's current preemption eviction, or ``None`` when it is not evicted by preemption."""
+    """Return the record of the workload's current preemption eviction, or ``None`` when it is not evicted by preemption.
+
+    The declared checkpoint interval is read from ``interval_annotation`` on the Workload or its pod sets'
+    templates, else from the ``interval_env`` variable of a pod set's containers (the declaration clients such
+    as ``hyp create hyp-pytorch-job`` make, which admission checks the same way; Kueue copies each pod
+    template's spec, containers and their environment included, into the Workload's pod sets).
+    """
     evicted = _condition(workload, "Evicted")
     if not evicted or evicted.get("status") != "True" or evicted.get("reason") != PREEMPTED:
         return None
@@ -238,10 +244,16 @@ def eviction_record(
     annotations = [metadata.get("annotations") or {}] + [
         ((p.get("template") or {}).get("metadata") or {}).get("annotations") or {} for p in pod_sets
     ]
-    interval = next(
-        (m for a in annotations if (m := interval_minutes(a.get(interval_annotation))) is not None),
-        None,
-    )
+    declared = [a.get(interval_annotation) for a in annotations]
+    if interval_env:
+        declared += [
+            env.get("value")
+            for p in pod_sets
+            for container in ((p.get("template") or {}).get("spec") or {}).get("containers") or []
+            for env in container.get("env") or []
+            if env.get("name") == interval_env
+        ]
+    interval = next((m for text in declared if (m := interval_minutes(text)) is not None), None)
     ref = spec.get("priorityClassRef") or {}
     priority_class = (metadata.get("labels") or {}).get(PRIORITY_CLASS_LABEL) or (
         ref.get("name", "") if ref.get("kind", "WorkloadPriorityClass") == "WorkloadPriorityClass" else ""
@@ -273,12 +285,19 @@ def object_key(prefix: str, record: Mapping[str, Any]) -> str:
 
 
 def new_evictions(
-    workloads: list[dict[str, Any]], *, cluster: str, since: dt.datetime, interval_annotation: str
+    workloads: list[dict[str, Any]],
+    *,
+    cluster: str,
+    since: dt.datetime,
+    interval_annotation: str,
+    interval_env: str | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Yield the records of preemption evictions later than ``since``, one per workload UID + time, sorted."""
     seen: dict[tuple[str, str], dict[str, Any]] = {}
     for workload in workloads:
-        record = eviction_record(workload, cluster=cluster, interval_annotation=interval_annotation)
+        record = eviction_record(
+            workload, cluster=cluster, interval_annotation=interval_annotation, interval_env=interval_env
+        )
         if record is not None and record["timestamp"] > _stamp(since):
             seen.setdefault((record["uid"], record["timestamp"]), record)
     for key in sorted(
@@ -295,6 +314,7 @@ def handler(event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
     bucket = os.environ["BUCKET"]
     # the platform's checkpoint-interval annotation key (hyperpod_tenancy.k8s.labels), set by the construct
     interval_annotation = os.environ["CHECKPOINT_INTERVAL_ANNOTATION"]
+    interval_env = os.environ.get("CHECKPOINT_INTERVAL_ENV")
     prefix = os.environ.get("PREFIX", "raw/eviction/")
     since = snapshot_time(event) - dt.timedelta(minutes=int(os.environ.get("LOOKBACK_MINUTES", "15")))
     endpoint, ca_data = os.environ.get("API_ENDPOINT", ""), os.environ.get("CA_DATA", "")
@@ -306,7 +326,11 @@ def handler(event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
     s3 = boto3.client("s3")
     keys = []
     for record in new_evictions(
-        workloads, cluster=cluster, since=since, interval_annotation=interval_annotation
+        workloads,
+        cluster=cluster,
+        since=since,
+        interval_annotation=interval_annotation,
+        interval_env=interval_env,
     ):
         key = object_key(prefix, record)
         body = json.dumps(record, sort_keys=True, separators=(",", ":")) + "\n"
