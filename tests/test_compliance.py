@@ -1,4 +1,7 @@
-"""Offline checks on every synthesized template: cfn-lint, cdk-nag AwsSolutions, Kubernetes schemas."""
+"""Offline checks on every synthesized template: cfn-lint, cdk-nag AwsSolutions, Kubernetes schemas.
+
+checkov runs over the same templates in tests/test_checkov.py (its own venv, one run for all of them).
+"""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ from typing import Any
 
 import kubernetes_validate
 import kueue_crd_validator
+import platforms
 import pytest
 from cfnlint.api import ManualArgs, lint
 from synth import Synth, synthesize
@@ -28,7 +32,7 @@ def _lint(template: dict[str, Any], region: str) -> list[Any]:
     return lint(json.dumps(template), config=ManualArgs(regions=[region]))
 
 
-@pytest.mark.parametrize("backend", ["reference", "kueue_reference"])
+@pytest.mark.parametrize("backend", ["reference", "kueue_reference", "kms_reference", "kms_arn_reference"])
 def test_cfn_lint_has_no_errors_and_only_accepted_warnings(
     backend: str, request: pytest.FixtureRequest
 ) -> None:
@@ -57,11 +61,15 @@ def test_cfn_lint_catches_a_broken_template(reference: Synth) -> None:
     assert any(m.rule.id.startswith("E") for m in _lint(template, "us-east-1"))
 
 
-@pytest.mark.parametrize("backend", ["task-governance", "kueue"])
+@pytest.mark.parametrize("backend", ["task-governance", "kueue", "kms"])
 def test_cdk_nag_aws_solutions_has_no_unacknowledged_findings(
     backend: str, reference_platform: Platform, kueue_platform: Platform, tmp_path: Path
 ) -> None:
-    platform = reference_platform if backend == "task-governance" else kueue_platform
+    platform = {
+        "task-governance": reference_platform,
+        "kueue": kueue_platform,
+        "kms": platforms.kms_platform(),
+    }[backend]
     # raises ValidationFailed on any unacknowledged finding
     synth = synthesize(platform, tmp_path, nag=True)
     report = json.loads((tmp_path / "validation-report.json").read_text())

@@ -37,6 +37,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct, IConstruct
 
 from hyperpod_tenancy.constructs._private.annotations import skip_checkov, warn
+from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.policy import Platform
 from hyperpod_tenancy.policy.model import CREATE_KMS_KEY
 
@@ -101,25 +102,33 @@ class PlatformKey(Construct):
         platform: the policy; ``platform.encryption.kms_key`` must be set.
         key_arn: the ARN of the key created with the cluster, for a cluster imported into another app. Default:
             the policy's ARN.
+        imported_cluster: the key belongs to an imported cluster (never created here). Default: ``False``.
 
     Attributes:
         key: the key. created: whether this construct created it (its policy is then written here).
 
     Raises:
-        ValueError: the policy has no ``encryption.kmsKey``, or says ``create`` for an imported cluster without
+        TenancyError: the policy has no ``encryption.kmsKey``, or says ``create`` for an imported cluster without
             ``key_arn``.
 
     """
 
-    def __init__(self, scope: Construct, id: str, *, platform: Platform, key_arn: str | None = None) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        platform: Platform,
+        key_arn: str | None = None,
+        imported_cluster: bool = False,
+    ) -> None:
         super().__init__(scope, id)
         spec = platform.encryption.kms_key
         if spec is None:
-            raise ValueError(f"{self.node.path}: platform.yaml sets no encryption.kmsKey")
+            raise TenancyError(f"{self.node.path}: platform.yaml sets no encryption.kmsKey")
         self._services: set[str] = set()
-        self._statements: list[iam.PolicyStatement] = []
-        #: Whether the key was created here.
-        self.created = spec == CREATE_KMS_KEY and key_arn is None
+        #: Whether the key was created here (only the cluster's own app creates it).
+        self.created = spec == CREATE_KMS_KEY and key_arn is None and not imported_cluster
         #: The key.
         self.key: kms.IKey
         if self.created:
@@ -134,9 +143,9 @@ class PlatformKey(Construct):
         else:
             arn = key_arn or spec
             if arn == CREATE_KMS_KEY:
-                raise ValueError(
-                    f"{self.node.path}: encryption.kmsKey is `create`, but this cluster is imported: pass the "
-                    "created key's ARN (kms_key_arn)"
+                raise TenancyError(
+                    f"{self.node.path}: encryption.kmsKey is `create`, but this cluster is imported: pass the key's "
+                    "ARN (kms_key_arn=, the cluster app's SharedHyperPodCluster.platform_key.key_arn)"
                 )
             self.key = kms.Key.from_key_arn(self, "Key", arn)
             warn(

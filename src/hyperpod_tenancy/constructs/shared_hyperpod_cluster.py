@@ -151,7 +151,7 @@ class _ImportedHyperPodCluster(Construct):
         self._sso_role_service_token = sso_role_service_token
         #: The platform's customer-managed key (``None`` without ``encryption.kmsKey``).
         self.platform_key: PlatformKey | None = (
-            PlatformKey(self, "PlatformKey", platform=platform, key_arn=kms_key_arn)
+            PlatformKey(self, "PlatformKey", platform=platform, key_arn=kms_key_arn, imported_cluster=True)
             if platform.encryption.kms_key
             else None
         )

@@ -38,6 +38,7 @@ CHECKOV_RESOURCE_TYPES: Final[dict[str, tuple[str, ...]]] = {
     ),  # LambdaFunctionLevelConcurrentExecutionLimit
     "CKV_AWS_116": ("AWS::Lambda::Function", "AWS::Serverless::Function"),  # LambdaDLQConfigured
     "CKV_AWS_117": ("AWS::Lambda::Function", "AWS::Serverless::Function"),  # LambdaInVPC
+    "CKV_AWS_119": ("AWS::DynamoDB::Table",),  # DynamoDBTablesEncrypted
     "CKV_AWS_158": ("AWS::Logs::LogGroup",),  # CloudWatchLogGroupKMSKey
     "CKV_AWS_173": (
         "AWS::Lambda::Function",
