@@ -12,15 +12,13 @@ write every template to scan into one directory (:func:`write_templates`) and ca
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pytest
-from platforms import REPO
+from venv_tools import venv_tool
 
 #: The checkov version the Makefile installs (``.venv-checkov``).
 CHECKOV_VERSION = "3.3.30"
@@ -28,15 +26,12 @@ CHECKOV_VERSION = "3.3.30"
 
 def checkov_bin() -> Path:
     """The checkov executable, or a test failure that says how to install it (never a skip)."""
-    path = Path(os.environ.get("CHECKOV_BIN", str(REPO / ".venv-checkov" / "bin" / "checkov")))
-    if not (path.is_file() and os.access(path, os.X_OK)):
-        pytest.fail(
-            f"checkov not found at {path}. Install it in its own venv with `make .venv-checkov/.stamp` (or "
-            f"`python3 -m venv .venv-checkov && .venv-checkov/bin/pip install checkov=={CHECKOV_VERSION}`), or "
-            "point CHECKOV_BIN at the `checkov` executable.",
-            pytrace=False,
-        )
-    return path
+    return venv_tool(
+        "CHECKOV_BIN",
+        ".venv-checkov/bin/checkov",
+        "Install checkov in its own venv with `make .venv-checkov/.stamp` (or `python3 -m venv .venv-checkov && "
+        f".venv-checkov/bin/pip install checkov=={CHECKOV_VERSION}`)",
+    )
 
 
 def write_templates(directory: Path, label: str, templates: Mapping[str, dict[str, Any]]) -> list[Path]:
@@ -100,6 +95,8 @@ def scan(directory: Path) -> Report:
         "--output",
         "json",
         "--skip-download",
+        # no code blocks in the report: a fifth of the output to parse
+        "--compact",
     ]
     done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=600)
     # exit 1 means "failed checks", which the caller asserts on; anything else is checkov failing
