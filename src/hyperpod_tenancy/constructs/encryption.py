@@ -263,7 +263,10 @@ class _ViaServices:
 
 @jsii.implements(cdk.IAspect)
 class _PlatformEncryption:
-    """Puts the platform key on every log group and DynamoDB table of a stack, or records why not."""
+    """Puts the platform key on every log group and DynamoDB table of a stack, or records why not.
+
+    A log group or table that names its own encryption keeps it.
+    """
 
     def __init__(self, key: PlatformKey | None) -> None:
         self._key = key
@@ -280,6 +283,8 @@ class _PlatformEncryption:
                     _NO_KEY.format(what="the log group", how="CloudWatch Logs' service-managed key"),
                 )
         elif isinstance(node, dynamodb.CfnTable):
+            if node.sse_specification is not None:
+                return  # the table's own choice stands (checkov judges it)
             if self._key is not None:
                 node.sse_specification = dynamodb.CfnTable.SSESpecificationProperty(
                     sse_enabled=True,
