@@ -71,7 +71,8 @@ class TeamTenant(Construct):
 
     Creates: an IAM Identity Center permission set (inline policy: describe this EKS and HyperPod cluster,
     the team's S3 prefix, its Studio domain) assigned to the team's group; a custom resource that resolves the
-    ``AWSReservedSSO_<PermissionSet>_<hash>`` role Identity Center provisions; EKS access entries (full ARN
+    ``AWSReservedSSO_<PermissionSet>_<hash>`` role Identity Center provisions (through the cluster's one shared
+    provider, ``IHyperPodCluster.sso_role_service_token``); EKS access entries (full ARN
     with path) for that role and the team's Studio execution role, mapped to the team's Kubernetes group only
     (no access policy, never cluster-admin); a SageMaker domain ``<cluster>-<team>`` (Identity Center auth, VPC
     only, retained) whose Identity Center application is assigned to the team's group (an ``AWS::SSO::
@@ -95,7 +96,8 @@ class TeamTenant(Construct):
         cluster: the shared cluster (created in this app, or imported with
             :meth:`SharedHyperPodCluster.from_attributes <hyperpod_tenancy.constructs.SharedHyperPodCluster.from_attributes>`).
         team: name of a team of the cluster's platform policy.
-        sso_role_timeout: how long to wait for Identity Center to provision the team's role. Default: 15 minutes.
+        sso_role_timeout: how long to wait for Identity Center to provision the team's role, at most 1 hour (the
+            cluster's shared role-lookup provider gives up after that). Default: 15 minutes.
 
     Attributes:
         cluster, team, namespace, kubernetes_group, service_account, execution_role, workload_role,
@@ -105,7 +107,8 @@ class TeamTenant(Construct):
             Governance ``ComputeQuota``; ``None`` with Kueue, whose queues are in the chart).
 
     Raises:
-        TenancyError: the team is not in the policy, or it is flagged for a dedicated cluster.
+        TenancyError: the team is not in the policy, or it is flagged for a dedicated cluster, or
+            ``sso_role_timeout`` is longer than 1 hour.
 
     """
 
