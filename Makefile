@@ -29,6 +29,14 @@ $(VENV)/.stamp: pyproject.toml
 	.venv-hyperpod/bin/python -m pip install --quiet --group hyperpod-sdk
 	touch $@
 
+# checkov (tests/test_checkov.py) has a large dependency tree of its own: it lives in its own venv too.
+CHECKOV_VERSION := 3.3.30
+.venv-checkov/.stamp:
+	$(PYTHON) -m venv .venv-checkov
+	.venv-checkov/bin/python -m pip install --quiet --upgrade "pip>=25.1"
+	.venv-checkov/bin/python -m pip install --quiet "checkov==$(CHECKOV_VERSION)"
+	touch $@
+
 node_modules/.stamp: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
@@ -39,7 +47,7 @@ promtool:
 	@command -v promtool >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y --no-install-recommends prometheus >/dev/null; } \
 		|| { echo "promtool missing: run 'sudo apt-get install -y prometheus' (the rule tests are skipped without it)"; }
 
-setup: $(VENV)/.stamp .venv-nca/.stamp .venv-hyperpod/.stamp node_modules/.stamp promtool
+setup: $(VENV)/.stamp .venv-nca/.stamp .venv-hyperpod/.stamp .venv-checkov/.stamp node_modules/.stamp promtool
 
 synth: setup
 	npx cdk synth --quiet
@@ -60,9 +68,10 @@ typecheck: $(VENV)/.stamp
 	$(VENV)/bin/mypy
 
 unit: setup
-	NCA_BIN=$(abspath .venv-nca/bin/nca) HYPERPOD_SDK_PYTHON=$(abspath .venv-hyperpod/bin/python) $(PY) -m pytest
+	NCA_BIN=$(abspath .venv-nca/bin/nca) HYPERPOD_SDK_PYTHON=$(abspath .venv-hyperpod/bin/python) \
+		CHECKOV_BIN=$(abspath .venv-checkov/bin/checkov) $(PY) -m pytest
 
 test: lint typecheck unit
 
 clean:
-	rm -rf cdk.out $(VENV) .venv-nca .venv-hyperpod node_modules .pytest_cache .mypy_cache .ruff_cache
+	rm -rf cdk.out $(VENV) .venv-nca .venv-hyperpod .venv-checkov node_modules .pytest_cache .mypy_cache .ruff_cache

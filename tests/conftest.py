@@ -39,6 +39,18 @@ def four_teams(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     return synthesize(platforms.four_team_platform(), tmp_path_factory.mktemp("four"))
 
 
+@pytest.fixture(scope="session")
+def kms_reference(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    """The reference platform with a created platform key (``platforms.kms_platform``), synthesized."""
+    return synthesize(platforms.kms_platform(), tmp_path_factory.mktemp("kms"))
+
+
+@pytest.fixture(scope="session")
+def kms_arn_reference(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    """The reference platform on Kueue with an imported key (``platforms.kms_arn_platform``), synthesized."""
+    return synthesize(platforms.kms_arn_platform(), tmp_path_factory.mktemp("kms-arn"))
+
+
 @pytest.fixture(scope="module", params=["reference", "kueue_reference"])
 def synth(request: pytest.FixtureRequest) -> Synth:
     """The synthesized reference platform, once on each fairness backend (Task Governance, Kueue)."""

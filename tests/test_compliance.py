@@ -1,4 +1,7 @@
-"""Offline checks on every synthesized template: cfn-lint, cdk-nag AwsSolutions, Kubernetes schemas."""
+"""Offline checks on every synthesized template: cfn-lint, cdk-nag AwsSolutions, Kubernetes schemas.
+
+checkov runs over the same templates in tests/test_checkov.py (its own venv, one run for all of them).
+"""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ from typing import Any
 
 import kubernetes_validate
 import kueue_crd_validator
+import platforms
 import pytest
 from cfnlint.api import ManualArgs, lint
 from synth import Synth, synthesize
@@ -28,7 +32,7 @@ def _lint(template: dict[str, Any], region: str) -> list[Any]:
     return lint(json.dumps(template), config=ManualArgs(regions=[region]))
 
 
-@pytest.mark.parametrize("backend", ["reference", "kueue_reference"])
+@pytest.mark.parametrize("backend", ["reference", "kueue_reference", "kms_reference", "kms_arn_reference"])
 def test_cfn_lint_has_no_errors_and_only_accepted_warnings(
     backend: str, request: pytest.FixtureRequest
 ) -> None:
@@ -57,11 +61,15 @@ def test_cfn_lint_catches_a_broken_template(reference: Synth) -> None:
     assert any(m.rule.id.startswith("E") for m in _lint(template, "us-east-1"))
 
 
-@pytest.mark.parametrize("backend", ["task-governance", "kueue"])
+@pytest.mark.parametrize("backend", ["task-governance", "kueue", "kms"])
 def test_cdk_nag_aws_solutions_has_no_unacknowledged_findings(
     backend: str, reference_platform: Platform, kueue_platform: Platform, tmp_path: Path
 ) -> None:
-    platform = reference_platform if backend == "task-governance" else kueue_platform
+    platform = {
+        "task-governance": reference_platform,
+        "kueue": kueue_platform,
+        "kms": platforms.kms_platform(),
+    }[backend]
     # raises ValidationFailed on any unacknowledged finding
     synth = synthesize(platform, tmp_path, nag=True)
     report = json.loads((tmp_path / "validation-report.json").read_text())
@@ -164,3 +172,54 @@ def test_task_governance_backend_leaves_kueue_objects_to_the_service(reference: 
         for m in reference.manifests()
         if m["kind"] == "Namespace" and m["metadata"]["name"].startswith("hyperpod-ns-")
     ]
+
+
+# ------------------------------------------------------------------ README "Compliance" lists
+def _readme_lists() -> str:
+    from hyperpod_tenancy.stacks.compliance import END_MARKER, START_MARKER
+
+    text = (platforms.REPO / "README.md").read_text(encoding="utf-8")
+    assert text.count(START_MARKER) == 1 and text.count(END_MARKER) == 1
+    return text.split(START_MARKER + "\n", 1)[1].split(END_MARKER, 1)[0]
+
+
+def test_readme_lists_every_accepted_finding_with_its_reason(
+    reference: Synth, kueue_reference: Synth
+) -> None:
+    from hyperpod_tenancy.stacks.compliance import acceptances, compliance_markdown
+
+    columns = {
+        "task-governance": acceptances(reference.app, reference.templates.values()),
+        "kueue": acceptances(kueue_reference.app, kueue_reference.templates.values()),
+    }
+    assert _readme_lists() == compliance_markdown(columns), (
+        "README.md's compliance lists are stale: run `python -m hyperpod_tenancy.stacks.compliance --write README.md`"
+    )
+    # the lists are not empty and cover the three scanners
+    assert {a.scanner for counts in columns.values() for a in counts} == {"checkov", "cdk-nag", "cfn-lint"}
+
+
+def test_acceptances_count_skips_and_acknowledgments_as_recorded() -> None:
+    import aws_cdk as cdk
+    from aws_cdk import aws_logs as logs
+
+    from hyperpod_tenancy.constructs._private.annotations import acknowledge
+    from hyperpod_tenancy.stacks.compliance import Acceptance, acceptances, compliance_markdown
+
+    app = cdk.App()
+    stack = cdk.Stack(app, "S")
+    for name in ("A", "B"):
+        acknowledge(
+            logs.LogGroup(stack, name),
+            "AwsSolutions-X1[Detail::a|b]",
+            "a reason with a | pipe",
+            checkov="CKV_AWS_158",
+        )
+    counts = acceptances(app, [app.synth().get_stack_by_name("S").template])
+    assert counts == {
+        Acceptance("cdk-nag", "AwsSolutions-X1", "a reason with a | pipe"): 2,
+        Acceptance("checkov", "CKV_AWS_158", "a reason with a | pipe"): 2,
+    }
+    rendered = compliance_markdown({"p": counts})
+    assert "| `CKV_AWS_158` | 2 | a reason with a \\| pipe |" in rendered
+    assert "| `AwsSolutions-X1` | 2 | a reason with a \\| pipe |" in rendered

@@ -159,9 +159,12 @@ BAD = [
         "teams[2].allowedPriorityClasses": ["infrence"],
         "teams[2].podSecurity": "privileged",
         "teams[1].dataClassification": "secret",
+        "teams[2].requireCustomerManagedKey": True,
     },
     {
         "fairnessBackend": "kueue",
+        "encryption": {"kmsKey": "create"},
+        "cluster.fsx.deploymentType": "SCRATCH_2",
         "cluster.instanceGroups": [
             *reference_data()["cluster"]["instanceGroups"],
             {"name": "p5-more", "instanceType": P5, "count": 2, "reserved": 0, "threadsPerCore": 2},
@@ -171,6 +174,9 @@ BAD = [
     {
         "region": "eu-west-1",
         "identityCenter.region": "eu-west-1",
+        "encryption": {
+            "kmsKey": "arn:aws:kms:us-east-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+        },
         "teams[2].allowedPriorityClasses": ["experimentation"],
         "teams[0].compute.quotas": {P5: 100},
     },

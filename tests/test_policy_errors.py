@@ -399,6 +399,46 @@ CASES: list[Case] = [
         1,
     ),
     Case(
+        "kms-key-is-an-alias",
+        {"encryption": {"kmsKey": "arn:aws:kms:us-east-1:111122223333:alias/platform"}},
+        "HPT-KMS-KEY",
+        "encryption.kmsKey",
+        ("'arn:aws:kms:us-east-1:111122223333:alias/platform' is neither `create` nor a KMS key ARN",),
+        "(not an alias ARN)",
+        1,
+    ),
+    Case(
+        "kms-key-in-another-region",
+        {
+            "encryption": {
+                "kmsKey": "arn:aws:kms:eu-west-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+            }
+        },
+        "HPT-KMS-KEY",
+        "encryption.kmsKey",
+        ("the key is in eu-west-1 but the platform is in us-east-1",),
+        "give a key of us-east-1",
+        1,
+    ),
+    Case(
+        "kms-key-with-scratch-fsx",
+        {"encryption": {"kmsKey": "create"}, "cluster.fsx.deploymentType": "SCRATCH_2"},
+        "HPT-KMS-KEY",
+        "cluster.fsx.deploymentType",
+        ("SCRATCH_2 file systems are always encrypted with FSx's own keys",),
+        "use `deploymentType: PERSISTENT_2`",
+        1,
+    ),
+    Case(
+        "team-requires-a-customer-managed-key",
+        {"teams[0].requireCustomerManagedKey": True},
+        "HPT-KMS-REQUIRED",
+        "teams[0].requireCustomerManagedKey",
+        ("team 'research' requires a customer-managed KMS key but the platform has none",),
+        "set `encryption: {kmsKey: create}`",
+        1,
+    ),
+    Case(
         # an unbounded interval bounds nothing: "GPU-hours at risk per eviction" (tests/test_hostile_6_*.py)
         "checkpoint-interval-above-ceiling",
         {"scheduling.priorityClasses[2].maxCheckpointInterval": "9999h"},

@@ -93,9 +93,37 @@ def test_sso_role_resolver_waits_for_the_assignment(reference: Synth) -> None:
     )
     _, sso = one(t, "Custom::SsoRoleArn")
     assert int(sso["Properties"]["TimeoutSeconds"]) == 900
-    functions = resources_of(t, "AWS::Lambda::Function")
-    handlers = {v["Properties"]["Handler"] for v in functions.values()}
-    assert {"sso_role_resolver.on_event", "sso_role_resolver.is_complete"} <= handlers
+
+
+def test_every_team_stack_shares_the_cluster_stacks_one_sso_role_provider(reference: Synth) -> None:
+    # the handlers and the provider framework live once, in the cluster stack; each team's resource imports its
+    # service token (before, each team stack carried two handlers, three framework functions and a state machine)
+    cluster = reference.cluster
+    handlers = [v["Properties"]["Handler"] for v in resources_of(cluster, "AWS::Lambda::Function").values()]
+    assert sorted(h for h in handlers if h.startswith("sso_role_resolver.")) == [
+        "sso_role_resolver.is_complete",
+        "sso_role_resolver.on_event",
+    ]
+    assert len(resources_of(cluster, "AWS::StepFunctions::StateMachine")) == 1
+    tokens = []
+    for team in reference.platform.hosted_teams:
+        t = reference.team(team.name)
+        assert not resources_of(t, "AWS::Lambda::Function")
+        assert not resources_of(t, "AWS::StepFunctions::StateMachine")
+        _, sso = one(t, "Custom::SsoRoleArn")
+        tokens.append(sso["Properties"]["ServiceToken"])
+    assert all("Fn::ImportValue" in token for token in tokens)
+    assert len({json.dumps(token) for token in tokens}) == 1
+
+
+def test_an_sso_role_timeout_beyond_the_shared_providers_is_refused(reference_platform: Platform) -> None:
+    app = cdk.App()
+    stack = ClusterStack(app, "Cluster", platform=reference_platform)
+    with pytest.raises(
+        TenancyError,
+        match=r"sso_role_timeout is 2 hours; the shared role-lookup provider waits at most 1 hour",
+    ):
+        stack.cluster.add_team("Research", team="research", sso_role_timeout=cdk.Duration.hours(2))
 
 
 def test_data_roles_are_limited_to_the_team_prefix(reference: Synth) -> None:
@@ -329,8 +357,33 @@ def test_team_stack_takes_an_imported_cluster(reference_platform: Platform) -> N
     )
     app.synth()
     assert team_stack.tenant.team.name == "vision"
-    _, sso = one(app.synth().get_stack_by_name("Team-Vision").template, "Custom::SsoRoleArn")
+    assembly = app.synth()
+    _, sso = one(assembly.get_stack_by_name("Team-Vision").template, "Custom::SsoRoleArn")
     assert sso["Properties"]["TimeoutSeconds"] == "300"
+    # without a given provider token, one provider is created beside the import (its stack), not per team
+    holder_handlers = resources_of(assembly.get_stack_by_name("Imports").template, "AWS::Lambda::Function")
+    assert {"sso_role_resolver.on_event", "sso_role_resolver.is_complete"} <= {
+        v["Properties"].get("Handler") for v in holder_handlers.values()
+    }
+    assert not resources_of(assembly.get_stack_by_name("Team-Vision").template, "AWS::Lambda::Function")
+
+
+def test_an_imported_cluster_takes_the_sso_role_provider_of_the_cluster_stack(
+    reference_platform: Platform,
+) -> None:
+    from hyperpod_tenancy.stacks import TeamStack
+
+    app = cdk.App()
+    env = cdk.Environment(account=reference_platform.account, region=reference_platform.region)
+    holder = cdk.Stack(app, "Imports", env=env)
+    token = "arn:aws:lambda:us-east-1:111122223333:function:sso-role-provider"
+    cluster = _imported(holder, reference_platform, sso_role_service_token=token)
+    TeamStack(app, "Team-Vision", cluster=cluster, team="vision")
+    assembly = app.synth()
+    _, sso = one(assembly.get_stack_by_name("Team-Vision").template, "Custom::SsoRoleArn")
+    assert sso["Properties"]["ServiceToken"] == token
+    # the import alone creates nothing
+    assert not assembly.get_stack_by_name("Imports").template.get("Resources")
 
 
 def test_an_imported_cluster_must_state_network_policy_enforcement(reference_platform: Platform) -> None:

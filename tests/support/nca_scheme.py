@@ -15,7 +15,6 @@ names of the failing ones are parsed from NCA's output.
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import time
@@ -24,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
+from venv_tools import venv_tool
 
 REPO = Path(__file__).resolve().parents[2]
 IMDS = "169.254.169.254/32"
@@ -42,15 +41,12 @@ _NS_LABEL = "kubernetes.io/metadata.name"
 
 def nca_bin() -> Path:
     """The NCA executable, or a test failure that says how to install it (never a skip)."""
-    path = Path(os.environ.get("NCA_BIN", str(REPO / ".venv-nca" / "bin" / "nca")))
-    if not (path.is_file() and os.access(path, os.X_OK)):
-        pytest.fail(
-            f"network-config-analyzer not found at {path}. Install it in its own venv with "
-            "`make .venv-nca/.stamp` (or `python3 -m venv .venv-nca && .venv-nca/bin/pip install "
-            "network-config-analyzer==2.1.0`), or point NCA_BIN at the `nca` executable.",
-            pytrace=False,
-        )
-    return path
+    return venv_tool(
+        "NCA_BIN",
+        ".venv-nca/bin/nca",
+        "Install network-config-analyzer in its own venv with `make .venv-nca/.stamp` (or `python3 -m venv "
+        ".venv-nca && .venv-nca/bin/pip install network-config-analyzer==2.1.0`)",
+    )
 
 
 def _ns(name: str) -> dict[str, Any]:

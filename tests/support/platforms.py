@@ -11,6 +11,8 @@ Variants:
 * :func:`kueue_platform` -- the same on the self-managed Kueue backend (the one line a user changes);
 * :func:`four_team_platform` -- the reference plus a fourth team ``speech``, and nothing else changed: the
   three reference teams render exactly as before, which is what "adding a team changes no other" tests;
+* :func:`kms_platform` / :func:`kms_arn_platform` -- the reference with a platform key created
+  (``encryption: {kmsKey: create}``, a team requiring it) or imported by ARN (on Kueue);
 * the fairness variants (:data:`FAIRNESS_PLATFORMS`) covering every sharing case on the Kueue backend.
 """
 
@@ -88,6 +90,30 @@ def four_team_data() -> dict[str, Any]:
 def four_team_platform() -> Platform:
     """The reference platform with a fourth team ``speech`` and nothing else changed."""
     return platform_from_dict(four_team_data(), source="platform.yaml (four teams)")
+
+
+#: A placeholder KMS key ARN in the reference platform's region (the imported-key case).
+KMS_KEY_ARN = "arn:aws:kms:us-east-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+
+
+def kms_platform() -> Platform:
+    """The reference platform with a created customer-managed key; team ``research`` requires it."""
+
+    def edit(d: dict[str, Any]) -> None:
+        d["encryption"] = {"kmsKey": "create"}
+        d["teams"][0]["requireCustomerManagedKey"] = True
+
+    return variant("platform.yaml with encryption.kmsKey: create", edit)
+
+
+def kms_arn_platform() -> Platform:
+    """The reference platform on Kueue with an imported key (:data:`KMS_KEY_ARN`)."""
+
+    def edit(d: dict[str, Any]) -> None:
+        d["fairnessBackend"] = "kueue"
+        d["encryption"] = {"kmsKey": KMS_KEY_ARN}
+
+    return variant("platform.yaml (kueue) with an imported encryption.kmsKey", edit)
 
 
 # --------------------------------------------------------------------------------------- fairness variants

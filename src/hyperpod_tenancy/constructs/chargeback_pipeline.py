@@ -48,10 +48,12 @@ from hyperpod_tenancy.constructs._private.annotations import (
     acknowledge,
     acknowledge_cdk_handlers,
     acknowledge_role,
+    skip_checkov,
     warn,
 )
 from hyperpod_tenancy.constructs._private.kubectl import KUBECTL_WAIT
 from hyperpod_tenancy.constructs._private.principals import pod_identity_principal
+from hyperpod_tenancy.constructs.encryption import encrypt_platform_resources
 from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
 from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.k8s import labels
@@ -335,6 +337,7 @@ class ChargebackPipeline(Construct):
         self.cluster = cluster
         platform = cluster.platform
         self._name = platform.cluster.name
+        encrypt_platform_resources(self, cluster.platform_key)
         stack = cdk.Stack.of(self)
         #: The engine's configuration (also shipped in the monthly job's asset).
         self.config: model.ChargebackConfig = self._config(
@@ -499,6 +502,7 @@ class ChargebackPipeline(Construct):
             lifecycle_rules=[s3.LifecycleRule(id="expire-logs", expiration=cdk.Duration.days(365))],
             **common,
         )
+        key = self.cluster.platform_key
         bucket = s3.Bucket(
             storage,
             "ReportBucket",
@@ -516,12 +520,20 @@ class ChargebackPipeline(Construct):
                     id="abort-uploads", abort_incomplete_multipart_upload_after=cdk.Duration.days(7)
                 ),
             ],
-            **common,
+            # the report bucket takes the platform key (the bucket's grants then include it); the access-log
+            # target bucket keeps SSE-S3
+            **(
+                {**common, "encryption": s3.BucketEncryption.KMS, "bucket_key_enabled": True}
+                | {"encryption_key": key.use("AWS::S3::Bucket")}
+                if key
+                else common
+            ),
         )
         acknowledge(
             logs_bucket,
             "AwsSolutions-S1",
             "this is the access-log bucket of the report bucket; logging it to itself would loop",
+            checkov="CKV_AWS_18",
         )
         return logs_bucket, bucket
 
@@ -651,8 +663,12 @@ class ChargebackPipeline(Construct):
                 ),
                 result_configuration=athena.CfnWorkGroup.ResultConfigurationProperty(
                     output_location=self._location(_RESULTS),
-                    encryption_configuration=athena.CfnWorkGroup.EncryptionConfigurationProperty(
-                        encryption_option="SSE_S3"
+                    encryption_configuration=(
+                        athena.CfnWorkGroup.EncryptionConfigurationProperty(
+                            encryption_option="SSE_KMS", kms_key=key.use("AWS::Athena::WorkGroup").key_arn
+                        )
+                        if (key := self.cluster.platform_key)
+                        else athena.CfnWorkGroup.EncryptionConfigurationProperty(encryption_option="SSE_S3")
                     ),
                 ),
             ),
@@ -715,6 +731,9 @@ class ChargebackPipeline(Construct):
                 refresh_cadence=bcm.CfnExport.RefreshCadenceProperty(frequency="SYNCHRONOUS"),
             ),
         )
+        if self.cluster.platform_key is not None:
+            # the export services write SSE-KMS objects: they need the key, through S3
+            self.cluster.platform_key.allow_data_exports()
         # Data Exports checks its write permission when the export is created (CID CHANGELOG v0.11.1)
         policy = self.bucket.policy
         if policy is not None:
@@ -1244,6 +1263,26 @@ class ChargebackPipeline(Construct):
                     "reports/, raw/node/ or raw/eviction/); cloudwatch:PutMetricData supports no resource and is limited to the "
                     "chargeback namespace by condition; KMS data-key actions on the topic's own key",
                 )
+            skip_checkov(
+                function,
+                ["CKV_AWS_115", "CKV_AWS_116"],
+                "started by its own EventBridge schedule only, which retries a failed run twice; the event carries "
+                "no data (the function reads the cluster and the bucket itself), so a dead-letter queue would hold "
+                "nothing to replay, and one run at a time needs no concurrency reserved from the account's other functions",
+            )
+            skip_checkov(
+                function,
+                "CKV_AWS_173",
+                "the environment holds bucket, table and cluster names, no secret; Lambda encrypts it at rest with "
+                "its AWS-managed key",
+            )
+        for function in (self.job, self.node_inventory):
+            skip_checkov(
+                function,
+                "CKV_AWS_117",
+                "calls AWS APIs only (S3, Athena, Glue, SNS, CloudWatch, SageMaker ListClusterNodes), nothing inside "
+                "the VPC; the function that reaches the cluster's private API (the eviction collector) runs in the VPC",
+            )
         operator_role = getattr(self, "operator_role", None)
         if isinstance(operator_role, iam.Role):
             acknowledge_role(

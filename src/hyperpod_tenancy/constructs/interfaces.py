@@ -15,6 +15,7 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from hyperpod_tenancy.constructs.encryption import PlatformKey
 from hyperpod_tenancy.policy import Platform
 
 __all__ = ["IHyperPodCluster"]
@@ -91,6 +92,19 @@ class IHyperPodCluster(Protocol):
     @property
     def platform_chart_manifest(self) -> Construct | None:
         """The platform chart team charts are applied after (``None`` on an imported cluster: it is applied)."""
+        ...
+
+    @property
+    def platform_key(self) -> PlatformKey | None:
+        """The platform's customer-managed key (``encryption.kmsKey``; ``None``: AWS-managed keys)."""
+        ...
+
+    @property
+    def sso_role_service_token(self) -> str:
+        """Service token of the provider that resolves the teams' Identity Center roles (one for all teams).
+
+        Created on first use, beside the cluster (its stack), unless an imported cluster was given one.
+        """
         ...
 
     def allow_api_access_from(self, scope: Construct, id: str, *, peer: ec2.ISecurityGroup) -> None:

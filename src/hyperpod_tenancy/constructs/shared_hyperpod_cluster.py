@@ -40,7 +40,9 @@ from hyperpod_tenancy.constructs._private.annotations import (
 from hyperpod_tenancy.constructs._private.extensions import ChartExtensions, chart_objects
 from hyperpod_tenancy.constructs._private.kubectl import KUBECTL_WAIT, eks_addon
 from hyperpod_tenancy.constructs._private.principals import pod_identity_principal
+from hyperpod_tenancy.constructs._private.sso_role_provider import SsoRoleProvider
 from hyperpod_tenancy.constructs.backends import Backend, ClusterFairness, backend_for
+from hyperpod_tenancy.constructs.encryption import PlatformKey, encrypt_platform_resources
 from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
 from hyperpod_tenancy.constructs.team_tenant import TeamTenant
 from hyperpod_tenancy.errors import PolicyError, TenancyError
@@ -142,8 +144,17 @@ class _ImportedHyperPodCluster(Construct):
         file_system_mount_name: str,
         network_policy_enforced: bool,
         service_cidr: str,
+        sso_role_service_token: str | None,
+        kms_key_arn: str | None,
     ) -> None:
         super().__init__(scope, id)
+        self._sso_role_service_token = sso_role_service_token
+        #: The platform's customer-managed key (``None`` without ``encryption.kmsKey``).
+        self.platform_key: PlatformKey | None = (
+            PlatformKey(self, "PlatformKey", platform=platform, key_arn=kms_key_arn, imported_cluster=True)
+            if platform.encryption.kms_key
+            else None
+        )
         zones = list(platform.cluster.availability_zones)
         if len(private_subnet_ids) != len(zones):
             raise TenancyError(
@@ -183,6 +194,13 @@ class _ImportedHyperPodCluster(Construct):
         self.fairness_ready: Construct | None = None
         self.platform_chart_manifest: Construct | None = None
         self._api_endpoint_security_group_id = api_endpoint_security_group_id
+
+    @property
+    def sso_role_service_token(self) -> str:
+        """The given provider's service token, or that of one provider created beside the import on first use."""
+        if self._sso_role_service_token is None:
+            self._sso_role_service_token = SsoRoleProvider(self, "SsoRoleProvider").service_token
+        return self._sso_role_service_token
 
     def allow_api_access_from(self, scope: Construct, id: str, *, peer: ec2.ISecurityGroup) -> None:
         """Admit ``peer`` to the private EKS API endpoint (TCP 443) through the imported endpoint group."""
@@ -260,6 +278,7 @@ class SharedHyperPodCluster(Construct):
         #: The policy the cluster was built from.
         self.platform: Platform = platform
         self._teams: dict[str, TeamTenant] = {}
+        self._sso_role_provider: SsoRoleProvider | None = None
         #: The fairness backend registered for ``platform.fairness_backend``.
         self.fairness_backend: Backend = backend_for(platform)
         backend_issues = list(self.fairness_backend.validate(platform))
@@ -274,6 +293,11 @@ class SharedHyperPodCluster(Construct):
             )
         for issue in policy_warnings(platform):
             warn(self, issue.code, f"{issue.path}: {issue.message} {issue.fix}")
+        #: The platform's customer-managed key (``encryption.kmsKey``; ``None``: AWS-managed keys).
+        self.platform_key: PlatformKey | None = (
+            PlatformKey(self, "PlatformKey", platform=platform) if platform.encryption.kms_key else None
+        )
+        encrypt_platform_resources(self, self.platform_key)
 
         #: VPC of the cluster.
         self.vpc: ec2.IVpc = vpc or self._create_vpc()
@@ -362,6 +386,8 @@ class SharedHyperPodCluster(Construct):
         file_system_mount_name: str,
         network_policy_enforced: bool,
         service_cidr: str | None = None,
+        sso_role_service_token: str | None = None,
+        kms_key_arn: str | None = None,
     ) -> IHyperPodCluster:
         """Import an existing HyperPod/EKS cluster (another app or account) to add tenants to it.
 
@@ -391,6 +417,11 @@ class SharedHyperPodCluster(Construct):
             network_policy_enforced: whether the cluster's CNI enforces NetworkPolicy; no default: a tenant
                 relies on it for isolation, so state what the cluster does (``False`` stops synthesis).
             service_cidr: the EKS Service CIDR. Default: the policy's ``cluster.serviceCidr``.
+            sso_role_service_token: service token of the Identity Center role-lookup provider of the cluster's
+                stack (``SharedHyperPodCluster.sso_role_service_token``), to share it. Default: one provider is
+                created beside the import, shared by the tenants added to it.
+            kms_key_arn: ARN of the platform key the cluster's app created (``encryption.kmsKey: create``;
+                ``SharedHyperPodCluster.platform_key``). Default: the policy's key ARN, or none.
 
         Raises:
             TenancyError: ``private_subnet_ids`` does not have one subnet per availability zone.
@@ -414,6 +445,8 @@ class SharedHyperPodCluster(Construct):
             file_system_mount_name=file_system_mount_name,
             network_policy_enforced=network_policy_enforced,
             service_cidr=service_cidr or platform.cluster.service_cidr,
+            sso_role_service_token=sso_role_service_token,
+            kms_key_arn=kms_key_arn,
         )
 
     # ------------------------------------------------------------------ attributes
@@ -451,6 +484,17 @@ class SharedHyperPodCluster(Construct):
     def file_system_mount_name(self) -> str:
         """Lustre mount name of the shared file system."""
         return self.file_system.attr_lustre_mount_name
+
+    @property
+    def sso_role_service_token(self) -> str:
+        """Service token of the one provider that resolves every team's Identity Center role.
+
+        Created in this construct on first use (a tenant in another stack imports the token), so the team stacks
+        of the account and region share one provider instead of carrying one each.
+        """
+        if self._sso_role_provider is None:
+            self._sso_role_provider = SsoRoleProvider(self, "SsoRoleProvider")
+        return self._sso_role_provider.service_token
 
     @property
     def teams(self) -> dict[str, TeamTenant]:
@@ -682,11 +726,15 @@ class SharedHyperPodCluster(Construct):
         return isinstance(values, str) and json.loads(values).get("enableNetworkPolicy") == "true"
 
     # ------------------------------------------------------------------ storage
-    def _bucket(self, id: str, *, access_logs: s3.IBucket | None) -> s3.Bucket:
+    def _bucket(
+        self, id: str, *, access_logs: s3.IBucket | None, key: PlatformKey | None = None
+    ) -> s3.Bucket:
         return s3.Bucket(
             self._storage,
             id,
-            encryption=s3.BucketEncryption.S3_MANAGED,
+            encryption=s3.BucketEncryption.KMS if key else s3.BucketEncryption.S3_MANAGED,
+            encryption_key=key.use("AWS::S3::Bucket") if key else None,
+            bucket_key_enabled=True if key else None,
             block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
             enforce_ssl=True,
             versioned=True,
@@ -700,7 +748,9 @@ class SharedHyperPodCluster(Construct):
         # log delivery through a bucket policy, not the legacy AccessControl ACL
         self._storage.node.set_context("@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy", True)
         access_logs = self._bucket("AccessLogs", access_logs=None)
-        data = self._bucket("DataBucket", access_logs=access_logs)
+        # the team data bucket uses the platform key; the access-log target bucket must keep SSE-S3
+        # (https://docs.aws.amazon.com/AmazonS3/latest/userguide/enable-server-access-logging.html)
+        data = self._bucket("DataBucket", access_logs=access_logs, key=self.platform_key)
         lifecycle = self._bucket("LifecycleBucket", access_logs=access_logs)
         upload = s3_deployment.BucketDeployment(
             self,
@@ -731,6 +781,8 @@ class SharedHyperPodCluster(Construct):
             subnet_ids=[self.subnet_for(first_group).subnet_id],
             security_group_ids=[self.security_group.security_group_id],
             lustre_configuration=fsx.CfnFileSystem.LustreConfigurationProperty(**lustre),
+            # PERSISTENT_1/2 take a customer-managed key (HPT-KMS-KEY refuses SCRATCH with one)
+            kms_key_id=self.platform_key.use("AWS::FSx::FileSystem").key_arn if self.platform_key else None,
         )
         file_system.apply_removal_policy(cdk.RemovalPolicy.RETAIN)
         return file_system
@@ -1096,6 +1148,7 @@ class SharedHyperPodCluster(Construct):
             self._access_logs_bucket,
             "AwsSolutions-S1",
             "this is the access-log bucket of the other buckets; logging it to itself would loop",
+            checkov="CKV_AWS_18",
         )
         acknowledge_role(
             self.execution_role,
@@ -1128,12 +1181,15 @@ class SharedHyperPodCluster(Construct):
             )
         stack = cdk.Stack.of(self)
         handlers = [self.eks_cluster.node.try_find_child("KubectlProvider")] + [
-            c for c in stack.node.children if c.node.id.startswith("Custom::CDKBucketDeployment")
+            c
+            for c in stack.node.children
+            if c.node.id.startswith(("Custom::CDKBucketDeployment", "Custom::VpcRestrictDefaultSG"))
         ]
         for handler in handlers:
             if handler is not None:
                 acknowledge_cdk_handlers(
                     handler,
-                    "handler created and maintained by aws-cdk-lib (kubectl/helm provider, bucket deployment): "
+                    "handler created and maintained by aws-cdk-lib (kubectl/helm provider, bucket deployment, "
+                    "default security group restriction): "
                     "its managed Lambda policies, runtime and invoke wildcards are CDK's",
                 )

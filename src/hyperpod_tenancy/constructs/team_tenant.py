@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
@@ -12,21 +11,18 @@ import jsii
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk import aws_sso as sso
-from aws_cdk import custom_resources as cr
 from constructs import Construct, IValidation
 
 from hyperpod_tenancy.constructs._private.annotations import (
     acknowledge,
-    acknowledge_cdk_handlers,
     acknowledge_role,
     wildcard_findings,
 )
 from hyperpod_tenancy.constructs._private.extensions import ChartExtensions, chart_objects
 from hyperpod_tenancy.constructs._private.principals import pod_identity_principal
+from hyperpod_tenancy.constructs._private.sso_role_provider import MAX_SSO_ROLE_TIMEOUT
 from hyperpod_tenancy.constructs._private.team_iam import (
     S3_OBJECT_ACTIONS,
     permission_set_inline_policy,
@@ -37,6 +33,7 @@ from hyperpod_tenancy.constructs._private.team_iam import (
 )
 from hyperpod_tenancy.constructs.backends import TeamFairness, backend_for
 from hyperpod_tenancy.constructs.backends.task_governance import NAMESPACE_WAIT
+from hyperpod_tenancy.constructs.encryption import encrypt_platform_resources, skip_without_key
 from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
 from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.k8s.team_chart import TeamChart
@@ -45,7 +42,6 @@ from hyperpod_tenancy.policy import Team, names
 
 __all__ = ["NAMESPACE_WAIT", "TeamTenant"]
 
-_RUNTIME = Path(__file__).resolve().parent.parent / "runtime"
 #: How long the SSO role lookup waits for Identity Center to provision the role.
 DEFAULT_SSO_ROLE_TIMEOUT = cdk.Duration.minutes(15)
 #: Object actions :meth:`TeamTenant.grant_read_data` grants under the team prefix.
@@ -75,7 +71,8 @@ class TeamTenant(Construct):
 
     Creates: an IAM Identity Center permission set (inline policy: describe this EKS and HyperPod cluster,
     the team's S3 prefix, its Studio domain) assigned to the team's group; a custom resource that resolves the
-    ``AWSReservedSSO_<PermissionSet>_<hash>`` role Identity Center provisions; EKS access entries (full ARN
+    ``AWSReservedSSO_<PermissionSet>_<hash>`` role Identity Center provisions (through the cluster's one shared
+    provider, ``IHyperPodCluster.sso_role_service_token``); EKS access entries (full ARN
     with path) for that role and the team's Studio execution role, mapped to the team's Kubernetes group only
     (no access policy, never cluster-admin); a SageMaker domain ``<cluster>-<team>`` (Identity Center auth, VPC
     only, retained) whose Identity Center application is assigned to the team's group (an ``AWS::SSO::
@@ -99,7 +96,8 @@ class TeamTenant(Construct):
         cluster: the shared cluster (created in this app, or imported with
             :meth:`SharedHyperPodCluster.from_attributes <hyperpod_tenancy.constructs.SharedHyperPodCluster.from_attributes>`).
         team: name of a team of the cluster's platform policy.
-        sso_role_timeout: how long to wait for Identity Center to provision the team's role. Default: 15 minutes.
+        sso_role_timeout: how long to wait for Identity Center to provision the team's role, at most 1 hour (the
+            cluster's shared role-lookup provider gives up after that). Default: 15 minutes.
 
     Attributes:
         cluster, team, namespace, kubernetes_group, service_account, execution_role, workload_role,
@@ -109,7 +107,8 @@ class TeamTenant(Construct):
             Governance ``ComputeQuota``; ``None`` with Kueue, whose queues are in the chart).
 
     Raises:
-        TenancyError: the team is not in the policy, or it is flagged for a dedicated cluster.
+        TenancyError: the team is not in the policy, or it is flagged for a dedicated cluster, or
+            ``sso_role_timeout`` is longer than 1 hour.
 
     """
 
@@ -147,6 +146,7 @@ class TeamTenant(Construct):
         #: ServiceAccount of the team's workloads (bound to :attr:`workload_role`).
         self.service_account = DEFAULT_SERVICE_ACCOUNT
         self.node.add_validation(_RequireNetworkPolicyEnforcement(cluster, team))
+        encrypt_platform_resources(self, cluster.platform_key)
 
         #: Studio execution role: S3 under ``teams/<team>/`` and the apps and spaces of the team's own domain only;
         #: trusted by SageMaker from this account only (``aws:SourceAccount``).
@@ -214,6 +214,10 @@ class TeamTenant(Construct):
                 )
             },
         )
+        key = self.cluster.platform_key
+        if key is not None:
+            # SSE-KMS objects of the data bucket: the platform key, through S3 only
+            key.grant_data(role, service="s3")
         return role
 
     def _create_domain(self) -> sagemaker.CfnDomain:
@@ -242,8 +246,34 @@ class TeamTenant(Construct):
                 execution_role=self.execution_role.role_arn,
                 security_groups=[security_group.security_group_id],
             ),
+            # the domain's EFS home volume and its spaces' EBS volumes (CfnDomain KmsKeyId)
+            kms_key_id=key.use("AWS::SageMaker::Domain").key_arn
+            if (key := self.cluster.platform_key)
+            else None,
         )
         domain.apply_removal_policy(cdk.RemovalPolicy.RETAIN)
+        if key is not None:
+            # spaces' EBS volumes are created for the user's execution role: the actions EBS asks of the caller
+            # of an encrypted volume ("Permissions for IAM users", Amazon EBS encryption, EBS user guide), through
+            # SageMaker and EC2 only
+            iam.Grant.add_to_principal(
+                grantee=self.execution_role,
+                actions=[
+                    "kms:CreateGrant",
+                    "kms:Decrypt",
+                    "kms:DescribeKey",
+                    "kms:GenerateDataKeyWithoutPlainText",
+                    "kms:ReEncrypt*",
+                ],
+                resource_arns=[key.key_arn],
+                conditions={
+                    "StringEquals": {"kms:ViaService": [key.via_service("sagemaker"), key.via_service("ec2")]}
+                },
+            )
+        else:
+            skip_without_key(
+                [domain], "CKV_AWS_187", "the domain's EFS and EBS volumes", "SageMaker's AWS-managed key"
+            )
         stack = cdk.Stack.of(self)
         # A separate policy, not inline: the domain references the role, the policy the domain (no cycle).
         studio_policy = iam.Policy(
@@ -318,44 +348,15 @@ class TeamTenant(Construct):
         return permission_set, assignment
 
     def _resolve_sso_role(self, assignment: sso.CfnAssignment, timeout: cdk.Duration) -> str:
-        code = lambda_.Code.from_asset(str(_RUNTIME), exclude=["__pycache__", "*.pyc"])
-        common: dict[str, Any] = {
-            "runtime": lambda_.Runtime.PYTHON_3_14,
-            "code": code,
-            "timeout": cdk.Duration.minutes(1),
-        }
-        on_event = lambda_.Function(
-            self,
-            "SsoRoleOnEvent",
-            handler="sso_role_resolver.on_event",
-            log_group=logs.LogGroup(self, "SsoRoleOnEventLogs", retention=logs.RetentionDays.ONE_MONTH),
-            **common,
-        )
-        is_complete = lambda_.Function(
-            self,
-            "SsoRoleIsComplete",
-            handler="sso_role_resolver.is_complete",
-            log_group=logs.LogGroup(self, "SsoRoleIsCompleteLogs", retention=logs.RetentionDays.ONE_MONTH),
-            **common,
-        )
-        # only the poller calls IAM; on_event just starts the clock
-        is_complete.add_to_role_policy(iam.PolicyStatement(actions=["iam:ListRoles"], resources=["*"]))
-        interval = 20
-        # the framework requires a total timeout divisible by the query interval; it stays longer than the
-        # handler's own deadline, so the handler's explicit message is what CloudFormation shows
-        total = -(-(int(timeout.to_seconds()) + 300) // interval) * interval
-        provider = cr.Provider(
-            self,
-            "SsoRoleProvider",
-            on_event_handler=on_event,
-            is_complete_handler=is_complete,
-            query_interval=cdk.Duration.seconds(interval),
-            total_timeout=cdk.Duration.seconds(total),
-        )
+        if timeout.to_seconds() > MAX_SSO_ROLE_TIMEOUT.to_seconds():
+            raise TenancyError(
+                f"{self.node.path}: sso_role_timeout is {timeout.to_human_string()}; the shared role-lookup provider "
+                f"waits at most {MAX_SSO_ROLE_TIMEOUT.to_human_string()}: pass a shorter timeout."
+            )
         resource = cdk.CustomResource(
             self,
             "SsoRole",
-            service_token=provider.service_token,
+            service_token=self.cluster.sso_role_service_token,
             resource_type="Custom::SsoRoleArn",
             properties={
                 "PermissionSetName": self._permission_set_name,
@@ -366,8 +367,6 @@ class TeamTenant(Construct):
             },
         )
         resource.node.add_dependency(assignment)
-        self._sso_functions = (on_event, is_complete)
-        self._sso_provider = provider
         return resource.get_att_string("RoleArn")
 
     def _create_access_entries(self) -> list[eks.CfnAccessEntry]:
@@ -535,20 +534,3 @@ class TeamTenant(Construct):
                 wildcards=f"objects under the team's own prefix teams/{self.team.name}/ only (ListBucket is "
                 "conditioned on s3:prefix); isolation from other teams is proven by tests/test_team_iam.py",
             )
-        for fn in self._sso_functions:
-            if isinstance(fn.role, iam.Role):
-                acknowledge_role(
-                    fn.role,
-                    managed_policies="AWSLambdaBasicExecutionRole only lets the handler write its own logs",
-                    wildcards="iam:ListRoles supports no resource-level permissions; the handler lists roles "
-                    "under /aws-reserved/sso.amazonaws.com/ only",
-                )
-        acknowledge_cdk_handlers(
-            self._sso_provider,
-            "custom-resource provider framework created and maintained by aws-cdk-lib",
-        )
-        acknowledge(
-            self._sso_provider,
-            ["AwsSolutions-SF1", "AwsSolutions-SF2"],
-            "the provider framework's waiter state machine is created by aws-cdk-lib; the handlers log every call",
-        )

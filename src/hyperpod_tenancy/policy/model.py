@@ -366,11 +366,37 @@ class Team:
     studio: bool = True
     #: Cost center the team's charges and resource tags go to. Default: the team name.
     cost_center: str | None = None
+    #: The team's data must be encrypted with the platform's customer-managed key: validation fails
+    #: (``HPT-KMS-REQUIRED``) when ``encryption.kmsKey`` is not set. Set it where the data classification's
+    #: handling rules ask for keys the organisation controls.
+    require_customer_managed_key: bool = False
 
     @property
     def effective_cost_center(self) -> str:
         """The cost center the team is charged to: :attr:`cost_center`, or the team name."""
         return self.cost_center or self.name
+
+
+#: ``encryption.kmsKey`` value that creates the platform's key.
+CREATE_KMS_KEY = "create"
+
+
+@dataclass(frozen=True, kw_only=True)
+class EncryptionSpec:
+    """The platform-wide customer-managed KMS key (optional; without it AWS-managed keys encrypt everything)."""
+
+    #: ``create`` (a key created in the cluster stack: retained, rotation on) or the ARN of an existing key in
+    #: the platform's region. Used for the CloudWatch log groups, the Studio domains' volumes, the team data and
+    #: report buckets (SSE-KMS with a bucket key), FSx for Lustre and DynamoDB tables. Default: none.
+    kms_key: str | None = field(
+        default=None,
+        metadata={
+            "examples": [
+                "create",
+                "arn:aws:kms:us-east-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab",
+            ]
+        },
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -464,6 +490,8 @@ class Platform:
     fairness_backend: FairnessBackend = FairnessBackend.TASK_GOVERNANCE
     #: Monthly chargeback. Default: none (no chargeback pipeline).
     chargeback: ChargebackSpec | None = None
+    #: Customer-managed encryption key. Default: AWS-managed keys.
+    encryption: EncryptionSpec = field(default_factory=EncryptionSpec)
 
     def team(self, name: str) -> Team:
         """Return the team called ``name``.

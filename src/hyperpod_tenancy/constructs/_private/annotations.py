@@ -1,16 +1,21 @@
-"""Warnings with stable IDs, and precise acknowledgments of cdk-nag (policy validation) findings.
+"""Warnings with stable IDs, and precise acknowledgments of cdk-nag and checkov findings.
 
 CDK matches an acknowledgment to a finding by its exact ID, and cdk-nag's IAM findings are granular
 (``AwsSolutions-IAM5[Resource::<Bucket.Arn>/teams/*]``). The helpers below compute those IDs from the
 resources themselves (rendering intrinsics the way cdk-nag does), so every acknowledgment names one finding
 on one construct, with a reason, and a new wildcard added later is reported instead of silently accepted.
+
+checkov reads skips from the resource's own metadata (``Metadata.checkov.skip: [{id, comment}]``,
+https://www.checkov.io/2.Basics/Suppressing%20and%20Skipping%20Policies.html, "CloudFormation"):
+:func:`skip_checkov` writes them on the resources of ``scope`` that a check applies to, and
+:func:`acknowledge` records a cdk-nag acknowledgment and checkov skips of the same concern in one call.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import aws_cdk as cdk
 import jsii
@@ -22,6 +27,27 @@ from constructs import IConstruct, IValidation
 #: ``Annotations.of(scope).acknowledge_warning("hyperpod-tenancy:<CODE>")``.
 WARNING_PREFIX = "hyperpod-tenancy:"
 T = TypeVar("T")
+#: Resource types each checkov check skipped in this library applies to (checkov's CloudFormation checks,
+#: ``checkov/cloudformation/checks/resource/aws/<Check>.py`` ``supported_resources``). A skip names its check
+#: here so that it lands on exactly the resources the check reads, and an unknown ID is an error.
+CHECKOV_RESOURCE_TYPES: Final[dict[str, tuple[str, ...]]] = {
+    "CKV_AWS_18": ("AWS::S3::Bucket",),  # S3AccessLogs
+    "CKV_AWS_115": (
+        "AWS::Lambda::Function",
+        "AWS::Serverless::Function",
+    ),  # LambdaFunctionLevelConcurrentExecutionLimit
+    "CKV_AWS_116": ("AWS::Lambda::Function", "AWS::Serverless::Function"),  # LambdaDLQConfigured
+    "CKV_AWS_117": ("AWS::Lambda::Function", "AWS::Serverless::Function"),  # LambdaInVPC
+    "CKV_AWS_119": ("AWS::DynamoDB::Table",),  # DynamoDBTablesEncrypted
+    "CKV_AWS_158": ("AWS::Logs::LogGroup",),  # CloudWatchLogGroupKMSKey
+    "CKV_AWS_173": (
+        "AWS::Lambda::Function",
+        "AWS::Serverless::Function",
+    ),  # LambdaEnvironmentEncryptionSettings
+    "CKV_AWS_187": ("AWS::SageMaker::Domain",),  # SagemakerDomainEncryptedWithCMK
+}
+#: Metadata key checkov reads skips from.
+CHECKOV_METADATA_KEY = "checkov"
 
 
 def warn(scope: IConstruct, code: str, message: str) -> None:
@@ -29,11 +55,59 @@ def warn(scope: IConstruct, code: str, message: str) -> None:
     cdk.Annotations.of(scope).add_warning_v2(f"{WARNING_PREFIX}{code}", f"{message} [{WARNING_PREFIX}{code}]")
 
 
-def acknowledge(scope: IConstruct, rule_ids: str | Iterable[str], reason: str) -> None:
-    """Acknowledge findings (exact IDs) on ``scope`` and its children, with the reason."""
-    ids = [rule_ids] if isinstance(rule_ids, str) else list(rule_ids)
-    for rule_id in ids:
+def acknowledge(
+    scope: IConstruct, rule_ids: str | Iterable[str], reason: str, *, checkov: str | Iterable[str] = ()
+) -> None:
+    """Acknowledge findings (exact IDs) on ``scope`` and its children, with the reason.
+
+    ``checkov``: checkov checks of the same concern, skipped with the same reason (:func:`skip_checkov`).
+    """
+    for rule_id in _ids(rule_ids):
         cdk.Validations.of(scope).acknowledge(cdk.Acknowledgment(id=rule_id, reason=reason))
+    if checkov:
+        skip_checkov(scope, checkov, reason)
+
+
+def _ids(ids: str | Iterable[str]) -> list[str]:
+    return [ids] if isinstance(ids, str) else list(ids)
+
+
+def skip_checkov(scope: IConstruct, check_ids: str | Iterable[str], reason: str) -> None:
+    """Skip checkov checks, with the reason, on every resource of ``scope`` (itself included) they apply to.
+
+    Writes ``Metadata.checkov.skip: [{id, comment}]``, merged with skips already recorded (same ID: the new
+    comment wins).
+
+    Raises:
+        ValueError: an ID missing from :data:`CHECKOV_RESOURCE_TYPES`, an empty reason, or no resource of
+            ``scope`` the check applies to (a skip that would silence nothing is a mistake).
+
+    """
+    if not reason.strip():
+        raise ValueError(f"{scope.node.path}: a checkov skip needs a reason")
+    for check_id in _ids(check_ids):
+        types = CHECKOV_RESOURCE_TYPES.get(check_id)
+        if types is None:
+            raise ValueError(
+                f"{scope.node.path}: unknown checkov check {check_id!r}; add it to CHECKOV_RESOURCE_TYPES with the "
+                "resource types it reads"
+            )
+        targets = [
+            n
+            for n in scope.node.find_all()
+            if isinstance(n, cdk.CfnResource) and n.cfn_resource_type in types
+        ]
+        if not targets:
+            raise ValueError(f"{scope.node.path}: no {'/'.join(types)} to skip {check_id} on")
+        for resource in targets:
+            _record_checkov_skip(resource, check_id, reason)
+
+
+def _record_checkov_skip(resource: cdk.CfnResource, check_id: str, reason: str) -> None:
+    current = resource.get_metadata(CHECKOV_METADATA_KEY) or {}
+    skips = [s for s in current.get("skip", []) if s["id"] != check_id]
+    skips.append({"id": check_id, "comment": reason})
+    resource.add_metadata(CHECKOV_METADATA_KEY, {**current, "skip": sorted(skips, key=lambda s: s["id"])})
 
 
 def _cfn(construct: IConstruct, cls: type[T]) -> T:
@@ -141,6 +215,9 @@ def acknowledge_cdk_handlers(scope: IConstruct, reason: str) -> None:
     Covers the kubectl provider, bucket deployment and custom-resource provider framework: managed Lambda
     policies, handler wildcards and Lambda runtimes that CDK pins. Only use it on such subtrees, never on
     constructs of this library.
+
+    The handler functions' checkov findings about how CDK runs them are skipped too, each with its reason
+    (:data:`CDK_HANDLER_CHECKOV_SKIPS`; "not in a VPC" only for a function outside one).
     """
     for node in scope.node.find_all():
         if isinstance(node, iam.Role):
@@ -149,3 +226,34 @@ def acknowledge_cdk_handlers(scope: IConstruct, reason: str) -> None:
             acknowledge(node, wildcard_findings(node), reason)
         elif isinstance(node, lambda_.CfnFunction):
             acknowledge(node, "AwsSolutions-L1", reason)
+        if isinstance(node, cdk.CfnResource) and node.cfn_resource_type == "AWS::Lambda::Function":
+            skip_handler_checks(node, reason)
+
+
+def skip_handler_checks(function: IConstruct, reason: str) -> None:
+    """Skip the checkov function checks that do not fit a custom-resource handler (:data:`CDK_HANDLER_CHECKOV_SKIPS`).
+
+    For a handler CloudFormation (or the provider framework) invokes during deployments only, ours or CDK's;
+    ``reason`` says whose handler it is. "Not in a VPC" is skipped only for a function outside one.
+    """
+    node = function.node.default_child if isinstance(function, lambda_.Function) else function
+    if not isinstance(node, cdk.CfnResource):
+        raise TypeError(f"{function.node.path}: not a Lambda function")
+    in_vpc = isinstance(node, lambda_.CfnFunction) and node.vpc_config is not None
+    for check_id, comment in CDK_HANDLER_CHECKOV_SKIPS.items():
+        if not (check_id == "CKV_AWS_117" and in_vpc):
+            skip_checkov(node, check_id, f"{comment} ({reason})")
+
+
+#: Why custom-resource handlers (this library's, and those aws-cdk-lib creates: kubectl provider, provider
+#: framework, bucket deployment, AwsCustomResource, the default security group restriction) may do without what
+#: checkov asks of a function.
+CDK_HANDLER_CHECKOV_SKIPS: Final[dict[str, str]] = {
+    "CKV_AWS_115": "a custom-resource handler runs only while CloudFormation deploys the stack; reserving "
+    "concurrency for it would take that capacity from every other function of the account",
+    "CKV_AWS_116": "CloudFormation and the provider framework invoke the handler synchronously and receive its "
+    "errors; a dead-letter queue only receives failed asynchronous invocations, so it would stay empty",
+    "CKV_AWS_117": "the handler calls AWS APIs only and reaches nothing inside the VPC",
+    "CKV_AWS_173": "the handler's environment holds settings and resource names, no secret; Lambda encrypts it "
+    "at rest with its AWS-managed key",
+}

@@ -112,6 +112,8 @@ ERROR_RULES: tuple[Rule, ...] = (
     capacity.kueue_flavor_shapes,
     deployment.helm_chart,
     security.cluster_classification,
+    security.kms_key,
+    security.kms_key_fsx,
     # scheduling
     scheduling.priority_class_count,
     # for each priority class
@@ -137,6 +139,7 @@ ERROR_RULES: tuple[Rule, ...] = (
     scheduling.allowed_priority_classes,
     security.team_classification,
     security.pod_security,
+    security.kms_required,
     naming.studio_domain_name,
     chargeback.cost_center,
     # across teams
@@ -169,6 +172,7 @@ GUARDRAILS: tuple[Guardrail, ...] = (
     *RULES,
     *deployment.REPLACEMENTS,
     networking.NETWORK_POLICY_ENFORCEMENT,
+    security.IMPORTED_KEY_POLICY,
     deployment.NODEGROUP_AMI,
     *deployment.CHARGEBACK_PIPELINE,
     *scheduling.KUEUE_LINTS,

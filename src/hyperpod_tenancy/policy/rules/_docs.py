@@ -47,15 +47,19 @@ def markdown_table(guardrails: Sequence[Guardrail]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def replace_between_markers(text: str, table: str) -> str:
-    """Return ``text`` with everything between :data:`START_MARKER` and :data:`END_MARKER` set to ``table``.
+def replace_between_markers(
+    text: str, table: str, *, start_marker: str = START_MARKER, end_marker: str = END_MARKER
+) -> str:
+    """Return ``text`` with everything between ``start_marker`` and ``end_marker`` set to ``table``.
+
+    The markers default to the guardrail table's (:data:`START_MARKER`, :data:`END_MARKER`).
 
     Raises:
         ValueError: the markers are missing or out of order.
 
     """
-    start, end = text.find(START_MARKER), text.find(END_MARKER)
+    start, end = text.find(start_marker), text.find(end_marker)
     if start < 0 or end < start:
-        raise ValueError(f"the README has no {START_MARKER!r} ... {END_MARKER!r} section.")
-    head = text[: start + len(START_MARKER)]
+        raise ValueError(f"the README has no {start_marker!r} ... {end_marker!r} section.")
+    head = text[: start + len(start_marker)]
     return f"{head}\n{table}{text[end:]}"

@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
-from hyperpod_tenancy.policy.model import ClassificationMismatch, Platform, PodSecurityLevel, Team
+from hyperpod_tenancy.policy.model import (
+    CREATE_KMS_KEY,
+    ClassificationMismatch,
+    Platform,
+    PodSecurityLevel,
+    Team,
+)
 from hyperpod_tenancy.policy.rules._base import (
     Domain,
     Finding,
     Guardrail,
     Severity,
+    Stage,
     admission_guardrail,
     platform_rule,
     team_rule,
@@ -115,6 +123,94 @@ def dedicated_cluster(p: Platform, i: int, team: Team) -> Iterator[Finding]:
             f"{p.cluster.data_classification!r} cluster and needs a dedicated cluster.",
             "deploy a separate platform (own account and cluster) for this team.",
         )
+
+
+#: A KMS key ARN (a key, not an alias: log groups, FSx and SageMaker domains take key ARNs).
+_KMS_KEY_ARN = re.compile(
+    r"^arn:aws[a-z-]*:kms:(?P<region>[a-z]{2}(?:-[a-z]+)+-\d+):\d{12}:key/[0-9a-f-]{36}$"
+)
+
+
+@platform_rule(
+    code="HPT-KMS-KEY",
+    domain=Domain.SECURITY,
+    at="encryption.kmsKey",
+    reads=("region",),
+    failure="a key reference the services reject at deploy time (an alias, a typo, a key in another region)",
+    guardrail="`encryption.kmsKey` is `create` or the ARN of a key in the platform's region",
+)
+def kms_key(p: Platform) -> Iterator[Finding]:
+    """Check that the platform's key is ``create`` or a key ARN in the platform's region (KMS keys are regional)."""
+    key = p.encryption.kms_key
+    if key is None or key == CREATE_KMS_KEY:
+        return
+    match = _KMS_KEY_ARN.match(key)
+    if match is None:
+        yield Finding(
+            "encryption.kmsKey",
+            f"{key!r} is neither `create` nor a KMS key ARN.",
+            "write `create`, or the key's ARN `arn:aws:kms:<region>:<account>:key/<key-id>` (not an alias ARN).",
+        )
+    elif match["region"] != p.region:
+        yield Finding(
+            "encryption.kmsKey",
+            f"the key is in {match['region']} but the platform is in {p.region}; a KMS key is used only in its region.",
+            f"give a key of {p.region} (a multi-Region replica there has its own ARN), or `create`.",
+        )
+
+
+@platform_rule(
+    code="HPT-KMS-KEY",
+    domain=Domain.SECURITY,
+    at="cluster.fsx.deploymentType",
+    reads=("encryption.kmsKey",),
+    failure="a SCRATCH file system left on FSx's own key while the platform promises its customer-managed key",
+    guardrail="with `encryption.kmsKey`, FSx is PERSISTENT_1 or PERSISTENT_2 (SCRATCH takes no KmsKeyId)",
+)
+def kms_key_fsx(p: Platform) -> Iterator[Finding]:
+    """Check that FSx can use the platform key: ``KmsKeyId`` applies to PERSISTENT deployment types only.
+
+    AWS::FSx::FileSystem ``KmsKeyId``: "SCRATCH_1 and SCRATCH_2 file systems are always encrypted at rest using
+    the Amazon FSx service keys" (https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/aws-resource-fsx-filesystem.html).
+    """
+    if p.encryption.kms_key is not None and p.cluster.fsx.deployment_type.startswith("SCRATCH"):
+        yield Finding(
+            "cluster.fsx.deploymentType",
+            f"{p.cluster.fsx.deployment_type} file systems are always encrypted with FSx's own keys, but "
+            "encryption.kmsKey asks for the platform's customer-managed key.",
+            "use `deploymentType: PERSISTENT_2`, or remove encryption.kmsKey.",
+        )
+
+
+@team_rule(
+    code="HPT-KMS-REQUIRED",
+    domain=Domain.SECURITY,
+    at="teams[*].requireCustomerManagedKey",
+    reads=("encryption.kmsKey",),
+    failure="a team whose data must be under a key the organisation controls, on AWS-managed keys",
+    guardrail="`requireCustomerManagedKey: true` needs `encryption.kmsKey`",
+)
+def kms_required(p: Platform, i: int, team: Team) -> Iterator[Finding]:
+    """Check that a team requiring a customer-managed key is on a platform that has one."""
+    if team.require_customer_managed_key and p.encryption.kms_key is None:
+        yield Finding(
+            f"teams[{i}].requireCustomerManagedKey",
+            f"team {team.name!r} requires a customer-managed KMS key but the platform has none: its data, Studio "
+            "volumes and logs would be encrypted with AWS-managed keys.",
+            "set `encryption: {kmsKey: create}` (or the ARN of your key) in platform.yaml.",
+        )
+
+
+#: Synth-time warning of :class:`~hyperpod_tenancy.constructs.encryption.PlatformKey` on an imported key.
+IMPORTED_KEY_POLICY = Guardrail(
+    code="HPT-KMS-IMPORTED-KEY-POLICY",
+    stage=Stage.SYNTH,
+    severity=Severity.WARNING,
+    domain=Domain.SECURITY,
+    failure="log groups, buckets or volumes that fail to create because an imported key's policy does not allow "
+    "the services using it",
+    guardrail="synth warning naming what the imported key's policy must allow (CloudWatch Logs, the services)",
+)
 
 
 def _admission(code: str, failure: str, guardrail: str) -> Guardrail:
