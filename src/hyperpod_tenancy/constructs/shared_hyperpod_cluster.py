@@ -38,6 +38,10 @@ from hyperpod_tenancy.constructs._private.annotations import (
     warn,
 )
 from hyperpod_tenancy.constructs._private.extensions import ChartExtensions, chart_objects
+from hyperpod_tenancy.constructs._private.inference_operator import (
+    InferenceOperator,
+    install_inference_operator,
+)
 from hyperpod_tenancy.constructs._private.kubectl import KUBECTL_WAIT, eks_addon
 from hyperpod_tenancy.constructs._private.principals import pod_identity_principal
 from hyperpod_tenancy.constructs.backends import Backend, ClusterFairness, backend_for
@@ -48,6 +52,7 @@ from hyperpod_tenancy.k8s import labels
 from hyperpod_tenancy.k8s.platform_chart import PlatformChart
 from hyperpod_tenancy.k8s.workloads import CONTROLLERS, KUBERAY_NAMESPACE, Installer
 from hyperpod_tenancy.policy import InstanceGroup, Platform, names, policy_warnings
+from hyperpod_tenancy.policy.model import WorkloadKind
 
 __all__ = ["HYPERPOD_HELM_RELEASE", "KUBECTL_WAIT", "SharedHyperPodCluster"]
 
@@ -310,6 +315,9 @@ class SharedHyperPodCluster(Construct):
         self.training_operator_addon = self._create_training_operator()
         #: The KubeRay operator chart (serves ``RayJob`` and ``RayCluster``).
         self.kuberay_chart = self._create_kuberay()
+        #: The HyperPod inference operator add-on and its roles (serves ``InferenceEndpointConfig`` and
+        #: ``JumpStartModel``); ``None`` when no team has ``workload: inference``.
+        self.inference_operator: InferenceOperator | None = self._create_inference_operator(base_addons)
         #: What the fairness backend built (add-on, scheduler config, or the Kueue chart).
         self.fairness: ClusterFairness = self.fairness_backend.build_cluster(
             self, self, after=self.hyperpod_cluster
@@ -945,6 +953,20 @@ class SharedHyperPodCluster(Construct):
         addon.node.add_dependency(self.cert_manager_addon, self.pod_identity_addon, self.hyperpod_cluster)
         self.training_operator_role = role
         return addon
+
+    def _create_inference_operator(self, base_addons: Sequence[eks.CfnAddon]) -> InferenceOperator | None:
+        if not any(t.workload is WorkloadKind.INFERENCE for t in self.platform.teams):
+            return None
+        # needs cert-manager and the FSx CSI driver (base add-ons) and the HyperPod cluster it watches
+        dependencies = [a for a in base_addons if a.addon_name in ("cert-manager", "aws-fsx-csi-driver")]
+        return install_inference_operator(
+            self,
+            cluster=self.eks_cluster,
+            hyperpod_cluster_arn=self.hyperpod_cluster.attr_cluster_arn,
+            tls_bucket=self._bucket("InferenceTlsBucket", access_logs=self._access_logs_bucket),
+            data_bucket=self.data_bucket,
+            after=[*dependencies, self.hyperpod_cluster],
+        )
 
     def _create_kuberay(self) -> eks.HelmChart:
         # RayJob/RayCluster (ray.io/v1) come with the KubeRay operator chart (k8s/workloads.py KUBERAY_CHART).
