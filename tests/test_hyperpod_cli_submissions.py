@@ -18,13 +18,14 @@ import copy
 import json
 import re
 import shlex
+import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
 import tenant_admission as ta
 from cel_admission import AdmissionDecision
-from hyperpod_sdk import Posted, SdkCall, render
+from hyperpod_sdk import Posted, SdkCall, SdkSource, render
 from rbac_eval import Authorizer, Subject
 from synth import Synth
 
@@ -217,9 +218,10 @@ def posted() -> dict[str, Posted]:
         "custom": CUSTOM,
         "space": SPACE,
     }
-    calls: dict[str, str | SdkCall] = {
+    calls: dict[str, str | SdkCall | SdkSource] = {
         **lines,
         **SDK_ENDPOINTS,
+        "readme-endpoint": SdkSource(_readme_python()),
         **{f"endpoint: {k}": call for k, (call, _) in DENIED_ENDPOINTS.items()},
     }
     return dict(zip(calls, render(list(calls.values())), strict=True))
@@ -474,6 +476,21 @@ def _readme_hyp_lines() -> list[str]:
             if command.strip().startswith("hyp create"):
                 lines.append(command.strip())
     return lines
+
+
+def _readme_python() -> str:
+    """The one Python example of the README's "Submitting work" (indented in a list item)."""
+    section = README.read_text().split("\n## Submitting work\n", 1)[1].split("\n## ", 1)[0]
+    (block,) = re.findall(r"```python\n(.*?)```", section, flags=re.S)
+    return textwrap.dedent(block)
+
+
+def test_the_readme_sdk_example_creates_the_endpoint_tested_here(
+    reference: Synth, posted: dict[str, Posted]
+) -> None:
+    readme, tested = posted["readme-endpoint"], posted["sdk-jumpstart"]
+    assert (readme.plural, readme.body) == (tested.plural, tested.body)
+    assert _decide(reference, readme.body, team="inference").allowed
 
 
 def test_the_readme_shows_exactly_the_hyp_lines_tested_here() -> None:

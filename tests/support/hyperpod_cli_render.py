@@ -6,7 +6,8 @@ tests call it through :mod:`hyperpod_sdk` as a subprocess. Usage::
 
     .venv-hyperpod/bin/python tests/support/hyperpod_cli_render.py '[["create", "hyp-pytorch-job", ...], ...]' 1.33
 
-An item may instead be an SDK call, ``{"sdk": "<model>", "object": {...}}``: the SDK's own model class
+An item may instead be an SDK call, ``{"sdk": "<model>", "object": {...}}`` (or ``{"source": "<python>"}``,
+code that calls the SDK, run as it stands): the SDK's own model class
 (:data:`SDK_MODELS`: ``HPJumpStartEndpoint``, ``HPEndpoint``) is validated from ``object`` (its ``metadata``
 a ``Metadata`` with ``labels``, the rest its spec fields) and its ``create()`` runs, as a notebook user's
 would; the Kueue labels of an endpoint can only be set this way (the 3.12.0 CLI has no option for them).
@@ -77,9 +78,15 @@ SDK_MODELS = {
 
 
 def _sdk_create(item: dict[str, Any]) -> None:
-    """Validate the SDK model ``item["sdk"]`` from ``item["object"]`` and call its ``create()``."""
+    """Validate the SDK model ``item["sdk"]`` from ``item["object"]`` and call its ``create()``.
+
+    With ``item["source"]`` instead, run that Python code (a README example) as it stands.
+    """
     import importlib
 
+    if "source" in item:
+        exec(compile(item["source"], "<readme>", "exec"), {"__name__": "__readme__"})
+        return
     cls = getattr(importlib.import_module(SDK_MODELS[item["sdk"]]), item["sdk"])
     cls.model_validate(item["object"]).create()
 

@@ -66,16 +66,28 @@ class SdkCall:
     object: dict[str, Any]
 
 
-def render(command_lines: Sequence[str | SdkCall], *, kubernetes_version: str = "1.33") -> list[Posted]:
+@dataclass(frozen=True)
+class SdkSource:
+    """Python code calling the SDK (a README example), run as it stands in the SDK's venv."""
+
+    source: str
+
+
+def render(
+    command_lines: Sequence[str | SdkCall | SdkSource], *, kubernetes_version: str = "1.33"
+) -> list[Posted]:
     """Run each ``hyp …`` line (one string, shell-quoted) through the real CLI; return what each posts.
 
-    An :class:`SdkCall` runs the SDK's model ``create()`` instead. Every line must succeed and create exactly
+    An :class:`SdkCall` runs the SDK's model ``create()`` instead, an :class:`SdkSource` its code. Every line must succeed and create exactly
     one object; otherwise the test fails with the CLI output.
     """
     argv: list[list[str] | dict[str, Any]] = []
     for line in command_lines:
         if isinstance(line, SdkCall):
             argv.append({"sdk": line.model, "object": line.object})
+            continue
+        if isinstance(line, SdkSource):
+            argv.append({"sdk": "source", "source": line.source})
             continue
         words = shlex.split(line)
         assert words[0] == "hyp", line

@@ -208,7 +208,9 @@ class SharedHyperPodCluster(Construct):
     dependencies Helm chart; a lifecycle-script bucket and a least-privilege execution role (trust limited to
     this account, ECR pulls from the AWS-owned registries); the ``AWS::SageMaker::Cluster`` (retained on
     delete, automatic node recovery, deep health checks); the HyperPod training operator add-on and the KubeRay
-    operator chart (the operators of the kinds teams may submit); FSx for Lustre (retained); the team data
+    operator chart (the operators of the kinds teams may submit); with a ``workload: inference`` team, the
+    HyperPod inference operator add-on with its IRSA roles (the cluster's IAM OIDC provider), its TLS
+    certificate bucket (retained) and the S3 Mountpoint CSI and metrics-server add-ons; FSx for Lustre (retained); the team data
     bucket (retained); the fairness backend (Task Governance add-on + ``ClusterSchedulerConfig``, or upstream
     Kueue); and the observability add-on with an Amazon Managed Prometheus workspace. Synthesis fails when a
     managed node group of the cluster has an ``AL2_*`` AMI type on Kubernetes 1.33 or later
@@ -229,6 +231,8 @@ class SharedHyperPodCluster(Construct):
         vpc, security_group, api_endpoint_security_group, eks_cluster, hyperpod_cluster, file_system,
         data_bucket, lifecycle_bucket, execution_role, hyperpod_helm_chart, training_operator_addon,
         kuberay_chart: the created resources (see each attribute's type).
+        inference_operator: the inference operator add-on, its roles and bucket (``None`` without an
+            inference team).
         service_cidr: the EKS Service CIDR (``cluster.serviceCidr``).
         fairness_backend: the registered fairness backend serving ``platform.fairness_backend``.
         fairness: what that backend built (:class:`~hyperpod_tenancy.constructs.backends.ClusterFairness`).
