@@ -13,7 +13,8 @@ import json
 from typing import Any
 
 import pytest
-from synth import Synth, one, render_intrinsics, resources_of, synthesize, transitively_depends
+from iam_eval import is_allowed
+from synth import TOKEN, Synth, one, render_intrinsics, resources_of, synthesize, transitively_depends
 
 from hyperpod_tenancy.constructs._private import inference_operator as io
 from hyperpod_tenancy.k8s import workloads
@@ -23,6 +24,8 @@ ADDON = "amazon-sagemaker-hyperpod-inference"
 #: metrics-server at its end; the load balancer controller and KEDA come inside the add-on).
 PREREQUISITE_ADDONS = ("cert-manager", "aws-fsx-csi-driver", "aws-mountpoint-s3-csi-driver", "metrics-server")
 #: Configuration keys of the add-on (helm_to_addon.sh step 7, ADDON_CONFIG).
+#: The load balancer controller's cluster tag (on everything it creates).
+TAG = "elbv2.k8s.aws/cluster"
 CONFIG_KEYS = {"executionRoleArn", "tlsCertificateS3Bucket", "hyperpodClusterArn", "alb", "keda"}
 
 
@@ -150,22 +153,39 @@ def test_the_tls_bucket_is_retained_encrypted_private_and_tls_only(reference: Sy
 
 def test_the_load_balancer_role_changes_only_what_the_controller_tagged(reference: Synth) -> None:
     role_id, _, _ = _role_for(reference, f"{workloads.HYPERPOD_INFERENCE_NAMESPACE}:{io.ALB_SERVICE_ACCOUNT}")
-    (policy,) = [
-        p["Properties"]["PolicyDocument"]
+    policies = [
+        render_intrinsics(p["Properties"]["PolicyDocument"])
         for p in resources_of(reference.cluster, "AWS::IAM::Policy").values()
         if {"Ref": role_id} in p["Properties"]["Roles"]
     ]
-    for statement in policy["Statement"]:
-        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
-        mutating = [a for a in actions if not a.split(":")[1].startswith(("Describe", "List"))]
-        if not mutating:
-            continue
-        # every create, change or delete is conditioned: on the controller's cluster tag, or (the service-
-        # linked role) on the service it is for
-        assert statement.get("Condition"), mutating
-        rendered = json.dumps(render_intrinsics(statement["Condition"]))
-        assert "elbv2.k8s.aws/cluster" in rendered or "elasticloadbalancing.amazonaws.com" in rendered
-        assert "*" not in "".join(actions)
+    # ARNs as the rendered template has them: partition, region, account and VPC id are tokens
+    elb = f"arn:{TOKEN}:elasticloadbalancing:{TOKEN}:{TOKEN}"
+    balancer = f"{elb}:loadbalancer/app/k8s-llm/0123456789abcdef"
+    group = f"arn:{TOKEN}:ec2:{TOKEN}:{TOKEN}:security-group/sg-0123"
+    tagged = {f"aws:ResourceTag/{TAG}": "shared-gpu"}
+    assert is_allowed(policies, "elasticloadbalancing:DeleteLoadBalancer", balancer, tagged)
+    assert not is_allowed(
+        policies, "elasticloadbalancing:DeleteLoadBalancer", balancer
+    )  # not the controller's
+    assert not is_allowed(policies, "elasticloadbalancing:CreateLoadBalancer", "*")  # untagged request
+    assert is_allowed(
+        policies, "elasticloadbalancing:CreateLoadBalancer", "*", {f"aws:RequestTag/{TAG}": "x"}
+    )
+    assert not is_allowed(policies, "ec2:DeleteSecurityGroup", group)
+    platform = reference.platform
+    cluster_vpc = {"ec2:Vpc": f"arn:aws:ec2:{platform.region}:{platform.account}:vpc/{TOKEN}"}
+    assert is_allowed(policies, "ec2:AuthorizeSecurityGroupIngress", group, cluster_vpc)
+    other_vpc = {"ec2:Vpc": "arn:aws:ec2:us-east-1:111122223333:vpc/vpc-0other"}
+    assert not is_allowed(policies, "ec2:AuthorizeSecurityGroupIngress", group, other_vpc)
+    # another account's load balancers are out of reach even when tagged
+    assert not is_allowed(
+        policies,
+        "elasticloadbalancing:AddTags",
+        "arn:aws:elasticloadbalancing:us-east-1:999999999999:loadbalancer/app/x/1",
+        {f"aws:ResourceTag/{TAG}": "x"},
+    )
+    for left_out in ("wafv2:AssociateWebACL", "shield:CreateProtection", "elasticloadbalancing:SetWebAcl"):
+        assert not is_allowed(policies, left_out, "*"), left_out
 
 
 @pytest.fixture(scope="module")
@@ -193,3 +213,17 @@ def test_without_an_inference_team_nothing_of_the_operator_is_installed(training
         if "inference.sagemaker.aws.amazon.com" in r.get("apiGroups", [])
     ]
     assert granted == []
+
+
+@pytest.mark.parametrize(
+    ("null", "context", "allowed"),
+    [("true", {}, True), ("true", {"k": "v"}, False), ("false", {}, False), ("false", {"k": "v"}, True)],
+)
+def test_the_evaluator_reads_null_conditions(null: str, context: dict[str, str], allowed: bool) -> None:
+    # the tag conditions above are Null conditions: the key absent ("true") or present ("false")
+    policy = {
+        "Statement": [
+            {"Effect": "Allow", "Action": "s3:GetObject", "Resource": "*", "Condition": {"Null": {"k": null}}}
+        ]
+    }
+    assert is_allowed(policy, "s3:GetObject", "arn:aws:s3:::b/o", context) is allowed

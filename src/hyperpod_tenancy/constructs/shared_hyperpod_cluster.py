@@ -966,6 +966,7 @@ class SharedHyperPodCluster(Construct):
         return install_inference_operator(
             self,
             cluster=self.eks_cluster,
+            vpc=self.vpc,
             hyperpod_cluster_arn=self.hyperpod_cluster.attr_cluster_arn,
             tls_bucket=self._bucket("InferenceTlsBucket", access_logs=self._access_logs_bucket),
             data_bucket=self.data_bucket,

@@ -48,6 +48,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import aws_cdk as cdk
+from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
@@ -128,50 +129,86 @@ def _irsa(scope: Construct, id: str, cluster: eks.Cluster, namespace: str, servi
     )
 
 
-def _load_balancer_statements() -> list[iam.PolicyStatement]:
-    """Return what the AWS Load Balancer Controller needs for an endpoint's Ingress (its IAM policy, trimmed).
+def _load_balancer_statements(vpc_arn: str) -> list[iam.PolicyStatement]:
+    """Return what the add-on's AWS Load Balancer Controller needs, by the controller's published IAM policy.
 
-    Source of the actions and conditions: kubernetes-sigs/aws-load-balancer-controller
-    ``docs/install/iam_policy.json`` (@00a1fab5). Reads are unscoped (the Describe APIs have no resource
-    level); creating load balancers, target groups and security groups requires the controller's cluster
-    tag in the request, and changing or deleting them requires it on the resource, so the role cannot touch
-    load balancers it did not create. Left out: WAF, Shield and Cognito (the operator configures none).
+    Source of the actions and conditions: the controller's ``docs/install/iam_policy.json``
+    (kubernetes-sigs/aws-load-balancer-controller, v2 series, the ``elbv2.k8s.aws/cluster`` tag; the chart the
+    HyperPod CLI pins is ``aws-load-balancer-controller`` 1.13.2). Kept: reads (the Describe APIs have no
+    resource level), creating load balancers and target groups only with the controller's cluster tag in the
+    request, and changing, re-tagging or deleting them and its security groups only with that tag on the
+    resource. Narrowed: resource ARNs are this account's and region's; security-group ingress changes are
+    limited to the cluster's VPC (``ec2:Vpc``). Left out: associating WAF web ACLs and creating Shield
+    protections (the operator's Ingress sets neither; their reads stay, the controller calls them).
     """
-    tagged_request = {"Null": {f"aws:RequestTag/{_ELBV2_CLUSTER_TAG}": "false"}}
-    tagged_resource = {"Null": {f"aws:ResourceTag/{_ELBV2_CLUSTER_TAG}": "false"}}
+    stack = cdk.Aws
+    elb = f"arn:{stack.PARTITION}:elasticloadbalancing:{stack.REGION}:{stack.ACCOUNT_ID}"
+    security_groups = f"arn:{stack.PARTITION}:ec2:{stack.REGION}:{stack.ACCOUNT_ID}:security-group/*"
+    balancers = [f"{elb}:targetgroup/*/*", f"{elb}:loadbalancer/net/*/*", f"{elb}:loadbalancer/app/*/*"]
+    listeners = [
+        f"{elb}:listener/net/*/*/*",
+        f"{elb}:listener/app/*/*/*",
+        f"{elb}:listener-rule/net/*/*/*",
+        f"{elb}:listener-rule/app/*/*/*",
+    ]
+    request_tag = f"aws:RequestTag/{_ELBV2_CLUSTER_TAG}"
+    resource_tag = f"aws:ResourceTag/{_ELBV2_CLUSTER_TAG}"
+    own = {"Null": {resource_tag: "false"}}
+    retag_own = {"Null": {request_tag: "true", resource_tag: "false"}}
+    ec2_reads = (
+        "AccountAttributes Addresses AvailabilityZones InternetGateways Vpcs VpcPeeringConnections Subnets "
+        "SecurityGroups Instances NetworkInterfaces Tags CoipPools IpamPools RouteTables"
+    )
+    elb_reads = (
+        "LoadBalancers LoadBalancerAttributes Listeners ListenerCertificates SSLPolicies Rules TargetGroups "
+        "TargetGroupAttributes TargetHealth Tags TrustStores ListenerAttributes CapacityReservation"
+    )
     reads = [
-        *(
-            f"ec2:Describe{r}"
-            for r in (
-                "AccountAttributes",
-                "Addresses",
-                "AvailabilityZones",
-                "InternetGateways",
-                "Vpcs",
-                "Subnets",
-                "SecurityGroups",
-                "Instances",
-                "NetworkInterfaces",
-                "Tags",
-            )
-        ),
-        *(
-            f"elasticloadbalancing:Describe{r}"
-            for r in (
-                "LoadBalancers",
-                "LoadBalancerAttributes",
-                "Listeners",
-                "ListenerCertificates",
-                "SSLPolicies",
-                "Rules",
-                "TargetGroups",
-                "TargetGroupAttributes",
-                "TargetHealth",
-                "Tags",
-            )
-        ),
+        *(f"ec2:Describe{r}" for r in ec2_reads.split()),
+        "ec2:GetCoipPoolUsage",
+        "ec2:GetSecurityGroupsForVpc",
+        *(f"elasticloadbalancing:Describe{r}" for r in elb_reads.split()),
+        "cognito-idp:DescribeUserPoolClient",
         "acm:ListCertificates",
         "acm:DescribeCertificate",
+        "iam:ListServerCertificates",
+        "iam:GetServerCertificate",
+        "waf-regional:GetWebACL",
+        "waf-regional:GetWebACLForResource",
+        "wafv2:GetWebACL",
+        "wafv2:GetWebACLForResource",
+        "shield:GetSubscriptionState",
+        "shield:DescribeProtection",
+    ]
+    modify_own = [
+        f"elasticloadbalancing:{a}"
+        for a in [
+            "ModifyLoadBalancerAttributes",
+            "SetIpAddressType",
+            "SetSecurityGroups",
+            "SetSubnets",
+            "DeleteLoadBalancer",
+            "ModifyTargetGroup",
+            "ModifyTargetGroupAttributes",
+            "DeleteTargetGroup",
+            "ModifyListenerAttributes",
+            "ModifyCapacityReservation",
+            "ModifyIpPools",
+        ]
+    ]
+    listener_actions = [
+        f"elasticloadbalancing:{a}"
+        for a in [
+            "CreateListener",
+            "DeleteListener",
+            "CreateRule",
+            "DeleteRule",
+            "ModifyListener",
+            "AddListenerCertificates",
+            "RemoveListenerCertificates",
+            "ModifyRule",
+            "SetRulePriorities",
+        ]
     ]
     return [
         iam.PolicyStatement(sid="Describe", actions=reads, resources=["*"]),
@@ -181,53 +218,71 @@ def _load_balancer_statements() -> list[iam.PolicyStatement]:
             resources=["*"],
             conditions={"StringEquals": {"iam:AWSServiceName": "elasticloadbalancing.amazonaws.com"}},
         ),
+        iam.PolicyStatement(sid="CreateSecurityGroup", actions=["ec2:CreateSecurityGroup"], resources=["*"]),
         iam.PolicyStatement(
-            sid="CreateTagged",
-            actions=[
-                "ec2:CreateSecurityGroup",
-                "elasticloadbalancing:CreateLoadBalancer",
-                "elasticloadbalancing:CreateTargetGroup",
-            ],
-            resources=["*"],
-            conditions=tagged_request,
+            sid="IngressInTheClusterVpc",
+            actions=["ec2:AuthorizeSecurityGroupIngress", "ec2:RevokeSecurityGroupIngress"],
+            resources=[security_groups],
+            conditions={"StringEquals": {"ec2:Vpc": vpc_arn}},
         ),
         iam.PolicyStatement(
-            sid="TagOnCreate",
-            actions=["ec2:CreateTags", "elasticloadbalancing:AddTags"],
-            resources=["*"],
-            conditions=tagged_request,
+            sid="TagSecurityGroupOnCreate",
+            actions=["ec2:CreateTags"],
+            resources=[security_groups],
+            conditions={
+                "StringEquals": {"ec2:CreateAction": "CreateSecurityGroup"},
+                "Null": {request_tag: "false"},
+            },
         ),
         iam.PolicyStatement(
-            sid="ChangeOwnSecurityGroupsAndLoadBalancers",
-            actions=[
-                "ec2:AuthorizeSecurityGroupIngress",
-                "ec2:RevokeSecurityGroupIngress",
-                "ec2:DeleteSecurityGroup",
-                "ec2:CreateTags",
-                "ec2:DeleteTags",
-                "elasticloadbalancing:AddTags",
-                "elasticloadbalancing:RemoveTags",
-                "elasticloadbalancing:ModifyLoadBalancerAttributes",
-                "elasticloadbalancing:SetIpAddressType",
-                "elasticloadbalancing:SetSecurityGroups",
-                "elasticloadbalancing:SetSubnets",
-                "elasticloadbalancing:DeleteLoadBalancer",
-                "elasticloadbalancing:ModifyTargetGroup",
-                "elasticloadbalancing:ModifyTargetGroupAttributes",
-                "elasticloadbalancing:RegisterTargets",
-                "elasticloadbalancing:DeregisterTargets",
-                "elasticloadbalancing:DeleteTargetGroup",
-                "elasticloadbalancing:CreateListener",
-                "elasticloadbalancing:DeleteListener",
-                "elasticloadbalancing:ModifyListener",
-                "elasticloadbalancing:AddListenerCertificates",
-                "elasticloadbalancing:RemoveListenerCertificates",
-                "elasticloadbalancing:CreateRule",
-                "elasticloadbalancing:ModifyRule",
-                "elasticloadbalancing:DeleteRule",
-            ],
+            sid="RetagOwnSecurityGroups",
+            actions=["ec2:CreateTags", "ec2:DeleteTags"],
+            resources=[security_groups],
+            conditions=retag_own,
+        ),
+        iam.PolicyStatement(
+            sid="DeleteOwnSecurityGroups",
+            actions=["ec2:DeleteSecurityGroup"],
+            resources=[security_groups],
+            conditions=own,
+        ),
+        iam.PolicyStatement(
+            sid="CreateTaggedLoadBalancers",
+            actions=["elasticloadbalancing:CreateLoadBalancer", "elasticloadbalancing:CreateTargetGroup"],
             resources=["*"],
-            conditions=tagged_resource,
+            conditions={"Null": {request_tag: "false"}},
+        ),
+        iam.PolicyStatement(
+            sid="TagLoadBalancersOnCreate",
+            actions=["elasticloadbalancing:AddTags"],
+            resources=balancers,
+            conditions={
+                "StringEquals": {
+                    "elasticloadbalancing:CreateAction": ["CreateTargetGroup", "CreateLoadBalancer"]
+                },
+                "Null": {request_tag: "false"},
+            },
+        ),
+        iam.PolicyStatement(
+            sid="RetagOwnLoadBalancers",
+            actions=["elasticloadbalancing:AddTags", "elasticloadbalancing:RemoveTags"],
+            resources=balancers,
+            conditions=retag_own,
+        ),
+        iam.PolicyStatement(
+            sid="ModifyOwnLoadBalancers", actions=modify_own, resources=["*"], conditions=own
+        ),
+        # listeners and rules carry no cluster tag when created (the controller's policy grants these on *)
+        iam.PolicyStatement(sid="ListenersAndRules", actions=listener_actions, resources=["*"]),
+        iam.PolicyStatement(
+            sid="TagListenersAndRules",
+            actions=["elasticloadbalancing:AddTags", "elasticloadbalancing:RemoveTags"],
+            resources=listeners,
+        ),
+        iam.PolicyStatement(
+            sid="Targets",
+            actions=["elasticloadbalancing:RegisterTargets", "elasticloadbalancing:DeregisterTargets"],
+            resources=[f"{elb}:targetgroup/*/*"],
         ),
     ]
 
@@ -244,7 +299,8 @@ def _acknowledge(execution: iam.Role, load_balancer: iam.Role, keda: iam.Role, s
     acknowledge_role(
         load_balancer,
         wildcards="the load balancer controller's Describe APIs have no resource level, and what it creates "
-        "gets ARNs at run time: creation requires, and every change requires, its cluster tag",
+        "gets ARNs at run time: creating and changing load balancers, target groups and security groups "
+        "require its cluster tag, ingress changes the cluster VPC; listeners and rules carry no tag",
     )
     acknowledge_role(keda, wildcards="CloudWatch metric reads have no resource level")
     acknowledge_role(
@@ -257,6 +313,7 @@ def install_inference_operator(
     scope: Construct,
     *,
     cluster: eks.Cluster,
+    vpc: ec2.IVpc,
     hyperpod_cluster_arn: str,
     tls_bucket: s3.IBucket,
     data_bucket: s3.IBucket,
@@ -267,6 +324,7 @@ def install_inference_operator(
     Args:
         scope: parent of the created constructs (one ``InferenceOperator`` construct under it).
         cluster: the EKS cluster (its IAM OIDC provider is created for the IRSA roles).
+        vpc: the cluster's VPC (the load balancer controller changes security groups there only).
         hyperpod_cluster_arn: the HyperPod cluster the operator watches (``hyperpodClusterArn``).
         tls_bucket: bucket for the endpoints' TLS certificates (encrypted, TLS-only, retained).
         data_bucket: the team data bucket; the S3 Mountpoint driver may read it, nothing else.
@@ -301,7 +359,8 @@ def install_inference_operator(
     load_balancer = _irsa(
         root, "LoadBalancerRole", cluster, HYPERPOD_INFERENCE_NAMESPACE, ALB_SERVICE_ACCOUNT
     )
-    for statement in _load_balancer_statements():
+    vpc_arn = cdk.Stack.of(scope).format_arn(service="ec2", resource="vpc", resource_name=vpc.vpc_id)
+    for statement in _load_balancer_statements(vpc_arn):
         load_balancer.add_to_policy(statement)
     keda = _irsa(root, "KedaRole", cluster, HYPERPOD_INFERENCE_NAMESPACE, KEDA_SERVICE_ACCOUNT)
     # KEDA's aws-cloudwatch scaler (the endpoints' autoscaling triggers, sagemaker-hyperpod 3.12.0
