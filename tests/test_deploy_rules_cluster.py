@@ -381,7 +381,9 @@ def test_reachability_rules_accept_the_aws_reference_security_groups() -> None:
 # CustomResourceDefinition.yaml (subchart condition trainingOperators.enabled) and
 # charts/mpi-operator/templates/mpijob-crd.yaml (condition mpi-operator.enabled); HyperPodPyTorchJob: the EKS
 # add-on amazon-sagemaker-hyperpod-training-operator (research/hyperpod.md section 2.2); ray.io: the KubeRay
-# operator chart kuberay-operator (https://ray-project.github.io/kuberay-helm/); kueue.x-k8s.io: the Task
+# operator chart kuberay-operator (https://ray-project.github.io/kuberay-helm/); inference.sagemaker.aws.amazon.com:
+# the EKS add-on amazon-sagemaker-hyperpod-inference (charts/inference-operator/config/crd/ are its CRDs,
+# migration/helm_to_addon.sh installs it; test_deploy_rules_inference.py); kueue.x-k8s.io: the Task
 # Governance add-on or the upstream Kueue chart; "", batch, apps, events.k8s.io are built into Kubernetes.
 BUILT_IN = "built-in"
 HYPERPOD_CHART = ("helm", "dependencies")  # release of the HyperPod dependencies chart
@@ -396,6 +398,12 @@ INSTALLERS: dict[tuple[str, str], tuple[tuple[str, str], ...]] = {
     ),
     ("ray.io", "rayjobs"): (("chart", "kuberay-operator"),),
     ("ray.io", "rayclusters"): (("chart", "kuberay-operator"),),
+    ("inference.sagemaker.aws.amazon.com", "inferenceendpointconfigs"): (
+        ("addon", "amazon-sagemaker-hyperpod-inference"),
+    ),
+    ("inference.sagemaker.aws.amazon.com", "jumpstartmodels"): (
+        ("addon", "amazon-sagemaker-hyperpod-inference"),
+    ),
     ("kueue.x-k8s.io", "*"): (("addon", "amazon-sagemaker-hyperpod-taskgovernance"), ("chart", "kueue")),
 }
 BUILT_IN_GROUPS = {"", "batch", "apps", "events.k8s.io"}
@@ -468,19 +476,10 @@ def test_every_granted_or_governed_kind_has_its_installer_in_the_cluster(
     assert missing == []
 
 
-# Kinds of the workload table whose installer the platform does not deploy (yet), with the installer the
-# cluster template would carry: the inference operator's EKS add-on (research/hyperpod.md section 2.2, the
-# add-on table; HyperPod CLI chart charts/inference-operator/migration/helm_to_addon.sh) and the spaces'
-# operator (no installer modelled: the kind is documented as not granted, README "Submitting work").
+# Kinds of the workload table whose installer the platform does not deploy, with the installer the cluster
+# template would carry: the spaces' operator (no installer modelled: the kind is documented as not granted,
+# README "Submitting work").
 NOT_INSTALLED: dict[tuple[str, str], tuple[str, str] | None] = {
-    ("inference.sagemaker.aws.amazon.com", "inferenceendpointconfigs"): (
-        "addon",
-        "amazon-sagemaker-hyperpod-inference",
-    ),
-    ("inference.sagemaker.aws.amazon.com", "jumpstartmodels"): (
-        "addon",
-        "amazon-sagemaker-hyperpod-inference",
-    ),
     ("workspace.jupyter.org", "workspaces"): None,
 }
 

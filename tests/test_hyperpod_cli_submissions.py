@@ -18,15 +18,16 @@ import copy
 import json
 import re
 import shlex
+import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
 import tenant_admission as ta
 from cel_admission import AdmissionDecision
-from hyperpod_sdk import Posted, render
+from hyperpod_sdk import Posted, SdkCall, SdkSource, render
 from rbac_eval import Authorizer, Subject
-from synth import Synth, resources_of
+from synth import Synth
 
 from hyperpod_tenancy.k8s import admission, kueue, labels, workloads
 from hyperpod_tenancy.k8s.team_manifests import FSX_CLAIM_NAME
@@ -139,6 +140,68 @@ CUSTOM = (
     "--fsx-file-system-id fs-0123456789abcdef0 --image-uri 111122223333.dkr.ecr.us-east-1.amazonaws.com/serve:1 "
     "--container-port 8080 --model-volume-mount-name model"
 )
+#: What an inference team posts through the SDK's own models: the spec the CLI lines above render, and the
+#: two Kueue labels through ``Metadata(labels=...)`` (the only way the 3.12.0 SDK sets them on an endpoint:
+#: hp_jumpstart_endpoint.py / hp_endpoint.py ``_create_internal`` copy ``self.metadata.labels`` into the body).
+INFERENCE_LABELS = {
+    "kueue.x-k8s.io/queue-name": names.local_queue("inference"),
+    "kueue.x-k8s.io/priority-class": "inference-priority",
+}
+
+
+def _sdk_endpoint(
+    model: str, labels_: dict[str, str], *, namespace: str = "hyperpod-ns-inference"
+) -> SdkCall:
+    """An endpoint created with the SDK model ``model`` (HPJumpStartEndpoint or HPEndpoint), labelled."""
+    if model == "HPJumpStartEndpoint":
+        spec: dict[str, Any] = {
+            "model": {"modelId": "deepseek-llm-r1-distill-qwen-1-5b"},
+            "server": {"instanceType": "ml.g5.12xlarge"},
+            "sageMakerEndpoint": {"name": "deepseek"},
+        }
+        name = "deepseek"
+    else:
+        spec = {
+            "endpointName": "llm",
+            "instanceType": "ml.g5.12xlarge",
+            "modelName": "llm",
+            "modelSourceConfig": {
+                "modelSourceType": "fsx",
+                "modelLocation": "llm",
+                "fsxStorage": {"fileSystemId": "fs-0123456789abcdef0"},
+            },
+            "worker": {
+                "image": "111122223333.dkr.ecr.us-east-1.amazonaws.com/serve:1",
+                "modelInvocationPort": {"containerPort": 8080},
+                "modelVolumeMount": {"name": "model"},
+                "resources": {},
+            },
+        }
+        name = "llm"
+    return SdkCall(model, {"metadata": {"name": name, "namespace": namespace, "labels": labels_}, **spec})
+
+
+#: Endpoints an inference team creates through the SDK, admitted.
+SDK_ENDPOINTS = {
+    "sdk-jumpstart": _sdk_endpoint("HPJumpStartEndpoint", INFERENCE_LABELS),
+    "sdk-custom": _sdk_endpoint("HPEndpoint", INFERENCE_LABELS),
+}
+#: Endpoints labelled wrongly, each denied with a message naming the fix (substring).
+DENIED_ENDPOINTS: dict[str, tuple[SdkCall, str]] = {
+    "another team's queue": (
+        _sdk_endpoint(
+            "HPJumpStartEndpoint",
+            {**INFERENCE_LABELS, "kueue.x-k8s.io/queue-name": names.local_queue("research")},
+        ),
+        "label kueue.x-k8s.io/queue-name must be hyperpod-ns-inference-localqueue",
+    ),
+    "unentitled class": (
+        _sdk_endpoint(
+            "HPEndpoint", {**INFERENCE_LABELS, "kueue.x-k8s.io/priority-class": "training-priority"}
+        ),
+        "priority class training-priority is not allowed in namespace hyperpod-ns-inference",
+    ),
+}
 SPACE = (
     "hyp create hyp-space --name notebook --display-name Notebook --namespace hyperpod-ns-research "
     "--queue-name hyperpod-ns-research-localqueue --priority training-priority"
@@ -155,7 +218,13 @@ def posted() -> dict[str, Posted]:
         "custom": CUSTOM,
         "space": SPACE,
     }
-    return dict(zip(lines, render(list(lines.values())), strict=True))
+    calls: dict[str, str | SdkCall | SdkSource] = {
+        **lines,
+        **SDK_ENDPOINTS,
+        "readme-endpoint": SdkSource(_readme_python()),
+        **{f"endpoint: {k}": call for k, (call, _) in DENIED_ENDPOINTS.items()},
+    }
+    return dict(zip(calls, render(list(calls.values())), strict=True))
 
 
 def _decide(synth: Synth, body: dict[str, Any], **kw: Any) -> AdmissionDecision:
@@ -331,23 +400,59 @@ def _not_served(group: str, plural: str) -> workloads.WorkloadKindSpec:
     return kind
 
 
-@pytest.mark.parametrize("case", ["jumpstart", "custom"])
-def test_inference_endpoints_wait_for_the_inference_operator(
-    reference: Synth, posted: dict[str, Posted], case: str
+@pytest.mark.parametrize("case", sorted(SDK_ENDPOINTS))
+def test_an_inference_team_creates_endpoints_through_the_sdk(
+    synth: Synth, posted: dict[str, Posted], case: str
 ) -> None:
     p = posted[case]
-    kind = _not_served(p.group, p.plural)
+    assert p.body["metadata"]["labels"] == INFERENCE_LABELS  # the SDK copied Metadata(labels) into the body
+    (kind,) = [k for k in workloads.served_kinds() if (k.group, k.resource) == (p.group, p.plural)]
     assert kind.installed_by is workloads.Installer.HYPERPOD_INFERENCE_ADDON
-    addons = {
-        a["Properties"]["AddonName"] for a in resources_of(reference.cluster, "AWS::EKS::Addon").values()
-    }
-    assert kind.installed_by.value not in addons  # not installed: so neither granted nor governed
-    rbac = Authorizer(reference.manifests())
     member = Subject("carol", (names.kubernetes_group("inference"),))
-    assert not rbac.can(member, "create", p.plural, group=p.group, namespace=p.namespace)
-    # and the 3.12.0 CLI sets no Kueue label on an endpoint (no --queue-name/--priority for endpoints):
-    # only the SDK's Metadata(labels=...) or kubectl can, which admission will have to require
+    assert Authorizer(synth.manifests()).can(member, "create", p.plural, group=p.group, namespace=p.namespace)
+    decision = _decide(synth, p.body, team="inference")
+    assert admission.WORKLOAD_POLICY in decision.policies()  # the labels are checked, not just let through
+    assert decision.allowed, decision.denied
+
+
+@pytest.mark.parametrize("case", sorted(DENIED_ENDPOINTS))
+def test_wrongly_labelled_endpoints_are_denied_with_the_fix(
+    synth: Synth, posted: dict[str, Posted], case: str
+) -> None:
+    _, expected = DENIED_ENDPOINTS[case]
+    denied = _decide(synth, posted[f"endpoint: {case}"].body, team="inference").denied
+    assert any(expected in m for m in denied), denied
+
+
+@pytest.mark.parametrize("case", ["jumpstart", "custom"])
+def test_the_cli_endpoint_lines_are_denied_for_their_missing_labels(
+    synth: Synth, posted: dict[str, Posted], case: str
+) -> None:
+    # `hyp create hyp-jumpstart-endpoint` / `hyp-custom-endpoint` 3.12.0 have no --queue-name/--priority and
+    # build Metadata(name, namespace) only (hyperpod_*_inference_template/v1_2/model.py to_domain): the body
+    # has no labels, and an endpoint outside the team's queue would hold GPUs outside its quota
+    p = posted[case]
     assert "labels" not in p.body["metadata"]
+    denied = _decide(synth, p.body, team="inference").denied
+    assert any(m.startswith("label kueue.x-k8s.io/priority-class is required") for m in denied), denied
+    assert any(
+        "label kueue.x-k8s.io/queue-name must be hyperpod-ns-inference-localqueue" in m for m in denied
+    )
+
+
+@pytest.mark.parametrize("team", ["research", "vision"])
+def test_training_teams_cannot_create_endpoints(
+    reference: Synth, posted: dict[str, Posted], team: str
+) -> None:
+    rbac = Authorizer(reference.manifests())
+    member = Subject("erin", (names.kubernetes_group(team),))
+    for case in SDK_ENDPOINTS:
+        p = posted[case]
+        assert not rbac.can(member, "create", p.plural, group=p.group, namespace=names.namespace(team))
+    # the inference team's Role grants them in its own namespace only
+    inference = Subject("carol", (names.kubernetes_group("inference"),))
+    p = posted["sdk-custom"]
+    assert not rbac.can(inference, "create", p.plural, group=p.group, namespace=names.namespace(team))
 
 
 def test_spaces_are_neither_granted_nor_governed(reference: Synth, posted: dict[str, Posted]) -> None:
@@ -371,6 +476,21 @@ def _readme_hyp_lines() -> list[str]:
             if command.strip().startswith("hyp create"):
                 lines.append(command.strip())
     return lines
+
+
+def _readme_python() -> str:
+    """The one Python example of the README's "Submitting work" (indented in a list item)."""
+    section = README.read_text().split("\n## Submitting work\n", 1)[1].split("\n## ", 1)[0]
+    (block,) = re.findall(r"```python\n(.*?)```", section, flags=re.S)
+    return textwrap.dedent(block)
+
+
+def test_the_readme_sdk_example_creates_the_endpoint_tested_here(
+    reference: Synth, posted: dict[str, Posted]
+) -> None:
+    readme, tested = posted["readme-endpoint"], posted["sdk-jumpstart"]
+    assert (readme.plural, readme.body) == (tested.plural, tested.body)
+    assert _decide(reference, readme.body, team="inference").allowed
 
 
 def test_the_readme_shows_exactly_the_hyp_lines_tested_here() -> None:

@@ -6,6 +6,12 @@ tests call it through :mod:`hyperpod_sdk` as a subprocess. Usage::
 
     .venv-hyperpod/bin/python tests/support/hyperpod_cli_render.py '[["create", "hyp-pytorch-job", ...], ...]' 1.33
 
+An item may instead be an SDK call, ``{"sdk": "<model>", "object": {...}}`` (or ``{"source": "<python>"}``,
+code that calls the SDK, run as it stands): the SDK's own model class
+(:data:`SDK_MODELS`: ``HPJumpStartEndpoint``, ``HPEndpoint``) is validated from ``object`` (its ``metadata``
+a ``Metadata`` with ``labels``, the rest its spec fields) and its ``create()`` runs, as a notebook user's
+would; the Kueue labels of an endpoint can only be set this way (the 3.12.0 CLI has no option for them).
+
 For each argument list (one process for many command lines: importing the SDK takes seconds) it invokes the
 ``hyp`` click group in-process (``sagemaker.hyperpod.cli.hyp_cli:cli``, the console script of
 the wheel) with the given arguments, so the CLI's own option parsing, template model (``to_domain``) and SDK
@@ -32,7 +38,9 @@ command line: ``exit_code``, ``output`` (the CLI's stdout and stderr),
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
+import io
 import json
 import os
 import socket
@@ -60,6 +68,27 @@ users:
   user:
     token: offline
 """
+
+
+#: SDK model classes an ``{"sdk": ...}`` item may name: module and class (sagemaker-hyperpod 3.12.0).
+SDK_MODELS = {
+    "HPJumpStartEndpoint": "sagemaker.hyperpod.inference.hp_jumpstart_endpoint",
+    "HPEndpoint": "sagemaker.hyperpod.inference.hp_endpoint",
+}
+
+
+def _sdk_create(item: dict[str, Any]) -> None:
+    """Validate the SDK model ``item["sdk"]`` from ``item["object"]`` and call its ``create()``.
+
+    With ``item["source"]`` instead, run that Python code (a README example) as it stands.
+    """
+    import importlib
+
+    if "source" in item:
+        exec(compile(item["source"], "<readme>", "exec"), {"__name__": "__readme__"})
+        return
+    cls = getattr(importlib.import_module(SDK_MODELS[item["sdk"]]), item["sdk"])
+    cls.model_validate(item["object"]).create()
 
 
 def _no_network(*args: Any, **kwargs: Any) -> Any:
@@ -114,12 +143,24 @@ def main(argv: list[str]) -> int:
     for args in command_lines:
         created.clear()
         telemetry.clear()
-        result = CliRunner().invoke(cli, args, catch_exceptions=True)
+        if isinstance(args, dict):
+            printed = io.StringIO()  # the SDK logs to stdout, which carries this script's JSON
+            try:
+                with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
+                    _sdk_create(args)
+                exit_code, exception = 0, None
+            except Exception as error:  # reported to the test, which fails with it
+                exit_code, exception = 1, repr(error)
+            output = printed.getvalue()
+        else:
+            result = CliRunner().invoke(cli, args, catch_exceptions=True)
+            exit_code, output = result.exit_code, result.output
+            exception = None if result.exception is None else repr(result.exception)
         results.append(
             {
-                "exit_code": result.exit_code,
-                "output": result.output,
-                "exception": None if result.exception is None else repr(result.exception),
+                "exit_code": exit_code,
+                "output": output,
+                "exception": exception,
                 "created": list(created),
                 "telemetry_calls": len(telemetry),
             }

@@ -44,7 +44,7 @@ def sdk_python() -> Path:
 class Posted:
     """One object a ``hyp`` command line would have created."""
 
-    #: The command line, as a shell would split it (``hyp`` first).
+    #: The command line, as a shell would split it (``hyp`` first), or ``("sdk", <model>)``.
     command: tuple[str, ...]
     group: str
     version: str
@@ -56,13 +56,39 @@ class Posted:
     telemetry_calls: int
 
 
-def render(command_lines: Sequence[str], *, kubernetes_version: str = "1.33") -> list[Posted]:
+@dataclass(frozen=True)
+class SdkCall:
+    """An SDK model built from ``object`` and created (``Model.model_validate(object).create()``)."""
+
+    #: The model class (``HPJumpStartEndpoint``, ``HPEndpoint``: ``hyperpod_cli_render.SDK_MODELS``).
+    model: str
+    #: Its fields: ``metadata`` (name, namespace, labels) and the spec fields, camelCase as the CRD has them.
+    object: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class SdkSource:
+    """Python code calling the SDK (a README example), run as it stands in the SDK's venv."""
+
+    source: str
+
+
+def render(
+    command_lines: Sequence[str | SdkCall | SdkSource], *, kubernetes_version: str = "1.33"
+) -> list[Posted]:
     """Run each ``hyp …`` line (one string, shell-quoted) through the real CLI; return what each posts.
 
-    Every line must succeed and create exactly one object; otherwise the test fails with the CLI output.
+    An :class:`SdkCall` runs the SDK's model ``create()`` instead, an :class:`SdkSource` its code. Every line must succeed and create exactly
+    one object; otherwise the test fails with the CLI output.
     """
-    argv = []
+    argv: list[list[str] | dict[str, Any]] = []
     for line in command_lines:
+        if isinstance(line, SdkCall):
+            argv.append({"sdk": line.model, "object": line.object})
+            continue
+        if isinstance(line, SdkSource):
+            argv.append({"sdk": "source", "source": line.source})
+            continue
         words = shlex.split(line)
         assert words[0] == "hyp", line
         argv.append(words[1:])
@@ -83,9 +109,10 @@ def render(command_lines: Sequence[str], *, kubernetes_version: str = "1.33") ->
             f"{line}\nexit {result['exit_code']}: {result['exception']}\n{result['output']}"
         )
         (call,) = result["created"]
+        command = ("sdk", str(words["sdk"])) if isinstance(words, dict) else ("hyp", *words)
         posted.append(
             Posted(
-                command=("hyp", *words),
+                command=command,
                 group=call["group"],
                 version=call["version"],
                 namespace=call["namespace"],

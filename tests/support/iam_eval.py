@@ -10,6 +10,7 @@ anything it does not implement, so a test can never pass because a construct was
 * ``Condition`` with ``StringEquals``, ``StringNotEquals``, ``StringLike``, ``StringNotLike``
   (optionally ``...IfExists``) on single-valued keys. Blocks are ANDed, keys in a block are ANDed,
   values of a key are ORed. A missing key fails positive operators and satisfies negated ones.
+* ``Null``: ``"true"`` holds when the key is absent from the context, ``"false"`` when it is present.
 
 Not implemented (raises ``NotImplementedError``): ``Principal`` (resource policies), set operators
 (``ForAnyValue:``/``ForAllValues:``), other operator families and policy variables (``${...}``).
@@ -84,6 +85,9 @@ def _operator_holds(operator: str, block: Mapping[str, Any], context: Context) -
     """Evaluate one condition block (``{"StringLike": {key: values}}``'s inner mapping)."""
     if ":" in operator and operator.split(":", 1)[0] in {"ForAnyValue", "ForAllValues"}:
         raise NotImplementedError(f"set operator {operator} is not supported")
+    if operator == "Null":  # {"key": "true"}: the key is absent; "false": it is present
+        present = {k.lower() for k in context}
+        return all((key.lower() not in present) == (str(v).lower() == "true") for key, v in block.items())
     if_exists = operator.endswith("IfExists")
     base = operator.removesuffix("IfExists")
     if base not in _STRING_OPERATORS:

@@ -38,6 +38,10 @@ from hyperpod_tenancy.constructs._private.annotations import (
     warn,
 )
 from hyperpod_tenancy.constructs._private.extensions import ChartExtensions, chart_objects
+from hyperpod_tenancy.constructs._private.inference_operator import (
+    InferenceOperator,
+    install_inference_operator,
+)
 from hyperpod_tenancy.constructs._private.kubectl import KUBECTL_WAIT, eks_addon
 from hyperpod_tenancy.constructs._private.principals import pod_identity_principal
 from hyperpod_tenancy.constructs._private.sso_role_provider import SsoRoleProvider
@@ -50,6 +54,7 @@ from hyperpod_tenancy.k8s import labels
 from hyperpod_tenancy.k8s.platform_chart import PlatformChart
 from hyperpod_tenancy.k8s.workloads import CONTROLLERS, KUBERAY_NAMESPACE, Installer
 from hyperpod_tenancy.policy import InstanceGroup, Platform, names, policy_warnings
+from hyperpod_tenancy.policy.model import WorkloadKind
 
 __all__ = ["HYPERPOD_HELM_RELEASE", "KUBECTL_WAIT", "SharedHyperPodCluster"]
 
@@ -221,7 +226,9 @@ class SharedHyperPodCluster(Construct):
     dependencies Helm chart; a lifecycle-script bucket and a least-privilege execution role (trust limited to
     this account, ECR pulls from the AWS-owned registries); the ``AWS::SageMaker::Cluster`` (retained on
     delete, automatic node recovery, deep health checks); the HyperPod training operator add-on and the KubeRay
-    operator chart (the operators of the kinds teams may submit); FSx for Lustre (retained); the team data
+    operator chart (the operators of the kinds teams may submit); with a ``workload: inference`` team, the
+    HyperPod inference operator add-on with its IRSA roles (the cluster's IAM OIDC provider), its TLS
+    certificate bucket (retained) and the S3 Mountpoint CSI and metrics-server add-ons; FSx for Lustre (retained); the team data
     bucket (retained); the fairness backend (Task Governance add-on + ``ClusterSchedulerConfig``, or upstream
     Kueue); and the observability add-on with an Amazon Managed Prometheus workspace. Synthesis fails when a
     managed node group of the cluster has an ``AL2_*`` AMI type on Kubernetes 1.33 or later
@@ -242,6 +249,8 @@ class SharedHyperPodCluster(Construct):
         vpc, security_group, api_endpoint_security_group, eks_cluster, hyperpod_cluster, file_system,
         data_bucket, lifecycle_bucket, execution_role, hyperpod_helm_chart, training_operator_addon,
         kuberay_chart: the created resources (see each attribute's type).
+        inference_operator: the inference operator add-on, its roles and bucket (``None`` without an
+            inference team).
         service_cidr: the EKS Service CIDR (``cluster.serviceCidr``).
         fairness_backend: the registered fairness backend serving ``platform.fairness_backend``.
         fairness: what that backend built (:class:`~hyperpod_tenancy.constructs.backends.ClusterFairness`).
@@ -334,6 +343,9 @@ class SharedHyperPodCluster(Construct):
         self.training_operator_addon = self._create_training_operator()
         #: The KubeRay operator chart (serves ``RayJob`` and ``RayCluster``).
         self.kuberay_chart = self._create_kuberay()
+        #: The HyperPod inference operator add-on and its roles (serves ``InferenceEndpointConfig`` and
+        #: ``JumpStartModel``); ``None`` when no team has ``workload: inference``.
+        self.inference_operator: InferenceOperator | None = self._create_inference_operator(base_addons)
         #: What the fairness backend built (add-on, scheduler config, or the Kueue chart).
         self.fairness: ClusterFairness = self.fairness_backend.build_cluster(
             self, self, after=self.hyperpod_cluster
@@ -997,6 +1009,21 @@ class SharedHyperPodCluster(Construct):
         addon.node.add_dependency(self.cert_manager_addon, self.pod_identity_addon, self.hyperpod_cluster)
         self.training_operator_role = role
         return addon
+
+    def _create_inference_operator(self, base_addons: Sequence[eks.CfnAddon]) -> InferenceOperator | None:
+        if not any(t.workload is WorkloadKind.INFERENCE for t in self.platform.teams):
+            return None
+        # needs cert-manager and the FSx CSI driver (base add-ons) and the HyperPod cluster it watches
+        dependencies = [a for a in base_addons if a.addon_name in ("cert-manager", "aws-fsx-csi-driver")]
+        return install_inference_operator(
+            self,
+            cluster=self.eks_cluster,
+            vpc=self.vpc,
+            hyperpod_cluster_arn=self.hyperpod_cluster.attr_cluster_arn,
+            tls_bucket=self._bucket("InferenceTlsBucket", access_logs=self._access_logs_bucket),
+            data_bucket=self.data_bucket,
+            after=[*dependencies, self.hyperpod_cluster],
+        )
 
     def _create_kuberay(self) -> eks.HelmChart:
         # RayJob/RayCluster (ray.io/v1) come with the KubeRay operator chart (k8s/workloads.py KUBERAY_CHART).

@@ -317,6 +317,10 @@ def _unqueued_kind_validations(platform: Platform) -> list[dict[str, str]]:
     ``manageJobsWithoutQueueName`` and the pod integration its pods would be queued one by one: no gang
     admission, and a multi-node job can deadlock half-admitted while holding quota. Such a kind is refused at
     CREATE with the fix, rather than admitted into a queue that cannot gang it.
+
+    The inference operator's kinds are not refused: Kueue never sees an ``InferenceEndpointConfig`` or a
+    ``JumpStartModel``, only the Deployment the operator renders from it, which the ``deployment``
+    integration queues pod by pod; that is right for serving replicas, each of which serves on its own.
     """
     if platform.fairness_backend is not FairnessBackend.KUEUE:
         return []
@@ -332,7 +336,9 @@ def _unqueued_kind_validations(platform: Platform) -> list[dict[str, str]]:
             "reason": "Forbidden",
         }
         for kind in WORKLOAD_RESOURCES
-        if kind.kueue_framework is None and kind.team_access is not workloads.TeamAccess.NONE
+        if kind.kueue_framework is None
+        and kind.team_access is not workloads.TeamAccess.NONE
+        and kind.installed_by is not workloads.Installer.HYPERPOD_INFERENCE_ADDON
     ]
 
 

@@ -72,9 +72,9 @@ class Installer(enum.StrEnum):
     #: The KubeRay operator Helm chart (``kuberay-operator``).
     KUBERAY_CHART = "kuberay-operator"
     #: The EKS add-on ``amazon-sagemaker-hyperpod-inference`` (the HyperPod inference operator; the HyperPod
-    #: CLI chart's ``charts/inference-operator`` is its Helm form). **Not installed by the platform**: it needs
-    #: an execution role, a TLS certificate bucket, the AWS Load Balancer Controller, KEDA and the S3
-    #: Mountpoint CSI driver, each with its own role (``charts/inference-operator/migration/helm_to_addon.sh``).
+    #: CLI chart's ``charts/inference-operator`` is its Helm form). Installed with its roles, TLS bucket and
+    #: dependency add-ons when the platform has an inference team
+    #: (:mod:`hyperpod_tenancy.constructs._private.inference_operator`).
     HYPERPOD_INFERENCE_ADDON = "amazon-sagemaker-hyperpod-inference"
     #: The operator of HyperPod spaces (``workspace.jupyter.org`` Workspaces, ``hyp create hyp-space``).
     #: **Not installed by the platform** (teams get interactive environments from their Studio domain).
@@ -82,7 +82,9 @@ class Installer(enum.StrEnum):
 
 
 #: The installers the cluster stack provides (the training operator add-on, the HyperPod chart's subcharts,
-#: KubeRay, Kubernetes itself). A kind whose installer is not here is in :data:`WORKLOAD_KINDS` for the record
+#: KubeRay, the inference operator add-on, Kubernetes itself). The inference add-on is installed only on
+#: platforms with an inference team, the only teams its kinds are granted to; elsewhere its kinds' policy
+#: rules match nothing (no CRD), which keeps admission the same on every platform. A kind whose installer is not here is in :data:`WORKLOAD_KINDS` for the record
 #: (its group, resource and who would create it) but neither granted nor governed: granting a kind whose CRD
 #: no component serves would be a permission on nothing, and a policy rule on it dead code.
 PLATFORM_INSTALLERS: frozenset[Installer] = frozenset(
@@ -92,6 +94,7 @@ PLATFORM_INSTALLERS: frozenset[Installer] = frozenset(
         Installer.HYPERPOD_CHART_MPI_OPERATOR,
         Installer.HYPERPOD_TRAINING_OPERATOR_ADDON,
         Installer.KUBERAY_CHART,
+        Installer.HYPERPOD_INFERENCE_ADDON,
     }
 )
 
