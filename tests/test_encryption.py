@@ -289,3 +289,32 @@ def test_an_imported_cluster_needs_the_arn_of_a_created_key() -> None:
             file_system_mount_name=platforms.FSX.mount_name,
             network_policy_enforced=True,
         )
+
+
+def test_the_inference_operator_reads_and_writes_its_buckets_through_s3_only(kms_reference: Synth) -> None:
+    """The TLS bucket and the data bucket are SSE-KMS under the key: the operator's execution role writes
+    certificates, the S3 Mountpoint driver reads model weights; each may use the key through S3 only, the
+    load balancer controller and KEDA not at all."""
+    references = _key_references(kms_reference)
+    cluster = kms_reference.cluster
+    roles = {
+        logical_id
+        for logical_id, r in resources_of(cluster, "AWS::IAM::Role").items()
+        if logical_id.startswith("ClusterInferenceOperator")
+    }
+    assert roles, "the reference platform has an inference team: the operator's roles exist"
+    granted = {}
+    for role in sorted(roles):
+        granted[role] = [
+            s
+            for s in _role_statements(cluster, role)
+            if s.get("Resource") in references and "kms:Decrypt" in _list(s["Action"])
+        ]
+    with_key = {role for role, statements in granted.items() if statements}
+    assert {r for r in with_key if "ExecutionRole" in r} and {r for r in with_key if "S3CsiRole" in r}, (
+        with_key
+    )
+    assert not {r for r in with_key if "LoadBalancer" in r or "Keda" in r}, with_key
+    for role in with_key:
+        (statement,) = granted[role]
+        assert statement["Condition"]["StringEquals"]["kms:ViaService"] == f"s3.{REGION}.amazonaws.com"

@@ -1015,15 +1015,23 @@ class SharedHyperPodCluster(Construct):
             return None
         # needs cert-manager and the FSx CSI driver (base add-ons) and the HyperPod cluster it watches
         dependencies = [a for a in base_addons if a.addon_name in ("cert-manager", "aws-fsx-csi-driver")]
-        return install_inference_operator(
+        operator = install_inference_operator(
             self,
             cluster=self.eks_cluster,
             vpc=self.vpc,
             hyperpod_cluster_arn=self.hyperpod_cluster.attr_cluster_arn,
-            tls_bucket=self._bucket("InferenceTlsBucket", access_logs=self._access_logs_bucket),
+            tls_bucket=self._bucket(
+                "InferenceTlsBucket", access_logs=self._access_logs_bucket, key=self.platform_key
+            ),
             data_bucket=self.data_bucket,
             after=[*dependencies, self.hyperpod_cluster],
         )
+        if self.platform_key is not None:
+            # both buckets are SSE-KMS under the platform key: the operator writes certificates, the S3 driver
+            # reads model weights, each through S3 only
+            for role in (operator.execution_role, operator.s3_csi_role):
+                self.platform_key.grant_data(role, service="s3")
+        return operator
 
     def _create_kuberay(self) -> eks.HelmChart:
         # RayJob/RayCluster (ray.io/v1) come with the KubeRay operator chart (k8s/workloads.py KUBERAY_CHART).
@@ -1210,13 +1218,15 @@ class SharedHyperPodCluster(Construct):
         handlers = [self.eks_cluster.node.try_find_child("KubectlProvider")] + [
             c
             for c in stack.node.children
-            if c.node.id.startswith(("Custom::CDKBucketDeployment", "Custom::VpcRestrictDefaultSG"))
+            if c.node.id.startswith(
+                ("Custom::CDKBucketDeployment", "Custom::VpcRestrictDefaultSG", "AWSCDKCfnUtilsProvider")
+            )
         ]
         for handler in handlers:
             if handler is not None:
                 acknowledge_cdk_handlers(
                     handler,
                     "handler created and maintained by aws-cdk-lib (kubectl/helm provider, bucket deployment, "
-                    "default security group restriction): "
+                    "default security group restriction, the CfnJson utility of the IRSA trust conditions): "
                     "its managed Lambda policies, runtime and invoke wildcards are CDK's",
                 )

@@ -32,6 +32,7 @@ T = TypeVar("T")
 #: here so that it lands on exactly the resources the check reads, and an unknown ID is an error.
 CHECKOV_RESOURCE_TYPES: Final[dict[str, tuple[str, ...]]] = {
     "CKV_AWS_18": ("AWS::S3::Bucket",),  # S3AccessLogs
+    "CKV_AWS_111": ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy"),  # IAMWriteAccess
     "CKV_AWS_115": (
         "AWS::Lambda::Function",
         "AWS::Serverless::Function",

@@ -54,7 +54,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct, IConstruct
 
-from hyperpod_tenancy.constructs._private.annotations import acknowledge_role
+from hyperpod_tenancy.constructs._private.annotations import acknowledge_role, skip_checkov
 from hyperpod_tenancy.constructs._private.kubectl import eks_addon
 from hyperpod_tenancy.k8s.workloads import HYPERPOD_INFERENCE_NAMESPACE, INFERENCE_OPERATORS, Installer
 
@@ -301,6 +301,13 @@ def _acknowledge(execution: iam.Role, load_balancer: iam.Role, keda: iam.Role, s
         wildcards="the load balancer controller's Describe APIs have no resource level, and what it creates "
         "gets ARNs at run time: creating and changing load balancers, target groups and security groups "
         "require its cluster tag, ingress changes the cluster VPC; listeners and rules carry no tag",
+    )
+    skip_checkov(
+        load_balancer.node.find_child("DefaultPolicy"),
+        "CKV_AWS_111",
+        "the AWS Load Balancer Controller creates and changes load balancers, listeners, rules and target groups "
+        "whose ARNs exist only at run time; creating them requires the cluster's elbv2.k8s.aws/cluster tag and "
+        "ingress changes are limited to the cluster VPC (the controller's published policy, narrowed)",
     )
     acknowledge_role(keda, wildcards="CloudWatch metric reads have no resource level")
     acknowledge_role(
