@@ -23,6 +23,7 @@ from hyperpod_tenancy.policy.model import (
     KueueChartSource,
     Platform,
     PodSecurityLevel,
+    PosixIdentitySpec,
     PreemptionAlarmSpec,
     PreemptTeamTasks,
     PriorityClass,
@@ -32,6 +33,8 @@ from hyperpod_tenancy.policy.model import (
     SystemNodeGroup,
     Team,
     TeamIdentity,
+    UidRange,
+    WebhookFailurePolicy,
     WorkloadKind,
 )
 from hyperpod_tenancy.policy.validation import policy_warnings, validate_platform
@@ -56,6 +59,7 @@ __all__ = [
     "KueueChartSource",
     "Platform",
     "PodSecurityLevel",
+    "PosixIdentitySpec",
     "PreemptTeamTasks",
     "PreemptionAlarmSpec",
     "PriorityClass",
@@ -66,6 +70,8 @@ __all__ = [
     "SystemNodeGroup",
     "Team",
     "TeamIdentity",
+    "UidRange",
+    "WebhookFailurePolicy",
     "WorkloadKind",
     "chargeback_config",
     "load_platform",

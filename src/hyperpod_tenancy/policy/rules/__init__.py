@@ -112,6 +112,10 @@ ERROR_RULES: tuple[Rule, ...] = (
     capacity.kueue_flavor_shapes,
     deployment.helm_chart,
     security.cluster_classification,
+    identity.posix_failure_policy,
+    identity.posix_uid_range,
+    identity.posix_webhook_timeout,
+    identity.posix_cache_ttl,
     # scheduling
     scheduling.priority_class_count,
     # for each priority class
