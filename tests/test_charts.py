@@ -14,6 +14,7 @@ from hyperpod_tenancy.k8s._manifest_chart import ManifestChart
 from hyperpod_tenancy.k8s.admission import admission_policies
 from hyperpod_tenancy.k8s.kueue import cluster_objects, team_objects
 from hyperpod_tenancy.k8s.platform_chart import PlatformChart
+from hyperpod_tenancy.k8s.posix_identity import posix_identity_policies
 from hyperpod_tenancy.k8s.team_chart import TeamChart
 from hyperpod_tenancy.k8s.team_manifests import FsxVolume, fsx_directory_job, system_namespace, team_manifests
 from hyperpod_tenancy.k8s.tenant_guards import tenant_guard_policies
@@ -46,7 +47,12 @@ def test_platform_chart_round_trips_the_rendered_objects(
     backend: str, request: pytest.FixtureRequest
 ) -> None:
     platform: Platform = request.getfixturevalue(backend)
-    expected = [system_namespace(), *admission_policies(platform), *tenant_guard_policies()]
+    expected = [
+        system_namespace(),
+        *admission_policies(platform),
+        *tenant_guard_policies(),
+        *posix_identity_policies(),
+    ]
     if backend == "kueue_platform":
         expected += cluster_objects(platform)
     assert PlatformChart(platform).to_json() == expected

@@ -138,8 +138,9 @@ def test_the_created_key_is_retained_rotated_and_grants_exactly_the_services_usi
     expected = {f"{s}.{REGION}.amazonaws.com" for t in using for s in SERVICES_BY_RESOURCE_TYPE[t]}
     through = statements["UseThroughServices"]["Condition"]["StringEquals"]
     assert set(through["kms:ViaService"]) == expected
-    assert expected == {
-        f"{s}.{REGION}.amazonaws.com" for s in ("s3", "sagemaker", "elasticfilesystem", "ec2", "fsx")
+    assert expected == {  # dynamodb: the POSIX identity webhook's person -> UID table
+        f"{s}.{REGION}.amazonaws.com"
+        for s in ("s3", "sagemaker", "elasticfilesystem", "ec2", "fsx", "dynamodb")
     }
     assert through["kms:CallerAccount"] == "111122223333"
     assert statements["DataExports"]["Condition"]["StringEquals"] == {
@@ -318,3 +319,24 @@ def test_the_inference_operator_reads_and_writes_its_buckets_through_s3_only(kms
     for role in with_key:
         (statement,) = granted[role]
         assert statement["Condition"]["StringEquals"]["kms:ViaService"] == f"s3.{REGION}.amazonaws.com"
+
+
+def test_the_posix_identity_table_and_its_server_use_the_key_through_dynamodb(kms_reference: Synth) -> None:
+    """The person -> UID table is encrypted with the platform key, and only through DynamoDB may the webhook's
+    role use the key."""
+    references = _key_references(kms_reference)
+    cluster = kms_reference.cluster
+    tables = {k: v for k, v in resources_of(cluster, "AWS::DynamoDB::Table").items() if "PosixIdentity" in k}
+    assert len(tables) == 1, sorted(tables)
+    (table,) = tables.values()
+    sse = table["Properties"]["SSESpecification"]
+    assert sse["SSEEnabled"] is True and sse["KMSMasterKeyId"] in references
+    roles = [k for k in resources_of(cluster, "AWS::IAM::Role") if "PosixIdentity" in k]
+    assert len(roles) == 1, roles
+    statements = [
+        s
+        for s in _role_statements(cluster, roles[0])
+        if s.get("Resource") in references and "kms:Decrypt" in _list(s["Action"])
+    ]
+    assert len(statements) == 1, statements
+    assert statements[0]["Condition"]["StringEquals"]["kms:ViaService"] == f"dynamodb.{REGION}.amazonaws.com"

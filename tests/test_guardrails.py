@@ -12,7 +12,7 @@ from platforms import PLATFORM_YAML, REPO, reference_data
 
 from hyperpod_tenancy.cli import main
 from hyperpod_tenancy.errors import PolicyIssue
-from hyperpod_tenancy.k8s import admission, kueue, tenant_guards
+from hyperpod_tenancy.k8s import admission, kueue, posix_identity, tenant_guards
 from hyperpod_tenancy.policy import HYPERPOD_INSTANCE_TYPES, Platform, Team, load_platform, loader, rules
 from hyperpod_tenancy.policy.rules import (
     END_MARKER,
@@ -72,7 +72,11 @@ def test_every_code_in_the_source_is_registered() -> None:
 def test_admission_entries_are_the_rendered_policies(reference_platform: Platform) -> None:
     rendered = {
         o["metadata"]["name"]
-        for o in (*admission.admission_policies(reference_platform), *tenant_guards.tenant_guard_policies())
+        for o in (
+            *admission.admission_policies(reference_platform),
+            *tenant_guards.tenant_guard_policies(),
+            *posix_identity.posix_identity_policies(),
+        )
         if o["kind"] == "ValidatingAdmissionPolicy"
     }
     assert {g.code for g in GUARDRAILS if g.stage is Stage.ADMISSION} == rendered
@@ -134,6 +138,11 @@ BAD = [
         "cluster.fsx.deploymentType": "SCRATCH_9",
         "cluster.fsx.storageCapacityGiB": 100,
         "cluster.dataClassification": "Not A Label",
+        "cluster.posixIdentity": {
+            "uidRange": {"first": 5, "last": 10},
+            "timeoutSeconds": 0,
+            "cacheTtlSeconds": 0,
+        },
     },
     {
         "cluster.instanceGroups[0].name": "-bad",

@@ -198,7 +198,8 @@ def test_deploy_order_helm_chart_hyperpod_task_governance_scheduler(reference: S
     helm_id, _ = hyperpod_chart(t)
     hp_id, _ = one(t, "AWS::SageMaker::Cluster")
     tg_id, _ = addon(t, "amazon-sagemaker-hyperpod-taskgovernance")
-    ready_id, ready = one(t, "Custom::AWSCDK-EKS-KubernetesObjectValue")
+    waits = resources_of(t, "Custom::AWSCDK-EKS-KubernetesObjectValue")
+    ((ready_id, ready),) = [(k, v) for k, v in waits.items() if k.startswith("ClusterKueueReady")]
     sched_id, _ = one(t, "AWS::SageMaker::ClusterSchedulerConfig")
     cni_id, _ = addon(t, "vpc-cni")
     assert transitively_depends(t, helm_id, cni_id), "Helm chart after the base add-ons"

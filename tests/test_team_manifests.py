@@ -121,16 +121,17 @@ REFERENCE_LABELS = {
     team: {
         "hyperpod-tenancy.io/tenant": "true",
         "hyperpod-tenancy.io/team": team,
+        "hyperpod-tenancy.io/posix-gid": gid,
         **PSA,
         "priority.hyperpod-tenancy.io/inference-priority": inference,
         "priority.hyperpod-tenancy.io/training-priority": other,
         "priority.hyperpod-tenancy.io/experimentation-priority": other,
         "hyperpod-tenancy.io/borrows": borrows,
     }
-    for team, inference, other, borrows in (
-        ("research", "denied", "allowed", "true"),  # lend-and-borrow, training + experimentation
-        ("vision", "denied", "allowed", "true"),  # lend-and-borrow, training + experimentation
-        ("inference", "allowed", "denied", "false"),  # lend, inference only
+    for team, inference, other, borrows, gid in (
+        ("research", "denied", "allowed", "true", "20001"),  # lend-and-borrow, training + experimentation
+        ("vision", "denied", "allowed", "true", "20002"),  # lend-and-borrow, training + experimentation
+        ("inference", "allowed", "denied", "false", "20003"),  # lend, inference only
     )
 }
 
@@ -326,9 +327,9 @@ def test_directory_job_shape(platform: Platform) -> None:
         assert volume["persistentVolumeClaim"]["claimName"] == pvc["metadata"]["name"]
         assert container["volumeMounts"] == [{"name": volume["name"], "mountPath": "/fsx"}]
         script = container["command"][-1]
-        assert f'd="/fsx/{team.name}"' in script
-        assert f"chown 0:{team.identity.posix_gid} " in script
-        assert "chmod 2770 " in script
+        gid = team.identity.posix_gid
+        assert f"ensure_dir /fsx/{team.name} 0 {gid} 2770 set" in script
+        assert f"ensure_dir /fsx/{team.name}/home 0 {gid} 3770 set" in script
 
 
 def test_system_namespace_enforces_baseline() -> None:
@@ -352,14 +353,17 @@ def test_directory_script_creates_the_directory_idempotently(tmp_path: Path) -> 
     team = platform.teams[0]
     _, _, job = _job_parts(platform, team)
     script = job["spec"]["template"]["spec"]["containers"][0]["command"][-1]
-    local = script.replace('d="/fsx/', f'd="{tmp_path}/')
+    local = script.replace("ensure_dir /fsx/", f"ensure_dir {tmp_path}/")
     assert local != script
     target = tmp_path / team.name
+    gid = team.identity.posix_gid
     for attempt in (1, 2):  # a second run (a retried or re-applied Job) must succeed and change nothing
         proc = _sh(local)
         assert proc.returncode == 0, (attempt, proc.stderr)
-        assert proc.stdout.strip() == f"{target} 0:{team.identity.posix_gid} 2770"
+        assert proc.stdout.splitlines() == [f"{target} 0:{gid} 2770", f"{target}/home 0:{gid} 3770"]
         if os.geteuid() == 0:
             st = target.stat()
-            assert (st.st_uid, st.st_gid) == (0, team.identity.posix_gid)
+            assert (st.st_uid, st.st_gid) == (0, gid)
             assert stat.S_IMODE(st.st_mode) == 0o2770
+            home = (target / "home").stat()
+            assert (home.st_uid, home.st_gid, stat.S_IMODE(home.st_mode)) == (0, gid, 0o3770)

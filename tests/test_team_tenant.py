@@ -10,7 +10,7 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Annotations, Match
 from platforms import reference_data
-from synth import Synth, one, resources_of, synthesize
+from synth import Synth, one, render_intrinsics, resources_of, synthesize
 
 from hyperpod_tenancy.constructs.shared_hyperpod_cluster import SharedHyperPodCluster
 from hyperpod_tenancy.constructs.team_tenant import TeamTenant
@@ -171,9 +171,25 @@ def test_adding_a_fourth_team_adds_one_stack_and_changes_no_other(
     assert set(reference.templates) <= set(four_teams.templates)
     for team in reference.platform.teams:
         assert four_teams.team(team.name) == reference.team(team.name), team.name
-    # the cluster stack only gains the exports the new stack imports
+    # the cluster stack only gains the exports the new stack imports, and the POSIX identity webhook learns the
+    # new namespace (its ConfigMap, and the Deployment's config hash that rolls it): nothing else changes
     before, after = reference.cluster["Resources"], four_teams.cluster["Resources"]
-    assert before == after
+    (webhook_objects,) = [k for k in before if k.startswith("ClusterPosixIdentityObjects")]
+    assert {k: v for k, v in before.items() if k != webhook_objects} == {
+        k: v for k, v in after.items() if k != webhook_objects
+    }
+    old_config, new_config = (_webhook_config(r[webhook_objects]) for r in (before, after))
+    assert set(new_config["namespaces"]) - set(old_config["namespaces"]) == {"hyperpod-ns-speech"}
+    assert {k: v for k, v in new_config["namespaces"].items() if k != "hyperpod-ns-speech"} == old_config[
+        "namespaces"
+    ]
+
+
+def _webhook_config(resource: dict[str, Any]) -> dict[str, Any]:
+    objects = json.loads(render_intrinsics(resource["Properties"]["Manifest"]))
+    (config_map,) = [o for o in objects if o["kind"] == "ConfigMap"]
+    config: dict[str, Any] = json.loads(config_map["data"]["teams.json"])
+    return config
 
 
 def test_team_chart_carries_the_namespace_labels_the_admission_policies_read(reference: Synth) -> None:

@@ -12,6 +12,11 @@ the rule registry (:mod:`hyperpod_tenancy.policy.rules`), or rewrites it in the 
 [--platform platform.yaml | --config chargeback_config.json] [--format json|csv|html|markdown] [--output FILE]`` computes a month's chargeback report offline, with the
 monthly job's SQL on DuckDB over local copies of the collector's files and the CUR
 (:mod:`hyperpod_tenancy.chargeback_offline`); exit 1 on unreadable or malformed inputs.
+
+``hyperpod-tenancy webhook serve --port P --tls-cert F --tls-key F --table NAME --teams FILE
+[--max-body-bytes N]`` runs the POSIX identity admission webhook (:mod:`hyperpod_tenancy.webhook.server`)
+until SIGTERM; DynamoDB is reached through boto3's default session (``AWS_REGION``, Pod Identity credentials,
+``AWS_ENDPOINT_URL`` when set). Exit 1 when the configuration or the certificate files cannot be read.
 """
 
 from __future__ import annotations
@@ -62,6 +67,8 @@ def main(argv: list[str] | None = None) -> int:
         return _guardrails(write=args.write, out=sys.stdout, err=sys.stderr)
     if args.command == "chargeback":
         return _chargeback(args, err=sys.stderr)
+    if args.command == "webhook":
+        return _webhook(args, err=sys.stderr)
     if args.command != "validate":
         parser.print_usage(sys.stderr)
         print(f"{PROG}: error: choose a command, e.g. `{PROG} validate platform.yaml`", file=sys.stderr)
@@ -104,7 +111,63 @@ def _parser() -> argparse.ArgumentParser:
         help="replace the table between the guardrail markers of this file instead of printing it",
     )
     _chargeback_parser(commands)
+    _webhook_parser(commands)
     return parser
+
+
+def _webhook_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    webhook = commands.add_parser(
+        "webhook",
+        help="the POSIX identity admission webhook",
+        description="The POSIX identity admission webhook (runs in the cluster).",
+    )
+    actions = webhook.add_subparsers(dest="webhook_command", metavar="ACTION", required=True)
+    serve = actions.add_parser(
+        "serve",
+        help="serve /mutate, /healthz and /readyz over HTTPS until SIGTERM",
+        description="Serve the webhook over HTTPS until SIGTERM (DynamoDB endpoint from AWS_ENDPOINT_URL when set).",
+    )
+    serve.add_argument("--port", required=True, type=int, help="TCP port to listen on (e.g. 8443)")
+    serve.add_argument("--tls-cert", required=True, type=Path, metavar="FILE", help="PEM certificate chain")
+    serve.add_argument("--tls-key", required=True, type=Path, metavar="FILE", help="PEM private key")
+    serve.add_argument("--table", required=True, metavar="NAME", help="DynamoDB table of the UID map")
+    serve.add_argument(
+        "--teams", required=True, type=Path, metavar="FILE", help="the webhook's configuration JSON"
+    )
+    serve.add_argument("--host", default="0.0.0.0", help="address to bind (default: all interfaces)")  # noqa: S104
+    serve.add_argument(
+        "--max-body-bytes", type=int, default=None, metavar="N", help="largest request body (default: 6 MiB)"
+    )
+
+
+def _webhook(args: argparse.Namespace, *, err: TextIO) -> int:
+    """Run ``webhook serve``; return 1 when the configuration or the certificates cannot be used."""
+    # imported here: only this command loads the server stack
+    from hyperpod_tenancy.webhook import config, server  # noqa: PLC0415
+
+    try:
+        settings = config.load_config(args.teams)
+    except config.WebhookConfigError as exc:
+        print(f"{PROG}: error: --teams: {exc}", file=err)
+        return EXIT_INVALID
+    for flag, path in (("--tls-cert", args.tls_cert), ("--tls-key", args.tls_key)):
+        if not path.is_file():
+            print(f"{PROG}: error: {flag} {str(path)!r} is not a readable file.", file=err)
+            return EXIT_INVALID
+    if not 0 < args.port < 65536:
+        print(f"{PROG}: error: --port {args.port} is not a TCP port (1-65535).", file=err)
+        return EXIT_INVALID
+    options = server.ServeOptions(
+        port=args.port,
+        tls_cert=args.tls_cert,
+        tls_key=args.tls_key,
+        table=args.table,
+        config=settings,
+        host=args.host,
+        max_body_bytes=args.max_body_bytes or server.DEFAULT_MAX_BODY_BYTES,
+    )
+    server.serve(options)
+    return EXIT_OK
 
 
 def _chargeback_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -3,7 +3,9 @@
 The tenant-hostile suites (``tests/test_hostile_*.py``) read the ValidatingAdmissionPolicies and the team
 namespace labels out of the synthesized CloudFormation templates (either fairness backend) and evaluate them
 with the standard CEL engine of :mod:`cel_admission`. Honest objects are rendered in the shape the real
-clients produce; each builder cites where the shape comes from.
+clients produce; each builder cites where the shape comes from. Their PodSpecs carry what the POSIX identity
+webhook stamps before validation runs (:func:`posix_stamp`: the submitter's UID, the team GID, non-root, no
+privilege escalation), since that is the object the validating policies see.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import json
 from typing import Any
 
 from cel_admission import TEAM_MEMBER, AdmissionDecision, evaluate_policies
+from platforms import reference_platform
 from synth import Synth, manifests_in, resources_of
 
 from hyperpod_tenancy.k8s import workloads
@@ -140,14 +143,47 @@ def _meta(
     return meta
 
 
-def pod_spec(*, resources: dict[str, str] | None = None, env: dict[str, str] | None = None) -> dict[str, Any]:
-    """A PodSpec with one training container."""
+#: The UID the webhook gave the honest submitter of these objects (the first UID of the reference range).
+SUBMITTER_UID = 200_000
+
+
+def team_gid(team: str) -> int:
+    """The reference platform's POSIX GID of ``team``."""
+    return reference_platform().team(team).identity.posix_gid
+
+
+def posix_stamp(spec: dict[str, Any], team: str, *, uid: int = SUBMITTER_UID) -> dict[str, Any]:
+    """``spec`` as the POSIX identity webhook leaves it: pod securityContext with ``uid`` and the team GID, and
+    ``allowPrivilegeEscalation: false`` on every container (``hyperpod_tenancy.webhook``'s patch)."""
+    gid = team_gid(team)
+    stamped = copy.deepcopy(spec)
+    stamped["securityContext"] = {
+        **stamped.get("securityContext", {}),
+        "runAsUser": uid,
+        "runAsGroup": gid,
+        "fsGroup": gid,
+        "supplementalGroups": [gid],
+        "runAsNonRoot": True,
+    }
+    for field in ("containers", "initContainers", "ephemeralContainers"):
+        for container in stamped.get(field, []):
+            container["securityContext"] = {
+                **container.get("securityContext", {}),
+                "allowPrivilegeEscalation": False,
+            }
+    return stamped
+
+
+def pod_spec(
+    *, resources: dict[str, str] | None = None, env: dict[str, str] | None = None, team: str = "research"
+) -> dict[str, Any]:
+    """A PodSpec with one training container, as the webhook stamped it for ``team``."""
     container: dict[str, Any] = {"name": "train", "image": IMAGE, "command": ["torchrun", "train.py"]}
     if resources is not None:
         container["resources"] = {"requests": dict(resources), "limits": dict(resources)}
     if env is not None:
         container["env"] = [{"name": k, "value": v} for k, v in env.items()]
-    return {"restartPolicy": "Never", "containers": [container]}
+    return posix_stamp({"restartPolicy": "Never", "containers": [container]}, team)
 
 
 def job(
@@ -165,7 +201,7 @@ def job(
         "metadata": _meta(name, team, labels if labels is not None else kueue_labels(team), annotations),
         "spec": {
             "suspend": True,
-            "template": {"spec": spec if spec is not None else pod_spec(resources=GPU)},
+            "template": {"spec": spec if spec is not None else pod_spec(resources=GPU, team=team)},
         },
     }
 
@@ -173,7 +209,11 @@ def job(
 def pytorchjob(team: str = "research", *, annotations: dict[str, str] | None = None) -> dict[str, Any]:
     """A Kubeflow PyTorchJob (``kubeflow.org/v1``; HyperPod CLI chart ``charts/training-operators/crds/
     pytorchjobs.kubeflow.org-CustomResourceDefinition.yaml``: ``spec.pytorchReplicaSpecs.<Master|Worker>``)."""
-    replica = {"replicas": 1, "restartPolicy": "OnFailure", "template": {"spec": pod_spec(resources=GPU)}}
+    replica = {
+        "replicas": 1,
+        "restartPolicy": "OnFailure",
+        "template": {"spec": pod_spec(resources=GPU, team=team)},
+    }
     return {
         "apiVersion": "kubeflow.org/v1",
         "kind": "PyTorchJob",
@@ -184,8 +224,8 @@ def pytorchjob(team: str = "research", *, annotations: dict[str, str] | None = N
 
 def mpijob(team: str = "research", *, annotations: dict[str, str] | None = None) -> dict[str, Any]:
     """A v2beta1 MPIJob (``charts/mpi-operator/templates/mpijob-crd.yaml``: ``spec.mpiReplicaSpecs``)."""
-    launcher = {"replicas": 1, "template": {"spec": pod_spec()}}
-    worker = {"replicas": 2, "template": {"spec": pod_spec(resources=GPU)}}
+    launcher = {"replicas": 1, "template": {"spec": pod_spec(team=team)}}
+    worker = {"replicas": 2, "template": {"spec": pod_spec(resources=GPU, team=team)}}
     return {
         "apiVersion": "kubeflow.org/v2beta1",
         "kind": "MPIJob",
@@ -234,10 +274,13 @@ def hyperpod_pytorch_job(
         container["env"] = [{"name": k, "value": v} for k, v in environment.items()]
     template = {
         "metadata": {"name": "hp-train", "namespace": names.namespace(team), "labels": dict(labels)},
-        "spec": {
-            "containers": [container],
-            "nodeSelector": {"node.kubernetes.io/instance-type": "ml.p5.48xlarge"},
-        },
+        "spec": posix_stamp(
+            {
+                "containers": [container],
+                "nodeSelector": {"node.kubernetes.io/instance-type": "ml.p5.48xlarge"},
+            },
+            team,
+        ),
     }
     return {
         "apiVersion": "sagemaker.amazonaws.com/v1",
@@ -254,13 +297,13 @@ def raycluster(team: str = "research", *, annotations: dict[str, str] | None = N
         "kind": "RayCluster",
         "metadata": _meta("ray", team, kueue_labels(team), annotations),
         "spec": {
-            "headGroupSpec": {"rayStartParams": {}, "template": {"spec": pod_spec()}},
+            "headGroupSpec": {"rayStartParams": {}, "template": {"spec": pod_spec(team=team)}},
             "workerGroupSpecs": [
                 {
                     "groupName": "gpu",
                     "replicas": 2,
                     "rayStartParams": {},
-                    "template": {"spec": pod_spec(resources=GPU)},
+                    "template": {"spec": pod_spec(resources=GPU, team=team)},
                 }
             ],
         },
@@ -278,7 +321,7 @@ def deployment(team: str = "inference", *, annotations: dict[str, str] | None = 
             "selector": {"matchLabels": {"app": "llm"}},
             "template": {
                 "metadata": {"labels": {"app": "llm"}},
-                "spec": pod_spec(resources={"nvidia.com/gpu": "4"}),
+                "spec": pod_spec(resources={"nvidia.com/gpu": "4"}, team=team),
             },
         },
     }

@@ -1,4 +1,4 @@
-"""The L3 constructs: SharedHyperPodCluster, TeamTenant and ChargebackPipeline, and the IHyperPodCluster interface they share.
+"""The L3 constructs: SharedHyperPodCluster, TeamTenant, ChargebackPipeline and PosixIdentityWebhook, and the IHyperPodCluster interface they share.
 
 Imported lazily, so the pure-Python helpers under ``constructs._private`` never start jsii. The fairness
 backends are in :mod:`hyperpod_tenancy.constructs.backends`.
@@ -12,17 +12,25 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from hyperpod_tenancy.constructs.chargeback_pipeline import ChargebackPipeline
     from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
+    from hyperpod_tenancy.constructs.posix_identity_webhook import PosixIdentityWebhook
     from hyperpod_tenancy.constructs.shared_hyperpod_cluster import SharedHyperPodCluster
     from hyperpod_tenancy.constructs.team_tenant import TeamTenant
 
 _MODULES = {
     "ChargebackPipeline": "hyperpod_tenancy.constructs.chargeback_pipeline",
     "IHyperPodCluster": "hyperpod_tenancy.constructs.interfaces",
+    "PosixIdentityWebhook": "hyperpod_tenancy.constructs.posix_identity_webhook",
     "SharedHyperPodCluster": "hyperpod_tenancy.constructs.shared_hyperpod_cluster",
     "TeamTenant": "hyperpod_tenancy.constructs.team_tenant",
 }
 
-__all__ = ["ChargebackPipeline", "IHyperPodCluster", "SharedHyperPodCluster", "TeamTenant"]
+__all__ = [
+    "ChargebackPipeline",
+    "IHyperPodCluster",
+    "PosixIdentityWebhook",
+    "SharedHyperPodCluster",
+    "TeamTenant",
+]
 
 
 def __getattr__(name: str) -> Any:

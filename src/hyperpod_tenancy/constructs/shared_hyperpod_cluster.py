@@ -3,7 +3,8 @@
 Deploy order is enforced with CloudFormation dependencies, not documentation::
 
     EKS -> base add-ons -> HyperPod Helm chart -> HyperPod cluster -> Task Governance add-on
-        -> Kueue webhook ready -> scheduler config -> (per team) compute quota -> team chart
+        -> Kueue webhook ready -> scheduler config -> POSIX identity webhook ready
+        -> platform chart, (per team) compute quota -> team chart
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from hyperpod_tenancy.constructs._private.sso_role_provider import SsoRoleProvid
 from hyperpod_tenancy.constructs.backends import Backend, ClusterFairness, backend_for
 from hyperpod_tenancy.constructs.encryption import PlatformKey, encrypt_platform_resources
 from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
+from hyperpod_tenancy.constructs.posix_identity_webhook import PosixIdentityWebhook
 from hyperpod_tenancy.constructs.team_tenant import TeamTenant
 from hyperpod_tenancy.errors import PolicyError, TenancyError
 from hyperpod_tenancy.k8s import labels
@@ -230,7 +232,9 @@ class SharedHyperPodCluster(Construct):
     HyperPod inference operator add-on with its IRSA roles (the cluster's IAM OIDC provider), its TLS
     certificate bucket (retained) and the S3 Mountpoint CSI and metrics-server add-ons; FSx for Lustre (retained); the team data
     bucket (retained); the fairness backend (Task Governance add-on + ``ClusterSchedulerConfig``, or upstream
-    Kueue); and the observability add-on with an Amazon Managed Prometheus workspace. Synthesis fails when a
+    Kueue); the POSIX identity webhook (:class:`~hyperpod_tenancy.constructs.posix_identity_webhook.PosixIdentityWebhook`,
+    ``failurePolicy`` from ``cluster.posixIdentity``), ready before any team object; and the observability
+    add-on with an Amazon Managed Prometheus workspace. Synthesis fails when a
     managed node group of the cluster has an ``AL2_*`` AMI type on Kubernetes 1.33 or later
     (``HPT-NODEGROUP-AMI``).
 
@@ -256,6 +260,7 @@ class SharedHyperPodCluster(Construct):
         fairness: what that backend built (:class:`~hyperpod_tenancy.constructs.backends.ClusterFairness`).
         fairness_ready: the construct team objects must depend on before creating quotas or queues.
         scheduler_config: the Task Governance ``ClusterSchedulerConfig`` (``None`` with the Kueue backend).
+        posix_identity: the POSIX identity webhook (its DynamoDB table, image, Deployment and configuration).
         observability_workspace, observability_role: ``None`` when ``cluster.observability`` is off.
 
     The class implements :class:`~hyperpod_tenancy.constructs.interfaces.IHyperPodCluster`;
@@ -268,7 +273,7 @@ class SharedHyperPodCluster(Construct):
     vpc_cni_addon: eks.CfnAddon
     #: The EKS Pod Identity agent add-on.
     pod_identity_addon: eks.CfnAddon
-    #: The cert-manager add-on (the HyperPod training operator needs it).
+    #: The cert-manager add-on (the HyperPod training operator and the POSIX identity webhook need it).
     cert_manager_addon: eks.CfnAddon
     #: Pod Identity role of the HyperPod training operator (``AmazonSageMakerHyperPodTrainingOperatorAccess``).
     training_operator_role: iam.Role
@@ -350,8 +355,11 @@ class SharedHyperPodCluster(Construct):
         self.fairness: ClusterFairness = self.fairness_backend.build_cluster(
             self, self, after=self.hyperpod_cluster
         )
-        #: Team quotas, queues and charts depend on this construct.
-        self.fairness_ready: Construct = self.fairness.ready
+        #: The POSIX identity webhook (every pod of a team runs as its submitter's UID and the team's GID).
+        self.posix_identity: PosixIdentityWebhook = self._create_posix_identity()
+        #: Team quotas, queues and charts depend on this construct: the fairness backend is ready and the POSIX
+        #: identity webhook serves (with its CA injected), so no team workload is ever admitted unstamped.
+        self.fairness_ready: Construct = self.posix_identity.ready
         policy = self.fairness.scheduling_policy
         #: The Task Governance ``ClusterSchedulerConfig`` (``None`` with the Kueue backend).
         self.scheduler_config: sagemaker.CfnClusterSchedulerConfig | None = (
@@ -1058,6 +1066,26 @@ class SharedHyperPodCluster(Construct):
         )
         chart.node.add_dependency(self.hyperpod_cluster)
         return chart
+
+    # ------------------------------------------------------------------ POSIX identity
+    def _create_posix_identity(self) -> PosixIdentityWebhook:
+        spec = self.platform.cluster.posix_identity
+        if spec.failure_policy is None:  # the policy validation reports it as HPT-POSIX-FAILURE-POLICY
+            raise TenancyError(
+                f"{self.node.path}: cluster.posixIdentity.failurePolicy is not set; choose Fail (no workload starts "
+                "in a team namespace while the webhook or DynamoDB is down) or Ignore (pods may run with the wrong "
+                "identity): there is no default."
+            )
+        webhook = PosixIdentityWebhook(
+            self,
+            "PosixIdentity",
+            cluster=self,
+            failure_policy=spec.failure_policy,
+            after=[self.cert_manager_addon],
+        )
+        # after the fairness backend (the Task Governance add-on brings Kueue's own webhooks and CRDs)
+        webhook.objects.node.add_dependency(self.fairness.ready)
+        return webhook
 
     # ------------------------------------------------------------------ platform chart
     def _create_platform_chart(self) -> eks.KubernetesManifest:

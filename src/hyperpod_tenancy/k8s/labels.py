@@ -39,6 +39,16 @@ DENIED = "denied"
 #: ``"true"`` when the team's work may run on capacity borrowed from other teams (and can be preempted when
 #: the lender reclaims it), else ``"false"``. Admission reads it to decide where checkpoints are required.
 BORROWS_LABEL = "hyperpod-tenancy.io/borrows"
+#: The team's POSIX GID (a decimal string) on its namespace: the POSIX identity policy requires it as every pod's
+#: ``runAsGroup`` and ``fsGroup`` (the webhook writes the same key as an annotation on the workloads it stamps).
+POSIX_GID_LABEL = "hyperpod-tenancy.io/posix-gid"
+#: Annotations the POSIX identity webhook writes on a workload and its pod templates: who it resolved (the person
+#: key, e.g. ``sso:alice@example.com``), their UID and the team GID (decimal strings).
+POSIX_USER_ANNOTATION = "hyperpod-tenancy.io/posix-user"
+POSIX_UID_ANNOTATION = "hyperpod-tenancy.io/posix-uid"
+POSIX_GID_ANNOTATION = POSIX_GID_LABEL
+#: Pod-template annotation of the POSIX identity webhook's Deployment: the hash of its configuration file.
+WEBHOOK_CONFIG_HASH_ANNOTATION = "hyperpod-tenancy.io/config-sha256"
 #: Job/pod annotation naming the checkpoint directory (must be under ``/fsx/<team>/``).
 CHECKPOINT_PATH_ANNOTATION = "hyperpod-tenancy.io/checkpoint-path"
 #: Job/pod annotation with the checkpoint interval, e.g. ``30m`` or ``1h``.
@@ -102,7 +112,7 @@ def team_borrows(platform: Platform, team: Team) -> bool:
 
 
 def namespace_labels(platform: Platform, team: Team) -> dict[str, str]:
-    """Every label a team namespace must carry: tenancy, entitlements, borrowing and pod security admission.
+    """Every label a team namespace must carry: tenancy, POSIX GID, entitlements, borrowing and pod security admission.
 
     Every priority class of the platform gets an entitlement label, :data:`ALLOWED` for the team's
     ``allowed_priority_classes`` and :data:`DENIED` for the others, so that applying the labels of a new policy
@@ -111,6 +121,7 @@ def namespace_labels(platform: Platform, team: Team) -> dict[str, str]:
     labels = {
         TENANT_LABEL: "true",
         TEAM_LABEL: team.name,
+        POSIX_GID_LABEL: str(team.identity.posix_gid),
         **pod_security_labels(
             enforce=team.pod_security.value,
             warn=PodSecurityLevel.RESTRICTED.value,

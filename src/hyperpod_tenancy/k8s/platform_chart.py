@@ -8,6 +8,7 @@ from typing import Any
 from hyperpod_tenancy.k8s._manifest_chart import ManifestChart
 from hyperpod_tenancy.k8s.admission import admission_policies
 from hyperpod_tenancy.k8s.kueue import cluster_objects, renders_fairness_of
+from hyperpod_tenancy.k8s.posix_identity import posix_identity_policies
 from hyperpod_tenancy.k8s.team_manifests import system_namespace
 from hyperpod_tenancy.k8s.tenant_guards import tenant_guard_policies
 from hyperpod_tenancy.policy import Platform
@@ -20,7 +21,7 @@ class PlatformChart(ManifestChart):
 
     The platform's system namespace, the admission policies for team namespaces (workload labels and
     checkpoints, :mod:`~hyperpod_tenancy.k8s.admission`; Services and Secrets,
-    :mod:`~hyperpod_tenancy.k8s.tenant_guards`), then the fairness backend's cluster-scoped objects (Kueue: the
+    :mod:`~hyperpod_tenancy.k8s.tenant_guards`; the POSIX identity of pods, :mod:`~hyperpod_tenancy.k8s.posix_identity`), then the fairness backend's cluster-scoped objects (Kueue: the
     ResourceFlavors, the Cohort and the WorkloadPriorityClasses; Task Governance creates those itself).
     Exposed as ``SharedHyperPodCluster.platform_chart``; objects of a user's own go to its ``add_manifest``.
 
@@ -39,7 +40,12 @@ class PlatformChart(ManifestChart):
     ) -> None:
         if fairness_objects is None:
             fairness_objects = cluster_objects(platform) if renders_fairness_of(platform) else []
-        manifests = [system_namespace(), *admission_policies(platform), *tenant_guard_policies()]
+        manifests = [
+            system_namespace(),
+            *admission_policies(platform),
+            *tenant_guard_policies(),
+            *posix_identity_policies(),
+        ]
         manifests += fairness_objects
         super().__init__("platform", manifests=manifests)
         #: The policy the chart was rendered from.

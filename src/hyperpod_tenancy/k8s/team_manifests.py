@@ -14,7 +14,9 @@ For a team ``<team>`` everything lives in namespace ``hyperpod-ns-<team>``:
   EKS Pod Identity association), and a static FSx for Lustre PersistentVolume + claim on ``/fsx/<team>``.
 
 :func:`fsx_directory_job` renders, in the platform namespace :data:`SYSTEM_NAMESPACE`, the Job that
-creates ``/fsx/<team>`` owned by ``root:<team GID>`` with mode ``2770`` before teams mount it.
+creates ``/fsx/<team>`` owned by ``root:<team GID>`` with mode ``2770`` and the parent of the per-person home
+directories ``/fsx/<team>/home`` (mode ``3770``, setgid + sticky) before teams mount it, with the one
+directory mechanism of :mod:`hyperpod_tenancy.k8s.fsx_dirs`.
 
 Values of :class:`FsxVolume` may be CDK token strings: they are only ever concatenated, never parsed.
 """
@@ -26,6 +28,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from hyperpod_tenancy.k8s import labels
+from hyperpod_tenancy.k8s.fsx_dirs import (
+    BUSYBOX_IMAGE,
+    HOME_DIRECTORY,
+    HOME_PARENT_MODE,
+    TEAM_DIRECTORY_MODE,
+    ensure_directory_script,
+)
 from hyperpod_tenancy.k8s.labels import namespace_labels
 from hyperpod_tenancy.k8s.workloads import kinds_for
 from hyperpod_tenancy.policy import names
@@ -68,8 +77,6 @@ IMDS_CIDR = "169.254.169.254/32"
 #: Namespace of the HyperPod observability add-on's collector, which scrapes metrics from workload pods
 #: (Ray, inference and training metrics endpoints). Teams are granted nothing in it.
 OBSERVABILITY_NAMESPACE = "hyperpod-observability"
-#: Image of the FSx directory Job, pinned by tag (ECR Public mirror of Docker Hub's ``busybox``).
-BUSYBOX_IMAGE = "public.ecr.aws/docker/library/busybox:1.37.0"
 #: Name of the Role and RoleBinding granted to a team's group in its namespace.
 TEAM_ROLE_NAME = "hyperpod-tenancy-team-member"
 
@@ -604,17 +611,15 @@ def system_namespace() -> Manifest:
 
 
 def _directory_script(team: Team) -> str:
+    """Return the FSx directory Job's script: ``/fsx/<team>`` and ``/fsx/<team>/home`` through :mod:`.fsx_dirs`."""
     path = names.fsx_directory(team.name)
     gid = team.identity.posix_gid
-    return "\n".join(
-        (
-            "set -eu",
-            f'd="{path}"',
-            'mkdir -p "$d"',
-            f'chown 0:{gid} "$d"',
-            'chmod 2770 "$d"',
-            'stat -c "%n %u:%g %a" "$d"',
-        )
+    return ensure_directory_script(
+        [
+            (path, 0, gid, TEAM_DIRECTORY_MODE),
+            (f"{path}/{HOME_DIRECTORY}", 0, gid, HOME_PARENT_MODE),
+        ],
+        owner="set",
     )
 
 
@@ -623,9 +628,12 @@ def fsx_directory_job(platform: Platform, team: Team, *, fsx: FsxVolume) -> list
 
     Returns a PersistentVolume on the file-system root (``volumeHandle`` ``<fs-id>::root-<team>``, unique
     per team so that each team's stack owns its own objects), its claim ``fsx-root-<team>`` and the Job
-    ``fsx-dir-<team>``: busybox running ``mkdir -p``, ``chown 0:<team posix_gid>``, ``chmod 2770`` (the
-    setgid bit makes new files inherit the team group). Re-running it changes nothing once the directory
-    is right. The pod runs as root with all capabilities dropped but ``CHOWN``, ``FOWNER`` (chmod a
+    ``fsx-dir-<team>``: busybox running :func:`~hyperpod_tenancy.k8s.fsx_dirs.ensure_directory_script` on
+    ``/fsx/<team>`` (``root:<team posix_gid>``, mode ``2770``: the setgid bit makes new files inherit the team
+    group) and ``/fsx/<team>/home`` (same owner, mode ``3770``: setgid + sticky, so each person's
+    ``home/<uid>``, created by the webhook's init container as that person, cannot be renamed or replaced by a
+    teammate). Re-running it changes nothing once the directories are right; it never follows a symbolic
+    link. The pod runs as root with all capabilities dropped but ``CHOWN``, ``FOWNER`` (chmod a
     directory someone else may own) and ``FSETID`` (keep the setgid bit although root is not in the
     group), no privilege escalation, a read-only root file system and no service account token. It is
     pinned to healthy HyperPod nodes (``sagemaker.amazonaws.com/node-health-status: Schedulable``): the

@@ -24,6 +24,7 @@ from hyperpod_tenancy.policy.model import (
     KueueChartSource,
     Platform,
     PodSecurityLevel,
+    PosixIdentitySpec,
     PreemptionAlarmSpec,
     PreemptTeamTasks,
     PriorityClass,
@@ -33,6 +34,8 @@ from hyperpod_tenancy.policy.model import (
     SystemNodeGroup,
     Team,
     TeamIdentity,
+    UidRange,
+    WebhookFailurePolicy,
     WorkloadKind,
 )
 from hyperpod_tenancy.policy.validation import policy_warnings, validate_platform
@@ -58,6 +61,7 @@ __all__ = [
     "KueueChartSource",
     "Platform",
     "PodSecurityLevel",
+    "PosixIdentitySpec",
     "PreemptTeamTasks",
     "PreemptionAlarmSpec",
     "PriorityClass",
@@ -68,6 +72,8 @@ __all__ = [
     "SystemNodeGroup",
     "Team",
     "TeamIdentity",
+    "UidRange",
+    "WebhookFailurePolicy",
     "WorkloadKind",
     "chargeback_config",
     "load_platform",

@@ -27,6 +27,13 @@ DEFAULT_BORROW_LIMIT = 50
 DEFAULT_MAX_CHECKPOINT_INTERVAL = "1h"
 #: Longest ``maxCheckpointInterval`` a priority class may set (a day: beyond it the bound bounds nothing).
 MAX_CHECKPOINT_INTERVAL_CEILING = "24h"
+#: Default first and last UID the POSIX identity webhook allocates to people (100 000 people, above the GIDs
+#: and the UIDs directories usually hand out).
+DEFAULT_UID_RANGE = (200_000, 299_999)
+#: Default seconds the API server waits for the POSIX identity webhook before applying its failure policy.
+DEFAULT_WEBHOOK_TIMEOUT_SECONDS = 5
+#: Default seconds the webhook keeps a resolved person -> UID mapping in memory.
+DEFAULT_UID_CACHE_TTL_SECONDS = 300
 
 
 def interval_minutes(text: str) -> int | None:
@@ -122,6 +129,22 @@ class CheckpointEnforcement(enum.StrEnum):
     WARN = "warn"
 
 
+class WebhookFailurePolicy(enum.StrEnum):
+    """What the API server does with a pod when the POSIX identity webhook does not answer.
+
+    The ``failurePolicy`` of the ``MutatingWebhookConfiguration``: a decision the platform owner makes
+    explicitly, there is no default.
+    """
+
+    #: Reject the request: while the webhook or DynamoDB does not answer, no workload is created in a team
+    #: namespace (scheduling stops), but nothing runs with a wrong identity.
+    FAIL = "Fail"
+    #: Admit the request unmutated: work keeps being scheduled, but its pods carry whatever identity they asked
+    #: for (the validating policy still refuses root and foreign GIDs, not a teammate's UID) while they write
+    #: to ``/fsx``.
+    IGNORE = "Ignore"
+
+
 class DeepHealthCheck(enum.StrEnum):
     """HyperPod on-start deep health checks."""
 
@@ -200,6 +223,43 @@ class FsxSpec:
 
 
 @dataclass(frozen=True, kw_only=True)
+class UidRange:
+    """The UIDs the POSIX identity webhook allocates, one per person, never reused."""
+
+    #: First UID (at least 1000: below are system users).
+    first: int = DEFAULT_UID_RANGE[0]
+    #: Last UID (at most 2147483647, the largest ``runAsUser`` Kubernetes accepts).
+    last: int = DEFAULT_UID_RANGE[1]
+
+    @property
+    def size(self) -> int:
+        """How many people the range can hold."""
+        return self.last - self.first + 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class PosixIdentitySpec:
+    """The POSIX identity webhook: every pod in a team namespace runs as its submitter's UID and the team's GID.
+
+    A mutating admission webhook resolves the submitter from the request's IAM session, allocates a UID on
+    first sight from ``uidRange`` (kept in a DynamoDB table) and stamps the pod templates; a validating policy
+    re-checks every pod. The section is required because ``failurePolicy`` is (``HPT-POSIX-FAILURE-POLICY``).
+    """
+
+    #: ``Fail``: while the webhook or DynamoDB does not answer, no workload is created in a team namespace
+    #: (scheduling stops, nothing runs with a wrong identity). ``Ignore``: workloads are admitted without the
+    #: identity stamp (pods run as whatever non-root UID they ask for, possibly a teammate's, and write to
+    #: ``/fsx`` as that UID). Required, no default: the platform owner chooses.
+    failure_policy: WebhookFailurePolicy | None = None
+    #: UIDs allocated to people (one each, never reused). Default 200000-299999.
+    uid_range: UidRange = field(default_factory=UidRange)
+    #: Seconds the API server waits for the webhook before applying ``failurePolicy`` (1-30).
+    timeout_seconds: int = DEFAULT_WEBHOOK_TIMEOUT_SECONDS
+    #: Seconds a replica keeps a person's resolved UID in memory before reading DynamoDB again (1-3600).
+    cache_ttl_seconds: int = DEFAULT_UID_CACHE_TTL_SECONDS
+
+
+@dataclass(frozen=True, kw_only=True)
 class HelmChartSource:
     """Where the HyperPod dependencies Helm chart comes from.
 
@@ -270,6 +330,8 @@ class ClusterSpec:
     data_classification: str
     #: What to do with a team whose classification differs.
     on_data_classification_mismatch: ClassificationMismatch = ClassificationMismatch.REFUSE
+    #: The POSIX identity webhook (its ``failurePolicy`` is required).
+    posix_identity: PosixIdentitySpec = field(default_factory=PosixIdentitySpec)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -114,6 +114,10 @@ ERROR_RULES: tuple[Rule, ...] = (
     security.cluster_classification,
     security.kms_key,
     security.kms_key_fsx,
+    identity.posix_failure_policy,
+    identity.posix_uid_range,
+    identity.posix_webhook_timeout,
+    identity.posix_cache_ttl,
     # scheduling
     scheduling.priority_class_count,
     # for each priority class

@@ -1,4 +1,4 @@
-"""Identity rules: Identity Center, the teams' groups, permission sets and POSIX GIDs."""
+"""Identity rules: Identity Center, the teams' groups, permission sets, POSIX GIDs and the POSIX identity webhook."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterator
 
 from hyperpod_tenancy.policy import names
-from hyperpod_tenancy.policy.model import Platform, Team
+from hyperpod_tenancy.policy.model import Platform, Team, WebhookFailurePolicy
 from hyperpod_tenancy.policy.rules._base import Domain, Finding, platform_rule, team_rule
 from hyperpod_tenancy.policy.rules._common import REGION, valid_team_name
 
@@ -16,7 +16,23 @@ _PERMISSION_SET = re.compile(r"^[\w+=,.@-]{1,32}$")
 _GROUP_ID = re.compile(
     r"^([0-9a-f]{10}-|)[A-Fa-f0-9]{8}-[A-Fa-f0-9]{4}-[A-Fa-f0-9]{4}-[A-Fa-f0-9]{4}-[A-Fa-f0-9]{12}$"
 )
+#: POSIX IDs the platform hands out: above the system range, at most the largest ``runAsUser``/``runAsGroup``
+#: Kubernetes accepts (``IsValidUserID``/``IsValidGroupID`` in k8s.io/apimachinery/pkg/util/validation:
+#: "must be between 0 and 2147483647, inclusive").
 _GID_RANGE = (1000, 2_147_483_647)
+#: Fewest UIDs a ``posixIdentity.uidRange`` may hold: UIDs are never reused (a person's files on /fsx keep their
+#: UID), so a range that runs out leaves every new person unable to run anything.
+MIN_UID_RANGE_SIZE = 1000
+#: The kernel's overflow UID (``/proc/sys/kernel/overflowuid``, ``nobody``): files of unmapped owners show it.
+_OVERFLOW_UID = 65534
+#: Highest UID the webhook allocates: 2^31 - 2 (the server's ``ID_MAX``; some tools treat 2^31 - 1 as invalid).
+_UID_MAX = 2**31 - 2
+#: Bounds of the webhook's ``timeoutSeconds``: the API accepts 1-30 (admissionregistration.k8s.io/v1
+#: ``ValidatingWebhook.timeoutSeconds``: "The timeout value must be between 1 and 30 seconds").
+WEBHOOK_TIMEOUT_RANGE = (1, 30)
+#: Bounds of the webhook's ``cacheTtlSeconds``.
+CACHE_TTL_RANGE = (1, 3600)
+_POSIX = "cluster.posixIdentity"
 
 
 @platform_rule(
@@ -161,3 +177,123 @@ def permission_set_name(p: Platform, i: int, team: Team) -> Iterator[Finding]:
                 f"set `identity.permissionSetName` to at most {names.PERMISSION_SET_MAX} letters, digits or "
                 "+=,.@-_, or shorten the team name.",
             )
+
+
+@platform_rule(
+    code="HPT-POSIX-FAILURE-POLICY",
+    domain=Domain.IDENTITY,
+    at=f"{_POSIX}.failurePolicy",
+    reads=(),
+    failure="a webhook failure policy nobody chose: scheduling stopped by an outage, or pods writing to /fsx "
+    "with the wrong identity",
+    guardrail="`cluster.posixIdentity.failurePolicy` is set (`Fail` or `Ignore`); there is no default",
+)
+def posix_failure_policy(p: Platform) -> Iterator[Finding]:
+    """Check that the platform owner chose what happens when the POSIX identity webhook does not answer."""
+    if p.cluster.posix_identity.failure_policy is None:
+        yield Finding(
+            f"{_POSIX}.failurePolicy",
+            "no failure policy is set for the POSIX identity webhook (required, no default).",
+            f"add `posixIdentity: {{failurePolicy: {WebhookFailurePolicy.FAIL.value}}}` under `cluster:` "
+            "(while the webhook or DynamoDB does not answer, no workload starts in a team namespace) or "
+            f"`failurePolicy: {WebhookFailurePolicy.IGNORE.value}` (work keeps being scheduled, but its pods may "
+            "run as another person's UID and write to /fsx as them); the platform owner decides.",
+        )
+
+
+@platform_rule(
+    code="HPT-POSIX-UID-RANGE",
+    domain=Domain.IDENTITY,
+    at=f"{_POSIX}.uidRange",
+    reads=("teams[*].identity.posixGid",),
+    failure="system UIDs given to people, a range Kubernetes rejects, one that runs out, or a UID equal to a "
+    "team GID",
+    guardrail=f"`uidRange` within 1000-{_UID_MAX}, `first <= last`, at least {MIN_UID_RANGE_SIZE} UIDs, "
+    "without the overflow UID 65534 or any team's `posixGid`",
+)
+def posix_uid_range(p: Platform) -> Iterator[Finding]:
+    """Check that the UID range is outside the system range, valid for Kubernetes and large enough."""
+    r = p.cluster.posix_identity.uid_range
+    lo, hi = _GID_RANGE[0], _UID_MAX
+    path = f"{_POSIX}.uidRange"
+    inside = [t for t in p.teams if r.first <= t.identity.posix_gid <= r.last]
+    if not (lo <= r.first <= hi and lo <= r.last <= hi):
+        yield Finding(
+            path,
+            f"{r.first}-{r.last} is not within {lo}-{hi} (below 1000 are system users; Kubernetes accepts no "
+            "runAsUser above 2147483647 and some tools treat 2147483647 itself as invalid).",
+            "pick a range no directory hands out, e.g. `{first: 200000, last: 299999}`.",
+        )
+    elif r.first > r.last:
+        yield Finding(
+            path, f"first ({r.first}) is after last ({r.last}).", "swap them: `first` is the lowest UID."
+        )
+    elif r.size < MIN_UID_RANGE_SIZE:
+        yield Finding(
+            path,
+            f"{r.first}-{r.last} holds {r.size} UIDs; UIDs are never reused, so it would soon run out and new "
+            "people could not run anything.",
+            f"give it at least {MIN_UID_RANGE_SIZE} UIDs (e.g. `last: {r.first + 99_999}`).",
+        )
+    elif r.first <= _OVERFLOW_UID <= r.last:
+        yield Finding(
+            path,
+            f"{r.first}-{r.last} contains {_OVERFLOW_UID}, the kernel's overflow UID (`nobody`), which files of "
+            "unmapped owners show.",
+            "start the range above 65535 (e.g. `first: 200000`) or end it below 65534.",
+        )
+    elif inside:
+        yield Finding(
+            path,
+            f"{r.first}-{r.last} contains the POSIX GID of team(s) "
+            + ", ".join(f"{t.name!r} ({t.identity.posix_gid})" for t in inside)
+            + "; the webhook refuses a UID range that overlaps a team GID, so a UID is never mistaken for a team.",
+            "move the range above the team GIDs (e.g. `first: 200000`) or renumber the teams.",
+        )
+
+
+def _seconds_within(
+    value: int, bounds: tuple[int, int], *, key: str, what: str, fix: str
+) -> Iterator[Finding]:
+    lo, hi = bounds
+    if not lo <= value <= hi:
+        yield Finding(f"{_POSIX}.{key}", f"{value} is outside {lo}-{hi} seconds, {what}.", fix)
+
+
+@platform_rule(
+    code="HPT-POSIX-WEBHOOK-TIMEOUT",
+    domain=Domain.IDENTITY,
+    at=f"{_POSIX}.timeoutSeconds",
+    reads=(),
+    failure="a MutatingWebhookConfiguration the API server rejects",
+    guardrail="`timeoutSeconds` in 1-30 (the API's bounds)",
+)
+def posix_webhook_timeout(p: Platform) -> Iterator[Finding]:
+    """Check the webhook timeout against the bounds the Kubernetes API accepts."""
+    yield from _seconds_within(
+        p.cluster.posix_identity.timeout_seconds,
+        WEBHOOK_TIMEOUT_RANGE,
+        key="timeoutSeconds",
+        what="the timeouts Kubernetes accepts for an admission webhook",
+        fix="use e.g. 5: the webhook answers cached identities in milliseconds, a first allocation in one "
+        "DynamoDB round trip.",
+    )
+
+
+@platform_rule(
+    code="HPT-POSIX-CACHE-TTL",
+    domain=Domain.IDENTITY,
+    at=f"{_POSIX}.cacheTtlSeconds",
+    reads=(),
+    failure="every admission reading DynamoDB (no cache), or a cache no one can reason about",
+    guardrail=f"`cacheTtlSeconds` in {CACHE_TTL_RANGE[0]}-{CACHE_TTL_RANGE[1]}",
+)
+def posix_cache_ttl(p: Platform) -> Iterator[Finding]:
+    """Check the webhook's in-memory identity cache lifetime."""
+    yield from _seconds_within(
+        p.cluster.posix_identity.cache_ttl_seconds,
+        CACHE_TTL_RANGE,
+        key="cacheTtlSeconds",
+        what="the cache lifetimes the platform accepts",
+        fix="use e.g. 300 (a UID never changes once allocated, so the TTL only bounds memory and staleness).",
+    )

@@ -225,6 +225,12 @@ ADMISSION = (
         "no `priorityClassName` and no GPU-visibility environment variables in any PodSpec, from every requester",
     ),
     _admission(
+        "hyperpod-tenancy-posix-identity",
+        "a pod writing to /fsx as root, as another team's group, or able to regain root through a setuid binary",
+        "every Pod, from every requester: non-root, `runAsGroup`/`fsGroup` (and only supplemental group) the "
+        "team GID, no container-level group override, `allowPrivilegeEscalation: false` on every container",
+    ),
+    _admission(
         "hyperpod-tenancy-tenant-services",
         "a NodePort, LoadBalancer, ExternalName or externalIPs Service opening a path around network isolation",
         "tenant Services are ClusterIP without `externalIPs` (the inference operator excepted)",

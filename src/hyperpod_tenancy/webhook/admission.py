@@ -1,0 +1,316 @@
+"""The admission decision: an ``admission.k8s.io/v1`` AdmissionReview in, an AdmissionReview response out.
+
+Rules (the rest of the package supplies the parts):
+
+* not CREATE/UPDATE, a subresource, or a kind absent from the workload table: allowed, unchanged;
+* a controller (``exemptUsernames``): allowed, exempt by who sends the request, never by what the object says.
+  Its identity is not resolved and nothing it sets is replaced; on CREATE in a team namespace the fields it
+  leaves unset are filled (:func:`~hyperpod_tenancy.webhook.patch.harden`: no privilege escalation, non-root,
+  the team GID), so containers an operator injects (Kubeflow's ``init-pytorch``, the inference operator's
+  Deployments) meet the validating policy;
+* CREATE: the requester is resolved (:func:`~hyperpod_tenancy.webhook.identity.resolve`), their UID looked up or
+  allocated (:class:`UidResolver`), and the identity stamped (:func:`~hyperpod_tenancy.webhook.patch.stamp`),
+  the queue label defaulted when absent;
+* UPDATE of an object whose stored version (``oldObject``) records an identity: that identity is kept whoever
+  updates it (a teammate scaling a Deployment does not re-stamp it), fields it owns are restored if dropped,
+  and a change of the record or of the UID is denied. The recorded GID must still be the namespace's;
+* UPDATE of an object without a record (created before the webhook): treated like a CREATE by the updater;
+* dry run (``request.dryRun``): the UID is looked up, never allocated (the webhook declares
+  ``sideEffects: NoneOnDryRun``); a person without a UID yet is told to submit for real once.
+
+A malformed review (not JSON, missing or mistyped fields) raises :class:`MalformedRequest` (HTTP 400). A
+denial is ``allowed: false`` with ``status.code`` 403 (identity) or 503 (DynamoDB did not answer) and a
+message for the user.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from hyperpod_tenancy.k8s.workloads import WORKLOAD_KINDS, WorkloadKindSpec
+from hyperpod_tenancy.webhook import identity, patch
+from hyperpod_tenancy.webhook.config import NamespaceConfig, WebhookConfig
+from hyperpod_tenancy.webhook.uids import UidCache, UidRangeExhausted, UidStoreUnavailable, UidTable
+
+__all__ = [
+    "ADMISSION_API_VERSION",
+    "Admission",
+    "AdmissionRequest",
+    "Decision",
+    "MalformedRequest",
+    "UidResolver",
+    "parse_review",
+    "review_response",
+]
+
+#: The only AdmissionReview version served (the webhook configuration lists only it).
+ADMISSION_API_VERSION = "admission.k8s.io/v1"
+_KINDS: dict[tuple[str, str], WorkloadKindSpec] = {(k.group, k.kind): k for k in WORKLOAD_KINDS}
+_OPERATIONS = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
+
+
+class MalformedRequest(Exception):  # noqa: N818
+    """The body is not a well-formed AdmissionReview; the message names the field (HTTP 400)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class AdmissionRequest:
+    """The fields of ``request`` the webhook reads."""
+
+    #: ``request.uid``, echoed in the response.
+    uid: str
+    #: ``request.kind.group``.
+    group: str
+    #: ``request.kind.kind``.
+    kind: str
+    #: ``request.operation``.
+    operation: str
+    #: ``request.namespace`` (empty for cluster-scoped objects).
+    namespace: str
+    #: ``request.subResource`` (empty for the main resource).
+    sub_resource: str
+    #: ``request.userInfo.username``.
+    username: str
+    #: ``request.userInfo.extra``.
+    extra: Mapping[str, Any]
+    #: ``request.object`` (None for DELETE).
+    obj: dict[str, Any] | None
+    #: ``request.oldObject`` (UPDATE, DELETE).
+    old: dict[str, Any] | None
+    #: ``request.dryRun``.
+    dry_run: bool
+
+
+@dataclass(kw_only=True)
+class Decision:
+    """The webhook's answer and what the request log records."""
+
+    #: Whether the request is admitted.
+    allowed: bool
+    #: Short reason for the log (``stamped``, ``exempt``, ``denied:<why>``...).
+    reason: str
+    #: JSONPatch operations (empty: no patch).
+    ops: list[dict[str, Any]] = field(default_factory=list)
+    #: The denial message.
+    message: str = ""
+    #: ``status.code`` of a denial.
+    code: int = 403
+    #: Warnings shown to the client (kubectl prints them).
+    warnings: list[str] = field(default_factory=list)
+    #: The person resolved, if any.
+    person: str | None = None
+    #: Their UID, if any.
+    posix_uid: int | None = None
+
+
+def _field(data: Mapping[str, Any], key: str, kind: type, where: str, *, required: bool = True) -> Any:
+    value = data.get(key)
+    if value is None:
+        if required:
+            raise MalformedRequest(f"{where}.{key} is missing.")
+        return None
+    if isinstance(value, bool) is not (kind is bool) or not isinstance(value, kind):
+        raise MalformedRequest(f"{where}.{key} must be {kind.__name__}, got {type(value).__name__}.")
+    return value
+
+
+def parse_review(body: bytes) -> AdmissionRequest:
+    """Decode and check an AdmissionReview.
+
+    Raises:
+        MalformedRequest: naming the first field that is missing or of the wrong type.
+
+    """
+    try:
+        doc = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise MalformedRequest(f"the body is not JSON: {exc}") from None
+    if not isinstance(doc, dict):
+        raise MalformedRequest("the body must be a JSON object (an AdmissionReview).")
+    if doc.get("apiVersion") != ADMISSION_API_VERSION or doc.get("kind") != "AdmissionReview":
+        raise MalformedRequest(
+            f"expected apiVersion {ADMISSION_API_VERSION} kind AdmissionReview, got "
+            f"{doc.get('apiVersion')!r} {doc.get('kind')!r}."
+        )
+    req = _field(doc, "request", dict, "AdmissionReview")
+    kind = _field(req, "kind", dict, "request")
+    operation = _field(req, "operation", str, "request")
+    if operation not in _OPERATIONS:
+        raise MalformedRequest(f"request.operation {operation!r} is not one of {sorted(_OPERATIONS)}.")
+    user = _field(req, "userInfo", dict, "request")
+    obj = _field(req, "object", dict, "request", required=operation in ("CREATE", "UPDATE"))
+    old = _field(req, "oldObject", dict, "request", required=operation == "UPDATE")
+    return AdmissionRequest(
+        uid=_field(req, "uid", str, "request"),
+        group=_field(kind, "group", str, "request.kind", required=False) or "",
+        kind=_field(kind, "kind", str, "request.kind"),
+        operation=operation,
+        namespace=_field(req, "namespace", str, "request", required=False) or "",
+        sub_resource=_field(req, "subResource", str, "request", required=False) or "",
+        username=_field(user, "username", str, "request.userInfo", required=False) or "",
+        extra=_field(user, "extra", dict, "request.userInfo", required=False) or {},
+        obj=obj,
+        old=old,
+        dry_run=bool(_field(req, "dryRun", bool, "request", required=False)),
+    )
+
+
+def review_response(uid: str, decision: Decision) -> dict[str, Any]:
+    """Return the AdmissionReview the webhook answers with."""
+    response: dict[str, Any] = {"uid": uid, "allowed": decision.allowed}
+    if decision.allowed and decision.ops:
+        response["patchType"] = "JSONPatch"
+        response["patch"] = base64.b64encode(orjson.dumps(decision.ops)).decode()
+    if not decision.allowed:
+        response["status"] = {"code": decision.code, "message": decision.message}
+    if decision.warnings:
+        response["warnings"] = decision.warnings
+    return {"apiVersion": ADMISSION_API_VERSION, "kind": "AdmissionReview", "response": response}
+
+
+class UidResolver:
+    """Person → UID: the in-memory cache, then DynamoDB (one lookup in flight per person per process)."""
+
+    def __init__(self, table: UidTable, cache: UidCache) -> None:
+        self.table = table
+        self.cache = cache
+        #: Whether DynamoDB has answered a lookup of this resolver at least once.
+        self.reached = False
+        self._inflight: dict[tuple[str, bool], asyncio.Future[int | None]] = {}
+
+    async def uid(self, person: str, *, allocate: bool) -> int | None:
+        """Return the person's UID (allocating it when ``allocate``), or None when absent and not allocating.
+
+        Raises:
+            UidStoreUnavailable: DynamoDB did not answer.
+            UidRangeExhausted: the range is used up.
+
+        """
+        hit = self.cache.get(person)
+        if hit is not None:
+            return hit
+        key = (person, allocate)
+        pending = self._inflight.get(key)
+        if pending is None:
+            call = self.table.uid_for if allocate else self.table.lookup
+            pending = asyncio.ensure_future(asyncio.to_thread(call, person))
+            self._inflight[key] = pending
+            pending.add_done_callback(lambda _: self._inflight.pop(key, None))
+        uid = await asyncio.shield(pending)
+        self.reached = True
+        if uid is not None:
+            self.cache.put(person, uid)
+        return uid
+
+
+class Admission:
+    """Decides AdmissionReviews for one configuration and one UID table."""
+
+    def __init__(self, config: WebhookConfig, resolver: UidResolver) -> None:
+        self.config = config
+        self.resolver = resolver
+
+    async def decide(self, req: AdmissionRequest) -> Decision:
+        """Decide one request (see the module docstring for the rules)."""
+        kind = _KINDS.get((req.group, req.kind))
+        if req.operation not in ("CREATE", "UPDATE") or req.sub_resource or kind is None:
+            return Decision(allowed=True, reason="not-governed")
+        if req.username in self.config.exempt_usernames:
+            return self._harden(req, kind)
+        recorded = patch.recorded_identity(req.old) if req.operation == "UPDATE" and req.old else None
+        ns = self.config.namespaces.get(req.namespace)
+        if recorded is not None and ns is not None:
+            if recorded.gid != ns.gid:
+                return _deny(
+                    "denied:gid-changed",
+                    f"this workload records GID {recorded.gid}, but team {ns.team}'s GID is now {ns.gid}; its "
+                    "identity cannot be kept. Delete it and create it again.",
+                )
+            return self._stamp(req, kind, recorded, ns, keep=True)
+        return await self._create(req, kind)
+
+    async def _create(self, req: AdmissionRequest, kind: WorkloadKindSpec) -> Decision:
+        """Resolve the requester, look up or allocate their UID and stamp it (CREATE, or UPDATE without record)."""
+        who = identity.resolve(self.config, namespace=req.namespace, username=req.username, extra=req.extra)
+        if isinstance(who, identity.Exempt):
+            return Decision(allowed=True, reason="exempt")
+        if isinstance(who, identity.Denied):
+            return _deny(f"denied:{who.reason}", who.message)
+        uid = await self._uid(who.key, dry_run=req.dry_run)
+        if isinstance(uid, Decision):
+            return uid
+        ident = patch.Identity(person=who.key, uid=uid, gid=who.namespace.gid)
+        return self._stamp(req, kind, ident, who.namespace, keep=False)
+
+    async def _uid(self, person: str, *, dry_run: bool) -> int | Decision:
+        """Return the person's UID, or the denial to answer with."""
+        try:
+            uid = await self.resolver.uid(person, allocate=not dry_run)
+        except UidStoreUnavailable as exc:
+            return _deny(
+                "denied:dynamodb-unavailable",
+                f"the POSIX identity of {person} cannot be looked up right now, so the workload is not admitted "
+                f"(its pods would run with no identity). Retry in a minute; if it persists, tell the platform "
+                f"team: {exc}",
+                code=503,
+            )
+        except UidRangeExhausted as exc:
+            return _deny("denied:uid-range-exhausted", f"no UID is left for {person}: {exc}", code=507)
+        if uid is None:
+            return _deny(
+                "denied:dry-run-no-uid",
+                f"{person} has no UID yet and a dry run does not allocate one. Submit once without --dry-run.",
+            )
+        return uid
+
+    def _harden(self, req: AdmissionRequest, kind: WorkloadKindSpec) -> Decision:
+        """Fill the unset hardening fields of a controller's CREATE in a team namespace (:func:`patch.harden`)."""
+        ns = self.config.namespaces.get(req.namespace)
+        if req.operation != "CREATE" or ns is None or req.obj is None:
+            return Decision(allowed=True, reason="exempt")
+        try:
+            ops = patch.harden(req.obj, kind=kind, gid=ns.gid)
+        except patch.MalformedObject:
+            # a controller's object the API server accepted; the validating policy judges it unchanged
+            return Decision(allowed=True, reason="exempt")
+        return Decision(allowed=True, reason="exempt-hardened" if ops else "exempt", ops=ops)
+
+    def _stamp(
+        self,
+        req: AdmissionRequest,
+        kind: WorkloadKindSpec,
+        ident: patch.Identity,
+        ns: NamespaceConfig,
+        *,
+        keep: bool,
+    ) -> Decision:
+        assert req.obj is not None  # noqa: S101
+        try:
+            ops, warnings = patch.stamp(
+                req.obj,
+                kind=kind,
+                ident=ident,
+                home_claim=self.config.home_claim_name,
+                keep=keep,
+                default_queue=ns.local_queue,
+            )
+        except patch.Refused as exc:
+            return _deny("denied:refused", f"{req.kind} in {req.namespace}: {exc}", person=ident.person)
+        return Decision(
+            allowed=True,
+            reason="kept" if keep else "stamped",
+            ops=ops,
+            warnings=warnings,
+            person=ident.person,
+            posix_uid=ident.uid,
+        )
+
+
+def _deny(reason: str, message: str, *, code: int = 403, person: str | None = None) -> Decision:
+    return Decision(allowed=False, reason=reason, message=message, code=code, person=person)

@@ -1,0 +1,353 @@
+"""The HTTPS server of the POSIX identity webhook: a bare ASGI app on uvicorn (uvloop event loop, httptools parser).
+
+Endpoints:
+
+``POST /mutate``
+    An ``admission.k8s.io/v1`` AdmissionReview; answers 200 with the AdmissionReview response, or 400 with
+    ``{"error": ...}`` for a body that is not a well-formed AdmissionReview or is larger than
+    ``max_body_bytes`` (the limit is checked on ``Content-Length`` and while reading, so an oversize body is
+    never buffered whole).
+``GET /healthz``
+    200 while the process serves (liveness).
+``GET /readyz``
+    200 once the configuration is loaded (before the server starts) and DynamoDB has answered at least once
+    (a read of the counter item at start-up, retried every :data:`READY_RETRY_SECONDS`, or any successful
+    lookup); 503 before. It stays ready afterwards: when DynamoDB stops answering, each request gets a denial
+    that says so, which tells users more than a webhook that is not there.
+
+Each request writes one JSON line to stdout (time, method, path, status, milliseconds, and for admission the
+request UID, operation, kind, namespace, username, person, UID, decision and reason; never credentials or the
+object). SIGTERM stops accepting connections and lets requests in flight finish (uvicorn's graceful shutdown,
+at most :data:`GRACEFUL_SHUTDOWN_SECONDS`). The certificate and key files are re-read when they change
+(cert-manager renews the Secret mounted at ``/tls``), checked every :data:`CERT_RELOAD_SECONDS`.
+
+Why this stack: see ``docs/posix-identity-server.md`` (uvicorn is the most used ASGI server, uvloop and
+httptools are its C-accelerated loop and parser; the cached path is a few tens of microseconds of Python).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import logging
+import os
+import signal
+import ssl
+import sys
+import time
+from collections.abc import Awaitable, Callable, Coroutine, MutableMapping
+from contextlib import suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from hyperpod_tenancy.webhook import patch
+from hyperpod_tenancy.webhook.admission import (
+    Admission,
+    Decision,
+    MalformedRequest,
+    UidResolver,
+    parse_review,
+    review_response,
+)
+from hyperpod_tenancy.webhook.config import WebhookConfig
+from hyperpod_tenancy.webhook.uids import UidCache, UidStoreUnavailable, UidTable
+
+__all__ = [
+    "ALLOCATION_DELAY_ENV",
+    "DEFAULT_MAX_BODY_BYTES",
+    "ServeOptions",
+    "WebhookApp",
+    "build_app",
+    "serve",
+]
+
+#: Largest request body accepted: an AdmissionReview carries ``object`` and ``oldObject``, each at most
+#: etcd's 1.5 MiB request limit, as JSON; 6 MiB leaves room for both.
+DEFAULT_MAX_BODY_BYTES = 6 * 1024 * 1024
+#: Seconds between DynamoDB checks until ``/readyz`` turns ready.
+READY_RETRY_SECONDS = 2.0
+#: Seconds requests in flight get after SIGTERM.
+GRACEFUL_SHUTDOWN_SECONDS = 10
+#: Seconds an idle keep-alive connection stays open (uvicorn's default is 5): the API server reuses its
+#: connections to a webhook, and a connection closed under it costs a new TLS handshake.
+KEEP_ALIVE_SECONDS = 60
+#: Seconds between checks of the certificate files.
+CERT_RELOAD_SECONDS = 30.0
+#: Test-only: seconds to sleep between the reads and the conditional write of a UID allocation.
+ALLOCATION_DELAY_ENV = "HYPERPOD_TENANCY_WEBHOOK_ALLOCATION_DELAY_SECONDS"
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+
+class _JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        fields = record.msg if isinstance(record.msg, dict) else {"message": record.getMessage()}
+        line = {
+            "time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"),
+            "level": record.levelname.lower(),
+            **fields,
+        }
+        if record.exc_info:
+            line["exception"] = self.formatException(record.exc_info)
+        return orjson.dumps(line, default=str).decode()
+
+
+def _logger() -> logging.Logger:
+    log = logging.getLogger("hyperpod_tenancy.webhook")
+    if not log.handlers:
+        handler = logging.StreamHandler(sys.stdout)
+        handler.setFormatter(_JsonFormatter())
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
+        log.propagate = False
+    return log
+
+
+class _TooLarge(Exception):  # noqa: N818
+    pass
+
+
+class WebhookApp:
+    """The ASGI application (``/mutate``, ``/healthz``, ``/readyz``).
+
+    Args:
+        admission: the decision logic.
+        max_body_bytes: the largest request body read.
+        startup: coroutine functions run as background tasks from the ASGI lifespan start-up (also settable
+            as :attr:`startup` before the server starts).
+
+    """
+
+    def __init__(
+        self,
+        admission: Admission,
+        *,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        startup: tuple[Callable[[], Coroutine[Any, Any, None]], ...] = (),
+    ) -> None:
+        self.admission = admission
+        self.max_body_bytes = max_body_bytes
+        self.dynamodb_reached = False
+        self.log = _logger()
+        #: Coroutine functions run as background tasks at start-up.
+        self.startup = startup
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve one ASGI connection scope."""
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        started = time.perf_counter()
+        path, method = scope["path"], scope["method"]
+        fields: dict[str, Any] = {}
+        if path == "/mutate" and method == "POST":
+            status, body, close = await self._mutate(scope, receive, fields)
+        elif path in ("/healthz", "/readyz") and method == "GET":
+            ready = path == "/healthz" or self.dynamodb_reached
+            status, body, close = (200 if ready else 503), {"ok": ready}, False
+        elif path in ("/mutate", "/healthz", "/readyz"):
+            status, body, close = 405, {"error": f"{method} is not allowed on {path}."}, False
+        else:
+            status, body, close = (
+                404,
+                {"error": f"no such path {path!r}: use /mutate, /healthz or /readyz."},
+                False,
+            )
+        await _respond(send, status, body, close=close)
+        if path == "/mutate" or status >= 400:
+            ms = round((time.perf_counter() - started) * 1000, 3)
+            self.log.info({"method": method, "path": path, "status": status, "ms": ms, **fields})
+
+    async def _mutate(self, scope: Scope, receive: Receive, fields: dict[str, Any]) -> tuple[int, Any, bool]:
+        try:
+            raw = await self._body(scope, receive)
+        except _TooLarge:
+            fields["reason"] = "too-large"
+            return 400, {"error": f"the request body is larger than {self.max_body_bytes} bytes."}, True
+        try:
+            req = parse_review(raw)
+            fields.update(uid=req.uid, operation=req.operation, kind=req.kind, namespace=req.namespace)
+            fields["user"] = req.username
+            decision = await self.admission.decide(req)
+        except (MalformedRequest, patch.MalformedObject) as exc:
+            fields["reason"] = "malformed"
+            fields["error"] = str(exc)
+            return 400, {"error": str(exc)}, False
+        except Exception:
+            self.log.exception({"message": "unexpected error deciding an AdmissionReview", **fields})
+            return 500, {"error": "internal error; see the webhook's log."}, False
+        self._note(decision, fields)
+        return 200, review_response(req.uid, decision), False
+
+    def _note(self, decision: Decision, fields: dict[str, Any]) -> None:
+        if self.admission.resolver.reached:
+            self.dynamodb_reached = True
+        fields.update(allowed=decision.allowed, reason=decision.reason, patchOps=len(decision.ops))
+        if decision.person is not None:
+            fields["person"] = decision.person
+        if decision.posix_uid is not None:
+            fields["posixUid"] = decision.posix_uid
+        if not decision.allowed:
+            fields["message"] = decision.message
+
+    async def _body(self, scope: Scope, receive: Receive) -> bytes:
+        for name, value in scope.get("headers", ()):
+            if name == b"content-length" and value.isdigit() and int(value) > self.max_body_bytes:
+                raise _TooLarge
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                break
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body_bytes:
+                raise _TooLarge
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        return b"".join(chunks)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                self._tasks = [asyncio.create_task(start()) for start in self.startup]
+                self.log.info({"message": "webhook started"})
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                for task in self._tasks:
+                    task.cancel()
+                for task in self._tasks:
+                    with suppress(asyncio.CancelledError):
+                        await task
+                self.log.info({"message": "webhook stopped"})
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def wait_for_dynamodb(self, table: UidTable) -> None:
+        """Read DynamoDB until it answers once, then mark the app ready (a lifespan background task)."""
+        while not self.dynamodb_reached:
+            try:
+                await asyncio.to_thread(table.ping)
+            except UidStoreUnavailable as exc:
+                self.log.warning({"message": "DynamoDB not reachable yet; not ready", "error": str(exc)})
+                await asyncio.sleep(READY_RETRY_SECONDS)
+            else:
+                self.dynamodb_reached = True
+                self.log.info({"message": "DynamoDB reached; ready", "table": table.table})
+
+
+async def _respond(send: Send, status: int, body: Any, *, close: bool) -> None:
+    payload = orjson.dumps(body)
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]
+    if close:
+        headers.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": payload})
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServeOptions:
+    """What ``hyperpod-tenancy webhook serve`` runs with."""
+
+    #: TCP port (all interfaces unless ``host``).
+    port: int
+    #: PEM certificate chain.
+    tls_cert: Path
+    #: PEM private key.
+    tls_key: Path
+    #: DynamoDB table name.
+    table: str
+    #: The parsed configuration.
+    config: WebhookConfig
+    #: Address to bind.
+    host: str = "0.0.0.0"  # noqa: S104 - a pod serves on its pod IP
+    #: Largest request body.
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+
+
+async def _reload_certificates(context: ssl.SSLContext, cert: Path, key: Path, log: logging.Logger) -> None:
+    def stamp() -> tuple[float, float]:
+        return cert.stat().st_mtime, key.stat().st_mtime
+
+    seen = stamp()
+    while True:
+        await asyncio.sleep(CERT_RELOAD_SECONDS)
+        try:
+            now = stamp()
+            if now != seen:
+                context.load_cert_chain(cert, key)
+                seen = now
+                log.info({"message": "TLS certificate reloaded", "certificate": str(cert)})
+        except (OSError, ssl.SSLError) as exc:
+            log.warning(
+                {"message": "TLS certificate not reloaded; keeping the current one", "error": str(exc)}
+            )
+
+
+def build_app(options: ServeOptions) -> tuple[WebhookApp, UidTable]:
+    """Return the app and its UID table for ``options`` (the allocation delay from :data:`ALLOCATION_DELAY_ENV`)."""
+    config = options.config
+    table = UidTable(
+        table=options.table,
+        first=config.uid_first,
+        last=config.uid_last,
+        allocation_delay_seconds=float(os.environ.get(ALLOCATION_DELAY_ENV, "0") or 0),
+    )
+    resolver = UidResolver(table, UidCache(config.cache_ttl_seconds))
+    app = WebhookApp(Admission(config, resolver), max_body_bytes=options.max_body_bytes)
+    return app, table
+
+
+def serve(options: ServeOptions) -> None:
+    """Run the webhook until SIGTERM (then return once requests in flight are answered) or SIGINT (blocks)."""
+    import uvicorn  # noqa: PLC0415 - only the serve command loads the server stack
+
+    app, table = build_app(options)
+    server_config = uvicorn.Config(
+        app,
+        host=options.host,
+        port=options.port,
+        ssl_certfile=options.tls_cert,
+        ssl_keyfile=options.tls_key,
+        loop="uvloop",
+        http="httptools",
+        lifespan="on",
+        access_log=False,
+        log_config=None,
+        server_header=False,
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+        timeout_keep_alive=KEEP_ALIVE_SECONDS,
+    )
+    server_config.load()
+    context = server_config.ssl
+    assert context is not None  # noqa: S101 - ssl_certfile is set
+
+    async def certificates() -> None:
+        await _reload_certificates(context, options.tls_cert, options.tls_key, app.log)
+
+    async def dynamodb() -> None:
+        await app.wait_for_dynamodb(table)
+
+    app.startup = (dynamodb, certificates)
+    # boto3's service models are large object graphs that live as long as the process: move them (and the
+    # modules) out of the cyclic collector's view, or each full collection walks them (a pause of tens of ms)
+    gc.collect()
+    gc.freeze()
+    # uvicorn re-raises the SIGTERM it shut down on; a graceful stop is a normal exit (status 0)
+    previous = signal.signal(signal.SIGTERM, lambda *_: None)
+    try:
+        uvicorn.Server(server_config).run()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
