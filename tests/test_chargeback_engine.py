@@ -33,6 +33,7 @@ from hyperpod_tenancy.chargeback.engine import (
 from hyperpod_tenancy.chargeback.model import (
     ALL_INSTANCE_TYPES,
     IDLE_ROW,
+    MS_PER_HOUR,
     SHARED,
     SHARED_COSTS_ROW,
     BillingRule,
@@ -58,6 +59,15 @@ G5 = "ml.g5.xlarge"
 CLUSTER = "shared-gpu"
 MONTH = "2026-07"
 HOURS = [dt.datetime(2026, 7, 1, h, tzinfo=dt.UTC) for h in range(10)]
+
+
+def ms(gpu_hours: object) -> int:
+    """GPU-hours (a whole number of milliseconds of them) → GPU-milliseconds, the engine's input unit."""
+    value = D(str(gpu_hours)) * MS_PER_HOUR
+    assert value == value.to_integral_value(), gpu_hours
+    return int(value)
+
+
 FSX_AND_EKS = (SharedCost(category="fsx", cost=D(300)), SharedCost(category="eks", cost=D(200)))
 
 
@@ -85,8 +95,8 @@ def use(hour: dt.datetime, team: str, gpu_hours: float, borrowed: float = 0, ity
         cluster=CLUSTER,
         instance_type=itype,
         team=team,
-        gpu_hours=D(gpu_hours),
-        borrowed_gpu_hours=D(borrowed),
+        gpu_ms=ms(gpu_hours),
+        borrowed_gpu_ms=ms(borrowed),
     )
 
 
@@ -95,8 +105,8 @@ def cap(hour: dt.datetime, gpu_hours: float, unavailable: float = 0, itype: str 
         hour=hour,
         cluster=CLUSTER,
         instance_type=itype,
-        gpu_hours=D(gpu_hours),
-        unavailable_gpu_hours=D(unavailable),
+        gpu_ms=ms(gpu_hours),
+        unavailable_gpu_ms=ms(unavailable),
     )
 
 
@@ -524,9 +534,7 @@ def months(draw: st.DrawFn) -> tuple[ChargebackConfig, UsageInputs, CostInputs]:
             c = D(instances * gpus)
             unavailable = draw(st.integers(0, instances)) * gpus * QUARTER * draw(st.integers(0, 4))
             capacity.append(cap(h, 0, itype=f))
-            capacity[-1] = dataclasses.replace(
-                capacity[-1], gpu_hours=c, unavailable_gpu_hours=D(unavailable)
-            )
+            capacity[-1] = dataclasses.replace(capacity[-1], gpu_ms=ms(c), unavailable_gpu_ms=ms(unavailable))
             left = c
             for t in range(n_teams):
                 used = min(left, draw(st.integers(0, int(c) * 4)) * QUARTER)
@@ -539,8 +547,8 @@ def months(draw: st.DrawFn) -> tuple[ChargebackConfig, UsageInputs, CostInputs]:
                             cluster=CLUSTER,
                             instance_type=f,
                             team=f"t{t}",
-                            gpu_hours=used,
-                            borrowed_gpu_hours=borrowed,
+                            gpu_ms=ms(used),
+                            borrowed_gpu_ms=ms(borrowed),
                         )
                     )
         instance_price = draw(st.integers(1, 200)) * D("0.37")

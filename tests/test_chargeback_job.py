@@ -259,7 +259,7 @@ def test_run_query_reads_every_page_and_drops_only_the_header(job_env: dict[str,
         boto3.client("athena"), "SELECT a, b FROM t", workgroup=WORKGROUP, database="db", poll_seconds=0
     )
     # the header repeats only at the top of the first page; a data row equal to it stays
-    assert rows == [{"a": "1", "b": None}, {"a": "a", "b": "b"}, {"a": "3", "b": "4"}]
+    assert rows == queries.QueryResult(("a", "b"), [["1", None], ["a", "b"], ["3", "4"]])
 
 
 @pytest.mark.parametrize(

@@ -302,14 +302,13 @@ def test_athena_string_rows_give_the_same_inputs_as_duckdb_rows(usage_dir: Path,
             "hive_partitioning = true, hive_types_autocast = false)"
         )
 
-    def as_athena(name: str) -> list[dict[str, str | None]]:
+    def as_athena(name: str) -> queries.QueryResult:
         # Athena's GetQueryResults returns every value as a string (VarCharValue), NULL as an absent value
         result = con.execute(transpile(queries.render(name, month=MONTH, cluster=CLUSTER)))
-        cols = [d[0] for d in result.description]
-        return [
-            {c: (None if v is None else str(v)) for c, v in zip(cols, row, strict=True)}
-            for row in result.fetchall()
-        ]
+        cols = tuple(d[0] for d in result.description)
+        return queries.QueryResult(
+            cols, [[None if v is None else str(v) for v in row] for row in result.fetchall()]
+        )
 
     rows = {name: as_athena(name) for name in queries.USAGE_QUERIES}
     assert queries.usage_inputs(rows, gpus_per_instance=GPUS) == usage
@@ -321,7 +320,7 @@ def test_athena_string_rows_give_the_same_inputs_as_duckdb_rows(usage_dir: Path,
         + [("shared", c.category, c.cost, Decimal(0)) for c in costs.shared]
         + [("total", "total", costs.bill_total, Decimal(0))]
     ]
-    assert queries.cost_inputs(cur_rows) == costs
+    assert queries.cost_inputs(queries.QueryResult.of(cur_rows)) == costs
 
 
 def test_the_bulk_generator_writes_the_hand_written_schema(tmp_path: Path) -> None:
@@ -383,14 +382,19 @@ def test_row_errors_name_the_query_column_and_row() -> None:
         "gpu_ms": "1",
         "borrowed_gpu_ms": "0",
     }
+    none = queries.QueryResult((), ())
     with pytest.raises(
-        queries.QueryInputError, match=r"hourly_usage row 0: column 'gpu_ms' = '1.5' is not an integer"
+        queries.QueryInputError, match=r"hourly_usage row 1: column 'gpu_ms' = '1.5' is not an integer"
     ):
         queries.usage_inputs(
-            {"hourly_usage": [{**good, "gpu_ms": "1.5"}], "hourly_capacity": []}, gpus_per_instance=GPUS
+            {
+                "hourly_usage": queries.QueryResult.of([good, {**good, "gpu_ms": "1.5"}]),
+                "hourly_capacity": none,
+            },
+            gpus_per_instance=GPUS,
         )
-    with pytest.raises(queries.QueryInputError, match=r"rows_by_query\['hourly_capacity'\]: missing"):
-        queries.usage_inputs({"hourly_usage": []}, gpus_per_instance=GPUS)
+    with pytest.raises(queries.QueryInputError, match=r"results\['hourly_capacity'\]: missing"):
+        queries.usage_inputs({"hourly_usage": none}, gpus_per_instance=GPUS)
     capacity = {
         "hour": "2026-07-01 00:00:00",
         "cluster": CLUSTER,
@@ -399,9 +403,39 @@ def test_row_errors_name_the_query_column_and_row() -> None:
         "unavailable_instance_ms": "0",
     }
     with pytest.raises(queries.QueryInputError, match=r"'ml\.trn1\.32xlarge' has no GPU count"):
-        queries.usage_inputs({"hourly_usage": [], "hourly_capacity": [capacity]}, gpus_per_instance=GPUS)
+        queries.usage_inputs(
+            {"hourly_usage": none, "hourly_capacity": queries.QueryResult.of([capacity])},
+            gpus_per_instance=GPUS,
+        )
     with pytest.raises(queries.QueryInputError, match="kind 'refund' is not"):
-        queries.cost_inputs([{"kind": "refund", "name": "x", "cost": "1", "usage_amount": "0"}])
+        queries.cost_inputs(
+            queries.QueryResult.of([{"kind": "refund", "name": "x", "cost": "1", "usage_amount": "0"}])
+        )
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"gpu_ms": True}, r"row 2: column 'gpu_ms' = True is not an integer"),
+        ({"gpu_ms": 1.5}, r"row 2: column 'gpu_ms' = 1\.5 is not an integer"),
+        ({"team": None}, r"row 2: column 'team' is NULL"),
+        ({"team": ""}, r"row 2: column 'team' is NULL"),
+        ({"hour": "yesterday"}, r"row 2: column 'hour' = 'yesterday' is not a timestamp"),
+        ({"hour": ["2026-07-01"]}, r"row 2: column 'hour' = \['2026-07-01'\] is not a timestamp"),
+    ],
+)
+def test_a_malformed_usage_row_among_good_ones_is_named(change: dict[str, object], message: str) -> None:
+    columns = ("hour", "cluster", "instance_type", "team", "gpu_ms", "borrowed_gpu_ms")
+    good = ("2026-07-01 00:00:00", CLUSTER, "ml.p5.48xlarge", "a", 3_600_000, 0)
+    bad = tuple(change.get(c, v) for c, v in zip(columns, good, strict=True))
+    result = queries.QueryResult(columns, [good, good, bad, good])
+    with pytest.raises(queries.QueryInputError, match=message):
+        queries.usage_records(result)
+    # DuckDB's exact types and Athena's strings read alike, in any column order
+    text = queries.QueryResult(columns[::-1], [tuple(str(v) for v in good[::-1])])
+    assert queries.usage_records(text) == queries.usage_records(queries.QueryResult(columns, [good]))
+    with pytest.raises(queries.QueryInputError, match=r"row 0: column 'borrowed_gpu_ms' missing"):
+        queries.usage_records(queries.QueryResult(columns[:-1], [good[:-1]]))
 
 
 def test_missing_usage_tables_are_named(tmp_path: Path) -> None:

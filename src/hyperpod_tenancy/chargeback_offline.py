@@ -25,11 +25,11 @@ from __future__ import annotations
 import csv
 import dataclasses
 import functools
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Any
 
 import duckdb
 import sqlglot
@@ -225,34 +225,36 @@ def _register_cur(con: duckdb.DuckDBPyConnection, cur: Path) -> None:
     con.execute(f"CREATE VIEW cur AS SELECT {select} FROM cur_file")  # noqa: S608 - _quote'd keys, _ident'd columns
 
 
-def _rows(con: duckdb.DuckDBPyConnection, sql: str) -> Iterator[dict[str, Any]]:
-    """Run a query; fetch its rows now (so DuckDB errors surface here), yield them as dicts one at a time.
+_NO_RESULT = queries.QueryResult((), ())
 
-    Only one row's dict exists at a time: ~10^5 usage rows stay compact tuples until converted.
-    """
-    result = con.execute(transpile(sql))
-    names = [d[0] for d in result.description or ()]
-    fetched = result.fetchall()
-    return (dict(zip(names, row, strict=True)) for row in fetched)
+
+def _fetch(result: duckdb.DuckDBPyConnection) -> queries.QueryResult:
+    """Fetch a query's rows as tuples, the columns named once."""
+    return queries.QueryResult(tuple(d[0] for d in result.description or ()), result.fetchall())
 
 
 @contextmanager
-def _progress(show: bool, console: Console | None) -> Iterator[Callable[[str], None]]:
+def _progress(
+    show: bool, console: Console, on_step: Callable[[str], None] | None
+) -> Iterator[Callable[[str], None]]:
+    """Yield ``step(name)``: called as each step starts (from any thread), it updates the display and ``on_step``."""
+    notify = on_step or (lambda _name: None)
     if not show:
-        yield lambda _step: None
+        yield notify
         return
     with Progress(
         TextColumn("chargeback"),
         BarColumn(),
         TextColumn("{task.description}"),
         TimeElapsedColumn(),
-        console=console or Console(stderr=True),
+        console=console,
     ) as progress:
         task = progress.add_task("", total=len(queries.USAGE_QUERIES) + len(queries.COST_QUERIES) + 1)
         started = False
 
         def step(description: str) -> None:
             nonlocal started
+            notify(description)
             if started:
                 progress.advance(task)
             started = True
@@ -281,7 +283,7 @@ def run_queries(
         cluster: the cluster's name (the ``cluster`` partition and the CUR cluster tag's value).
         gpus_per_instance: GPUs per instance of each instance type.
         cur: a CUR 2.0 file or folder. Default: no bill (empty cost inputs; prices from the price table).
-        progress: show a progress display. Default: when the inputs hold at least
+        progress: show a progress display. Default: on a terminal, when the inputs hold at least
             :data:`PROGRESS_THRESHOLD_BYTES`.
         console: where the progress display goes. Default: standard error.
         on_step: called with each step's name as it starts (for tests and benchmarks).
@@ -296,39 +298,55 @@ def run_queries(
     """
     queries.month_bounds(month)
     sources = [usage] + ([cur] if cur is not None else [])
-    show = progress if progress is not None else _input_bytes(sources) >= PROGRESS_THRESHOLD_BYTES
+    console = console or Console(stderr=True)
+    if progress is None:  # sizing the inputs walks every file: only where a display could be shown
+        progress = console.is_terminal and _input_bytes(sources) >= PROGRESS_THRESHOLD_BYTES
     # every query ends in an ORDER BY that fixes its rows' order: the engine may drop insertion order, which
-    # halves the time and memory of the window over the ClusterQueue snapshots
+    # halves the time and memory of the window over the ClusterQueue snapshots. DuckDB's own progress bar
+    # would write over ours.
     con = duckdb.connect(config={"preserve_insertion_order": False})
+    con.execute("SET enable_progress_bar = false")
+
+    def query(db: duckdb.DuckDBPyConnection, name: str) -> duckdb.DuckDBPyConnection:
+        sql = transpile(queries.render(name, month=month, cluster=cluster))
+        try:
+            return db.execute(sql)
+        except duckdb.Error as exc:
+            source = f"--cur {str(cur)!r}" if name in queries.COST_QUERIES else f"--usage {str(usage)!r}"
+            raise OfflineInputError(
+                f"{source}: query {name!r} failed on these files ({exc}); check the tables follow the collector "
+                "schema (hyperpod_tenancy.chargeback.queries)"
+            ) from exc
+
+    def the_others(db: duckdb.DuckDBPyConnection) -> dict[str, queries.QueryResult]:
+        results: dict[str, queries.QueryResult] = {}
+        for name in queries.USAGE_QUERIES[1:] + queries.COST_QUERIES:
+            step(name)
+            skip = (name == "evictions" and "eviction" not in present) or (
+                name == "cur_costs" and cur is None
+            )
+            results[name] = _NO_RESULT if skip else _fetch(query(db, name))
+        db.close()
+        return results
+
     try:
         present = _register_usage(con, usage)
         if cur is not None:
             _register_cur(con, cur)
-        rows: dict[str, Iterable[dict[str, Any]]] = {}
-        cost_rows: Iterable[dict[str, Any]] = []
-        with _progress(show, console) as step:
-            for name in queries.USAGE_QUERIES + queries.COST_QUERIES:
-                step(name)
-                if on_step is not None:
-                    on_step(name)
-                if name == "evictions" and "eviction" not in present:
-                    rows[name] = []
-                elif name == "cur_costs":
-                    if cur is not None:
-                        cost_rows = _rows(con, queries.render(name, month=month, cluster=cluster))
-                else:
-                    try:
-                        rows[name] = _rows(con, queries.render(name, month=month, cluster=cluster))
-                    except duckdb.Error as exc:
-                        raise OfflineInputError(
-                            f"--usage {str(usage)!r}: query {name!r} failed on these files ({exc}); check the "
-                            "tables follow the collector schema (hyperpod_tenancy.chargeback.queries)"
-                        ) from exc
+        with _progress(progress, console, on_step) as step, queries.gc_paused():
+            step(queries.USAGE_QUERIES[0])
+            usage_result = query(con, queries.USAGE_QUERIES[0])
+            # the other (small) queries run on a second connection while this thread turns the usage rows (~10^5-10^6)
+            # into records: DuckDB releases the GIL as it runs, and the conversion needs one core
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="chargeback-queries") as pool:
+                others = pool.submit(the_others, con.cursor())
+                usage_records = queries.usage_records(_fetch(usage_result))
+                results = others.result()
             step("inputs")
-            if on_step is not None:
-                on_step("inputs")
-            usage_inputs = queries.usage_inputs(rows, gpus_per_instance=gpus_per_instance)
-            cost_inputs = queries.cost_inputs(cost_rows)
+            usage_inputs = queries.usage_inputs(
+                results, gpus_per_instance=gpus_per_instance, usage=usage_records
+            )
+            cost_inputs = queries.cost_inputs(results["cur_costs"])
     finally:
         con.close()
     return usage_inputs, cost_inputs
@@ -413,4 +431,5 @@ def compute(
         progress=progress,
         console=console,
     )
-    return engine.compute_report(config, month, usage_inputs, cost_inputs)
+    with queries.gc_paused():
+        return engine.compute_report(config, month, usage_inputs, cost_inputs)

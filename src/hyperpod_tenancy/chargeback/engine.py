@@ -36,13 +36,14 @@ the reconciliation compares that total with the bill and flags a relative differ
 from __future__ import annotations
 
 import datetime as dt
-import functools
+import itertools
+import operator
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import ROUND_FLOOR, ROUND_HALF_EVEN, Context, Decimal, localcontext
-from typing import TypeAlias
+from typing import NoReturn, TypeAlias
 
 from .model import (
     ALL_INSTANCE_TYPES,
@@ -177,20 +178,21 @@ class _TypeAcc:
     teams: dict[str, _Acc] = field(default_factory=dict)
 
 
-#: Picohours (1e-12 GPU-hour) per GPU-hour: the hour loop adds whole picohours as ``int`` (inputs read from the
-#: SQL are quantized to 1e-12 GPU-hour), a few times faster than ``Decimal`` and as exact; a share that is not
-#: a whole number of picohours (a pro rata loan, a scaled guarantee) stays a ``Decimal`` of picohours.
+#: Picohours (1e-12 GPU-hour) per GPU-hour: the hour loop adds whole picohours as ``int`` (a few times faster than
+#: ``Decimal`` and as exact); a share that is not a whole number of picohours (a pro rata loan, a scaled guarantee)
+#: stays a ``Decimal`` of picohours.
 _PICO = 10**12
 
 #: A quantity in picohours: ``int`` while exact in whole picohours, ``Decimal`` once a share made it fractional.
 _Pico: TypeAlias = int | Decimal
 
 
-@functools.lru_cache(maxsize=65536)
-def _to_pico(gpu_hours: Decimal) -> _Pico:
-    """GPU-hours → picohours, an ``int`` when that is exact (always, for values the SQL produced)."""
-    scaled = gpu_hours.scaleb(12)
-    return int(scaled) if scaled == scaled.to_integral_value() else scaled
+def _ms_to_pico(gpu_ms: list[int]) -> list[int]:
+    """GPU-milliseconds → picohours (``ms * 10^12 / 3.6e6``), each to the nearest: 1e-12 GPU-hour resolution.
+
+    ``ms * 2.5e6 / 9`` has a remainder in ninths, never a tie, so rounding half up is rounding to nearest.
+    """
+    return [(ms * 5_000_000 + 9) // 18 for ms in gpu_ms]
 
 
 def _from_pico(picohours: _Pico) -> Decimal:
@@ -199,37 +201,39 @@ def _from_pico(picohours: _Pico) -> Decimal:
 
 
 @dataclass(slots=True)
-class _PicoAcc:
-    """One row's sums while the hours are added (picohours); :meth:`gpu_hours` converts them."""
-
-    guaranteed: _Pico = 0
-    used: _Pico = 0
-    borrowed: _Pico = 0
-    lent: _Pico = 0
-    idle: _Pico = 0
-
-    def gpu_hours(self) -> _Acc:
-        """Return the same sums in GPU-hours."""
-        return _Acc(
-            guaranteed=_from_pico(self.guaranteed),
-            used=_from_pico(self.used),
-            borrowed=_from_pico(self.borrowed),
-            lent=_from_pico(self.lent),
-            idle=_from_pico(self.idle),
-        )
-
-
-@dataclass
 class _PicoTypeAcc:
-    """One instance type's sums while the hours are added (picohours); :meth:`gpu_hours` converts them."""
+    """One instance type's sums while the hours are added (picohours): one list per quantity, a slot per team.
 
+    Columns rather than an object per team: each hour's rule is a handful of list comprehensions over the teams
+    (the same additions, in the same order, as a loop over team objects, so the same exact sums).
+    """
+
+    names: list[str]
+    #: Team name → its slot.
+    index: dict[str, int]
+    #: Each team's nominal guarantee of one hour.
+    nominal: list[int]
+    #: Sums of the guarantees of the hours whose guarantees were scaled down (the others are ``full_hours`` of
+    #: ``nominal``).
+    guaranteed: list[_Pico]
+    used: list[_Pico]
+    borrowed: list[_Pico]
+    lent: list[_Pico]
+    idle: list[_Pico]
     capacity: _Pico = 0
     unallocated: _Pico = 0
     from_unallocated: _Pico = 0
     idle_guaranteed_unlent: _Pico = 0
+    full_hours: int = 0
     scaled_hours: int = 0
     reclassified: int = 0
-    teams: dict[str, _PicoAcc] = field(default_factory=dict)
+
+    @classmethod
+    def for_teams(cls, names: list[str], nominal: list[int]) -> _PicoTypeAcc:
+        """Zero sums for ``names`` (in the order every hour lists the teams) and their nominal guarantees."""
+        k = len(names)
+        index = {name: i for i, name in enumerate(names)}
+        return cls(names, index, nominal, [0] * k, [0] * k, [0] * k, [0] * k, [0] * k)
 
     def gpu_hours(self) -> _TypeAcc:
         """Return the same sums in GPU-hours."""
@@ -240,7 +244,25 @@ class _PicoTypeAcc:
             idle_guaranteed_unlent=_from_pico(self.idle_guaranteed_unlent),
             scaled_hours=self.scaled_hours,
             reclassified=self.reclassified,
-            teams={name: acc.gpu_hours() for name, acc in self.teams.items()},
+            teams={
+                name: _Acc(
+                    guaranteed=_from_pico(n * self.full_hours + g),
+                    used=_from_pico(u),
+                    borrowed=_from_pico(b),
+                    lent=_from_pico(lent),
+                    idle=_from_pico(idle),
+                )
+                for name, n, g, u, b, lent, idle in zip(
+                    self.names,
+                    self.nominal,
+                    self.guaranteed,
+                    self.used,
+                    self.borrowed,
+                    self.lent,
+                    self.idle,
+                    strict=True,
+                )
+            },
         )
 
 
@@ -376,80 +398,125 @@ class _Computation:
             preemption_losses=self.losses,
         )
 
-    def _capacity(self) -> dict[tuple[str, dt.datetime], tuple[Decimal, Decimal]]:
-        """Check the node inventory; return ``(capacity, unavailable)`` per instance type and hour."""
-        capacity: dict[tuple[str, dt.datetime], tuple[Decimal, Decimal]] = {}
+    def _capacity(self) -> dict[tuple[str, dt.datetime], tuple[int, int]]:
+        """Check the node inventory; return ``(capacity, unavailable)`` in picohours per instance type and hour."""
+        capacity: dict[tuple[str, dt.datetime], tuple[int, int]] = {}
         for cap in self.inputs.capacity:
             what = f"capacity of {cap.instance_type} at {cap.hour.isoformat()}"
             self._check_record(what, cap.cluster, cap.hour)
-            if cap.gpu_hours < 0 or not _ZERO <= cap.unavailable_gpu_hours <= cap.gpu_hours:
+            total, unavailable = cap.gpu_ms, cap.unavailable_gpu_ms
+            if not (_is_int(total) and _is_int(unavailable) and 0 <= unavailable <= total):
                 raise ChargebackInputError(
-                    f"{what}: {cap.gpu_hours} GPU-hours with {cap.unavailable_gpu_hours} unavailable; capacity "
-                    "must be >= 0 and the unavailable part between 0 and the capacity."
+                    f"{what}: {total!r} GPU-ms with {unavailable!r} unavailable; capacity must be a whole number "
+                    "of GPU-milliseconds >= 0 and the unavailable part between 0 and the capacity."
                 )
             key = (cap.instance_type, cap.hour)
             if key in capacity:
                 raise ChargebackInputError(
                     f"{what} appears twice; pass one record per instance type and hour."
                 )
-            capacity[key] = (cap.gpu_hours, cap.unavailable_gpu_hours)
+            pico_total, pico_unavailable = _ms_to_pico([total, unavailable])
+            capacity[key] = (pico_total, pico_unavailable)
         return capacity
 
     def _usage(
-        self, capacity: dict[tuple[str, dt.datetime], tuple[Decimal, Decimal]]
-    ) -> dict[tuple[str, dt.datetime], dict[str, tuple[_Pico, _Pico]]]:
-        """Check the usage records; return ``team -> (used, borrowed)`` in picohours per instance type and hour."""
-        used: dict[tuple[str, dt.datetime], dict[str, tuple[_Pico, _Pico]]] = defaultdict(dict)
-        cluster, teams = self.config.cluster, self.teams
-        for u in self.inputs.usage:  # the hot loop: messages are built only on failure
-            gpu_hours, borrowed = u.gpu_hours, u.borrowed_gpu_hours
-            key = (u.instance_type, u.hour)
-            if u.cluster != cluster or key not in capacity:
+        self, capacity: dict[tuple[str, dt.datetime], tuple[int, int]]
+    ) -> dict[tuple[str, dt.datetime], list[HourlyUsage]]:
+        """Group the usage records by instance type and hour; each must fall in an hour of the node inventory.
+
+        The hot loop of a month's ~10^5-10^6 records: one lookup each. The records' values are checked an hour
+        at a time (:meth:`_hour_usage`).
+        """
+        used: dict[tuple[str, dt.datetime], list[HourlyUsage]] = {}
+        # runs of one key (the SQL's order: by hour and type) are taken whole; any order gives the same groups
+        for key, run in itertools.groupby(self.inputs.usage, key=_USAGE_KEY):
+            records = used.get(key)
+            if records is not None:
+                records.extend(run)
+            elif key in capacity:
+                used[key] = list(run)
+            else:
+                u = next(run)
                 self._check_record(_what_usage(u), u.cluster, u.hour)
                 raise ChargebackInputError(
-                    f"{_what_usage(u)} has no capacity record for that hour; the node inventory must cover every "
-                    "hour with usage (check the collector's node snapshots)."
+                    f"{_what_usage(u)} has no capacity record for that hour; the node inventory must cover "
+                    "every hour with usage (check the collector's node snapshots)."
                 )
-            if borrowed < 0 or borrowed > gpu_hours:
+        return used
+
+    def _hour_usage(self, records: list[HourlyUsage], acc: _PicoTypeAcc) -> tuple[list[int], list[int]]:
+        """Check one hour's usage records; return each team's use and borrowing (picohours, slots of ``acc``).
+
+        Column at a time (``map`` over the records), the hot path of a month's ~10^5-10^6 records.
+        """
+        teams = list(map(_TEAM, records))
+        use = dict(zip(teams, map(_GPU_MS, records), strict=True))
+        borrowed = dict(zip(teams, map(_BORROWED_MS, records), strict=True))
+        if (
+            len(use) != len(records)
+            or set(map(type, use.values())) | set(map(type, borrowed.values())) != {int}
+            or min(borrowed.values()) < 0
+            or min(map(operator.sub, use.values(), borrowed.values())) < 0
+            or set(map(_CLUSTER, records)) != {self.config.cluster}
+        ):
+            self._reject(records)
+        zeros = itertools.repeat(0)
+        return _ms_to_pico(list(map(use.get, acc.names, zeros))), _ms_to_pico(
+            list(map(borrowed.get, acc.names, zeros))
+        )
+
+    def _reject(self, records: list[HourlyUsage]) -> NoReturn:
+        """Raise the error of the first malformed record of an hour (the check that found one said no more)."""
+        seen: set[str] = set()
+        for u in records:
+            self._check_record(_what_usage(u), u.cluster, u.hour)
+            g, b = u.gpu_ms, u.borrowed_gpu_ms
+            if not (_is_int(g) and _is_int(b) and 0 <= b <= g):
                 raise ChargebackInputError(
-                    f"{_what_usage(u)}: {gpu_hours} GPU-hours with {borrowed} borrowed; both must be >= 0 and "
-                    "the borrowed part at most the total."
+                    f"{_what_usage(u)}: {g!r} GPU-ms with {b!r} borrowed; both must be whole numbers of "
+                    "GPU-milliseconds >= 0 and the borrowed part at most the total."
                 )
-            slot = used[key]
-            if u.team in slot:
+            if u.team in seen:
                 raise ChargebackInputError(
                     f"{_what_usage(u)} appears twice; pass one record per team, type and hour."
                 )
-            if u.team not in teams:
-                self._team(u.team)
-            slot[u.team] = (_to_pico(gpu_hours), _to_pico(borrowed))
-        return used
+            seen.add(u.team)
+        raise AssertionError("_reject found no malformed record")  # pragma: no cover - called only on one
 
     def _hours(self) -> dict[str, _TypeAcc]:
         """Apply the per-hour rules; return the month sums per instance type."""
         capacity = self._capacity()
         used = self._usage(capacity)
-        types: dict[str, _PicoTypeAcc] = {}
-        nominal: dict[str, list[tuple[str, int]]] = {}
+        by_type: dict[str, list[tuple[dt.datetime, int, int]]] = defaultdict(list)
         for (itype, hour), (cap_gpu, unavailable) in sorted(capacity.items()):
-            acc = types.get(itype)
-            if acc is None:
-                acc = types[itype] = _PicoTypeAcc()
-                gpus = self._gpus(itype)
-                nominal[itype] = [
-                    (t.name, t.quotas[itype] * gpus * _PICO)
-                    for t in sorted(self.teams.values(), key=lambda t: t.name)
-                    if t.quotas.get(itype, 0) > 0
-                ]
-            self._hour(
-                itype=itype,
-                hour=hour,
-                acc=acc,
-                nominal=nominal[itype],
-                cap_gpu=_to_pico(cap_gpu),
-                unavailable=_to_pico(unavailable),
-                hour_use=used.get((itype, hour), {}),
-            )
+            by_type[itype].append((hour, cap_gpu, unavailable))
+        types: dict[str, _PicoTypeAcc] = {}
+        for itype, hours in by_type.items():
+            gpus = self._gpus(itype)
+            nominal = [
+                (t.name, t.quotas[itype] * gpus * _PICO)
+                for t in sorted(self.teams.values(), key=lambda t: t.name)
+                if t.quotas.get(itype, 0) > 0
+            ]
+            # policy teams in name order, then the others: input order never matters
+            names = [name for name, _ in nominal]
+            held = set(names)
+            extra = sorted({u.team for hour, _, _ in hours for u in used.get((itype, hour), ())} - held)
+            for name in extra:
+                self._team(name)  # a team with usage but not in the policy: noted once
+            nominal_values = [n for _, n in nominal] + [0] * len(extra)
+            acc = types[itype] = _PicoTypeAcc.for_teams(names + extra, nominal_values)
+            for hour, cap_gpu, unavailable in hours:
+                records = used.get((itype, hour))
+                self._hour(
+                    itype=itype,
+                    hour=hour,
+                    acc=acc,
+                    nominal=nominal_values,
+                    cap_gpu=cap_gpu,
+                    unavailable=unavailable,
+                    use=self._hour_usage(records, acc) if records else None,
+                )
         for itype, acc in sorted(types.items()):
             if acc.scaled_hours:
                 self.notes.append(
@@ -465,62 +532,58 @@ class _Computation:
             )
         return {itype: acc.gpu_hours() for itype, acc in types.items()}
 
+    @staticmethod
     def _hour(
-        self,
         *,
         itype: str,
         hour: dt.datetime,
         acc: _PicoTypeAcc,
-        nominal: list[tuple[str, int]],
-        cap_gpu: _Pico,
-        unavailable: _Pico,
-        hour_use: dict[str, tuple[_Pico, _Pico]],
+        nominal: list[int],
+        cap_gpu: int,
+        unavailable: int,
+        use: tuple[list[int], list[int]] | None,
     ) -> None:
-        """Add one hour of one instance type to ``acc`` (every quantity in picohours)."""
-        total_nominal = sum(n for _, n in nominal)
+        """Add one hour of one instance type to ``acc`` (every quantity in picohours, one slot per team of ``acc``)."""
+        total_nominal = sum(nominal)
         available = cap_gpu - unavailable
-        guarantee: dict[str, _Pico] = dict(nominal)
+        guarantee: Sequence[_Pico] = nominal  # the same list: an unscaled hour
         if total_nominal > available:
             scale = Decimal(available) / total_nominal
-            guarantee = {name: n * scale for name, n in nominal}
+            guarantee = [n * scale for n in nominal]
             acc.scaled_hours += 1
-        idle: dict[str, _Pico] = {}
-        total_used: _Pico = 0
-        total_borrowed: _Pico = 0
-        extra = sorted(hour_use.keys() - guarantee.keys()) if len(hour_use) else []
-        for name in [
-            *guarantee,
-            *extra,
-        ]:  # policy teams in name order, then the others: input order never matters
-            n = guarantee.get(name, 0)
-            u_t, b_t = hour_use.get(name, (0, 0))
-            own = u_t - b_t
-            if own > n:
-                b_t, own = u_t - n, n
-                acc.reclassified += 1
-            idle[name] = n - own
-            total_used += u_t
-            total_borrowed += b_t
-            row = acc.teams.get(name)
-            if row is None:
-                row = acc.teams[name] = _PicoAcc()
-            row.guaranteed += n
-            row.used += u_t
-            row.borrowed += b_t
+        used = use[0] if use is not None else [0] * len(guarantee)
+        borrowed: list[_Pico] = list(use[1]) if use is not None else [0] * len(guarantee)
+        idle = [n - u_t + b_t for n, u_t, b_t in zip(guarantee, used, borrowed, strict=True)]
+        if idle and min(idle) < 0:
+            for i, n in enumerate(guarantee):
+                if (
+                    idle[i] < 0
+                ):  # used above the guarantee without recording it as borrowed: Kueue's borrowing
+                    borrowed[i], idle[i] = used[i] - n, 0
+                    acc.reclassified += 1
+        total_used = sum(used)
+        total_borrowed = sum(borrowed)
         if total_used > cap_gpu:
             raise ChargebackInputError(
                 f"usage on {itype} at {hour.isoformat()} is {_from_pico(total_used).normalize():f} GPU-hours, above the "
                 f"node inventory's {_from_pico(cap_gpu).normalize():f}; the usage and node snapshots disagree (check the collector)."
             )
-        total_idle = sum(idle.values())
+        if guarantee is nominal:
+            acc.full_hours += 1
+        else:
+            acc.guaranteed = list(map(operator.add, acc.guaranteed, guarantee))
+        acc.used = list(map(operator.add, acc.used, used))
+        acc.borrowed = list(map(operator.add, acc.borrowed, borrowed))
+        total_idle = sum(idle)
         lent = min(total_borrowed, total_idle)
-        for name, idle_t in idle.items():
-            lent_t: _Pico = Decimal(lent * idle_t) / total_idle if idle_t and lent else 0
-            row = acc.teams[name]
-            row.lent += lent_t
-            row.idle += idle_t - lent_t
+        if lent:  # lent pro rata to what each team had idle
+            shares: list[_Pico] = [Decimal(lent * i) / total_idle if i else 0 for i in idle]
+            acc.lent = list(map(operator.add, acc.lent, shares))
+            acc.idle = [a + (i - s) for a, i, s in zip(acc.idle, idle, shares, strict=True)]
+        else:
+            acc.idle = list(map(operator.add, acc.idle, idle))
         acc.capacity += cap_gpu
-        acc.unallocated += cap_gpu - sum(guarantee.values())
+        acc.unallocated += cap_gpu - sum(guarantee)
         acc.from_unallocated += total_borrowed - lent
         acc.idle_guaranteed_unlent += total_idle - lent
 
@@ -681,6 +744,18 @@ class _Computation:
         return Reconciliation(
             charged=charged, bill=bill, difference=difference, flagged=_off(charged, bill, tolerance)
         )
+
+
+#: The key usage records are grouped by, (instance type, hour), and the fields an hour's check reads.
+_USAGE_KEY = operator.itemgetter(2, 0)
+_CLUSTER = operator.itemgetter(1)
+_TEAM = operator.itemgetter(3)
+_GPU_MS = operator.itemgetter(4)
+_BORROWED_MS = operator.itemgetter(5)
+
+
+def _is_int(value: object) -> bool:
+    return type(value) is int
 
 
 def _what_usage(u: HourlyUsage) -> str:

@@ -1,9 +1,10 @@
 """Inputs and outputs of the chargeback engine (standard library only; see the package docstring).
 
 Units: hours are UTC clock hours (``datetime`` at the top of the hour, timezone-aware UTC); GPU-hours are
-GPU counts integrated over time; money is ``decimal.Decimal`` in the bill's currency (USD). Inputs carry any
-precision; a :class:`Report` carries money in cents (the engine rounds by largest remainder, so the rows add up
-to the reconciled total exactly) and GPU-hours to four decimal places.
+GPU counts integrated over time; hourly usage and capacity come in whole GPU-milliseconds (the SQL's
+integrals); money is ``decimal.Decimal`` in the bill's currency (USD). Other inputs carry any precision; a
+:class:`Report` carries money in cents (the engine rounds by largest remainder, so the rows add up to the
+reconciled total exactly) and GPU-hours to four decimal places.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any, NamedTuple
 __all__ = [
     "ALL_INSTANCE_TYPES",
     "IDLE_ROW",
+    "MS_PER_HOUR",
     "SCHEMA_VERSION",
     "SHARED",
     "SHARED_COSTS_ROW",
@@ -121,11 +123,16 @@ class ChargebackConfig:
     tolerance: Decimal = Decimal("0.005")
 
 
-class HourlyUsage(NamedTuple):
-    """GPU-hours a team's admitted work held in one clock hour on one instance type (from Kueue snapshots).
+#: Milliseconds per hour: GPU-hours = GPU-milliseconds / MS_PER_HOUR.
+MS_PER_HOUR = 3_600_000
 
-    A named tuple rather than a frozen dataclass: a month holds ~10^5-10^6 of these, and a frozen dataclass's
-    ``__init__`` (one ``object.__setattr__`` per field) was most of the time spent reading them. Build it with
+
+class HourlyUsage(NamedTuple):
+    """GPU-time a team's admitted work held in one clock hour on one instance type (from Kueue snapshots).
+
+    In whole GPU-milliseconds, as the SQL integrates the snapshots: exact, and an ``int`` is a fraction of the cost
+    of a ``Decimal`` over the ~10^5-10^6 records of a month. A named tuple rather than a frozen dataclass for the
+    same reason (a frozen dataclass's ``__init__`` sets each field through ``object.__setattr__``). Build it with
     keywords, as every other input.
     """
 
@@ -133,23 +140,43 @@ class HourlyUsage(NamedTuple):
     cluster: str
     instance_type: str
     team: str
-    #: Everything the team's admitted workloads held (own quota + borrowed).
-    gpu_hours: Decimal
-    #: The part over the team's nominal quota (Kueue ``borrowed``).
-    borrowed_gpu_hours: Decimal
+    #: GPU-milliseconds of everything the team's admitted workloads held (own quota + borrowed).
+    gpu_ms: int
+    #: The part over the team's nominal quota (Kueue ``borrowed``), GPU-milliseconds.
+    borrowed_gpu_ms: int
+
+    @property
+    def gpu_hours(self) -> Decimal:
+        """``gpu_ms`` in GPU-hours (for reading; the engine computes in whole units)."""
+        return Decimal(self.gpu_ms) / MS_PER_HOUR
+
+    @property
+    def borrowed_gpu_hours(self) -> Decimal:
+        """``borrowed_gpu_ms`` in GPU-hours."""
+        return Decimal(self.borrowed_gpu_ms) / MS_PER_HOUR
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class HourlyCapacity:
-    """GPU capacity of one instance type in one clock hour (from the node inventory)."""
+    """GPU capacity of one instance type in one clock hour (from the node inventory), in GPU-milliseconds."""
 
     hour: dt.datetime
     cluster: str
     instance_type: str
-    #: GPU-hours of every instance of the type in the cluster that hour.
-    gpu_hours: Decimal
+    #: GPU-milliseconds of every instance of the type in the cluster that hour.
+    gpu_ms: int
     #: The part on nodes that were not schedulable (recovering, deep health checks, NotReady).
-    unavailable_gpu_hours: Decimal
+    unavailable_gpu_ms: int
+
+    @property
+    def gpu_hours(self) -> Decimal:
+        """``gpu_ms`` in GPU-hours."""
+        return Decimal(self.gpu_ms) / MS_PER_HOUR
+
+    @property
+    def unavailable_gpu_hours(self) -> Decimal:
+        """``unavailable_gpu_ms`` in GPU-hours."""
+        return Decimal(self.unavailable_gpu_ms) / MS_PER_HOUR
 
 
 @dataclass(frozen=True, kw_only=True)

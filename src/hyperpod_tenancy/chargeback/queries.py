@@ -1,9 +1,10 @@
 """The monthly aggregation SQL (Trino dialect) and the conversion of its result rows into engine inputs.
 
 The same SQL runs on Athena in the monthly Lambda and, transpiled by sqlglot, on DuckDB in the offline CLI
-(:mod:`hyperpod_tenancy.chargeback_offline`). Both hand their result rows to :func:`usage_inputs` and
-:func:`cost_inputs` as lists of dicts keyed by column name; values may be strings (Athena's
-``GetQueryResults``) or Python numbers, decimals and strings (DuckDB), and ``None`` or ``""`` for NULL. The SQL
+(:mod:`hyperpod_tenancy.chargeback_offline`). Both hand each query's result to :func:`usage_inputs` and
+:func:`cost_inputs` as a :class:`QueryResult` (the column names, and the rows' values in that order, as both
+engines return them); values may be strings (Athena's ``GetQueryResults``) or Python numbers, decimals and
+strings (DuckDB), and ``None`` or ``""`` for NULL. The SQL
 formats every timestamp as ``YYYY-MM-DD HH:MM:SS`` (UTC) and every money value as ``DECIMAL(38, 10)``, so
 both engines yield the same inputs, digit for digit.
 
@@ -46,11 +47,14 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import gc
+import operator
 import re
-from collections.abc import Iterable, Mapping
-from decimal import Context, Decimal
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from decimal import Decimal
 from importlib import resources
-from typing import Any
+from typing import Any, NamedTuple
 
 from .model import (
     CostInputs,
@@ -72,11 +76,14 @@ __all__ = [
     "TABLES",
     "USAGE_QUERIES",
     "QueryInputError",
+    "QueryResult",
     "cost_inputs",
     "cur_tag_column",
+    "gc_paused",
     "month_bounds",
     "render",
     "usage_inputs",
+    "usage_records",
 ]
 
 #: Version of the collector's snapshot format documented in this module; bump on any incompatible change.
@@ -196,9 +203,6 @@ _MONTH = re.compile(r"(\d{4})-(0[1-9]|1[0-2])")
 _CLUSTER = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,62}")
 _TABLE = re.compile(r'("?[A-Za-z_][A-Za-z0-9_-]*"?\.){0,2}"?[A-Za-z_][A-Za-z0-9_-]*"?')
 _TAG = re.compile(r"[A-Za-z0-9_]+")
-_MS_PER_HOUR = Decimal(3_600_000)
-_HOURS_QUANTUM = Decimal("1E-12")
-_CONTEXT = Context(prec=34)
 
 
 class QueryInputError(ValueError):
@@ -285,42 +289,89 @@ def _literal(text: str) -> str:
 Row = Mapping[str, Any]
 
 
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a month's rows are read and billed, then restore it.
+
+    The ~10^5-10^6 row tuples and records of a month all live until the report is made, and none is in a cycle:
+    each collection scans them all again for nothing, which took more than half the time of reading them.
+    Reference counting frees everything else as usual.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+class QueryResult(NamedTuple):
+    """One query's result as Athena and DuckDB both return it: the column names, then each row's values in order."""
+
+    columns: tuple[str, ...]
+    rows: Sequence[Sequence[Any]]
+
+    @classmethod
+    def of(cls, rows: Sequence[Row]) -> QueryResult:
+        """Return the result of rows keyed by column name (the columns of the first row; for examples, tests)."""
+        columns = tuple(rows[0]) if rows else ()
+        return cls(columns, [tuple(row.get(c) for c in columns) for row in rows])
+
+    def records(self) -> list[dict[str, Any]]:
+        """Return the rows keyed by column name (a row shorter than the header lacks the columns past its end)."""
+        return [dict(zip(self.columns, row, strict=False)) for row in self.rows]
+
+
+#: The columns of ``hourly_usage``, in the order :class:`~.model.HourlyUsage` takes them.
+_USAGE_COLUMNS = ("hour", "cluster", "instance_type", "team", "gpu_ms", "borrowed_gpu_ms")
+_NO_RESULT = QueryResult((), ())
+
+
 def usage_inputs(
-    rows_by_query: Mapping[str, Iterable[Row]], *, gpus_per_instance: Mapping[str, int]
+    results: Mapping[str, QueryResult],
+    *,
+    gpus_per_instance: Mapping[str, int],
+    usage: tuple[HourlyUsage, ...] | None = None,
 ) -> UsageInputs:
-    """Convert the rows of :data:`USAGE_QUERIES` into the engine's usage inputs.
+    """Convert the results of :data:`USAGE_QUERIES` into the engine's usage inputs.
 
     Args:
-        rows_by_query: query name → its result rows (``hourly_usage`` and ``hourly_capacity`` required,
-            ``evictions`` optional).
-        gpus_per_instance: GPUs per instance of each instance type (to turn instance-hours into GPU-hours).
+        results: query name → its result (``hourly_usage`` and ``hourly_capacity`` required, ``evictions``
+            optional).
+        gpus_per_instance: GPUs per instance of each instance type (to turn instance-time into GPU-time).
+        usage: the ``hourly_usage`` records, when already read with :func:`usage_records` (for example while
+            the other queries ran); ``results`` then needs no ``hourly_usage``.
 
     Returns:
         Usage, capacity and evictions, each in the SQL's order (sorted by hour or time, then keys).
 
     Raises:
-        QueryInputError: a query's rows are missing, a column is missing or malformed, or an instance type
+        QueryInputError: a query's result is missing, a column is missing or malformed, or an instance type
             in the node inventory has no GPU count.
 
     """
-    for name in ("hourly_usage", "hourly_capacity"):
-        if name not in rows_by_query:
+    for name in ("hourly_capacity",) if usage is not None else ("hourly_usage", "hourly_capacity"):
+        if name not in results:
             raise QueryInputError(
-                f"rows_by_query[{name!r}]: missing; run queries.SQL[{name!r}] and pass its rows"
+                f"results[{name!r}]: missing; run queries.SQL[{name!r}] and pass its result"
             )
-    usage = tuple(_usage_row(row, i) for i, row in enumerate(rows_by_query["hourly_usage"]))
     capacity = tuple(
-        _capacity_row(row, i, gpus_per_instance) for i, row in enumerate(rows_by_query["hourly_capacity"])
+        _capacity_row(row, i, gpus_per_instance) for i, row in enumerate(results["hourly_capacity"].records())
     )
-    evictions = tuple(_eviction_row(row, i) for i, row in enumerate(rows_by_query.get("evictions", ())))
+    evictions = tuple(
+        _eviction_row(row, i) for i, row in enumerate(results.get("evictions", _NO_RESULT).records())
+    )
+    if usage is None:
+        usage = usage_records(results["hourly_usage"])
     return UsageInputs(usage=usage, capacity=capacity, evictions=evictions)
 
 
-def cost_inputs(rows: Iterable[Row]) -> CostInputs:
-    """Convert the rows of ``cur_costs`` into the engine's cost inputs.
+def cost_inputs(result: QueryResult) -> CostInputs:
+    """Convert the result of ``cur_costs`` into the engine's cost inputs.
 
     Args:
-        rows: the result rows (``kind``, ``name``, ``cost``, ``usage_amount``).
+        result: the result (``kind``, ``name``, ``cost``, ``usage_amount``).
 
     Returns:
         The instance-type lines, the shared lines (both sorted by name) and the bill total (``None`` when the
@@ -333,7 +384,7 @@ def cost_inputs(rows: Iterable[Row]) -> CostInputs:
     instance_types: list[InstanceTypeCost] = []
     shared: list[SharedCost] = []
     total: Decimal | None = None
-    for i, row in enumerate(rows):
+    for i, row in enumerate(result.records()):
         kind = _text(row, "kind", "cur_costs", i)
         name = _text(row, "name", "cur_costs", i)
         cost = _decimal(row, "cost", "cur_costs", i)
@@ -355,37 +406,55 @@ def cost_inputs(rows: Iterable[Row]) -> CostInputs:
     )
 
 
-def _fast_int(value: object) -> int:
-    if type(value) is int:
-        return value
+def usage_records(result: QueryResult) -> tuple[HourlyUsage, ...]:
+    """Convert the result of ``hourly_usage`` into the engine's usage records, in the SQL's order.
+
+    Fast: a month has ~10^5-10^6 rows, read here without per-column checks; a row that cannot be read as it
+    stands is re-read with them, and the error names the row and the malformed column. Run it under
+    :func:`gc_paused`.
+
+    Raises:
+        QueryInputError: a column is missing or malformed.
+
+    """
+    columns = result.columns
+    if not set(_USAGE_COLUMNS) <= set(columns):
+        return tuple(_usage_row_checked(row, i) for i, row in enumerate(result.records()))
+    pick = operator.itemgetter(*(columns.index(c) for c in _USAGE_COLUMNS))
+    new = tuple.__new__  # HourlyUsage._make without its Python-level frame
+    hours: dict[object, dt.datetime] = {}  # a month has a few hundred distinct hours
+    usage: list[HourlyUsage] = []
+    append = usage.append
+    for i, row in enumerate(result.rows):
+        try:
+            hour, cluster, itype, team, gpu_ms, borrowed_ms = pick(row)
+            when = hours.get(hour)
+            if when is None:
+                when = hours[hour] = _parse_utc(hour) if type(hour) is str else _utc(hour)
+            if type(gpu_ms) is not int:
+                gpu_ms = _text_int(gpu_ms)
+            if type(borrowed_ms) is not int:
+                borrowed_ms = _text_int(borrowed_ms)
+            if not (
+                type(cluster) is str
+                and type(itype) is str
+                and type(team) is str
+                and cluster
+                and itype
+                and team
+            ):
+                raise TypeError
+            append(new(HourlyUsage, (when, cluster, itype, team, gpu_ms, borrowed_ms)))
+        except (IndexError, TypeError, ValueError, AttributeError):
+            append(_usage_row_checked(dict(zip(columns, row, strict=False)), i))
+    return tuple(usage)
+
+
+def _text_int(value: object) -> int:
+    """Return the integer Athena returned as text (anything else: the checked path reads the row)."""
     if type(value) is str:
         return int(value)
     raise TypeError
-
-
-def _usage_row(row: Row, i: int) -> HourlyUsage:
-    """Read one usage row without per-column checks (a month has ~10^5 rows).
-
-    Anything unusual is re-read by :func:`_usage_row_checked`, which names the malformed column.
-    """
-    try:
-        hour, cluster, itype, team = row["hour"], row["cluster"], row["instance_type"], row["team"]
-        gpu_ms, borrowed_ms = _fast_int(row["gpu_ms"]), _fast_int(row["borrowed_gpu_ms"])
-        if not (
-            type(cluster) is str and type(itype) is str and type(team) is str and cluster and itype and team
-        ):
-            raise TypeError
-        when = _parse_utc(hour) if type(hour) is str else _utc(hour)
-    except (KeyError, TypeError, ValueError, AttributeError):
-        return _usage_row_checked(row, i)
-    return HourlyUsage(
-        hour=when,
-        cluster=cluster,
-        instance_type=itype,
-        team=team,
-        gpu_hours=_hours(gpu_ms),
-        borrowed_gpu_hours=_hours(borrowed_ms),
-    )
 
 
 def _usage_row_checked(row: Row, i: int) -> HourlyUsage:
@@ -395,8 +464,8 @@ def _usage_row_checked(row: Row, i: int) -> HourlyUsage:
         cluster=_text(row, "cluster", q, i),
         instance_type=_text(row, "instance_type", q, i),
         team=_text(row, "team", q, i),
-        gpu_hours=_hours(_int(row, "gpu_ms", q, i)),
-        borrowed_gpu_hours=_hours(_int(row, "borrowed_gpu_ms", q, i)),
+        gpu_ms=_int(row, "gpu_ms", q, i),
+        borrowed_gpu_ms=_int(row, "borrowed_gpu_ms", q, i),
     )
 
 
@@ -414,8 +483,8 @@ def _capacity_row(row: Row, i: int, gpus_per_instance: Mapping[str, int]) -> Hou
         hour=_time(row, "hour", q, i),
         cluster=_text(row, "cluster", q, i),
         instance_type=itype,
-        gpu_hours=_hours(_int(row, "instance_ms", q, i) * gpus),
-        unavailable_gpu_hours=_hours(_int(row, "unavailable_instance_ms", q, i) * gpus),
+        gpu_ms=_int(row, "instance_ms", q, i) * gpus,
+        unavailable_gpu_ms=_int(row, "unavailable_instance_ms", q, i) * gpus,
     )
 
 
@@ -503,9 +572,3 @@ def _utc(value: dt.datetime) -> dt.datetime:
 @functools.lru_cache(maxsize=4096)
 def _parse_utc(text: str) -> dt.datetime:
     return _utc(dt.datetime.fromisoformat(text))
-
-
-@functools.lru_cache(maxsize=65536)
-def _hours(milliseconds: int) -> Decimal:
-    """GPU-milliseconds → GPU-hours, rounded to 1e-12 (the same digits wherever the rows come from)."""
-    return _CONTEXT.divide(Decimal(milliseconds), _MS_PER_HOUR).quantize(_HOURS_QUANTUM, context=_CONTEXT)

@@ -85,8 +85,8 @@ def report_month(event: Mapping[str, Any]) -> str:
 
 def run_query(
     athena: Any, sql: str, *, workgroup: str, database: str, poll_seconds: float = 2.0
-) -> list[dict[str, str | None]]:
-    """Run one query in the workgroup, wait for it, and return its rows as dicts keyed by column name.
+) -> queries.QueryResult:
+    """Run one query in the workgroup, wait for it, and return its result (column names, rows of strings).
 
     Raises:
         ChargebackJobError: the query failed or was cancelled (the message carries Athena's reason).
@@ -105,7 +105,7 @@ def run_query(
     if state != "SUCCEEDED":
         reason = status.get("StateChangeReason", "no reason given")
         raise ChargebackJobError(f"Athena query {query_id} {state}: {reason}")
-    rows: list[dict[str, str | None]] = []
+    rows: list[list[str | None]] = []
     columns: list[str] = []
     kwargs: dict[str, Any] = {"QueryExecutionId": query_id}
     first_page = True
@@ -120,10 +120,10 @@ def run_query(
         first_page = False
         for raw in data:
             values = [d.get("VarCharValue") for d in raw.get("Data", [])]
-            rows.append(dict(zip(columns, values, strict=False)))
+            rows.append(values)
         token = page.get("NextToken")
         if not token:
-            return rows
+            return queries.QueryResult(tuple(columns), rows)
         kwargs["NextToken"] = token
 
 
@@ -139,9 +139,9 @@ def collect_rows(
     *,
     cluster: str,
     tables: Mapping[str, str],
-    run: Callable[[str], list[dict[str, str | None]]],
-) -> dict[str, list[dict[str, str | None]]]:
-    """Rows of every usage and cost query for ``month`` (query name → rows), each run through ``run``."""
+    run: Callable[[str], queries.QueryResult],
+) -> dict[str, queries.QueryResult]:
+    """Return the result of every usage and cost query for ``month`` (query name → result), run through ``run``."""
     return {
         name: run(queries.render(name, month=month, cluster=cluster, tables=tables))
         for name in queries.USAGE_QUERIES + queries.COST_QUERIES
@@ -149,15 +149,16 @@ def collect_rows(
 
 
 def compute(
-    config: model.ChargebackConfig, month: str, rows: Mapping[str, list[dict[str, str | None]]]
+    config: model.ChargebackConfig, month: str, rows: Mapping[str, queries.QueryResult]
 ) -> tuple[model.Report, dict[str, bytes]]:
-    """Compute the report of ``month`` and its renderings (format → UTF-8 bytes), from the query rows."""
-    usage = queries.usage_inputs(
-        {name: rows[name] for name in queries.USAGE_QUERIES if name in rows},
-        gpus_per_instance=config.gpus_per_instance,
-    )
-    cost = queries.cost_inputs(rows.get("cur_costs", []))
-    result = engine.compute_report(config, month, usage, cost)
+    """Compute the report of ``month`` and its renderings (format → UTF-8 bytes), from the query results."""
+    with queries.gc_paused():
+        usage = queries.usage_inputs(
+            {name: rows[name] for name in queries.USAGE_QUERIES if name in rows},
+            gpus_per_instance=config.gpus_per_instance,
+        )
+        cost = queries.cost_inputs(rows.get("cur_costs", queries.QueryResult((), ())))
+        result = engine.compute_report(config, month, usage, cost)
     return result, {fmt: report.render(result, fmt) for fmt in FORMATS}
 
 
@@ -203,7 +204,7 @@ def handler(event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
     poll = float(os.environ.get("POLL_SECONDS", "2"))
     athena = boto3.client("athena")
 
-    def run(sql: str) -> list[dict[str, str | None]]:
+    def run(sql: str) -> queries.QueryResult:
         return run_query(athena, sql, workgroup=workgroup, database=database, poll_seconds=poll)
 
     rows = collect_rows(month, cluster=config.cluster, tables=tables, run=run)

@@ -11,21 +11,30 @@ WITH nodes AS (
     AND ((year = {{year}} AND month = {{month}}) OR (year = {{previous_year}} AND month = {{previous_month}}))
     AND "timestamp" < {{month_end}}
 ),
+-- count each snapshot first (~10^6 rows into one row per snapshot and type), then time the few thousand counts
+counts AS (
+  SELECT
+    ts,
+    instance_type,
+    COUNT(DISTINCT instance_id) AS instances,
+    COUNT(DISTINCT CASE WHEN status <> 'Running' OR NOT schedulable THEN instance_id END) AS unavailable
+  FROM nodes
+  GROUP BY ts, instance_type
+),
 snapshot_times AS (
   SELECT ts, COALESCE(LEAD(ts) OVER (ORDER BY ts), {{month_end}}) AS next_ts
-  FROM (SELECT DISTINCT ts FROM nodes) AS distinct_times
+  FROM (SELECT DISTINCT ts FROM counts) AS distinct_times
 ),
 inventory AS (
   SELECT
-    n.instance_type,
+    c.instance_type,
     GREATEST(t.ts, {{month_start}}) AS s,
     LEAST(t.next_ts, {{month_end}}) AS e,
-    COUNT(DISTINCT n.instance_id) AS instances,
-    COUNT(DISTINCT CASE WHEN n.status <> 'Running' OR NOT n.schedulable THEN n.instance_id END) AS unavailable
-  FROM nodes AS n
-  JOIN snapshot_times AS t ON n.ts = t.ts
+    c.instances,
+    c.unavailable
+  FROM counts AS c
+  JOIN snapshot_times AS t ON c.ts = t.ts
   WHERE t.next_ts > {{month_start}}
-  GROUP BY n.instance_type, t.ts, t.next_ts
 ),
 hourly AS (
   SELECT
@@ -48,8 +57,8 @@ SELECT
   date_format(h, '%Y-%m-%d %H:%i:%s') AS hour,
   {{cluster}} AS cluster,
   instance_type,
-  SUM(instances * overlap_ms) AS instance_ms,
-  SUM(unavailable * overlap_ms) AS unavailable_instance_ms
+  CAST(SUM(instances * overlap_ms) AS BIGINT) AS instance_ms,
+  CAST(SUM(unavailable * overlap_ms) AS BIGINT) AS unavailable_instance_ms
 FROM hourly
 WHERE overlap_ms > 0
 GROUP BY h, instance_type

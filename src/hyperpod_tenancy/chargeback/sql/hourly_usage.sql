@@ -5,8 +5,8 @@
 -- snapshot of the same queue and instance type (LEAD). The last snapshot holds until the end of the month;
 -- the state at the start of the month is the newest snapshot of the previous month's partitions.
 -- The window runs over a small integer queue id (one per instance type, namespace and team, numbered from the
--- few hundred distinct queues) and the snapshot columns only: sorting ~5 M rows by three strings, and carrying
--- them through the window, was most of the query's time. Names are joined back after the hourly sums. The
+-- few hundred distinct queues) and the snapshot columns only, as INTEGER GPU counts (Kubernetes GPUs are whole):
+-- sorting ~5 M rows by three strings, and carrying them and DOUBLEs through the window, was most of its time. Names are joined back after the hourly sums. The
 -- queues are read by a second scan of the same partitions (only three columns), not from `source`: sharing
 -- it would materialize all its rows (strings included) and double the memory.
 WITH source AS (
@@ -16,8 +16,8 @@ WITH source AS (
     team,
     "timestamp" AS ts,
     CAST(resource_version AS BIGINT) AS rv,
-    gpu_total,
-    gpu_borrowed
+    CAST(gpu_total AS INTEGER) AS gpus,
+    CAST(gpu_borrowed AS INTEGER) AS borrowed_gpus
   FROM {{clusterqueue}}
   WHERE cluster = {{cluster}}
     AND ((year = {{year}} AND month = {{month}}) OR (year = {{previous_year}} AND month = {{previous_month}}))
@@ -29,7 +29,7 @@ queues AS (
     CASE WHEN namespace LIKE 'hyperpod-ns-%' THEN substr(namespace, 13) ELSE team END AS team_name,
     namespace,
     team,
-    ROW_NUMBER() OVER (ORDER BY instance_type, namespace, team) AS queue_id
+    CAST(ROW_NUMBER() OVER (ORDER BY instance_type, namespace, team) AS INTEGER) AS queue_id
   FROM (
     SELECT DISTINCT instance_type, namespace, team
     FROM {{clusterqueue}}
@@ -42,8 +42,8 @@ snapshots AS (
   SELECT
     q.queue_id,
     s.ts,
-    s.gpu_total,
-    s.gpu_borrowed,
+    s.gpus,
+    s.borrowed_gpus,
     LEAD(s.ts) OVER (PARTITION BY q.queue_id ORDER BY s.ts, s.rv) AS next_ts
   FROM source AS s
   JOIN queues AS q ON s.instance_type = q.instance_type AND s.namespace = q.namespace AND s.team = q.team
@@ -51,19 +51,19 @@ snapshots AS (
 -- ordered by time then resource_version, a row followed by a row of the same timestamp is an older version of
 -- that snapshot: drop it; the latest version holds until the next timestamp (or the end of the month)
 periods AS (
-  SELECT queue_id, gpu_total, gpu_borrowed, ts AS period_start, COALESCE(next_ts, {{month_end}}) AS period_end
+  SELECT queue_id, gpus, borrowed_gpus, ts AS period_start, COALESCE(next_ts, {{month_end}}) AS period_end
   FROM snapshots
   WHERE next_ts IS NULL OR next_ts > ts
 ),
 clipped AS (
   SELECT
     queue_id,
-    CAST(gpu_total AS BIGINT) AS gpus,
-    CAST(gpu_borrowed AS BIGINT) AS borrowed_gpus,
+    gpus,
+    borrowed_gpus,
     GREATEST(period_start, {{month_start}}) AS s,
     LEAST(period_end, {{month_end}}) AS e
   FROM periods
-  WHERE gpu_total > 0 AND period_end > {{month_start}} AND period_end > period_start
+  WHERE gpus > 0 AND period_end > {{month_start}} AND period_end > period_start
 ),
 -- most periods (snapshots minutes apart) lie within one clock hour; only the others are split per hour
 hourly AS (
@@ -87,14 +87,15 @@ per_queue AS (
   WHERE overlap_ms > 0
   GROUP BY h, queue_id
 )
--- a team may have more than one queue per instance type (a namespace and a team column that disagree): sum them
+-- a team may have more than one queue per instance type (a namespace and a team column that disagree): sum them.
+-- BIGINT as in Trino (DuckDB widens SUM(BIGINT) to HUGEINT, which its Python client reads several times slower)
 SELECT
   date_format(p.h, '%Y-%m-%d %H:%i:%s') AS hour,
   {{cluster}} AS cluster,
   q.instance_type,
   q.team_name AS team,
-  SUM(p.gpu_ms) AS gpu_ms,
-  SUM(p.borrowed_gpu_ms) AS borrowed_gpu_ms
+  CAST(SUM(p.gpu_ms) AS BIGINT) AS gpu_ms,
+  CAST(SUM(p.borrowed_gpu_ms) AS BIGINT) AS borrowed_gpu_ms
 FROM per_queue AS p
 JOIN queues AS q ON p.queue_id = q.queue_id
 GROUP BY p.h, q.instance_type, q.team_name
