@@ -25,17 +25,16 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from hyperpod_tenancy.chargeback import model
-from hyperpod_tenancy.chargeback.model import ChargebackConfig
 from hyperpod_tenancy.errors import PolicyError, PolicyIssue
-from hyperpod_tenancy.policy import names, rules
-from hyperpod_tenancy.policy.changes import replacement_warnings
-from hyperpod_tenancy.policy.chargeback import chargeback_config
-from hyperpod_tenancy.policy.loader import load_platform
-from hyperpod_tenancy.policy.model import Platform, Team
-from hyperpod_tenancy.policy.validation import policy_warnings
+
+# The policy modules (pydantic, PyYAML) load only for the commands that read a policy: `chargeback --config`
+# and `webhook serve` start without them.
+if TYPE_CHECKING:
+    from hyperpod_tenancy.chargeback.model import ChargebackConfig
+    from hyperpod_tenancy.policy.model import Platform, Team
 
 __all__ = ["main"]
 
@@ -220,6 +219,8 @@ def _chargeback_settings(args: argparse.Namespace, err: TextIO) -> ChargebackCon
         platform = _load(args.platform or Path("platform.yaml"), "", err)
         if platform is None:
             return None
+        from hyperpod_tenancy.policy.chargeback import chargeback_config  # noqa: PLC0415 - see the imports
+
         try:
             return chargeback_config(platform)
         except ValueError as exc:
@@ -274,6 +275,8 @@ def _guardrails(*, write: Path | None, out: TextIO, err: TextIO) -> int:
         0, or 1 when ``write`` cannot be read or has no markers.
 
     """
+    from hyperpod_tenancy.policy import rules  # noqa: PLC0415 - see the imports
+
     if write is None:
         print(rules.guardrails_markdown(), end="", file=out)
         return EXIT_OK
@@ -302,6 +305,8 @@ def _validate(*, path: Path, baseline: Path | None = None, out: TextIO, err: Tex
     old = _load(baseline, "baseline ", err) if baseline is not None else None
     if platform is None or (baseline is not None and old is None):
         return EXIT_INVALID
+    from hyperpod_tenancy.policy.changes import replacement_warnings  # noqa: PLC0415 - see the imports
+
     replacements = replacement_warnings(old, platform) if old is not None else None
     for line in _summary(platform, source=str(path), replacements=replacements, baseline=baseline):
         print(line, file=out)
@@ -310,6 +315,8 @@ def _validate(*, path: Path, baseline: Path | None = None, out: TextIO, err: Tex
 
 def _load(path: Path, role: str, err: TextIO) -> Platform | None:
     try:
+        from hyperpod_tenancy.policy.loader import load_platform  # noqa: PLC0415 - see the imports
+
         return load_platform(path)
     except PolicyError as exc:
         if role:
@@ -377,6 +384,8 @@ def _summary(
     lines += _table(rows)
     lines.append("quotas per instance type (promisable = count - reserved)")
     lines += _table(_capacity_rows(platform))
+    from hyperpod_tenancy.policy.validation import policy_warnings  # noqa: PLC0415 - see the imports
+
     lines += _issues("warnings", policy_warnings(platform))
     if replacements is not None:
         lines += _issues(f"replacements vs baseline {baseline}", replacements)
@@ -388,6 +397,8 @@ def _class_label(platform: Platform, name: str) -> str:
 
 
 def _team_row(platform: Platform, team: Team) -> list[str]:
+    from hyperpod_tenancy.policy import names  # noqa: PLC0415 - see the imports
+
     hosted = team in platform.hosted_teams
     compute = team.compute
     borrows = platform.scheduling.idle_resource_sharing and compute.sharing.borrows

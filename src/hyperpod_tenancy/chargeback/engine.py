@@ -8,15 +8,15 @@ Per instance type ``f`` and clock hour ``h`` (all quantities GPU-hours of that h
 * ``C`` capacity and ``X`` its unschedulable part come from the node inventory (:class:`~.model.HourlyCapacity`);
 * a team's guarantee ``N_t`` is nominal: quota instances * GPUs per instance. Only when the schedulable capacity
   ``C - X`` is below ``Σ N_t`` (more nodes recovering than are reserved, or a group smaller than its quotas) are
-  the guarantees of that hour scaled by ``(C - X) / Σ N_t``, so unavailable capacity is always outside every
-  guarantee and owned by the idle owner (a note counts those hours);
+  the guarantees of that hour scaled by ``(C - X) / Σ N_t`` (rounded down to 1e-12 GPU-hour), so unavailable
+  capacity is always outside every guarantee and owned by the idle owner (a note counts those hours);
 * ``own_t = U_t - B_t`` (used within the guarantee; usage above ``N_t`` not recorded as borrowed is counted as
   borrowed, as Kueue defines borrowing, with a note), ``idle_t = N_t - own_t``;
 * ``unallocated = C - Σ N_t``: capacity no quota covers (reserved, unallocated and unavailable nodes), from the
   inventory, never the remainder that makes a sum come out;
 * borrowing ``B = Σ B_t`` is lent first from the teams' idle guarantees, pro rata to what each had idle
-  (``lent_t = min(B, Σ idle) * idle_t / Σ idle``; Kueue records that a queue borrowed, not from whom), and the
-  rest ``B_u`` from unallocated capacity, which credits the idle owner.
+  (``lent_t = min(B, Σ idle) * idle_t / Σ idle``, rounded down to 1e-24 GPU-hour; Kueue records that a queue
+  borrowed, not from whom), and the rest ``B_u`` from unallocated capacity, which credits the idle owner.
 
 Billing rules (``p`` the month's price of a GPU-hour of ``f``):
 
@@ -178,13 +178,16 @@ class _TypeAcc:
     teams: dict[str, _Acc] = field(default_factory=dict)
 
 
-#: Picohours (1e-12 GPU-hour) per GPU-hour: the hour loop adds whole picohours as ``int`` (a few times faster than
-#: ``Decimal`` and as exact); a share that is not a whole number of picohours (a pro rata loan, a scaled guarantee)
-#: stays a ``Decimal`` of picohours.
+#: Picohours (1e-12 GPU-hour) per GPU-hour: the hour loop computes in whole picohours, as ``int`` (several times
+#: faster than ``Decimal``). A scaled guarantee is rounded down to the picohour, so the scaled guarantees never
+#: exceed the schedulable capacity.
 _PICO = 10**12
+#: Loan shares are kept in units of 1e-12 picohour (1e-24 GPU-hour), rounded down: a team is never credited
+#: more than it had idle, and a month's shares fall short of the lent total by less than 1e-18 GPU-hour.
+_FINE = 10**12
 
-#: A quantity in picohours: ``int`` while exact in whole picohours, ``Decimal`` once a share made it fractional.
-_Pico: TypeAlias = int | Decimal
+#: A quantity in whole picohours.
+_Pico: TypeAlias = int
 
 
 def _ms_to_pico(gpu_ms: list[int]) -> list[int]:
@@ -195,9 +198,14 @@ def _ms_to_pico(gpu_ms: list[int]) -> list[int]:
     return [(ms * 5_000_000 + 9) // 18 for ms in gpu_ms]
 
 
-def _from_pico(picohours: _Pico) -> Decimal:
+def _from_pico(picohours: int) -> Decimal:
     """Picohours → GPU-hours, exactly."""
-    return (picohours if isinstance(picohours, Decimal) else Decimal(picohours)).scaleb(-12)
+    return Decimal(picohours).scaleb(-12)
+
+
+def _from_fine(fine: int) -> Decimal:
+    """Units of :data:`_FINE` per picohour → GPU-hours, exactly."""
+    return Decimal(fine).scaleb(-24)
 
 
 @dataclass(slots=True)
@@ -215,11 +223,13 @@ class _PicoTypeAcc:
     nominal: list[int]
     #: Sums of the guarantees of the hours whose guarantees were scaled down (the others are ``full_hours`` of
     #: ``nominal``).
-    guaranteed: list[_Pico]
-    used: list[_Pico]
-    borrowed: list[_Pico]
-    lent: list[_Pico]
-    idle: list[_Pico]
+    guaranteed: list[int]
+    used: list[int]
+    borrowed: list[int]
+    #: Loan shares, in units of 1e-12 picohour (:data:`_FINE`).
+    lent: list[int]
+    #: Idle guarantees, lent or not (picohours); the unlent part is ``idle - lent``.
+    idle: list[int]
     capacity: _Pico = 0
     unallocated: _Pico = 0
     from_unallocated: _Pico = 0
@@ -249,8 +259,8 @@ class _PicoTypeAcc:
                     guaranteed=_from_pico(n * self.full_hours + g),
                     used=_from_pico(u),
                     borrowed=_from_pico(b),
-                    lent=_from_pico(lent),
-                    idle=_from_pico(idle),
+                    lent=_from_fine(lent),
+                    idle=_from_pico(idle) - _from_fine(lent),
                 )
                 for name, n, g, u, b, lent, idle in zip(
                     self.names,
@@ -546,13 +556,12 @@ class _Computation:
         """Add one hour of one instance type to ``acc`` (every quantity in picohours, one slot per team of ``acc``)."""
         total_nominal = sum(nominal)
         available = cap_gpu - unavailable
-        guarantee: Sequence[_Pico] = nominal  # the same list: an unscaled hour
-        if total_nominal > available:
-            scale = Decimal(available) / total_nominal
-            guarantee = [n * scale for n in nominal]
+        guarantee = nominal  # the same list: an unscaled hour
+        if total_nominal > available:  # scaled down to the schedulable capacity, to the picohour below
+            guarantee = [n * available // total_nominal for n in nominal]
             acc.scaled_hours += 1
         used = use[0] if use is not None else [0] * len(guarantee)
-        borrowed: list[_Pico] = list(use[1]) if use is not None else [0] * len(guarantee)
+        borrowed = list(use[1]) if use is not None else [0] * len(guarantee)
         idle = [n - u_t + b_t for n, u_t, b_t in zip(guarantee, used, borrowed, strict=True)]
         if idle and min(idle) < 0:
             for i, n in enumerate(guarantee):
@@ -576,12 +585,10 @@ class _Computation:
         acc.borrowed = list(map(operator.add, acc.borrowed, borrowed))
         total_idle = sum(idle)
         lent = min(total_borrowed, total_idle)
-        if lent:  # lent pro rata to what each team had idle
-            shares: list[_Pico] = [Decimal(lent * i) / total_idle if i else 0 for i in idle]
-            acc.lent = list(map(operator.add, acc.lent, shares))
-            acc.idle = [a + (i - s) for a, i, s in zip(acc.idle, idle, shares, strict=True)]
-        else:
-            acc.idle = list(map(operator.add, acc.idle, idle))
+        acc.idle = list(map(operator.add, acc.idle, idle))
+        if lent:  # lent pro rata to what each team had idle (rounded down, in 1e-12 picohours)
+            fine = lent * _FINE
+            acc.lent = [a + fine * i // total_idle for a, i in zip(acc.lent, idle, strict=True)]
         acc.capacity += cap_gpu
         acc.unallocated += cap_gpu - sum(guarantee)
         acc.from_unallocated += total_borrowed - lent
