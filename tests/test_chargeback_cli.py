@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import gc
 import io
 import json
 import re
+import shutil
 import xml.etree.ElementTree as ET
 from decimal import Decimal
 from pathlib import Path
@@ -17,9 +19,9 @@ import pytest
 from chargeback_data import cur_line, generate_month, generated_cur, write_cur
 from rich.console import Console
 
-from hyperpod_tenancy.chargeback import engine, model, report
+from hyperpod_tenancy.chargeback import engine, model, queries, report
 from hyperpod_tenancy.chargeback.queries import COLLECTOR_COLUMNS
-from hyperpod_tenancy.chargeback_offline import run_queries
+from hyperpod_tenancy.chargeback_offline import OfflineInputError, run_queries
 from hyperpod_tenancy.cli import main
 from hyperpod_tenancy.runtime import eviction_collector, node_inventory
 
@@ -475,3 +477,39 @@ def test_the_platform_policy_gives_the_same_report_as_the_job_config(tmp_path: P
         config.gpus_per_instance, "price-table"
     )
     assert set(teams) <= {r["team"] for r in doc["rows"]}
+
+
+def test_only_the_month_and_the_one_before_are_read(data: Path, tmp_path: Path) -> None:
+    """A usage folder keeps months of snapshots: the queries list only the partitions they need."""
+    usage = tmp_path / "usage"
+    for table in ("clusterqueue", "node", "eviction"):
+        shutil.copytree(data / table, usage / table)
+    junk = usage / "clusterqueue" / "year=2026" / "month=03" / "day=01" / "hour=00" / f"cluster={CLUSTER}"
+    junk.mkdir(parents=True)
+    (junk / "truncated.parquet").write_bytes(b"PAR1 not a Parquet file")
+    kwargs = {"month": MONTH, "cluster": CLUSTER, "gpus_per_instance": GPUS}
+    assert run_queries(usage=usage, **kwargs) == run_queries(usage=data, **kwargs)  # type: ignore[arg-type]
+    # the month of the damaged file (and the one after it, which carries its state) read it, and say which table
+    for month in ("2026-03", "2026-04"):
+        with pytest.raises(OfflineInputError, match=r"clusterqueue"):
+            run_queries(usage=usage, month=month, cluster=CLUSTER, gpus_per_instance=GPUS)
+
+
+def test_the_garbage_collector_is_paused_only_while_rows_are_read() -> None:
+    assert gc.isenabled()
+    with queries.gc_paused():
+        assert not gc.isenabled()
+        with queries.gc_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # an inner pause does not end the outer one
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), queries.gc_paused():
+        raise RuntimeError
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with queries.gc_paused():
+            pass
+        assert not gc.isenabled()  # a collector the caller disabled stays disabled
+    finally:
+        gc.enable()

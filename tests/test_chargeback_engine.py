@@ -480,6 +480,34 @@ def test_a_rule_change_mid_year_leaves_earlier_months_unchanged() -> None:
             r"appears twice",
             id="duplicate",
         ),
+        pytest.param(
+            UsageInputs(
+                usage=(use(HOURS[0], "a", 8), use(HOURS[0], "b", 8), use(HOURS[0], "a", 8)),
+                capacity=(cap(HOURS[0], 96),),
+            ),
+            r"usage of team 'a' .* appears twice",
+            id="duplicate-usage",
+        ),
+        pytest.param(
+            UsageInputs(
+                usage=(use(HOURS[0], "a", 8), use(HOURS[0], "b", 8)._replace(cluster="other")),
+                capacity=(cap(HOURS[0], 96),),
+            ),
+            r"usage of team 'b' .* is for cluster 'other', not 'shared-gpu'",
+            id="usage-of-another-cluster",
+        ),
+        pytest.param(
+            UsageInputs(usage=(use(HOURS[0], "a", 8)._replace(gpu_ms=1.5),), capacity=(cap(HOURS[0], 96),)),
+            r"1\.5 GPU-ms with 0 borrowed; both must be whole numbers of GPU-milliseconds",
+            id="fractional-milliseconds",
+        ),
+        pytest.param(
+            UsageInputs(
+                usage=(use(HOURS[0], "a", 8)._replace(borrowed_gpu_ms=-1),), capacity=(cap(HOURS[0], 96),)
+            ),
+            r"-1 borrowed; both must be whole numbers of GPU-milliseconds >= 0",
+            id="negative-borrowing",
+        ),
     ],
 )
 def test_inconsistent_inputs_are_refused_with_the_record_named(inputs: UsageInputs, message: str) -> None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import datetime as dt
 import functools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -52,7 +53,6 @@ __all__ = [
 PROGRESS_THRESHOLD_BYTES = 32 * 1024 * 1024
 _USAGE_TABLES = ("clusterqueue", "node", "eviction")
 _REQUIRED_TABLES = ("clusterqueue", "node")
-_TIMESTAMP_COLUMNS = ("timestamp", "admitted_at", "last_checkpoint")
 
 
 class OfflineInputError(ValueError):
@@ -96,19 +96,31 @@ _DUCKDB_TYPES = {
 }
 
 
-def _table_files(usage: Path, table: str) -> tuple[str, str] | None:
-    """Return (reader, glob) for a usage table, or None when the folder has no file of it."""
+def _table_files(usage: Path, table: str, months: Sequence[tuple[int, int]]) -> tuple[str, list[str]] | None:
+    """Return (reader, files) of a usage table, or None when the folder has no file of it.
+
+    Only the partitions ``year=YYYY/month=MM`` of ``months`` are listed where the folder has them (a folder
+    keeps months of data; the queries read the month and the one before); otherwise every file. The files are
+    passed to DuckDB as a list: each query's scans then neither walk the folder again nor glob.
+    """
     for base in (usage / table, usage / "raw" / table):
         if not base.is_dir():
             continue
+        scoped = [base / f"year={y:04d}" / f"month={m:02d}" for y, m in months]
+        roots = [root for root in scoped if root.is_dir()] or [base]
         for reader, patterns in _READERS:
-            for pattern in patterns:
-                if any(base.rglob(pattern)):
-                    return reader, str(base / "**" / pattern)
+            files = sorted(str(f) for root in roots for pattern in patterns for f in root.rglob(pattern))
+            if files:
+                return reader, files
+        if roots != [base]:  # no file of these months: every file, for the queries to find none of the month
+            for reader, patterns in _READERS:
+                files = sorted(str(f) for pattern in patterns for f in base.rglob(pattern))
+                if files:
+                    return reader, files
     return None
 
 
-def _source(table: str, reader: str, pattern: str) -> str:
+def _source(table: str, reader: str, files: Sequence[str]) -> str:
     """Return the DuckDB table function reading one usage table's files (Hive partitions as strings)."""
     options = "hive_partitioning = true, hive_types_autocast = false, union_by_name = true"
     if reader == "json":
@@ -122,7 +134,7 @@ def _source(table: str, reader: str, pattern: str) -> str:
             f"format = 'newline_delimited', columns = {{{columns}}}, timestampformat = '%Y-%m-%d %H:%M:%S', "
             "hive_partitioning = true, hive_types_autocast = false"
         )
-    return f"read_{reader}({_quote(pattern)}, {options})"
+    return f"read_{reader}([{', '.join(_quote(f) for f in files)}], {options})"
 
 
 def _input_bytes(paths: Sequence[Path]) -> int:
@@ -143,14 +155,17 @@ def _ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _register_usage(con: duckdb.DuckDBPyConnection, usage: Path) -> set[str]:
+def _register_usage(con: duckdb.DuckDBPyConnection, usage: Path, month: str) -> set[str]:
     if not usage.is_dir():
         raise OfflineInputError(
             f"--usage {str(usage)!r}: not a folder; pass the folder holding clusterqueue/ and node/"
         )
+    start, _ = queries.month_bounds(month)
+    previous = start - dt.timedelta(days=1)
+    months = ((start.year, start.month), (previous.year, previous.month))
     present: set[str] = set()
     for table in _USAGE_TABLES:
-        found = _table_files(usage, table)
+        found = _table_files(usage, table, months)
         if found is None:
             if table in _REQUIRED_TABLES:
                 raise OfflineInputError(
@@ -158,16 +173,17 @@ def _register_usage(con: duckdb.DuckDBPyConnection, usage: Path) -> set[str]:
                     f"raw/{table}/); copy the collector's raw/{table}/ there"
                 )
             continue
-        source = _source(table, *found)
-        columns = {
-            str(row[0]): str(row[1])
-            for row in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()  # noqa: S608 - _quote'd path
-        }
         # timestamps are UTC: a file written with isAdjustedToUTC reads as TIMESTAMPTZ, compared as TIMESTAMP here
-        stamps = [c for c in _TIMESTAMP_COLUMNS if columns.get(c, "").startswith("TIMESTAMP WITH TIME ZONE")]
+        # (a cast of a TIMESTAMP to itself costs nothing, and the view is bound once)
+        stamps = [c for c, kind in queries.COLLECTOR_COLUMNS[table] if kind == "timestamp"]
         casts = ", ".join(f'CAST("{c}" AS TIMESTAMP) AS "{c}"' for c in stamps)
-        replace = f" REPLACE ({casts})" if stamps else ""
-        con.execute(f"CREATE VIEW {table} AS SELECT *{replace} FROM {source}")  # noqa: S608 - constants, _quote'd path
+        try:
+            con.execute(f"CREATE VIEW {table} AS SELECT * REPLACE ({casts}) FROM {_source(table, *found)}")  # noqa: S608 - constants, _quote'd paths
+        except duckdb.Error as exc:
+            raise OfflineInputError(
+                f"--usage {str(usage)!r}: cannot read {table}/ ({exc}); its files must have the collector schema's "
+                f"columns ({', '.join(name for name, _ in queries.COLLECTOR_COLUMNS[table])})"
+            ) from exc
         present.add(table)
     return present
 
@@ -331,7 +347,7 @@ def run_queries(
         return results
 
     try:
-        present = _register_usage(con, usage)
+        present = _register_usage(con, usage, month)
         if cur is not None:
             _register_cur(con, cur)
         with _progress(progress, console, on_step) as step, queries.gc_paused():

@@ -457,23 +457,26 @@ class _Computation:
     def _hour_usage(self, records: list[HourlyUsage], acc: _PicoTypeAcc) -> tuple[list[int], list[int]]:
         """Check one hour's usage records; return each team's use and borrowing (picohours, slots of ``acc``).
 
-        Column at a time (``map`` over the records), the hot path of a month's ~10^5-10^6 records.
+        Column at a time (``map`` over the records), the hot path of a month's ~10^5-10^6 records. Records that
+        list every team in slot order (the SQL's order, when each team holds a guarantee) are read as they come.
         """
         teams = list(map(_TEAM, records))
-        use = dict(zip(teams, map(_GPU_MS, records), strict=True))
-        borrowed = dict(zip(teams, map(_BORROWED_MS, records), strict=True))
+        use = list(map(_GPU_MS, records))
+        borrowed = list(map(_BORROWED_MS, records))
         if (
-            len(use) != len(records)
-            or set(map(type, use.values())) | set(map(type, borrowed.values())) != {int}
-            or min(borrowed.values()) < 0
-            or min(map(operator.sub, use.values(), borrowed.values())) < 0
+            set(map(type, use)) | set(map(type, borrowed)) != {int}
+            or min(borrowed) < 0
+            or min(map(operator.sub, use, borrowed)) < 0
             or set(map(_CLUSTER, records)) != {self.config.cluster}
         ):
             self._reject(records)
-        zeros = itertools.repeat(0)
-        return _ms_to_pico(list(map(use.get, acc.names, zeros))), _ms_to_pico(
-            list(map(borrowed.get, acc.names, zeros))
-        )
+        if teams != acc.names:
+            slots = list(map(acc.index.__getitem__, teams))
+            if len(set(slots)) != len(slots):
+                self._reject(records)  # a team twice
+            k = len(acc.names)
+            use, borrowed = _scatter(slots, use, k), _scatter(slots, borrowed, k)
+        return _ms_to_pico(use), _ms_to_pico(borrowed)
 
     def _reject(self, records: list[HourlyUsage]) -> NoReturn:
         """Raise the error of the first malformed record of an hour (the check that found one said no more)."""
@@ -751,6 +754,14 @@ class _Computation:
         return Reconciliation(
             charged=charged, bill=bill, difference=difference, flagged=_off(charged, bill, tolerance)
         )
+
+
+def _scatter(slots: list[int], values: list[int], k: int) -> list[int]:
+    """``values`` placed at ``slots`` of a list of ``k`` zeros."""
+    out = [0] * k
+    for slot, value in zip(slots, values, strict=True):
+        out[slot] = value
+    return out
 
 
 #: The key usage records are grouped by, (instance type, hour), and the fields an hour's check reads.
