@@ -51,6 +51,7 @@ from hyperpod_tenancy.chargeback.model import (
     TeamCharge,
     TeamConfig,
     UsageInputs,
+    gpu_hours,
 )
 
 D = Decimal
@@ -626,7 +627,7 @@ def test_totals_reconcile_to_the_cent_and_rows_add_up(
         assert r.total == r.gpu_charge - r.lender_credit + r.shared_charge
     # every GPU-hour of capacity is either used by a team or idle on exactly one row (to the rounding)
     for f in {c.instance_type for c in inputs.capacity}:
-        capacity = sum((c.gpu_hours for c in inputs.capacity if c.instance_type == f), D(0))
+        capacity = sum((gpu_hours(c.gpu_ms) for c in inputs.capacity if c.instance_type == f), D(0))
         rows = [r for r in report.rows if r.instance_type == f]
         accounted = sum((r.used_gpu_hours + r.idle_gpu_hours for r in rows), D(0))
         assert abs(accounted - capacity) <= D("0.0001") * len(rows)

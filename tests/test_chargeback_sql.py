@@ -17,7 +17,7 @@ import sqlglot
 from chargeback_data import SCHEMAS, cur_line, generate_month, t, write_cur, write_table
 
 from hyperpod_tenancy.chargeback import queries
-from hyperpod_tenancy.chargeback.model import Eviction, InstanceTypeCost, SharedCost
+from hyperpod_tenancy.chargeback.model import Eviction, InstanceTypeCost, SharedCost, gpu_hours
 from hyperpod_tenancy.chargeback_offline import OfflineInputError, run_queries, transpile
 
 CLUSTER = "shared-gpu"
@@ -195,7 +195,10 @@ def test_every_query_is_trino_and_transpiles_to_one_duckdb_statement() -> None:
 
 def test_hourly_usage_follows_the_snapshots(usage_dir: Path) -> None:
     usage, _ = run_queries(usage=usage_dir, month=MONTH, cluster=CLUSTER, gpus_per_instance=GPUS)
-    got = [(u.hour, u.team, u.instance_type, u.gpu_hours, u.borrowed_gpu_hours) for u in usage.usage]
+    got = [
+        (u.hour, u.team, u.instance_type, gpu_hours(u.gpu_ms), gpu_hours(u.borrowed_gpu_ms))
+        for u in usage.usage
+    ]
     assert got == [
         # 00:00-00:30 8 GPUs (from June) + 00:30-01:00 16 GPUs = 4 + 8; borrowed 0.5 h x 8
         (_utc("2026-07-01 00:00"), "a", "ml.p5.48xlarge", Decimal(12), Decimal(4)),
@@ -212,7 +215,9 @@ def test_hourly_capacity_follows_the_node_inventory(usage_dir: Path) -> None:
     usage, _ = run_queries(usage=usage_dir, month=MONTH, cluster=CLUSTER, gpus_per_instance=GPUS)
     by_type: dict[str, list[tuple[dt.datetime, Decimal, Decimal]]] = {}
     for c in usage.capacity:
-        by_type.setdefault(c.instance_type, []).append((c.hour, c.gpu_hours, c.unavailable_gpu_hours))
+        by_type.setdefault(c.instance_type, []).append(
+            (c.hour, gpu_hours(c.gpu_ms), gpu_hours(c.unavailable_gpu_ms))
+        )
     p5 = by_type["ml.p5.48xlarge"]
     assert len(p5) == HOURS_IN_JULY
     # 2 instances until 01:00; i-2 in deep health checks 01:00-03:00; i-2 gone from 03:00 to the end
@@ -340,10 +345,10 @@ def test_the_bulk_generator_writes_the_hand_written_schema(tmp_path: Path) -> No
     usage, _ = run_queries(usage=tmp_path, month="2026-02", cluster=CLUSTER, gpus_per_instance=GPUS)
     # team 0, g5 (type 0, 4 GPUs), hour 0: 2 x ((0 + 0 + 0) % 4) = 0 GPUs; hour 1: 2 x (7 % 4) = 6 GPUs, 2 borrowed
     first = [u for u in usage.usage if u.team == "team-000" and u.instance_type == "ml.g5.12xlarge"][:1]
-    assert [(u.hour, u.gpu_hours, u.borrowed_gpu_hours) for u in first] == [
+    assert [(u.hour, gpu_hours(u.gpu_ms), gpu_hours(u.borrowed_gpu_ms)) for u in first] == [
         (_utc("2026-02-01 01:00"), Decimal(6), Decimal(2))
     ]
-    assert sum(c.gpu_hours for c in usage.capacity) == 28 * 24 * 4 * (8 + 4)
+    assert sum(gpu_hours(c.gpu_ms) for c in usage.capacity) == 28 * 24 * 4 * (8 + 4)
 
 
 @pytest.mark.parametrize(

@@ -42,6 +42,7 @@ __all__ = [
     "UsageInputs",
     "config_from_json",
     "config_to_json",
+    "gpu_hours",
 ]
 
 #: Version of the report format (JSON ``schemaVersion``); bump on any incompatible change.
@@ -127,6 +128,11 @@ class ChargebackConfig:
 MS_PER_HOUR = 3_600_000
 
 
+def gpu_hours(gpu_ms: int) -> Decimal:
+    """GPU-milliseconds (of :class:`HourlyUsage` or :class:`HourlyCapacity`) in GPU-hours, for reading them."""
+    return Decimal(gpu_ms) / MS_PER_HOUR
+
+
 class HourlyUsage(NamedTuple):
     """GPU-time a team's admitted work held in one clock hour on one instance type (from Kueue snapshots).
 
@@ -145,16 +151,6 @@ class HourlyUsage(NamedTuple):
     #: The part over the team's nominal quota (Kueue ``borrowed``), GPU-milliseconds.
     borrowed_gpu_ms: int
 
-    @property
-    def gpu_hours(self) -> Decimal:
-        """``gpu_ms`` in GPU-hours (for reading; the engine computes in whole units)."""
-        return Decimal(self.gpu_ms) / MS_PER_HOUR
-
-    @property
-    def borrowed_gpu_hours(self) -> Decimal:
-        """``borrowed_gpu_ms`` in GPU-hours."""
-        return Decimal(self.borrowed_gpu_ms) / MS_PER_HOUR
-
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class HourlyCapacity:
@@ -167,16 +163,6 @@ class HourlyCapacity:
     gpu_ms: int
     #: The part on nodes that were not schedulable (recovering, deep health checks, NotReady).
     unavailable_gpu_ms: int
-
-    @property
-    def gpu_hours(self) -> Decimal:
-        """``gpu_ms`` in GPU-hours."""
-        return Decimal(self.gpu_ms) / MS_PER_HOUR
-
-    @property
-    def unavailable_gpu_hours(self) -> Decimal:
-        """``unavailable_gpu_ms`` in GPU-hours."""
-        return Decimal(self.unavailable_gpu_ms) / MS_PER_HOUR
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -17,7 +17,7 @@ table ``node`` reads it)::
 ``status`` is the node's ``InstanceStatus.Status`` (Running, Pending, Failure, ShuttingDown, SystemUpdating,
 DeepHealthCheckInProgress, NotFound); ``schedulable`` is ``status == "Running"``: every other state is a node
 that HyperPod is creating, checking, replacing or updating, whose GPUs no team can use (the engine's
-``unavailable_gpu_hours``). Kubernetes-level cordons are not visible to this API.
+``unavailable_gpu_ms``). Kubernetes-level cordons are not visible to this API.
 
 The snapshot time is the EventBridge event's ``time`` (the scheduled instant), so a retried invocation
 overwrites the same object instead of adding a second snapshot.
