@@ -7,10 +7,14 @@ aggregate below can be checked with pencil and paper; the comments show the arit
 from __future__ import annotations
 
 import datetime as dt
+import os
+import subprocess
+import sys
 from decimal import Decimal
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import sqlglot
@@ -446,3 +450,32 @@ def test_a_malformed_usage_row_among_good_ones_is_named(change: dict[str, object
 def test_missing_usage_tables_are_named(tmp_path: Path) -> None:
     with pytest.raises(OfflineInputError, match=r"no clusterqueue/ folder .*raw/clusterqueue/"):
         run_queries(usage=tmp_path, month=MONTH, cluster=CLUSTER, gpus_per_instance=GPUS)
+
+
+def test_utc_adjusted_timestamps_read_the_same_in_any_local_zone(usage_dir: Path, tmp_path: Path) -> None:
+    """A writer that marks Parquet timestamps isAdjustedToUTC gives TIMESTAMPTZ columns: still UTC on a laptop in
+    Tokyo (DuckDB casts a TIMESTAMPTZ to TIMESTAMP in the session's zone, which the runner sets to UTC)."""
+    aware = tmp_path / "aware"
+    for source in usage_dir.rglob("*.parquet"):
+        table = pq.read_table(source)
+        for i, field in enumerate(table.schema):
+            if pa.types.is_timestamp(field.type):
+                table = table.set_column(i, field.name, table.column(i).cast(pa.timestamp("us", tz="UTC")))
+        target = aware / source.relative_to(usage_dir)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(table, target)
+    assert "tz=UTC" in str(pq.read_schema(next(aware.rglob("*.parquet"))))
+    script = (
+        "import sys; from pathlib import Path; from hyperpod_tenancy.chargeback_offline import run_queries\n"
+        "def run(d):\n"
+        f"    return run_queries(usage=Path(d), month={MONTH!r}, cluster={CLUSTER!r}, gpus_per_instance={GPUS!r})\n"
+        "print(run(sys.argv[1]) == run(sys.argv[2]), len(run(sys.argv[2])[0].usage))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(usage_dir), str(aware)],
+        env={**os.environ, "TZ": "Asia/Tokyo"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout.split() == ["True", "4"]

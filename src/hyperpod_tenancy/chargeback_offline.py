@@ -244,6 +244,13 @@ def _register_cur(con: duckdb.DuckDBPyConnection, cur: Path) -> None:
 _NO_RESULT = queries.QueryResult((), ())
 
 
+def _session(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """Set a connection's own settings (a cursor has the defaults, not its parent's)."""
+    con.execute("SET TimeZone = 'UTC'")
+    con.execute("SET enable_progress_bar = false")
+    return con
+
+
 def _fetch(result: duckdb.DuckDBPyConnection) -> queries.QueryResult:
     """Fetch a query's rows as tuples, the columns named once."""
     return queries.QueryResult(tuple(d[0] for d in result.description or ()), result.fetchall())
@@ -318,11 +325,11 @@ def run_queries(
     if progress is None:  # sizing the inputs walks every file: only where a display could be shown
         progress = console.is_terminal and _input_bytes(sources) >= PROGRESS_THRESHOLD_BYTES
     # every query ends in an ORDER BY that fixes its rows' order: the engine may drop insertion order, which
-    # halves the time and memory of the window over the ClusterQueue snapshots. The files' footers are read
-    # once, not by every scan. DuckDB's own progress bar would write over ours.
-    con = duckdb.connect(config={"preserve_insertion_order": False})
+    # halves the time and memory of the window over the ClusterQueue snapshots. Times are UTC whatever the
+    # laptop's zone (a TIMESTAMPTZ column is cast to TIMESTAMP in the session's zone). The files' footers are
+    # read once, not by every scan. DuckDB's own progress bar would write over ours.
+    con = _session(duckdb.connect(config={"preserve_insertion_order": False}))
     con.execute("SET parquet_metadata_cache = true")
-    con.execute("SET enable_progress_bar = false")
 
     def query(db: duckdb.DuckDBPyConnection, name: str) -> duckdb.DuckDBPyConnection:
         sql = transpile(queries.render(name, month=month, cluster=cluster))
@@ -356,7 +363,7 @@ def run_queries(
             # the other (small) queries run on a second connection while this thread turns the usage rows (~10^5-10^6)
             # into records: DuckDB releases the GIL as it runs, and the conversion needs one core
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="chargeback-queries") as pool:
-                others = pool.submit(the_others, con.cursor())
+                others = pool.submit(the_others, _session(con.cursor()))
                 usage_records = queries.usage_records(_fetch(usage_result))
                 results = others.result()
             step("inputs")
