@@ -7,6 +7,7 @@ byte for byte, with the offline CLI's report of the same month.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import os
@@ -352,3 +353,55 @@ def test_node_status_other_than_running_is_unschedulable() -> None:
     first, second = (json.loads(line) for line in body.splitlines())
     assert (first["instance_id"], first["schedulable"]) == ("i-1", False)
     assert (second["instance_id"], second["schedulable"]) == ("i-2", True)
+
+
+def test_a_past_month_rerun_keeps_its_configuration_of_record(
+    job_env: dict[str, str], month_data: tuple[Path, Path]
+) -> None:
+    usage, cur = month_data
+    rows = athena_rows(usage, cur)
+    results = [rows[n] for n in queries.USAGE_QUERIES + queries.COST_QUERIES]
+    s3 = boto3.client("s3")
+    prefix = f"reports/{CLUSTER}/{MONTH}/"
+
+    def run(event: dict[str, str]) -> tuple[dict[str, Any], bytes]:
+        seed_athena(os.environ["AWS_ENDPOINT_URL"], results)
+        outcome = chargeback_job.handler(event)
+        _inbox(job_env["QUEUE"])
+        return outcome, s3.get_object(Bucket=BUCKET, Key=prefix + "report.json")["Body"].read()
+
+    first, report_a = run({"month": MONTH})
+    assert first["configuration"] == "deployed"
+    recorded = s3.get_object(Bucket=BUCKET, Key=prefix + chargeback_job.CONFIG_OF_RECORD)["Body"].read()
+    assert recorded.decode() == config_to_json(config())
+
+    # the policy changes afterwards: team-000 gives up its guarantees, team-001 moves to another cost center
+    changed = dataclasses.replace(
+        config(),
+        teams=tuple(
+            dataclasses.replace(t, quotas={})
+            if t.name == "team-000"
+            else dataclasses.replace(t, cost_center="cc-moved")
+            if t.name == "team-001"
+            else t
+            for t in config().teams
+        ),
+    )
+    Path(job_env["CHARGEBACK_CONFIG"]).write_text(config_to_json(changed))
+    again, report_b = run({"month": MONTH})
+    assert again["configuration"] == "recorded"
+    assert report_b == report_a  # byte for byte, under the configuration the month was first billed under
+
+    current, report_c = run({"month": MONTH, "policy": "current"})
+    assert current["configuration"] == "deployed"
+    assert report_c != report_a and b"cc-moved" in report_c
+    assert s3.get_object(Bucket=BUCKET, Key=prefix + chargeback_job.CONFIG_OF_RECORD)[
+        "Body"
+    ].read().decode() == (config_to_json(changed))
+    with pytest.raises(chargeback_job.ChargebackJobError, match=r'event "policy": \'latest\'; pass one of'):
+        chargeback_job.handler({"month": MONTH, "policy": "latest"})
+    s3.put_object(Bucket=BUCKET, Key=prefix + chargeback_job.CONFIG_OF_RECORD, Body=b"{not json")
+    with pytest.raises(
+        chargeback_job.ChargebackJobError, match=r"config\.json is not a chargeback configuration"
+    ):
+        chargeback_job.handler({"month": MONTH})

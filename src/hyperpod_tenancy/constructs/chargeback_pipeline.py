@@ -991,6 +991,8 @@ class ChargebackPipeline(Construct):
         self.bucket.grant_read(function, f"{_RAW}*")
         self.bucket.grant_read(function, f"{_CUR}*")
         self.bucket.grant_read_write(function, f"{_RESULTS}*")
+        # the report of each month, and the configuration it was computed under (read back by a re-run)
+        self.bucket.grant_read(function, f"{_REPORTS}*")
         self.bucket.grant_put(function, f"{_REPORTS}*")
         function.add_to_role_policy(
             iam.PolicyStatement(

@@ -6,8 +6,12 @@ on demand for any past month with the event ``{"month": "YYYY-MM"}``. For that m
 1. runs the queries of :mod:`hyperpod_tenancy.chargeback.queries` (Trino SQL) in the Athena workgroup, polls
    them, and reads their result rows (every page);
 2. turns the rows into the engine's inputs (``queries.usage_inputs``, ``queries.cost_inputs``) and computes
-   the report (``engine.compute_report``) under the configuration shipped in the asset
-   (``chargeback_config.json``, written by ``model.config_to_json`` at synth);
+   the report (``engine.compute_report``) under the month's configuration of record: the one stored with the
+   month's first report (``config.json`` beside it), else the configuration shipped in the asset
+   (``chargeback_config.json``, written by ``model.config_to_json`` at synth), which is then stored. So a re-run
+   of a past month gives the same report after quotas, teams or cost centers change; the event
+   ``{"month": "YYYY-MM", "policy": "current"}`` recomputes it under the deployed configuration instead (and
+   records that one);
 3. writes ``report.json``, ``report.csv`` and ``report.html`` (``report.render``) to
    ``s3://<BUCKET>/reports/<cluster>/<month>/``;
 4. publishes per-team metrics (GPU-hours used, borrowed, lent, lost to preemption) to CloudWatch namespace
@@ -16,8 +20,8 @@ on demand for any past month with the event ``{"month": "YYYY-MM"}``. For that m
    skips the metrics, and says so);
 5. notifies the SNS topic ``TOPIC_ARN``.
 
-The report depends only on the month, the data and the configuration: the same month run twice writes the
-same bytes. Environment: ``BUCKET``, ``WORKGROUP``, ``DATABASE``, ``TOPIC_ARN``, ``METRIC_NAMESPACE``,
+The report depends only on the month, the data and the configuration of record: the same month run twice
+writes the same bytes. Environment: ``BUCKET``, ``WORKGROUP``, ``DATABASE``, ``TOPIC_ARN``, ``METRIC_NAMESPACE``,
 ``TABLES`` (JSON: query placeholder → Glue table name), ``CHARGEBACK_CONFIG`` (path of the configuration,
 default next to the package), ``POLL_SECONDS`` (default 2). Only the standard library and boto3 are imported;
 the chargeback package next to this module is standard library only.
@@ -134,6 +138,45 @@ def load_config(path: str | None = None) -> model.ChargebackConfig:
     )
 
 
+#: The configuration a month's report was computed under, stored beside it.
+CONFIG_OF_RECORD = "config.json"
+#: ``policy`` values of an event: the month's configuration of record (the default), or the deployed one.
+POLICIES = ("recorded", "current")
+
+
+def config_of_record(
+    s3: Any, *, bucket: str, prefix: str, deployed: model.ChargebackConfig, policy: str = "recorded"
+) -> tuple[model.ChargebackConfig, bool]:
+    """Return the configuration to bill a month under, and whether it is the one recorded with its first report.
+
+    Args:
+        s3: a boto3 S3 client.
+        bucket: the report bucket.
+        prefix: the month's report prefix (``reports/<cluster>/<month>/``).
+        deployed: the configuration shipped in the asset.
+        policy: ``recorded`` (the stored one where there is one) or ``current`` (always ``deployed``).
+
+    Raises:
+        ChargebackJobError: ``policy`` is neither, or the stored configuration cannot be read.
+
+    """
+    if policy not in POLICIES:
+        raise ChargebackJobError(f'event "policy": {policy!r}; pass one of {", ".join(POLICIES)}')
+    if policy == "current":
+        return deployed, False
+    try:
+        body = s3.get_object(Bucket=bucket, Key=prefix + CONFIG_OF_RECORD)["Body"].read()
+    except s3.exceptions.NoSuchKey:
+        return deployed, False
+    try:
+        return model.config_from_json(body.decode("utf-8")), True
+    except ValueError as error:
+        raise ChargebackJobError(
+            f"s3://{bucket}/{prefix}{CONFIG_OF_RECORD} is not a chargeback configuration ({error}); delete it "
+            'or re-run with {"policy": "current"}'
+        ) from None
+
+
 def collect_rows(
     month: str,
     *,
@@ -196,7 +239,7 @@ def handler(event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
     """Compute, store, publish and announce the report of one month (see the module docstring)."""
     del context
     month = report_month(event)
-    config = load_config()
+    deployed = load_config()
     bucket = os.environ["BUCKET"]
     workgroup = os.environ["WORKGROUP"]
     database = os.environ["DATABASE"]
@@ -207,10 +250,20 @@ def handler(event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
     def run(sql: str) -> queries.QueryResult:
         return run_query(athena, sql, workgroup=workgroup, database=database, poll_seconds=poll)
 
+    s3 = boto3.client("s3")
+    prefix = f"reports/{deployed.cluster}/{month}/"
+    config, recorded = config_of_record(
+        s3, bucket=bucket, prefix=prefix, deployed=deployed, policy=str(event.get("policy", "recorded"))
+    )
     rows = collect_rows(month, cluster=config.cluster, tables=tables, run=run)
     result, rendered = compute(config, month, rows)
-    prefix = f"reports/{config.cluster}/{month}/"
-    s3 = boto3.client("s3")
+    if not recorded:
+        s3.put_object(
+            Bucket=bucket,
+            Key=prefix + CONFIG_OF_RECORD,
+            Body=model.config_to_json(config).encode("utf-8"),
+            ContentType="application/json",
+        )
     keys = []
     for fmt, content_type in FORMATS.items():
         key = f"{prefix}report.{fmt}"
@@ -230,6 +283,9 @@ def handler(event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
         "Reconciliation: MISMATCH above tolerance, check the report."
         if flagged
         else "Reconciliation: within tolerance.",
+        "Configuration: the one recorded with the month's first report."
+        if recorded
+        else f"Configuration: the deployed one, now recorded as s3://{bucket}/{prefix}{CONFIG_OF_RECORD}.",
     ]
     if not published:
         lines.append("CloudWatch metrics were not published: the month ended more than 14 days ago.")
@@ -238,4 +294,10 @@ def handler(event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
         Subject=f"Chargeback {config.cluster} {month}"[:100],
         Message="\n".join(lines),
     )
-    return {"month": month, "keys": keys, "metrics_published": published, "flagged": flagged}
+    return {
+        "month": month,
+        "keys": keys,
+        "metrics_published": published,
+        "flagged": flagged,
+        "configuration": "recorded" if recorded else "deployed",
+    }
