@@ -216,6 +216,34 @@ def test_monthly_job_is_least_privilege(synthesized: Synthesized) -> None:
     assert [s.get("Sid") for s in wildcard_resources] == ["Metrics"]
 
 
+def test_monthly_job_can_tell_a_missing_configuration_of_record_from_a_denied_one(
+    synthesized: Synthesized,
+) -> None:
+    """A re-run reads ``reports/<cluster>/<month>/config.json`` and bills under the deployed configuration when it
+    is absent. S3 answers a GetObject of a missing key with 404 NoSuchKey only to a caller that may also
+    s3:ListBucket the bucket, otherwise with 403 AccessDenied (Amazon S3 API Reference, GetObject, "Permissions"),
+    and the job treats only NoSuchKey as absent: without the list grant, a month's first run would fail."""
+
+    def actions(statement: dict[str, Any]) -> list[str]:
+        action = statement["Action"]
+        return [action] if isinstance(action, str) else list(action)
+
+    def resources(statement: dict[str, Any]) -> str:
+        return json.dumps(statement["Resource"])
+
+    statements = _policy_statements(synthesized.template, "ChargebackMonthlyJobServiceRole")
+    reads = [s for s in statements if "s3:GetObject*" in actions(s) and "/reports/*" in resources(s)]
+    assert reads, "the job must read back reports/"
+    lists = [
+        s
+        for s in statements
+        if {"s3:List*", "s3:ListBucket"} & set(actions(s)) and "/*" not in resources(s)  # the bucket itself
+    ]
+    assert lists, "the job must be able to list the report bucket"
+    writes = [a for s in statements if "/reports/*" in resources(s) for a in actions(s)]
+    assert not [a for a in writes if a.startswith("s3:DeleteObject")], "reports are never deleted by the job"
+
+
 def test_schedules_monthly_job_on_the_first_and_inventory_every_five_minutes(
     synthesized: Synthesized,
 ) -> None:

@@ -106,17 +106,20 @@ def _table_files(usage: Path, table: str, months: Sequence[tuple[int, int]]) -> 
     for base in (usage / table, usage / "raw" / table):
         if not base.is_dir():
             continue
-        scoped = [base / f"year={y:04d}" / f"month={m:02d}" for y, m in months]
-        roots = [root for root in scoped if root.is_dir()] or [base]
-        for reader, patterns in _READERS:
-            files = sorted(str(f) for root in roots for pattern in patterns for f in root.rglob(pattern))
-            if files:
-                return reader, files
-        if roots != [base]:  # no file of these months: every file, for the queries to find none of the month
-            for reader, patterns in _READERS:
-                files = sorted(str(f) for pattern in patterns for f in base.rglob(pattern))
-                if files:
-                    return reader, files
+        scoped = [root for y, m in months if (root := base / f"year={y:04d}" / f"month={m:02d}").is_dir()]
+        # no file of these months: every file, for the queries to find none of the month
+        found = (_first_format(scoped) if scoped else None) or _first_format([base])
+        if found is not None:
+            return found
+    return None
+
+
+def _first_format(roots: Sequence[Path]) -> tuple[str, list[str]] | None:
+    """Return (reader, files) of the first file format with files under ``roots``, or None."""
+    for reader, patterns in _READERS:
+        files = sorted(str(f) for root in roots for pattern in patterns for f in root.rglob(pattern))
+        if files:
+            return reader, files
     return None
 
 

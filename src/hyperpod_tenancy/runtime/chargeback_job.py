@@ -166,6 +166,8 @@ def config_of_record(
         return deployed, False
     try:
         body = s3.get_object(Bucket=bucket, Key=prefix + CONFIG_OF_RECORD)["Body"].read()
+    # S3 answers NoSuchKey only to a caller that may also list the bucket, 403 otherwise (GetObject, "Permissions"):
+    # the job role may list it (tested in test_chargeback_pipeline)
     except s3.exceptions.NoSuchKey:
         return deployed, False
     try:
