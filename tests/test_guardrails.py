@@ -142,7 +142,9 @@ BAD = [
             "uidRange": {"first": 5, "last": 10},
             "timeoutSeconds": 0,
             "cacheTtlSeconds": 0,
+            "imageUri": "webhook:latest",
         },
+        "chargeback.usageReportChart": {},
     },
     {
         "cluster.instanceGroups[0].name": "-bad",

@@ -823,6 +823,61 @@ CASES: list[Case] = [
         1,
     ),
     Case(
+        "posix-image-malformed",
+        {"cluster.posixIdentity.imageUri": "ECR/Webhook Image"},
+        "HPT-POSIX-IMAGE",
+        "cluster.posixIdentity.imageUri",
+        ("'ECR/Webhook Image' is not a container image reference",),
+        "<registry>/<repository>:<tag>",
+        1,
+    ),
+    Case(
+        "posix-image-latest",
+        {"cluster.posixIdentity.imageUri": "111122223333.dkr.ecr.us-east-1.amazonaws.com/webhook:latest"},
+        "HPT-POSIX-IMAGE",
+        "cluster.posixIdentity.imageUri",
+        ("is not pinned", "`latest`"),
+        "pin a release tag",
+        1,
+    ),
+    Case(
+        "posix-image-untagged",
+        {"cluster.posixIdentity.imageUri": "registry.example.com:5000/platform/webhook"},
+        "HPT-POSIX-IMAGE",
+        "cluster.posixIdentity.imageUri",
+        ("is not pinned",),
+        "or a digest",
+        1,
+    ),
+    Case(
+        "usage-report-chart-twice",
+        {
+            "chargeback.usageReportChart": {
+                "ociRepository": "oci://r/c",
+                "version": "0.1.0",
+                "directory": "charts/u",
+            }
+        },
+        "HPT-USAGE-REPORT-CHART",
+        "chargeback.usageReportChart",
+        ("both `ociRepository`", "exactly one is needed"),
+        "mirror the chart",
+        1,
+    ),
+    Case(
+        "usage-report-chart-without-version",
+        {
+            "chargeback.usageReportChart": {
+                "ociRepository": "oci://111122223333.dkr.ecr.us-east-1.amazonaws.com/u"
+            }
+        },
+        "HPT-USAGE-REPORT-CHART",
+        "chargeback.usageReportChart.ociRepository",
+        ("needs the oci:// scheme and a `version`",),
+        "sagemaker-hyperpod-usage-report",
+        1,
+    ),
+    Case(
         "posix-cache-ttl",
         {"cluster.posixIdentity.cacheTtlSeconds": 0},
         "HPT-POSIX-CACHE-TTL",

@@ -21,6 +21,7 @@ import hashlib
 import importlib.metadata
 import json
 import re
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -36,7 +37,8 @@ from jsonschema import Draft4Validator
 from synth import Synth, manifests_in, one, render_intrinsics, resources_of
 
 from hyperpod_tenancy.constructs.posix_identity_webhook import (
-    DOCKERFILE_DIRECTORY,
+    IMAGE_CONTEXT,
+    IMAGE_DOCKERFILE,
     TABLE_ACTIONS,
     PosixIdentityWebhook,
 )
@@ -361,7 +363,8 @@ def _docker_assets(synth: Synth) -> list[dict[str, Any]]:
     return found
 
 
-def test_image_asset_is_built_from_the_dockerfile_with_only_the_package_sources(synth: Synth) -> None:
+def test_image_asset_is_built_from_the_package_with_only_what_the_server_runs(synth: Synth) -> None:
+    """The build context is the installed package (a pip install builds it too), less what the server never imports."""
     assets = _docker_assets(synth)
     assert assets, "the webhook image is a docker image asset (synthesized without Docker)"
     sources = {a["source"]["directory"] for a in assets}
@@ -370,34 +373,77 @@ def test_image_asset_is_built_from_the_dockerfile_with_only_the_package_sources(
     assert synth.outdir is not None
     staged = next(p for p in synth.outdir.rglob(source) if p.is_dir())
     files = {p.relative_to(staged).as_posix() for p in staged.rglob("*") if p.is_file()}
+    package = REPO / "src" / "hyperpod_tenancy"
     expected = {
-        p.relative_to(REPO).as_posix()
-        for p in (REPO / "src").rglob("*")
-        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
-    } | {"pyproject.toml", "README.md", "Dockerfile", ".dockerignore"}
-    assert files == expected, "tests, cdk.out, .venv and node_modules never change the image hash"
-    assert {a["source"].get("dockerFile", "Dockerfile") for a in assets} == {"Dockerfile"}
+        p.relative_to(package).as_posix()
+        for p in package.rglob("*")
+        if p.is_file()
+        and "__pycache__" not in p.parts
+        and p.suffix != ".pyc"
+        and p.relative_to(package).parts[0]
+        not in {"constructs", "stacks", "runtime", "chargeback_offline.py"}
+    }
+    assert files == expected, "constructs, tests, cdk.out and the venvs never change the image hash"
+    assert {"webhook/Dockerfile", "webhook/server.py", "cli.py", "__main__.py"} <= files
+    assert {a["source"].get("dockerFile") for a in assets} == {IMAGE_DOCKERFILE}
+    assert package.resolve() == IMAGE_CONTEXT
+
+
+def test_the_staged_context_runs_the_server_entry_point(synth: Synth, tmp_path: Path) -> None:
+    """The image's ENTRYPOINT, run from the staged asset as the Dockerfile lays it out (PYTHONPATH=/opt/...)."""
+    (source,) = {a["source"]["directory"] for a in _docker_assets(synth)}
+    assert synth.outdir is not None
+    staged = next(p for p in synth.outdir.rglob(source) if p.is_dir())
+    root = tmp_path / "opt"
+    shutil.copytree(staged, root / "hyperpod_tenancy")
+    entrypoint = json.loads(re.findall(r"^ENTRYPOINT (\[.*\])$", _dockerfile(), re.M)[-1])
+    assert entrypoint[:3] == ["python", "-m", "hyperpod_tenancy"]
+    env = {"PYTHONPATH": str(root), "PATH": ""}
+    result = subprocess.run(
+        [sys.executable, *entrypoint[1:], "--help"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+        env=env,
+    )
+    where = subprocess.run(
+        [sys.executable, "-c", "import hyperpod_tenancy.webhook.server as s; print(s.__file__)"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert Path(where.stdout.strip()).is_relative_to(root), (
+        "the staged package, not the checkout, is imported"
+    )
+    assert result.returncode == 0, result.stderr
+    assert "--tls-cert" in result.stdout
 
 
 def _dockerfile() -> str:
-    return (REPO / "Dockerfile").read_text(encoding="utf-8")
+    return (IMAGE_CONTEXT / IMAGE_DOCKERFILE).read_text(encoding="utf-8")
 
 
 def _pip_pins() -> dict[str, str]:
     return dict(re.findall(r'"([A-Za-z0-9_.-]+)==([0-9][^"]*)"', _dockerfile()))
 
 
-def test_dockerfile_is_slim_non_root_and_installs_the_package_without_cdk() -> None:
+def test_dockerfile_is_slim_non_root_and_installs_only_the_server_stack() -> None:
     text = _dockerfile()
     assert re.search(r"^FROM \S*python:3\.12-slim\s*$", text, re.M)
     user = re.findall(r"^USER (\S+)", text, re.M)
     assert user and user[-1].split(":")[0] not in {"0", "root"}
-    assert "pip install --no-deps ." in text
-    assert re.search(r'ENTRYPOINT \["hyperpod-tenancy", "webhook", "serve"\]', text)
+    assert re.search(r"^COPY \. /opt/hyperpod-tenancy/hyperpod_tenancy/$", text, re.M)
+    assert "PYTHONPATH=/opt/hyperpod-tenancy" in text
+    assert re.search(r'ENTRYPOINT \["python", "-m", "hyperpod_tenancy", "webhook", "serve"\]', text)
     assert not {"aws-cdk-lib", "constructs", "cdk8s", "duckdb"} & {k.lower() for k in _pip_pins()}
-    # the server stack is pinned as in pyproject.toml
-    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
-    pinned = dict(re.findall(r"^([A-Za-z0-9_.-]+)==(\S+)$", "\n".join(project), re.M))
+    # the server stack is pinned as in the package's `webhook` extra
+    extra = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"][
+        "webhook"
+    ]
+    pinned = dict(re.findall(r"^([A-Za-z0-9_.-]+)==(\S+)$", "\n".join(extra), re.M))
     assert pinned and {k: _pip_pins()[k] for k in pinned} == pinned
 
 
@@ -439,18 +485,15 @@ def test_the_image_holds_every_distribution_the_server_imports() -> None:
     assert "aws-cdk-lib" not in needed and "jsii" not in needed
 
 
-def test_without_a_dockerfile_the_construct_asks_for_an_image(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_an_incomplete_install_asks_for_an_image(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from hyperpod_tenancy.constructs import posix_identity_webhook as module
     from hyperpod_tenancy.constructs.shared_hyperpod_cluster import SharedHyperPodCluster
 
-    monkeypatch.setattr(module, "DOCKERFILE_DIRECTORY", tmp_path)
+    monkeypatch.setattr(module, "IMAGE_CONTEXT", tmp_path)
     app = cdk.App(outdir=str(tmp_path / "out"))
     stack = cdk.Stack(app, "S", env=cdk.Environment(account="111122223333", region="us-east-1"))
-    with pytest.raises(TenancyError, match="pass image_uri"):
+    with pytest.raises(TenancyError, match=r"incomplete\. Reinstall .* cluster\.posixIdentity\.imageUri"):
         SharedHyperPodCluster(stack, "Cluster", platform=platforms.reference_platform())
-    assert DOCKERFILE_DIRECTORY == REPO
 
 
 def test_failure_policy_must_be_given_explicitly(tmp_path: Path) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,8 +13,6 @@ from platforms import REPO
 
 from hyperpod_tenancy.policy import Platform
 from hyperpod_tenancy.stacks import PlatformStage
-
-os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
 CDK_JSON = REPO / "cdk.json"
 K8S_RESOURCE = "Custom::AWSCDK-EKS-KubernetesResource"
@@ -68,10 +65,13 @@ class Synth:
         return [obj for tpl in self.templates.values() for obj in manifests_in(tpl)]
 
 
-def synthesize(platform: Platform, outdir: Path, *, nag: bool = False) -> Synth:
-    """Synthesize ``platform`` through :class:`PlatformStage` (optionally with cdk-nag AwsSolutions)."""
+def synthesize(platform: Platform, outdir: Path, *, nag: bool = False, **stage_props: Any) -> Synth:
+    """Synthesize ``platform`` through :class:`PlatformStage` (optionally with cdk-nag AwsSolutions).
+
+    ``stage_props`` are further keyword arguments of the stage (``cluster_options``, ``chargeback``...).
+    """
     app = new_app(outdir)
-    stage = PlatformStage(app, platform.name, platform=platform)
+    stage = PlatformStage(app, platform.name, platform=platform, **stage_props)
     if nag:
         from cdk_nag import AwsSolutionsChecks
 

@@ -33,12 +33,26 @@ from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.k8s import posix_identity
 from hyperpod_tenancy.k8s.posix_identity import WebhookDeployment
 from hyperpod_tenancy.policy.model import WebhookFailurePolicy
-from hyperpod_tenancy.policy.rules.identity import WEBHOOK_TIMEOUT_RANGE
+from hyperpod_tenancy.policy.rules.identity import WEBHOOK_TIMEOUT_RANGE, image_reference_findings
 
-__all__ = ["DOCKERFILE_DIRECTORY", "TABLE_ACTIONS", "PosixIdentityWebhook"]
+__all__ = ["IMAGE_CONTEXT", "IMAGE_DOCKERFILE", "IMAGE_EXCLUDE", "TABLE_ACTIONS", "PosixIdentityWebhook"]
 
-#: The repository root, where the ``Dockerfile`` of the server image is (a source checkout of this library).
-DOCKERFILE_DIRECTORY = Path(__file__).resolve().parents[3]
+#: Build context of the server image: the installed ``hyperpod_tenancy`` package directory (``src/hyperpod_tenancy``
+#: of a checkout, ``site-packages/hyperpod_tenancy`` of a ``pip install``), so the image builds wherever the
+#: library is installed.
+IMAGE_CONTEXT = Path(__file__).resolve().parents[1]
+#: The server image's ``Dockerfile``, relative to :data:`IMAGE_CONTEXT`.
+IMAGE_DOCKERFILE = "webhook/Dockerfile"
+#: What the image leaves out of :data:`IMAGE_CONTEXT`: the layers the server never imports (the import contract of
+#: ``pyproject.toml``) and bytecode, so changing a construct does not change the image or its asset hash.
+IMAGE_EXCLUDE = (
+    "constructs",
+    "stacks",
+    "runtime",
+    "chargeback_offline.py",
+    "**/__pycache__",
+    "**/*.pyc",
+)
 #: The only DynamoDB actions the server needs (``hyperpod_tenancy.webhook.uids``: a consistent ``GetItem`` to look a
 #: person up; a ``TransactWriteItems`` of conditional puts to allocate a UID, which IAM authorizes per contained
 #: action: there is no ``dynamodb:TransactWriteItems`` action; ``UpdateItem`` as the server's documentation lists it).
@@ -49,8 +63,9 @@ class PosixIdentityWebhook(Construct):
     """The POSIX identity admission webhook of a shared HyperPod cluster.
 
     Creates: a DynamoDB table (partition key ``pk`` String, on-demand, point-in-time recovery, **retained**) holding
-    the person -> UID map; the server image, built from the repository's ``Dockerfile`` as a CDK asset (synth
-    needs no Docker; ``cdk deploy`` builds and pushes it) unless ``image_uri`` is given; an EKS Pod Identity role
+    the person -> UID map; the server image, built from the ``Dockerfile`` shipped inside the installed package
+    (:data:`IMAGE_CONTEXT`) as a CDK asset (synth needs no Docker; ``cdk deploy`` builds and pushes it) unless an
+    image is named; an EKS Pod Identity role
     allowed only :data:`TABLE_ACTIONS` on that table; and, in namespace
     :data:`~hyperpod_tenancy.k8s.posix_identity.WEBHOOK_NAMESPACE`, the objects of
     :func:`~hyperpod_tenancy.k8s.posix_identity.webhook_objects` (two replicas on the system nodes, a
@@ -70,8 +85,9 @@ class PosixIdentityWebhook(Construct):
             admits them unstamped (pods may then run as another person's UID).
         timeout_seconds: how long the API server waits for the webhook (1-30). Default: the policy's
             ``cluster.posixIdentity.timeoutSeconds``.
-        image_uri: a server image you built and pushed yourself. Default: built from the ``Dockerfile`` at the
-            root of this library's source checkout.
+        image_uri: a server image you built and pushed yourself (pinned by tag or digest). Default: the
+            policy's ``cluster.posixIdentity.imageUri``; without one, ``cdk deploy`` builds the image from the
+            ``Dockerfile`` inside the installed package and pushes it to the CDK asset repository.
         system_instance_type: instance type of the nodes the webhook runs on, for the image's CPU architecture.
             Default: the policy's ``cluster.systemNodeGroup.instanceType``.
         after: constructs the Kubernetes objects are created after (the cert-manager add-on).
@@ -125,8 +141,12 @@ class PosixIdentityWebhook(Construct):
             deletion_protection=True,
             removal_policy=cdk.RemovalPolicy.RETAIN,
         )
-        #: The server image asset (``None`` when ``image_uri`` was given).
+        #: The server image asset (``None`` when an image was named).
         self.image: ecr_assets.DockerImageAsset | None = None
+        if image_uri is not None and not cdk.Token.is_unresolved(image_uri):
+            for finding in image_reference_findings(image_uri, path="image_uri"):
+                raise TenancyError(f"{self.node.path}: image_uri: {finding.message} Fix: {finding.fix}")
+        image_uri = image_uri or spec.image_uri
         if image_uri is None:
             self.image = self._image(system_instance_type or platform.cluster.system_node_group.instance_type)
             image_uri = self.image.image_uri
@@ -212,18 +232,19 @@ class PosixIdentityWebhook(Construct):
         )
 
     def _image(self, instance_type: str) -> ecr_assets.DockerImageAsset:
-        dockerfile = DOCKERFILE_DIRECTORY / "Dockerfile"
+        dockerfile = IMAGE_CONTEXT / IMAGE_DOCKERFILE
         if not dockerfile.is_file():
             raise TenancyError(
-                f"{self.node.path}: {dockerfile} does not exist: the webhook image is built from this library's "
-                "source checkout. Build and push the image yourself (docker build -t <repo>:<tag> . in a checkout) "
-                "and pass image_uri."
+                f"{self.node.path}: {dockerfile} does not exist: this installation of cdk-hyperpod-tenancy is "
+                "incomplete. Reinstall the package, or build and push the webhook image yourself and name it in "
+                "cluster.posixIdentity.imageUri (or pass posix_identity_image_uri)."
             )
         arm = ec2.InstanceType(instance_type).architecture == ec2.InstanceArchitecture.ARM_64
         return ecr_assets.DockerImageAsset(
             self,
             "Image",
-            directory=str(DOCKERFILE_DIRECTORY),
-            file="Dockerfile",
+            directory=str(IMAGE_CONTEXT),
+            file=IMAGE_DOCKERFILE,
+            exclude=list(IMAGE_EXCLUDE),
             platform=ecr_assets.Platform.LINUX_ARM64 if arm else ecr_assets.Platform.LINUX_AMD64,
         )

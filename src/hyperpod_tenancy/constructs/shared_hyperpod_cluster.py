@@ -247,6 +247,10 @@ class SharedHyperPodCluster(Construct):
             those zones.
         endpoint_access: EKS API endpoint access. Default: private only; reach the API through your network.
         kubectl_layer: Lambda layer with kubectl/helm for the cluster's handlers. Default: kubectl v1.33.
+        posix_identity_image_uri: the POSIX identity webhook's server image, pinned by tag or digest. Default:
+            the policy's ``cluster.posixIdentity.imageUri``; without one, ``cdk deploy`` builds it from the
+            ``Dockerfile`` shipped inside the installed package (Docker is needed where you deploy, not to
+            synthesize).
 
     Attributes:
         platform: the policy the cluster was built from.
@@ -287,8 +291,10 @@ class SharedHyperPodCluster(Construct):
         vpc: ec2.IVpc | None = None,
         endpoint_access: eks.EndpointAccess | None = None,
         kubectl_layer: lambda_.ILayerVersion | None = None,
+        posix_identity_image_uri: str | None = None,
     ) -> None:
         super().__init__(scope, id)
+        self._posix_identity_image_uri = posix_identity_image_uri
         #: The policy the cluster was built from.
         self.platform: Platform = platform
         self._teams: dict[str, TeamTenant] = {}
@@ -1081,6 +1087,7 @@ class SharedHyperPodCluster(Construct):
             "PosixIdentity",
             cluster=self,
             failure_policy=spec.failure_policy,
+            image_uri=self._posix_identity_image_uri,
             after=[self.cert_manager_addon],
         )
         # after the fairness backend (the Task Governance add-on brings Kueue's own webhooks and CRDs)

@@ -257,6 +257,11 @@ class PosixIdentitySpec:
     timeout_seconds: int = DEFAULT_WEBHOOK_TIMEOUT_SECONDS
     #: Seconds a replica keeps a person's resolved UID in memory before reading DynamoDB again (1-3600).
     cache_ttl_seconds: int = DEFAULT_UID_CACHE_TTL_SECONDS
+    #: The server image the webhook runs, pinned by tag or digest (e.g. your ECR copy,
+    #: ``<account>.dkr.ecr.<region>.amazonaws.com/hyperpod-tenancy-webhook:0.1.0``). Default: ``cdk deploy``
+    #: builds it from the ``Dockerfile`` shipped inside the installed package and pushes it to the CDK asset
+    #: repository (Docker is needed where you deploy, not where you synthesize).
+    image_uri: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -528,6 +533,10 @@ class ChargebackSpec:
     reconciliation_tolerance: float = DEFAULT_RECONCILIATION_TOLERANCE
     #: The preemption alarm.
     preemption_alarm: PreemptionAlarmSpec = field(default_factory=PreemptionAlarmSpec)
+    #: Where the usage-report operator's Helm chart is mirrored (``ociRepository`` + ``version``, or a vendored
+    #: ``directory``; it is published only in the ``awslabs/sagemaker-hyperpod-usage-report`` repository).
+    #: Default: the operator is not installed and the collectors' tables come from elsewhere (a warning says so).
+    usage_report_chart: HelmChartSource | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -7,7 +7,7 @@ from typing import Any
 import aws_cdk as cdk
 from constructs import Construct
 
-from hyperpod_tenancy.constructs.chargeback_pipeline import ChargebackPipeline
+from hyperpod_tenancy.constructs.chargeback_pipeline import ChargebackPipeline, UsageReportChart
 from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
 from hyperpod_tenancy.policy import Platform, chargeback_config
 
@@ -18,14 +18,15 @@ def pipeline_props(platform: Platform) -> dict[str, Any]:
     """Keyword arguments of :class:`ChargebackPipeline` from the platform's ``chargeback:`` section.
 
     The newest billing term is the pipeline's ``billing_rule``/``idle_owner``/``effective_from``; the earlier
-    ones are ``earlier_terms``. Empty without a ``chargeback:`` section.
+    ones are ``earlier_terms``; ``usageReportChart`` is the ``usage_report_chart``. Empty without a ``chargeback:``
+    section.
     """
     spec = platform.chargeback
     if spec is None:
         return {}
     config = chargeback_config(platform)
     *earlier, current = config.terms
-    return {
+    props: dict[str, Any] = {
         "billing_rule": current.rule,
         "idle_owner": current.idle_owner,
         "effective_from": current.effective_from,
@@ -36,6 +37,12 @@ def pipeline_props(platform: Platform) -> dict[str, Any]:
         "tolerance": config.tolerance,
         "preemption_alarm_gpu_hours_per_day": spec.preemption_alarm.gpu_hours_per_team_per_day,
     }
+    chart = spec.usage_report_chart
+    if chart is not None:
+        props["usage_report_chart"] = UsageReportChart(
+            oci_repository=chart.oci_repository, version=chart.version or "0.1.0", directory=chart.directory
+        )
+    return props
 
 
 class ChargebackStack(cdk.Stack):

@@ -39,6 +39,10 @@ class PlatformStage(cdk.Stage):
             When given, every change CloudFormation would perform as a replacement (cluster name, VPC, a
             removed or renamed team, ...) becomes a synth-time warning ``hyperpod-tenancy:HPT-REPLACE-*`` on
             the cluster stack.
+        cluster_options: keyword arguments of
+            :class:`~hyperpod_tenancy.constructs.shared_hyperpod_cluster.SharedHyperPodCluster` besides the
+            policy (``vpc``, ``endpoint_access``, ``kubectl_layer``, ``posix_identity_image_uri``), passed by the
+            cluster stack. Default: none, every one at its default.
         chargeback: keyword arguments of :class:`~hyperpod_tenancy.constructs.chargeback_pipeline.ChargebackPipeline`
             on top of the policy's ``chargeback:`` section (for example ``usage_report_chart``; without a section,
             ``billing_rule`` and ``idle_owner`` at least). With either, the stage adds a ``Chargeback`` stack, tags
@@ -56,6 +60,7 @@ class PlatformStage(cdk.Stage):
         *,
         platform: Platform,
         baseline: Platform | None = None,
+        cluster_options: Mapping[str, Any] | None = None,
         chargeback: Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
@@ -66,7 +71,7 @@ class PlatformStage(cdk.Stage):
         #: The policy the stage was built from.
         self.platform = platform
         #: The shared cluster's stack.
-        self.cluster_stack = ClusterStack(self, "Cluster", platform=platform)
+        self.cluster_stack = ClusterStack(self, "Cluster", platform=platform, cluster_options=cluster_options)
         if baseline is not None:
             for issue in replacement_warnings(baseline, platform, wording=replacement_wording):
                 warn(self.cluster_stack, issue.code, f"{issue.path}: {issue.message} {issue.fix}")

@@ -111,6 +111,7 @@ ERROR_RULES: tuple[Rule, ...] = (
     storage.fsx_throughput,
     capacity.kueue_flavor_shapes,
     deployment.helm_chart,
+    deployment.usage_report_chart,
     security.cluster_classification,
     security.kms_key,
     security.kms_key_fsx,
@@ -118,6 +119,7 @@ ERROR_RULES: tuple[Rule, ...] = (
     identity.posix_uid_range,
     identity.posix_webhook_timeout,
     identity.posix_cache_ttl,
+    identity.posix_image,
     # scheduling
     scheduling.priority_class_count,
     # for each priority class

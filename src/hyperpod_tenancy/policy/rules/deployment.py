@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from hyperpod_tenancy.policy.model import FairnessBackend, Platform
+from hyperpod_tenancy.policy.model import FairnessBackend, HelmChartSource, Platform
 from hyperpod_tenancy.policy.rules._base import (
     Domain,
     Finding,
@@ -84,7 +84,30 @@ def kubernetes_version(p: Platform) -> Iterator[Finding]:
 )
 def helm_chart(p: Platform) -> Iterator[Finding]:
     """Check that the HyperPod chart comes from exactly one source: an OCI repository with a version, or a directory."""
-    h = p.cluster.hyperpod_helm_chart
+    yield from chart_source_findings(
+        p.cluster.hyperpod_helm_chart, path="cluster.hyperpodHelmChart", chart="hyperpod/hyperpod-helm-chart"
+    )
+
+
+@platform_rule(
+    code="HPT-USAGE-REPORT-CHART",
+    domain=Domain.DEPLOYMENT,
+    at="chargeback.usageReportChart",
+    reads=(),
+    failure="the usage-report operator's chart pulled from nowhere, or from two places",
+    guardrail="when set, exactly one of `ociRepository` (with `oci://` and a `version`) or `directory`",
+)
+def usage_report_chart(p: Platform) -> Iterator[Finding]:
+    """Check the usage-report operator's chart source, like the HyperPod chart's."""
+    chart = p.chargeback.usage_report_chart if p.chargeback else None
+    if chart is not None:
+        yield from chart_source_findings(
+            chart, path="chargeback.usageReportChart", chart="hyperpod/sagemaker-hyperpod-usage-report"
+        )
+
+
+def chart_source_findings(h: HelmChartSource, *, path: str, chart: str) -> Iterator[Finding]:
+    """Yield findings for a mirrored Helm chart with no source, two sources, or an OCI source without a version."""
     if bool(h.directory) == bool(h.oci_repository):
         state = (
             f"both `ociRepository` ({h.oci_repository!r}) and `directory` ({h.directory!r}) are set"
@@ -92,17 +115,17 @@ def helm_chart(p: Platform) -> Iterator[Finding]:
             else "neither `ociRepository` nor `directory` is set"
         )
         yield Finding(
-            "cluster.hyperpodHelmChart",
+            path,
             f"{state}; exactly one is needed.",
             "mirror the chart to your registry and set `ociRepository` + `version`, or vendor it as "
             "`directory`.",
         )
     elif h.oci_repository and (not h.oci_repository.startswith("oci://") or not h.version):
         yield Finding(
-            "cluster.hyperpodHelmChart.ociRepository",
+            f"{path}.ociRepository",
             f"{h.oci_repository!r} needs the oci:// scheme and a `version`.",
-            "write e.g. `ociRepository: oci://<account>.dkr.ecr.<region>.amazonaws.com/hyperpod/"
-            "hyperpod-helm-chart` and `version: 0.1.0`.",
+            f"write e.g. `ociRepository: oci://<account>.dkr.ecr.<region>.amazonaws.com/{chart}` and "
+            "`version: 0.1.0`.",
         )
 
 

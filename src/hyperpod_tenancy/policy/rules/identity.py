@@ -33,6 +33,13 @@ WEBHOOK_TIMEOUT_RANGE = (1, 30)
 #: Bounds of the webhook's ``cacheTtlSeconds``.
 CACHE_TTL_RANGE = (1, 3600)
 _POSIX = "cluster.posixIdentity"
+#: A container image reference (the distribution reference grammar: ``[registry[:port]/]path[:tag][@digest]``,
+#: lowercase path components, a tag of at most 128 word characters, a ``sha256`` digest of 64 hex digits).
+_IMAGE_REFERENCE = re.compile(
+    r"^(?P<name>(?:[a-zA-Z0-9.-]+(?::[0-9]+)?/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+    r"(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*)"
+    r"(?::(?P<tag>[\w][\w.-]{0,127}))?(?:@(?P<digest>sha256:[a-f0-9]{64}))?$"
+)
 
 
 @platform_rule(
@@ -297,3 +304,39 @@ def posix_cache_ttl(p: Platform) -> Iterator[Finding]:
         what="the cache lifetimes the platform accepts",
         fix="use e.g. 300 (a UID never changes once allocated, so the TTL only bounds memory and staleness).",
     )
+
+
+@platform_rule(
+    code="HPT-POSIX-IMAGE",
+    domain=Domain.IDENTITY,
+    at=f"{_POSIX}.imageUri",
+    reads=(),
+    failure="a webhook Deployment that never pulls (a malformed reference) or whose replicas run different "
+    "code (a mutable tag such as `latest`): with `failurePolicy: Fail` no team workload starts",
+    guardrail="`imageUri`, when set, is an image reference pinned by a tag other than `latest` or by a digest",
+)
+def posix_image(p: Platform) -> Iterator[Finding]:
+    """Check the webhook image the platform names instead of the one ``cdk deploy`` builds."""
+    image = p.cluster.posix_identity.image_uri
+    if image is not None:
+        yield from image_reference_findings(image, path=f"{_POSIX}.imageUri")
+
+
+def image_reference_findings(image: str, *, path: str) -> Iterator[Finding]:
+    """Yield findings for a webhook image reference that is malformed or not pinned (shared with the construct)."""
+    match = _IMAGE_REFERENCE.match(image)
+    if match is None:
+        yield Finding(
+            path,
+            f"{image!r} is not a container image reference.",
+            "use `<registry>/<repository>:<tag>` or `...@sha256:<digest>`, e.g. "
+            "`111122223333.dkr.ecr.us-east-1.amazonaws.com/hyperpod-tenancy-webhook:0.1.0`, or leave it unset "
+            "to have `cdk deploy` build the image from the installed package.",
+        )
+    elif match["digest"] is None and match["tag"] in {None, "latest"}:
+        yield Finding(
+            path,
+            f"{image!r} is not pinned: without a tag or digest (or with `latest`) the two replicas and every "
+            "node replacement may pull different code.",
+            "pin a release tag (`:0.1.0`) or a digest (`@sha256:...`).",
+        )
