@@ -1,21 +1,58 @@
 # Two commands on a fresh machine: `make synth` and `make test`. Everything they need is installed here.
+# `make synth` installs only what synthesis needs (the package in .venv, a supported Node, the pinned CDK CLI);
+# `make test` adds the test tools and their venvs.
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export KUEUE_CRDS_DIR ?= $(abspath ../shared/kueue-crds)
 
-.PHONY: setup synth test lint typecheck unit clean validate schema promtool
+# jsii and the CDK CLI run on a Node.js LTS that is still supported (22 or later). A machine whose `node` is
+# older (or absent) gets this pinned Node from the npm registry in .node/, first on PATH for every recipe.
+NODE_VERSION := 24.22.3
+NODE_MIN_MAJOR := 22
+SYSTEM_NODE_MAJOR := $(shell node -p 'process.versions.node.split(".")[0]' 2>/dev/null)
+ifeq ($(shell [ "$(SYSTEM_NODE_MAJOR)" -ge "$(NODE_MIN_MAJOR)" ] 2>/dev/null && echo supported),supported)
+NODE_STAMP :=
+else
+NODE_ARCH := $(subst aarch64,arm64,$(subst x86_64,x64,$(shell uname -m)))
+NODE_PACKAGE := node-linux-$(NODE_ARCH)@$(NODE_VERSION)
+NODE_PREFIX := $(CURDIR)/.node
+NODE_STAMP := $(NODE_PREFIX)/.stamp-$(NODE_VERSION)
+export PATH := $(NODE_PREFIX)/node_modules/node-linux-$(NODE_ARCH)/bin:$(PATH)
+endif
 
+.PHONY: setup test-setup synth test lint typecheck unit clean validate schema promtool node
+
+$(NODE_STAMP):
+	@command -v npm >/dev/null || { echo "npm not found: install Node.js $(NODE_MIN_MAJOR) or later (it brings npm)"; exit 1; }
+	@echo "==> Node $$(node --version 2>/dev/null || echo missing) is older than $(NODE_MIN_MAJOR): installing $(NODE_PACKAGE) into .node/"
+	rm -rf $(NODE_PREFIX)
+	npm install --prefix $(NODE_PREFIX) --no-save --no-package-lock --no-audit --no-fund --loglevel=error $(NODE_PACKAGE)
+	touch $@
+
+# prints the Node that jsii and the CDK CLI run on, and fails on one older than NODE_MIN_MAJOR
+node: $(NODE_STAMP)
+	@v=$$(node -p process.versions.node) && echo "Node v$$v ($$(command -v node))" \
+		&& [ "$${v%%.*}" -ge $(NODE_MIN_MAJOR) ] || { echo "Node $$v is older than $(NODE_MIN_MAJOR)"; exit 1; }
+
+# the package and what synthesis needs, nothing else
 $(VENV)/.stamp: pyproject.toml
+	@echo "==> .venv: the package (pip install -e .)"
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade "pip>=25.1"
-	$(PY) -m pip install --quiet --group dev -e .
+	$(PY) -m pip install --quiet -e .
+	touch $@
+
+# the test and lint tools and the package's extras (the chargeback and webhook commands are tested too)
+$(VENV)/.test-stamp: $(VENV)/.stamp
+	@echo "==> .venv: the extras and the dev group (pytest, cfn-lint, cdk-nag, moto, ruff, mypy, ...)"
+	$(PY) -m pip install --quiet --group dev -e ".[chargeback,webhook]"
 	touch $@
 
 # network-config-analyzer pins PyYAML 6.0.2, cfn-lint needs >=6.0.3: it lives in its own venv.
 .venv-nca/.stamp:
+	@echo "==> .venv-nca: network-config-analyzer"
 	$(PYTHON) -m venv .venv-nca
 	.venv-nca/bin/python -m pip install --quiet --upgrade "pip>=25.1"
 	.venv-nca/bin/python -m pip install --quiet "network-config-analyzer==2.1.0"
@@ -24,6 +61,7 @@ $(VENV)/.stamp: pyproject.toml
 # The HyperPod CLI/SDK (sagemaker-hyperpod, pyproject group hyperpod-sdk) pins pytest, ruff and click versions
 # the dev group cannot share: its own venv, run by tests/support/hyperpod_sdk.py as a subprocess.
 .venv-hyperpod/.stamp: pyproject.toml
+	@echo "==> .venv-hyperpod: the HyperPod CLI and SDK"
 	$(PYTHON) -m venv .venv-hyperpod
 	.venv-hyperpod/bin/python -m pip install --quiet --upgrade "pip>=25.1"
 	.venv-hyperpod/bin/python -m pip install --quiet --group hyperpod-sdk
@@ -32,22 +70,30 @@ $(VENV)/.stamp: pyproject.toml
 # checkov (tests/test_checkov.py) has a large dependency tree of its own: it lives in its own venv too.
 CHECKOV_VERSION := 3.3.30
 .venv-checkov/.stamp:
+	@echo "==> .venv-checkov: checkov"
 	$(PYTHON) -m venv .venv-checkov
 	.venv-checkov/bin/python -m pip install --quiet --upgrade "pip>=25.1"
 	.venv-checkov/bin/python -m pip install --quiet "checkov==$(CHECKOV_VERSION)"
 	touch $@
 
-node_modules/.stamp: package.json package-lock.json
+node_modules/.stamp: package.json package-lock.json $(NODE_STAMP)
+	@echo "==> node_modules: the pinned CDK CLI"
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
 # promtool checks and unit-tests the chargeback's Prometheus alerting rules (tests/test_chargeback_pipeline.py);
 # Debian/Ubuntu ship it in the `prometheus` package. Installed as root on a fresh machine, else say how.
 promtool:
-	@command -v promtool >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y --no-install-recommends prometheus >/dev/null; } \
+	@command -v promtool >/dev/null || { [ "$$(id -u)" = 0 ] && echo "==> promtool (apt-get install prometheus)" \
+		&& apt-get update -qq && apt-get install -y --no-install-recommends prometheus >/dev/null; } \
 		|| { echo "promtool missing: run 'sudo apt-get install -y prometheus' (the rule tests are skipped without it)"; }
 
-setup: $(VENV)/.stamp .venv-nca/.stamp .venv-hyperpod/.stamp .venv-checkov/.stamp node_modules/.stamp promtool
+# what `make synth` needs
+setup: $(VENV)/.stamp node_modules/.stamp node
+
+# what `make test` needs on top: the test venvs are independent of each other, so they install side by side
+test-setup: setup
+	$(MAKE) --no-print-directory -j4 --output-sync=target $(VENV)/.test-stamp .venv-nca/.stamp .venv-hyperpod/.stamp .venv-checkov/.stamp promtool
 
 synth: setup
 	npx cdk synth --quiet
@@ -59,19 +105,19 @@ validate: $(VENV)/.stamp
 schema: $(VENV)/.stamp
 	$(PY) -m hyperpod_tenancy.policy.json_schema schema/platform.schema.json
 
-lint: $(VENV)/.stamp
+lint: test-setup
 	$(VENV)/bin/ruff check src tests app.py benchmarks
 	$(VENV)/bin/ruff format --check src tests app.py benchmarks
 	$(VENV)/bin/lint-imports
 
-typecheck: $(VENV)/.stamp
+typecheck: test-setup
 	$(VENV)/bin/mypy
 
-unit: setup
+unit: test-setup
 	NCA_BIN=$(abspath .venv-nca/bin/nca) HYPERPOD_SDK_PYTHON=$(abspath .venv-hyperpod/bin/python) \
 		CHECKOV_BIN=$(abspath .venv-checkov/bin/checkov) $(PY) -m pytest
 
 test: lint typecheck unit
 
 clean:
-	rm -rf cdk.out $(VENV) .venv-nca .venv-hyperpod .venv-checkov node_modules .pytest_cache .mypy_cache .ruff_cache
+	rm -rf cdk.out $(VENV) .venv-nca .venv-hyperpod .venv-checkov .node node_modules .pytest_cache .mypy_cache .ruff_cache

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import resource
 import sys
 import tempfile
@@ -23,7 +22,6 @@ import yaml
 from hyperpod_tenancy.policy import platform_from_dict
 from hyperpod_tenancy.stacks import PlatformStage
 
-os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 REFERENCE = Path(__file__).resolve().parents[1] / "platform.yaml"
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -41,3 +42,56 @@ def test_app_reports_a_bad_policy_without_traceback_and_synthesizes_nothing(tmp_
     assert "Traceback" not in result.stderr
     assert "cluster.instanceGroups[0].count: -1 is not a positive number of instances" in result.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_the_cli_knows_the_modules_of_every_extra() -> None:
+    """``cli.EXTRAS`` (what a command checks before it runs) is the ``[project.optional-dependencies]`` table."""
+    import importlib.metadata
+    import tomllib
+
+    from hyperpod_tenancy.cli import EXTRAS
+
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert set(extras) == set(EXTRAS)
+    owners = importlib.metadata.packages_distributions()
+    for extra, requirements in extras.items():
+        declared = {re.split(r"[ ;<>=!~\[(]", r, maxsplit=1)[0].lower() for r in requirements}
+        checked = {d.lower() for module in EXTRAS[extra] for d in owners[module]}
+        assert checked == declared, extra
+
+
+def _dry_run(target: str) -> str:
+    """What ``make TARGET`` would run from scratch (``-n -B``: print every command, run none)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE")}
+    result = subprocess.run(
+        ["make", "-n", "-B", "--no-print-directory", target],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return result.stdout
+
+
+def test_make_synth_installs_only_what_synthesis_needs() -> None:
+    synth = _dry_run("synth")
+    assert "pip install --quiet -e ." in synth and "npm ci" in synth and "npx cdk synth" in synth
+    for test_only in (".venv-nca", ".venv-hyperpod", ".venv-checkov", "--group", "prometheus", "[chargeback"):
+        assert test_only not in synth, test_only
+    test = _dry_run("test")
+    for needed in (".venv-nca", ".venv-hyperpod", ".venv-checkov", "--group dev", "-m pytest", "mypy"):
+        assert needed in test, needed
+
+
+def test_jsii_runs_on_a_supported_node() -> None:
+    """The ``node`` on PATH (what jsii and the CDK CLI start) is 22 or later; ``make`` puts one there."""
+    import shutil
+
+    node = os.environ.get("JSII_NODE") or shutil.which("node")
+    assert node, "no node on PATH"
+    version = subprocess.run([node, "--version"], capture_output=True, text=True, check=True).stdout.strip()
+    print(f"jsii runs on Node {version} ({node})")
+    assert int(version.lstrip("v").split(".")[0]) >= 22, (
+        f"{node} is Node {version}: run the tests through `make test`, which installs a supported Node"
+    )

@@ -22,8 +22,9 @@ until SIGTERM; DynamoDB is reached through boto3's default session (``AWS_REGION
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -45,6 +46,12 @@ EXIT_OK = 0
 EXIT_INVALID = 1
 #: Exit status: the command line is wrong.
 EXIT_USAGE = 2
+#: The package's extras and the modules each brings (``pip install 'cdk-hyperpod-tenancy[<extra>]'``): the
+#: constructs and ``validate`` need none; the commands that run code of their own name theirs.
+EXTRAS: dict[str, tuple[str, ...]] = {
+    "chargeback": ("duckdb", "sqlglot", "rich"),
+    "webhook": ("uvicorn", "uvloop", "httptools", "orjson", "boto3"),
+}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -62,17 +69,32 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits on --help (0) and on usage errors (2)
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
-    if args.command == "guardrails":
-        return _guardrails(write=args.write, out=sys.stdout, err=sys.stderr)
-    if args.command == "chargeback":
-        return _chargeback(args, err=sys.stderr)
-    if args.command == "webhook":
-        return _webhook(args, err=sys.stderr)
-    if args.command != "validate":
+    commands: dict[str, Callable[[argparse.Namespace], int]] = {
+        "validate": lambda a: _validate(path=a.path, baseline=a.baseline, out=sys.stdout, err=sys.stderr),
+        "guardrails": lambda a: _guardrails(write=a.write, out=sys.stdout, err=sys.stderr),
+        "chargeback": lambda a: _chargeback(a, err=sys.stderr),
+        "webhook": lambda a: _webhook(a, err=sys.stderr),
+    }
+    run = commands.get(args.command)
+    if run is None:
         parser.print_usage(sys.stderr)
         print(f"{PROG}: error: choose a command, e.g. `{PROG} validate platform.yaml`", file=sys.stderr)
         return EXIT_USAGE
-    return _validate(path=args.path, baseline=args.baseline, out=sys.stdout, err=sys.stderr)
+    if args.command in EXTRAS and not _has_extra(args.command, err=sys.stderr):
+        return EXIT_INVALID
+    return run(args)
+
+
+def _has_extra(extra: str, *, err: TextIO) -> bool:
+    """Whether the modules of ``extra`` are installed; if not, say in one line which extra to install."""
+    missing = [module for module in EXTRAS[extra] if importlib.util.find_spec(module) is None]
+    if missing:
+        print(
+            f"{PROG}: error: `{PROG} {extra}` needs the [{extra}] extra ({', '.join(missing)} not installed): "
+            f"pip install 'cdk-hyperpod-tenancy[{extra}]'",
+            file=err,
+        )
+    return not missing
 
 
 def _parser() -> argparse.ArgumentParser:
