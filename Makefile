@@ -6,6 +6,11 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 export KUEUE_CRDS_DIR ?= $(abspath ../shared/kueue-crds)
+# pip installs without compiling every module (aws-cdk-lib alone takes a minute of CPU); Python writes the
+# bytecode of the modules it really imports into the venvs as it goes, even where the shell's environment
+# turned that off, so the second synth starts as fast as a compiled install.
+PIP_INSTALL := -m pip install --quiet --no-compile
+export PYTHONDONTWRITEBYTECODE :=
 
 # jsii and the CDK CLI run on a Node.js LTS that is still supported (22 or later). A machine whose `node` is
 # older (or absent) gets this pinned Node from the npm registry in .node/, first on PATH for every recipe.
@@ -40,22 +45,22 @@ node: $(NODE_STAMP)
 $(VENV)/.stamp: pyproject.toml
 	@echo "==> .venv: the package (pip install -e .)"
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade "pip>=25.1"
-	$(PY) -m pip install --quiet -e .
+	$(PY) -m pip install --quiet --no-compile --upgrade "pip>=25.1"
+	$(PY) $(PIP_INSTALL) -e .
 	touch $@
 
 # the test and lint tools and the package's extras (the chargeback and webhook commands are tested too)
 $(VENV)/.test-stamp: $(VENV)/.stamp
 	@echo "==> .venv: the extras and the dev group (pytest, cfn-lint, cdk-nag, moto, ruff, mypy, ...)"
-	$(PY) -m pip install --quiet --group dev -e ".[chargeback,webhook]"
+	$(PY) $(PIP_INSTALL) --group dev -e ".[chargeback,webhook]"
 	touch $@
 
 # network-config-analyzer pins PyYAML 6.0.2, cfn-lint needs >=6.0.3: it lives in its own venv.
 .venv-nca/.stamp:
 	@echo "==> .venv-nca: network-config-analyzer"
 	$(PYTHON) -m venv .venv-nca
-	.venv-nca/bin/python -m pip install --quiet --upgrade "pip>=25.1"
-	.venv-nca/bin/python -m pip install --quiet "network-config-analyzer==2.1.0"
+	.venv-nca/bin/python -m pip install --quiet --no-compile --upgrade "pip>=25.1"
+	.venv-nca/bin/python $(PIP_INSTALL) "network-config-analyzer==2.1.0"
 	touch $@
 
 # The HyperPod CLI/SDK (sagemaker-hyperpod, pyproject group hyperpod-sdk) pins pytest, ruff and click versions
@@ -63,8 +68,8 @@ $(VENV)/.test-stamp: $(VENV)/.stamp
 .venv-hyperpod/.stamp: pyproject.toml
 	@echo "==> .venv-hyperpod: the HyperPod CLI and SDK"
 	$(PYTHON) -m venv .venv-hyperpod
-	.venv-hyperpod/bin/python -m pip install --quiet --upgrade "pip>=25.1"
-	.venv-hyperpod/bin/python -m pip install --quiet --group hyperpod-sdk
+	.venv-hyperpod/bin/python -m pip install --quiet --no-compile --upgrade "pip>=25.1"
+	.venv-hyperpod/bin/python $(PIP_INSTALL) --group hyperpod-sdk
 	touch $@
 
 # checkov (tests/test_checkov.py) has a large dependency tree of its own: it lives in its own venv too.
@@ -72,8 +77,8 @@ CHECKOV_VERSION := 3.3.30
 .venv-checkov/.stamp:
 	@echo "==> .venv-checkov: checkov"
 	$(PYTHON) -m venv .venv-checkov
-	.venv-checkov/bin/python -m pip install --quiet --upgrade "pip>=25.1"
-	.venv-checkov/bin/python -m pip install --quiet "checkov==$(CHECKOV_VERSION)"
+	.venv-checkov/bin/python -m pip install --quiet --no-compile --upgrade "pip>=25.1"
+	.venv-checkov/bin/python $(PIP_INSTALL) "checkov==$(CHECKOV_VERSION)"
 	touch $@
 
 node_modules/.stamp: package.json package-lock.json $(NODE_STAMP)
