@@ -165,7 +165,7 @@ def _timestamp(column: str, reader: str) -> str:
 
 
 def _bad_timestamp(exc: duckdb.Error) -> OfflineInputError | None:
-    """The input error a query stopped by :func:`_timestamp` reports (file, column, value and the fix), or None."""
+    """Return the input error of a query :func:`_timestamp` stopped (file, column, value and the fix), or None."""
     text = str(exc)
     if _BAD_TIMESTAMP not in text:
         return None
@@ -218,9 +218,10 @@ def _register_usage(con: duckdb.DuckDBPyConnection, usage: Path, month: str) -> 
         casts = ", ".join(_timestamp(c, reader) for c in stamps)
         star = "* EXCLUDE (filename)" if reader == "json" else "*"
         try:
-            con.execute(
-                f"CREATE VIEW {table} AS SELECT {star} REPLACE ({casts}) FROM {_source(table, reader, files)}"
-            )  # noqa: S608 - constants, _quote'd paths
+            view = (
+                f"CREATE VIEW {table} AS SELECT {star} REPLACE ({casts}) FROM {_source(table, reader, files)}"  # noqa: S608 - constants, _quote'd paths
+            )
+            con.execute(view)
         except duckdb.Error as exc:
             raise OfflineInputError(
                 f"--usage {str(usage)!r}: cannot read {table}/ ({exc}); its files must have the collector schema's "
