@@ -11,6 +11,7 @@ import json
 import re
 import shutil
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 
@@ -157,6 +158,65 @@ def test_the_collectors_json_lines_give_the_same_report_as_parquet(data: Path, t
     assert main(args) == 0
     assert from_json.read_bytes() == from_parquet.read_bytes()
     assert json.loads(from_json.read_bytes())["preemptionLosses"]
+
+
+def _restamp(synced: Path, table: str, rewrite: Callable[[str], str]) -> int:
+    """Rewrite every timestamp of ``table``'s JSON lines with ``rewrite``; the number of values rewritten."""
+    stamps = [c for c, kind in COLLECTOR_COLUMNS[table] if kind == "timestamp"]
+    count = 0
+    for path in synced.rglob(f"{table}/**/*.json"):
+        records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+        for record in records:
+            for key in stamps:
+                if record.get(key) is not None:
+                    record[key] = rewrite(record[key])
+                    count += 1
+        path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return count
+
+
+def _rfc3339(stamp: str, variant: int) -> str:
+    """``YYYY-MM-DD HH:MM:SS`` (UTC) written as Kubernetes and other RFC 3339 writers do."""
+    moment = dt.datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S").replace(tzinfo=dt.UTC)
+    if variant == 0:
+        return moment.strftime("%Y-%m-%dT%H:%M:%SZ")  # metav1.Time, lastTransitionTime
+    if variant == 1:
+        return moment.isoformat(timespec="microseconds")  # 2026-06-13T12:00:00.000000+00:00
+    return moment.astimezone(dt.timezone(dt.timedelta(hours=2))).isoformat()  # the same instant at +02:00
+
+
+def test_rfc3339_timestamps_in_the_json_lines_give_the_same_report(data: Path, tmp_path: Path) -> None:
+    synced = _synced_raw(data, tmp_path / "synced" / "raw")
+    variants = iter(range(10**9))
+    rewritten = sum(
+        _restamp(synced, table, lambda s: _rfc3339(s, next(variants) % 3)) for table in ("node", "eviction")
+    )
+    assert rewritten > 1000
+    sample = next(synced.rglob("eviction/**/*.json")).read_text(encoding="utf-8")
+    assert "T" in json.loads(sample.splitlines()[0])["timestamp"]
+    from_parquet, from_json = tmp_path / "parquet.json", tmp_path / "json.json"
+    assert main(_cli(data, "--format", "json", "--output", str(from_parquet))) == 0
+    args = _cli(data, "--format", "json", "--output", str(from_json))
+    args[args.index("--usage") + 1] = str(synced)
+    assert main(args) == 0
+    assert from_json.read_bytes() == from_parquet.read_bytes()
+
+
+def test_a_timestamp_of_no_known_format_names_the_file_the_column_and_the_fix(
+    data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    synced = _synced_raw(data, tmp_path / "synced" / "raw")
+    bad = sorted(synced.rglob("eviction/**/*.json"))[0]
+    records = [json.loads(line) for line in bad.read_text(encoding="utf-8").splitlines()]
+    records[0]["timestamp"] = "13/06/2026 12:00"
+    bad.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    args = _cli(data, "--format", "json", "--output", str(tmp_path / "out.json"))
+    args[args.index("--usage") + 1] = str(synced)
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert f"{bad}: column 'timestamp': '13/06/2026 12:00' is not a timestamp; write RFC 3339" in err
+    assert "auto_detect" not in err and "Traceback" not in err
+    assert not (tmp_path / "out.json").exists()
 
 
 def test_the_json_report_reconciles_with_the_generated_bill(data: Path, tmp_path: Path) -> None:

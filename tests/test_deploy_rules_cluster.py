@@ -21,6 +21,7 @@ from iam_eval import is_allowed
 from sg_model import Endpoint, SecurityGroupModel
 from synth import Synth, one, resources_of, transitively_depends
 
+from hyperpod_tenancy.constructs.shared_hyperpod_cluster import NODE_BOOTSTRAP_ADDONS
 from hyperpod_tenancy.stacks import PlatformStage
 
 # Commit of aws/sagemaker-hyperpod-cluster-setup the reference fixtures below were read from.
@@ -666,3 +667,39 @@ def test_service_cidr_is_explicit_and_outside_the_vpc(reference: Synth) -> None:
     assert not ipaddress.ip_network(service_cidr).overlaps(
         ipaddress.ip_network(vpc["Properties"]["CidrBlock"])
     )
+
+
+# --- add-ons whose pods need a node ----------------------------------------------------------------------------
+#: Add-ons that run only DaemonSets a node needs to become Ready (the CNI makes a node Ready; kube-proxy and the
+#: Pod Identity agent run on every node): EKS creates them with the cluster, and the nodes wait for them.
+DAEMONSET_ADDONS = {"vpc-cni", "kube-proxy", "eks-pod-identity-agent"}
+
+
+@pytest.mark.parametrize("backend", ["reference", "kueue_reference"])
+def test_every_addon_with_a_deployment_is_created_after_the_system_nodes(
+    backend: str, request: pytest.FixtureRequest
+) -> None:
+    """A Deployment-kind add-on created before any node can schedule its pods stays DEGRADED and fails the create
+    (terraform-aws-modules/terraform-aws-eks#1801, fixed by making add-ons depend on node groups in PR #1840;
+    aws/containers-roadmap#1389). coredns, cert-manager, the FSx and Mountpoint CSI controllers, metrics-server and
+    the HyperPod operators all run Deployments: each waits for the system node group. The DaemonSets the nodes
+    themselves need (vpc-cni above all: a node is NotReady until its CNI runs) must not wait for the nodes."""
+    synth: Synth = request.getfixturevalue(backend)
+    template = synth.cluster
+    (nodegroup,) = resources_of(template, "AWS::EKS::Nodegroup")
+    addons = {
+        props["Properties"]["AddonName"]: key
+        for key, props in resources_of(template, "AWS::EKS::Addon").items()
+    }
+    assert {"coredns", "cert-manager", "aws-fsx-csi-driver", "vpc-cni"} <= set(addons)
+    racing = sorted(
+        name
+        for name, key in addons.items()
+        if name not in DAEMONSET_ADDONS and not transitively_depends(template, key, nodegroup)
+    )
+    assert racing == [], f"created in parallel with the system node group: {racing}"
+    waiting = sorted(
+        n for n in DAEMONSET_ADDONS & set(addons) if transitively_depends(template, addons[n], nodegroup)
+    )
+    assert waiting == [], f"node bootstrap add-ons must not wait for the nodes they make Ready: {waiting}"
+    assert NODE_BOOTSTRAP_ADDONS == DAEMONSET_ADDONS

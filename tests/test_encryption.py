@@ -9,6 +9,7 @@ else. An imported key is used by its ARN and its policy is left to its owner (a 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import aws_cdk as cdk
@@ -16,7 +17,8 @@ import platforms
 import pytest
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk.assertions import Annotations, Match, Template
-from synth import Synth, resources_of
+from iam_eval import is_allowed
+from synth import TOKEN, Synth, render_intrinsics, resources_of
 
 from hyperpod_tenancy.constructs.encryption import (
     SERVICES_BY_RESOURCE_TYPE,
@@ -340,3 +342,49 @@ def test_the_posix_identity_table_and_its_server_use_the_key_through_dynamodb(km
     ]
     assert len(statements) == 1, statements
     assert statements[0]["Condition"]["StringEquals"]["kms:ViaService"] == f"dynamodb.{REGION}.amazonaws.com"
+
+
+def _permission_set_policy(template: dict[str, Any]) -> dict[str, Any]:
+    (permission_set,) = resources_of(template, "AWS::SSO::PermissionSet").values()
+    policy = permission_set["Properties"]["InlinePolicy"]
+    return json.loads(policy) if isinstance(policy, str) else dict(policy)
+
+
+def test_team_members_read_and_write_their_s3_data_under_the_key_through_s3_only(
+    kms_reference: Synth,
+) -> None:
+    """A person of the team (the permission set's role) reads and writes ``teams/<team>/`` of the SSE-KMS data
+    bucket: S3 asks KMS for a data key to upload and to decrypt to download ("Using server-side encryption with AWS
+    KMS keys", S3 User Guide, Permissions), and the key policy defers to IAM. Exactly Decrypt and GenerateDataKey,
+    through S3 in the region, on the platform key: nothing more."""
+    references = _key_references(kms_reference)
+    via_s3 = {"kms:ViaService": f"s3.{REGION}.amazonaws.com"}
+    for team in kms_reference.platform.hosted_teams:
+        policy = _permission_set_policy(kms_reference.team(team.name))
+        kms_statements = [
+            s for s in policy["Statement"] if any(a.startswith("kms:") for a in _list(s["Action"]))
+        ]
+        assert len(kms_statements) == 1, (team.name, kms_statements)
+        assert kms_statements[0]["Resource"] in references
+        rendered = render_intrinsics(policy)
+        for action in ("kms:Decrypt", "kms:GenerateDataKey"):
+            assert is_allowed(rendered, action, TOKEN, via_s3), (team.name, action)
+            assert not is_allowed(
+                rendered, action, TOKEN, {"kms:ViaService": f"dynamodb.{REGION}.amazonaws.com"}
+            )
+            assert not is_allowed(rendered, action, TOKEN, {})
+            assert not is_allowed(rendered, action, "arn:aws:kms:us-east-1:111122223333:key/other", via_s3)
+        for action in (
+            "kms:Encrypt",
+            "kms:ReEncryptFrom",
+            "kms:CreateGrant",
+            "kms:GenerateDataKeyWithoutPlaintext",
+            "kms:ScheduleKeyDeletion",
+        ):
+            assert not is_allowed(rendered, action, TOKEN, via_s3), (team.name, action)
+
+
+def test_without_a_key_the_permission_set_has_no_kms_grant(reference: Synth) -> None:
+    for team in reference.platform.hosted_teams:
+        policy = _permission_set_policy(reference.team(team.name))
+        assert not [s for s in policy["Statement"] if any(a.startswith("kms:") for a in _list(s["Action"]))]

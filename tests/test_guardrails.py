@@ -145,6 +145,7 @@ BAD = [
             "imageUri": "webhook:latest",
         },
         "chargeback.usageReportChart": {},
+        "teams[2].identity.groupId": "906754abcd-11111111-aaaa-bbbb-cccc-111111111111",
     },
     {
         "cluster.instanceGroups[0].name": "-bad",

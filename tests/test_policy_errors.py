@@ -823,6 +823,15 @@ CASES: list[Case] = [
         1,
     ),
     Case(
+        "group-shared-by-two-teams",
+        {"teams[1].identity.groupId": "906754abcd-11111111-AAAA-bbbb-cccc-111111111111"},
+        "HPT-IDENTITY-GROUP-SHARED",
+        "teams[1].identity.groupId",
+        ("is already the group of team 'research'", "both teams' permission sets"),
+        "its own Identity Center group",
+        1,
+    ),
+    Case(
         "posix-image-malformed",
         {"cluster.posixIdentity.imageUri": "ECR/Webhook Image"},
         "HPT-POSIX-IMAGE",

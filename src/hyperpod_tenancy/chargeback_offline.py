@@ -128,16 +128,52 @@ def _source(table: str, reader: str, files: Sequence[str]) -> str:
     options = "hive_partitioning = true, hive_types_autocast = false, union_by_name = true"
     if reader == "json":
         # the collector schema's columns and types; a partition column (cluster=...) that a record repeats is
-        # read from the path, as Athena does
+        # read from the path, as Athena does. Timestamps are read as text and parsed by _timestamp (RFC 3339 as
+        # Kubernetes writes it, or the collectors' `YYYY-MM-DD HH:MM:SS`), each record keeping its file's name.
         columns = ", ".join(
-            f"{_quote(name)}: {_quote(_DUCKDB_TYPES[kind])}"
+            f"{_quote(name)}: {_quote('VARCHAR' if kind == 'timestamp' else _DUCKDB_TYPES[kind])}"
             for name, kind in queries.COLLECTOR_COLUMNS[table]
         )
         options = (
-            f"format = 'newline_delimited', columns = {{{columns}}}, timestampformat = '%Y-%m-%d %H:%M:%S', "
+            f"format = 'newline_delimited', columns = {{{columns}}}, filename = true, "
             "hive_partitioning = true, hive_types_autocast = false"
         )
     return f"read_{reader}([{', '.join(_quote(f) for f in files)}], {options})"
+
+
+#: Marks the error a JSON-lines timestamp that is not one raises inside a query (see :func:`_timestamp`).
+_BAD_TIMESTAMP = "hyperpod-tenancy-bad-timestamp"
+
+
+def _timestamp(column: str, reader: str) -> str:
+    """Return the SQL reading ``column`` as a UTC ``TIMESTAMP``.
+
+    Parquet and CSV columns are cast (an ``isAdjustedToUTC`` Parquet timestamp reads as ``TIMESTAMPTZ``; the
+    session is UTC). A JSON-lines column is text: RFC 3339 (``2026-06-13T12:00:00Z``, fractions, offsets, as
+    Kubernetes writes ``lastTransitionTime``) and ``YYYY-MM-DD HH:MM:SS`` (UTC, the collectors' own) are
+    accepted; anything else stops the query with the file, the column and the value (:func:`_bad_timestamp`).
+    """
+    quoted = _ident(column)
+    if reader != "json":
+        return f"CAST({quoted} AS TIMESTAMP) AS {quoted}"
+    parsed = f"TRY_CAST({quoted} AS TIMESTAMPTZ)"
+    fail = f"error(concat({_quote(_BAD_TIMESTAMP + chr(31))}, filename, chr(31), {_quote(column)}, chr(31), {quoted}))"
+    return (
+        f"CASE WHEN {quoted} IS NULL THEN NULL WHEN {parsed} IS NULL THEN {fail} "
+        f"ELSE CAST({parsed} AS TIMESTAMP) END AS {quoted}"
+    )
+
+
+def _bad_timestamp(exc: duckdb.Error) -> OfflineInputError | None:
+    """Return the input error of a query :func:`_timestamp` stopped (file, column, value and the fix), or None."""
+    text = str(exc)
+    if _BAD_TIMESTAMP not in text:
+        return None
+    _, file, column, value = text.split(_BAD_TIMESTAMP, 1)[1].split(chr(31), 3)
+    return OfflineInputError(
+        f"{file}: column {column!r}: {value.strip()!r} is not a timestamp; write RFC 3339 "
+        "(`2026-06-13T12:00:00Z`, as Kubernetes does) or `YYYY-MM-DD HH:MM:SS` in UTC"
+    )
 
 
 def _input_bytes(paths: Sequence[Path]) -> int:
@@ -176,12 +212,16 @@ def _register_usage(con: duckdb.DuckDBPyConnection, usage: Path, month: str) -> 
                     f"raw/{table}/); copy the collector's raw/{table}/ there"
                 )
             continue
-        # timestamps are UTC: a file written with isAdjustedToUTC reads as TIMESTAMPTZ, compared as TIMESTAMP here
-        # (a cast of a TIMESTAMP to itself costs nothing, and the view is bound once)
+        # timestamps are UTC TIMESTAMPs (a cast of a TIMESTAMP to itself costs nothing, and the view is bound once)
+        reader, files = found
         stamps = [c for c, kind in queries.COLLECTOR_COLUMNS[table] if kind == "timestamp"]
-        casts = ", ".join(f'CAST("{c}" AS TIMESTAMP) AS "{c}"' for c in stamps)
+        casts = ", ".join(_timestamp(c, reader) for c in stamps)
+        star = "* EXCLUDE (filename)" if reader == "json" else "*"
         try:
-            con.execute(f"CREATE VIEW {table} AS SELECT * REPLACE ({casts}) FROM {_source(table, *found)}")  # noqa: S608 - constants, _quote'd paths
+            view = (
+                f"CREATE VIEW {table} AS SELECT {star} REPLACE ({casts}) FROM {_source(table, reader, files)}"  # noqa: S608 - constants, _quote'd paths
+            )
+            con.execute(view)
         except duckdb.Error as exc:
             raise OfflineInputError(
                 f"--usage {str(usage)!r}: cannot read {table}/ ({exc}); its files must have the collector schema's "
@@ -255,8 +295,15 @@ def _session(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
 
 
 def _fetch(result: duckdb.DuckDBPyConnection) -> queries.QueryResult:
-    """Fetch a query's rows as tuples, the columns named once."""
-    return queries.QueryResult(tuple(d[0] for d in result.description or ()), result.fetchall())
+    """Fetch a query's rows as tuples, the columns named once (a malformed JSON-lines timestamp: its input error)."""
+    try:
+        rows = result.fetchall()
+    except duckdb.Error as exc:
+        bad = _bad_timestamp(exc)
+        if bad is None:
+            raise
+        raise bad from exc
+    return queries.QueryResult(tuple(d[0] for d in result.description or ()), rows)
 
 
 @contextmanager
@@ -339,6 +386,9 @@ def run_queries(
         try:
             return db.execute(sql)
         except duckdb.Error as exc:
+            bad = _bad_timestamp(exc)
+            if bad is not None:
+                raise bad from exc
             source = f"--cur {str(cur)!r}" if name in queries.COST_QUERIES else f"--usage {str(usage)!r}"
             raise OfflineInputError(
                 f"{source}: query {name!r} failed on these files ({exc}); check the tables follow the collector "

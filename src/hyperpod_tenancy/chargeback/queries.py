@@ -24,8 +24,11 @@ the part over its nominal quota. The operator's ``workload`` and ``pod`` tables 
 snapshot with the same ``timestamp``): ``timestamp`` timestamp, ``cluster`` string, ``instance_group``
 string, ``instance_type`` string (``ml.p5.48xlarge``), ``instance_id`` string, ``status`` string (the
 SageMaker instance status: ``Running``, ``Pending``, ``ShuttingDown``, ``SystemUpdating``,
-``DeepHealthCheckInProgress``, ``Failure``), ``schedulable`` boolean (the Kubernetes node is Ready and not
-cordoned). An instance counts as unavailable when its status is not ``Running`` or it is not schedulable.
+``DeepHealthCheckInProgress``, ``Failure``), ``schedulable`` boolean. The platform's inventory collector
+sees SageMaker only and writes ``schedulable = (status == "Running")``: a Running instance whose Kubernetes
+node is NotReady or cordoned counts as available. A collector that reads the nodes may write their Ready and
+cordon state there instead. An instance counts as unavailable when its status is not ``Running`` or it is
+not schedulable.
 
 ``eviction`` (ours; one row per workload run evicted by preemption): ``timestamp`` timestamp, ``cluster``
 string, ``namespace`` string, ``workload`` string, ``priority_class`` string (``<class>-priority``),

@@ -219,7 +219,10 @@ def preemption_rules(
 
     Kueue has no GPU-hours metric for evictions (research/kueue.md section 5). Per team and priority class the
     rule counts preemption evictions over the last day (``kueue_evicted_workloads_total{reason="Preempted"}``,
-    the victim's ClusterQueue, leader replica only) and weighs each with the most one eviction of that class
+    the victim's ClusterQueue, leader replica only; Kueue v0.19.2 ``pkg/metrics/metrics.go`` declares the counter
+    with ``cluster_queue``, ``reason``, ``underlying_cause``, ``priority_class`` and ``replica_role``, and
+    ``pkg/workload/evict/evict.go`` fills ``priority_class`` with the Workload's ``priorityClassRef``) and weighs
+    each with the most one eviction of that class
     can throw away: the class's declared checkpoint bound (``maxCheckpointInterval``) times the GPUs of one instance
     of the team's largest instance type. The exact figure is the monthly report's.
 

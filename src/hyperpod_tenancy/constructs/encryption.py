@@ -37,6 +37,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct, IConstruct
 
 from hyperpod_tenancy.constructs._private.annotations import skip_checkov, warn
+from hyperpod_tenancy.constructs._private.team_iam import DATA_KEY_ACTIONS
 from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.policy import Platform
 from hyperpod_tenancy.policy.model import CREATE_KMS_KEY
@@ -51,8 +52,6 @@ LOGS_KEY_ACTIONS: Final = (
     "kms:GenerateDataKey*",
     "kms:Describe*",
 )
-#: What a principal reading and writing SSE-KMS objects (or items) needs, through the service.
-DATA_KEY_ACTIONS: Final = ("kms:Decrypt", "kms:GenerateDataKey")
 #: What the services holding data may do with the key on behalf of an allowed principal.
 SERVICE_KEY_ACTIONS: Final = (
     "kms:Encrypt",

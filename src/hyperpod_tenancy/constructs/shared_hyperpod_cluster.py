@@ -58,9 +58,13 @@ from hyperpod_tenancy.k8s.workloads import CONTROLLERS, KUBERAY_NAMESPACE, Insta
 from hyperpod_tenancy.policy import InstanceGroup, Platform, names, policy_warnings
 from hyperpod_tenancy.policy.model import WorkloadKind
 
-__all__ = ["HYPERPOD_HELM_RELEASE", "KUBECTL_WAIT", "SharedHyperPodCluster"]
+__all__ = ["HYPERPOD_HELM_RELEASE", "KUBECTL_WAIT", "NODE_BOOTSTRAP_ADDONS", "SharedHyperPodCluster"]
 
 _LIFECYCLE_ASSETS = Path(__file__).parent / "assets" / "lifecycle"
+#: EKS add-ons that are DaemonSets a node needs before it is Ready (the CNI, kube-proxy, the Pod Identity agent):
+#: created with the cluster, not after its nodes. Every other add-on runs a Deployment and waits for the system
+#: node group (``SharedHyperPodCluster._addons_after_the_system_nodes``).
+NODE_BOOTSTRAP_ADDONS = frozenset({"vpc-cni", "kube-proxy", "eks-pod-identity-agent"})
 #: Release name and namespace the HyperPod documentation uses for the dependencies chart.
 HYPERPOD_HELM_RELEASE = "dependencies"
 _OBSERVABILITY_ADDON = "amazon-sagemaker-hyperpod-observability"
@@ -273,6 +277,8 @@ class SharedHyperPodCluster(Construct):
     """
 
     # Attributes set while __init__ builds the add-ons (declared here, typed, always present):
+    #: The managed node group of the cluster's own pods (add-on controllers, the webhook, coredns).
+    system_node_group: eks.Nodegroup
     #: The vpc-cni add-on (network policy enforcement switched on).
     vpc_cni_addon: eks.CfnAddon
     #: The EKS Pod Identity agent add-on.
@@ -388,6 +394,7 @@ class SharedHyperPodCluster(Construct):
         if spec.observability:
             self.observability_workspace = self._create_observability()
         self._acknowledge_findings()
+        self._addons_after_the_system_nodes()
         self.node.add_validation(_RejectAl2OnNewKubernetes(self))
 
     # ------------------------------------------------------------------ import
@@ -706,7 +713,7 @@ class SharedHyperPodCluster(Construct):
         )
         system = spec.system_node_group
         instance_type = ec2.InstanceType(system.instance_type)
-        cluster.add_nodegroup_capacity(
+        self.system_node_group = cluster.add_nodegroup_capacity(
             "SystemNodes",
             instance_types=[instance_type],
             # EKS publishes no AL2 AMIs after Kubernetes 1.32, and CDK picks AL2 unless told otherwise
@@ -744,6 +751,18 @@ class SharedHyperPodCluster(Construct):
         ]
         self.vpc_cni_addon = vpc_cni
         return addons
+
+    def _addons_after_the_system_nodes(self) -> None:
+        """Create every add-on whose pods need a node after the system node group.
+
+        An add-on whose Deployment is created before any node can schedule stays ``DEGRADED`` and fails the stack
+        (terraform-aws-modules/terraform-aws-eks#1801, fixed by ordering add-ons after node groups in #1840;
+        aws/containers-roadmap#1389). The DaemonSets a node needs to become Ready (:data:`NODE_BOOTSTRAP_ADDONS`)
+        stay unordered: the nodes wait for them, not the other way round.
+        """
+        for child in self.node.find_all():
+            if isinstance(child, eks.CfnAddon) and child.addon_name not in NODE_BOOTSTRAP_ADDONS:
+                child.node.add_dependency(self.system_node_group)
 
     @property
     def network_policy_enforced(self) -> bool:

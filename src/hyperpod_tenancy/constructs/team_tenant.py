@@ -332,6 +332,8 @@ class TeamTenant(Construct):
                 region=stack.region,
                 account=stack.account,
                 partition=stack.partition,
+                # the data bucket is SSE-KMS under the platform key: its members read and write through S3
+                data_key_arn=key.key_arn if (key := self.cluster.platform_key) else None,
             ),
         )
         assignment = sso.CfnAssignment(

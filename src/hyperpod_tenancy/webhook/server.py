@@ -76,6 +76,8 @@ GRACEFUL_SHUTDOWN_SECONDS = 10
 KEEP_ALIVE_SECONDS = 60
 #: Seconds between checks of the certificate files.
 CERT_RELOAD_SECONDS = 30.0
+#: Test-only: seconds between checks of the certificate files instead of :data:`CERT_RELOAD_SECONDS`.
+CERT_RELOAD_ENV = "HYPERPOD_TENANCY_WEBHOOK_CERT_RELOAD_SECONDS"
 #: Test-only: seconds to sleep between the reads and the conditional write of a UID allocation.
 ALLOCATION_DELAY_ENV = "HYPERPOD_TENANCY_WEBHOOK_ALLOCATION_DELAY_SECONDS"
 
@@ -277,13 +279,24 @@ class ServeOptions:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
 
 
-async def _reload_certificates(context: ssl.SSLContext, cert: Path, key: Path, log: logging.Logger) -> None:
-    def stamp() -> tuple[float, float]:
-        return cert.stat().st_mtime, key.stat().st_mtime
+async def _reload_certificates(
+    context: ssl.SSLContext, cert: Path, key: Path, log: logging.Logger, *, every: float
+) -> None:
+    """Load the files into the serving context when they change: every new handshake presents the new pair.
+
+    kubelet updates a Secret volume by writing a new directory and swapping the ``..data`` link the file names
+    point through, so the files are compared by identity and time (``stat`` follows the links). A check that
+    straddles the swap (a new certificate with the old key) fails to load, keeps the current pair and retries
+    at the next check. Connections already open keep the certificate they were opened with.
+    """
+
+    def stamp() -> tuple[int, int, int, int]:
+        c, k = cert.stat(), key.stat()
+        return c.st_ino, c.st_mtime_ns, k.st_ino, k.st_mtime_ns
 
     seen = stamp()
     while True:
-        await asyncio.sleep(CERT_RELOAD_SECONDS)
+        await asyncio.sleep(every)
         try:
             now = stamp()
             if now != seen:
@@ -335,7 +348,8 @@ def serve(options: ServeOptions) -> None:
     assert context is not None  # noqa: S101 - ssl_certfile is set
 
     async def certificates() -> None:
-        await _reload_certificates(context, options.tls_cert, options.tls_key, app.log)
+        every = float(os.environ.get(CERT_RELOAD_ENV, "0") or 0) or CERT_RELOAD_SECONDS
+        await _reload_certificates(context, options.tls_cert, options.tls_key, app.log, every=every)
 
     async def dynamodb() -> None:
         await app.wait_for_dynamodb(table)

@@ -38,6 +38,10 @@ S3_OBJECT_ACTIONS = (
     "s3:AbortMultipartUpload",
     "s3:ListMultipartUploadParts",
 )
+#: What a person or role reading and writing SSE-KMS objects needs on the key, through S3 only ("Using
+#: server-side encryption with AWS KMS keys", S3 User Guide, Permissions: ``kms:GenerateDataKey`` to upload,
+#: ``kms:Decrypt`` to download and to complete multipart uploads).
+DATA_KEY_ACTIONS = ("kms:Decrypt", "kms:GenerateDataKey")
 #: Actions on the shared EKS cluster.
 EKS_CLUSTER_ACTIONS = ("eks:DescribeCluster",)
 #: Actions on the shared HyperPod cluster (describe it, list and describe its nodes).
@@ -110,6 +114,7 @@ def permission_set_inline_policy(
     region: str,
     account: str,
     partition: str = "aws",
+    data_key_arn: str | None = None,
 ) -> dict[str, Any]:
     """Build the inline policy of a team's Identity Center permission set.
 
@@ -124,6 +129,9 @@ def permission_set_inline_policy(
         region: region of the domain (may be a token).
         account: account of the domain (may be a token).
         partition: ARN partition. Default: ``aws`` (pass ``Aws.PARTITION`` for GovCloud/China).
+        data_key_arn: ARN of the customer-managed key the data bucket is encrypted with (may be a token):
+            :data:`DATA_KEY_ACTIONS` on it through S3 in ``region`` only. Default: none (AWS-managed S3 keys
+            need no grant).
 
     Raises:
         ValueError: bad team name, bad domain ID or a wildcard in one of the ARNs.
@@ -146,6 +154,17 @@ def permission_set_inline_policy(
         },
         *_s3_statements(team, bucket_arn),
     ]
+    if data_key_arn is not None:
+        _no_wildcards("data_key_arn", data_key_arn)
+        statements.append(
+            {
+                "Sid": "TeamDataKeyThroughS3",
+                "Effect": "Allow",
+                "Action": list(DATA_KEY_ACTIONS),
+                "Resource": data_key_arn,
+                "Condition": {"StringEquals": {"kms:ViaService": f"s3.{region}.amazonaws.com"}},
+            }
+        )
     if domain_id is not None:
         for label, value in (("domain_id", domain_id), ("region", region), ("account", account)):
             _no_wildcards(label, value)

@@ -140,6 +140,7 @@ ERROR_RULES: tuple[Rule, ...] = (
     capacity.borrow_limit,
     scheduling.fair_share_weight,
     identity.group_id,
+    identity.group_id_unique,
     identity.posix_gid,
     identity.permission_set_name,
     scheduling.allowed_priority_classes,

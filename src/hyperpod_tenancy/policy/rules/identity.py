@@ -131,6 +131,28 @@ def group_id(p: Platform, i: int, team: Team) -> Iterator[Finding]:
 
 
 @team_rule(
+    code="HPT-IDENTITY-GROUP-SHARED",
+    domain=Domain.IDENTITY,
+    at="teams[*].identity.groupId",
+    reads=(),
+    failure="two teams assigned one Identity Center group: every member gets both permission sets, both "
+    "namespaces and both budgets",
+    guardrail="each team has its own `identity.groupId`",
+)
+def group_id_unique(p: Platform, i: int, team: Team) -> Iterator[Finding]:
+    """Check that no earlier team names the same Identity Center group."""
+    group = team.identity.group_id.lower()
+    owner = next((t.name for t in p.teams[:i] if group and t.identity.group_id.lower() == group), None)
+    if owner is not None:
+        yield Finding(
+            f"teams[{i}].identity.groupId",
+            f"{team.identity.group_id!r} is already the group of team {owner!r}: every member of it would get "
+            f"both teams' permission sets, namespaces and quotas, and be billed to both.",
+            "give every team its own Identity Center group; a person who works in both teams joins both groups.",
+        )
+
+
+@team_rule(
     code="HPT-POSIX-GID",
     domain=Domain.IDENTITY,
     at="teams[*].identity.posixGid",
