@@ -245,8 +245,9 @@ def test_the_json_report_reconciles_with_the_generated_bill(data: Path, tmp_path
     }
     assert sum(Decimal(r["total"]) for r in doc["rows"]) == bill
     assert doc["preemptionLossIsUpperBound"] is True
-    # 2 evictions per team (one declared 30 min, one none declared: the class maximum of 60) x 8 GPUs
-    assert sorted(Decimal(p["lostGpuHours"]) for p in doc["preemptionLosses"]) == [Decimal(12)] * 3
+    # 2 evictions per team x 8 GPUs: one declared 30 min (4), one none declared: its whole 3-hour run (24)
+    assert sorted(Decimal(p["lostGpuHours"]) for p in doc["preemptionLosses"]) == [Decimal(28)] * 3
+    assert {tuple(p["basis"]) for p in doc["preemptionLosses"]} == {("declared interval", "whole run")}
 
 
 def test_prices_instead_of_a_cur_give_an_unreconciled_report(

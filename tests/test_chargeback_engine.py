@@ -44,6 +44,7 @@ from hyperpod_tenancy.chargeback.model import (
     HourlyCapacity,
     HourlyUsage,
     InstanceTypeCost,
+    LossBasis,
     PriceSource,
     Report,
     SharedCost,
@@ -372,23 +373,30 @@ def eviction(
 
 
 def test_preemption_loss_per_eviction() -> None:
-    maxima = {"training-priority": 60}
+    measured, declared, whole = LossBasis.MEASURED, LossBasis.DECLARED_INTERVAL, LossBasis.WHOLE_RUN
     # collected checkpoint 09:15 -> 32 GPUs x 15 min = 8 (exact)
-    assert figs(*preemption_loss(eviction(32, "07:00", "experimentation-priority", 30, "09:15"), maxima)) == (
+    assert figs(*preemption_loss(eviction(32, "07:00", "experimentation-priority", 30, "09:15"))) == (
         8,
-        False,
+        measured,
     )
     # declared 30 min, no checkpoint collected -> 32 x 0.5 = 16 (upper bound)
-    assert figs(*preemption_loss(eviction(32, "07:00", "experimentation-priority", 30), maxima)) == (16, True)
-    # nothing declared: the class maximum 60 min, but the run is only 45 min -> 8 x 0.75 = 6
-    assert figs(*preemption_loss(eviction(8, "08:45", "training-priority"), maxima)) == (6, True)
-    # nothing declared and no class maximum: the whole run, 2 h -> 8 x 2 = 16
-    assert figs(*preemption_loss(eviction(8, "07:30", "other-priority"), maxima)) == (16, True)
+    assert figs(*preemption_loss(eviction(32, "07:00", "experimentation-priority", 30))) == (16, declared)
+    # nothing declared: nothing made it checkpoint -> the whole run, 45 min -> 8 x 0.75 = 6, whatever the class
+    assert figs(*preemption_loss(eviction(8, "08:45", "training-priority"))) == (6, whole)
+    assert figs(*preemption_loss(eviction(8, "07:30", "other-priority"))) == (16, whole)
     # a checkpoint from before the run started counts from the run's start: 8 x 30 min = 4
-    assert figs(*preemption_loss(eviction(8, "09:00", "training-priority", 30, "08:00"), maxima)) == (
-        4,
-        False,
+    assert figs(*preemption_loss(eviction(8, "09:00", "training-priority", 30, "08:00"))) == (4, measured)
+
+
+def test_an_undeclared_eviction_loses_the_whole_run_not_the_class_bound() -> None:
+    """A 32-GPU job admitted 300 hours before its eviction, at a class whose bound is 1 h, declared nothing (it
+    ran under `checkpointEnforcement: warn`, or at a class only its own team's higher priority preempts): 9,600
+    GPU-hours are gone, not the 32 the class bound would say."""
+    at = dt.datetime(2026, 7, 20, 12, tzinfo=dt.UTC)
+    evicted = dataclasses.replace(
+        eviction(32, "07:00", "training-priority"), time=at, run_started=at - dt.timedelta(hours=300)
     )
+    assert figs(*preemption_loss(evicted)) == (9600, LossBasis.WHOLE_RUN)
 
 
 def test_preemption_loss_per_team_and_priority_class_in_the_report() -> None:
@@ -404,11 +412,11 @@ def test_preemption_loss_per_team_and_priority_class_in_the_report() -> None:
     report = compute_report(cfg, MONTH, inputs, CostInputs())
     assert row(report, "b").lost_to_preemption_gpu_hours == 30  # 8 + 16 + 6
     assert [
-        figs(p.team, p.priority_class, p.evictions, p.lost_gpu_hours, p.upper_bound)
+        figs(p.team, p.priority_class, p.evictions, p.lost_gpu_hours, p.upper_bound, p.bases)
         for p in report.preemption_losses
     ] == [
-        ("b", "experimentation-priority", 2, 24, True),
-        ("b", "training-priority", 1, 6, True),
+        ("b", "experimentation-priority", 2, 24, True, (LossBasis.MEASURED, LossBasis.DECLARED_INTERVAL)),
+        ("b", "training-priority", 1, 6, True, (LossBasis.WHOLE_RUN,)),
     ]
     assert report.preemption_loss_is_upper_bound
     exact = dataclasses.replace(inputs, evictions=inputs.evictions[:1])

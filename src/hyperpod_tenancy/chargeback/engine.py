@@ -57,6 +57,7 @@ from .model import (
     CostInputs,
     Eviction,
     HourlyUsage,
+    LossBasis,
     PreemptionLoss,
     PriceSource,
     Reconciliation,
@@ -124,12 +125,16 @@ def term_in_force(terms: Sequence[BillingTerm], first_day: dt.date) -> BillingTe
     return max(in_force, key=lambda t: t.effective_from)
 
 
-def preemption_loss(eviction: Eviction, max_checkpoint_minutes: dict[str, int]) -> tuple[Decimal, bool]:
-    """Return the GPU-hours one eviction threw away, and whether that figure is an upper bound.
+def preemption_loss(eviction: Eviction) -> tuple[Decimal, LossBasis]:
+    """Return the GPU-hours one eviction threw away, and what that figure is computed from.
 
-    ``gpus * (eviction - last checkpoint)`` when the last checkpoint was collected (never more than the run);
-    otherwise ``gpus * min(interval, run time)`` with the declared checkpoint interval, or the priority class's
-    ``maxCheckpointInterval`` when none was declared; otherwise the whole run. Only the first is exact.
+    ``gpus * (eviction - last checkpoint)`` when the last checkpoint was collected (never more than the run:
+    :attr:`LossBasis.MEASURED`, exact); otherwise ``gpus * min(declared interval, run)`` when the workload declared
+    a checkpoint interval at admission (:attr:`LossBasis.DECLARED_INTERVAL`, an upper bound); otherwise the whole
+    run since admission (:attr:`LossBasis.WHOLE_RUN`). A workload that declared nothing was not made to
+    checkpoint: under ``checkpointEnforcement: deny`` admission refuses undeclared work wherever a checkpoint is
+    mandatory, so a missing declaration means nothing forced one, and the class's ``maxCheckpointInterval``
+    says nothing about what was lost.
 
     Raises:
         ChargebackInputError: the eviction precedes the run's start.
@@ -141,16 +146,19 @@ def preemption_loss(eviction: Eviction, max_checkpoint_minutes: dict[str, int]) 
             f"eviction of {eviction.workload!r} (team {eviction.team!r}) at {eviction.time.isoformat()} precedes "
             f"its run start {eviction.run_started.isoformat()}; check the collector's eviction records."
         )
-    exact = eviction.last_checkpoint is not None
     if eviction.last_checkpoint is not None:
         lost = min(eviction.time - max(eviction.last_checkpoint, eviction.run_started), run)
-        lost = max(lost, dt.timedelta(0))
+        lost, basis = max(lost, dt.timedelta(0)), LossBasis.MEASURED
+    elif eviction.checkpoint_interval_minutes:
+        lost, basis = (
+            min(dt.timedelta(minutes=eviction.checkpoint_interval_minutes), run),
+            LossBasis.DECLARED_INTERVAL,
+        )
     else:
-        minutes = eviction.checkpoint_interval_minutes or max_checkpoint_minutes.get(eviction.priority_class)
-        lost = min(dt.timedelta(minutes=minutes), run) if minutes else run
+        lost, basis = run, LossBasis.WHOLE_RUN
     with localcontext(_CONTEXT):
         hours = Decimal(lost // dt.timedelta(microseconds=1)) / Decimal(3_600_000_000)
-        return eviction.gpus * hours, not exact
+        return eviction.gpus * hours, basis
 
 
 @dataclass
@@ -282,7 +290,7 @@ class _Loss:
 
     lost: Decimal = _ZERO
     evictions: int = 0
-    upper_bound: bool = False
+    bases: set[LossBasis] = field(default_factory=set)
 
 
 @dataclass
@@ -625,7 +633,7 @@ class _Computation:
             if ev.gpus < 0:
                 raise ChargebackInputError(f"{what}: {ev.gpus} GPUs; pass the evicted workload's GPU count.")
             team = self._team(ev.team)
-            lost, upper = preemption_loss(ev, self.config.max_checkpoint_minutes)
+            lost, basis = preemption_loss(ev)
             acc = types.get(ev.instance_type)
             if acc is None:
                 acc = types[ev.instance_type] = _TypeAcc()
@@ -636,7 +644,7 @@ class _Computation:
             entry = losses.setdefault((team.name, ev.instance_type, ev.priority_class), _Loss())
             entry.lost += lost
             entry.evictions += 1
-            entry.upper_bound = entry.upper_bound or upper
+            entry.bases.add(basis)
         self.losses = tuple(
             PreemptionLoss(
                 cluster=self.config.cluster,
@@ -645,7 +653,7 @@ class _Computation:
                 priority_class=pc,
                 evictions=entry.evictions,
                 lost_gpu_hours=entry.lost.quantize(_GPU_HOURS),
-                upper_bound=entry.upper_bound,
+                bases=tuple(b for b in LossBasis if b in entry.bases),
             )
             for (team, itype, pc), entry in sorted(losses.items())
         )

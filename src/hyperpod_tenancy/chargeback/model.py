@@ -248,6 +248,17 @@ class TeamCharge:
     total: Decimal
 
 
+class LossBasis(enum.StrEnum):
+    """What one eviction's preemption loss is computed from."""
+
+    #: The newest checkpoint before the eviction was collected: the loss is exact.
+    MEASURED = "measured"
+    #: A checkpoint interval was declared at admission: at most that much work since the last checkpoint.
+    DECLARED_INTERVAL = "declared interval"
+    #: Nothing was declared, so nothing made the workload checkpoint: the whole run since admission.
+    WHOLE_RUN = "whole run"
+
+
 @dataclass(frozen=True, kw_only=True)
 class PreemptionLoss:
     """GPU-hours a team lost to preemption in the month on one instance type at one priority class."""
@@ -258,9 +269,13 @@ class PreemptionLoss:
     priority_class: str
     evictions: int
     lost_gpu_hours: Decimal
-    #: True when at least one of these evictions had no collected last-checkpoint time (the loss is estimated
-    #: from the declared interval, the class maximum, or the whole run).
-    upper_bound: bool
+    #: What the losses of these evictions are computed from, each basis once, in :class:`LossBasis` order.
+    bases: tuple[LossBasis, ...] = (LossBasis.MEASURED,)
+
+    @property
+    def upper_bound(self) -> bool:
+        """Whether any of these losses is not measured (a declared interval or the whole run bounds it)."""
+        return any(basis is not LossBasis.MEASURED for basis in self.bases)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -19,7 +19,16 @@ import json
 from collections.abc import Iterable, Sequence
 from decimal import ROUND_HALF_EVEN, Decimal
 
-from .model import IDLE_ROW, SHARED, SHARED_COSTS_ROW, PreemptionLoss, Report, SharedCostRule, TeamCharge
+from .model import (
+    IDLE_ROW,
+    SHARED,
+    SHARED_COSTS_ROW,
+    LossBasis,
+    PreemptionLoss,
+    Report,
+    SharedCostRule,
+    TeamCharge,
+)
 
 __all__ = ["EXTENSIONS", "Format", "render"]
 
@@ -167,6 +176,7 @@ def _json(report: Report) -> str:
                 "evictions": loss.evictions,
                 "lostGpuHours": _Raw(_num(loss.lost_gpu_hours, False)),
                 "upperBound": loss.upper_bound,
+                "basis": [str(basis) for basis in loss.bases],
             }
             for loss in _losses(report)
         ],
@@ -216,6 +226,18 @@ def _losses(report: Report) -> list[PreemptionLoss]:
     )
 
 
+#: How each basis of a preemption loss reads in the tables.
+_BASIS_TEXT = {
+    LossBasis.MEASURED: "measured",
+    LossBasis.DECLARED_INTERVAL: "upper bound: declared checkpoint interval",
+    LossBasis.WHOLE_RUN: "whole run: no checkpoint declared",
+}
+
+
+def _basis(loss: PreemptionLoss) -> str:
+    return "; ".join(_BASIS_TEXT[basis] for basis in loss.bases)
+
+
 def _loss_rows(report: Report) -> list[list[str]]:
     return [
         [
@@ -224,7 +246,7 @@ def _loss_rows(report: Report) -> list[list[str]]:
             p.priority_class,
             str(p.evictions),
             _num(p.lost_gpu_hours, False),
-            "upper bound" if p.upper_bound else "measured",
+            _basis(p),
         ]
         for p in _losses(report)
     ]
@@ -261,7 +283,8 @@ def _summary_lines(report: Report) -> list[tuple[str, str]]:
             f"difference ${_num(rec.difference or Decimal(0), True)}{share}, {verdict}"
         )
     loss = (
-        "upper bound (declared checkpoint intervals; no last-checkpoint time collected for some evictions)"
+        "upper bound (no last-checkpoint time collected for some evictions: the declared checkpoint interval, or the "
+        "whole run since admission where none was declared)"
         if report.preemption_loss_is_upper_bound
         else "measured from the last checkpoint before each eviction"
     )
