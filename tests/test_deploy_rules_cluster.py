@@ -703,3 +703,33 @@ def test_every_addon_with_a_deployment_is_created_after_the_system_nodes(
     )
     assert waiting == [], f"node bootstrap add-ons must not wait for the nodes they make Ready: {waiting}"
     assert NODE_BOOTSTRAP_ADDONS == DAEMONSET_ADDONS
+
+
+#: The CRDs the HyperPod chart's ``training-operators`` subchart installs (on by default:
+#: ``trainingOperators.enabled: true``): aws/sagemaker-hyperpod-cli @011ca92,
+#: ``helm_chart/HyperPodHelmChart/charts/training-operators/crds/*.yaml`` (the Kubeflow training operator).
+HYPERPOD_CHART_KUBEFLOW_CRDS = {
+    ("kubeflow.org", "mxjobs"),
+    ("kubeflow.org", "paddlejobs"),
+    ("kubeflow.org", "pytorchjobs"),
+    ("kubeflow.org", "tfjobs"),
+    ("kubeflow.org", "xgboostjobs"),
+}
+
+
+def test_the_chart_kubeflow_operator_and_the_training_operator_addon_claim_no_kind_twice() -> None:
+    """The HyperPod chart's Kubeflow training operator serves ``kubeflow.org`` jobs; the HyperPod training operator
+    add-on serves ``sagemaker.amazonaws.com`` ``HyperPodPyTorchJob``. No (group, resource) is served by both, so
+    neither controller reconciles the other's jobs, and every governed kind has exactly one installer."""
+    from hyperpod_tenancy.k8s.workloads import WORKLOAD_KINDS, Installer
+
+    by_installer: dict[Installer, set[tuple[str, str]]] = {}
+    for kind in WORKLOAD_KINDS:
+        by_installer.setdefault(kind.installed_by, set()).add((kind.group, kind.resource))
+    kubeflow = by_installer[Installer.HYPERPOD_CHART_TRAINING_OPERATORS]
+    addon = by_installer[Installer.HYPERPOD_TRAINING_OPERATOR_ADDON]
+    assert kubeflow <= HYPERPOD_CHART_KUBEFLOW_CRDS
+    assert addon == {("sagemaker.amazonaws.com", "hyperpodpytorchjobs")}
+    assert not addon & HYPERPOD_CHART_KUBEFLOW_CRDS
+    pairs = [(k.group, k.resource) for k in WORKLOAD_KINDS]
+    assert len(pairs) == len(set(pairs)), "a kind listed with two installers"
