@@ -45,6 +45,11 @@ def _config(synth: Synth) -> dict[str, Any]:
     return value
 
 
+def _actions(statement: dict[str, Any]) -> list[str]:
+    action = statement["Action"]
+    return list(action) if isinstance(action, list) else [action]
+
+
 def _ref(value: dict[str, Any]) -> str:
     if "Ref" in value:
         return str(value["Ref"])
@@ -123,13 +128,36 @@ def test_the_execution_role_has_the_documented_policy_and_the_tls_bucket_only(re
         for p in resources_of(reference.cluster, "AWS::IAM::Policy").values()
         if {"Ref": role_id} in p["Properties"]["Roles"]
     ]
-    actions: set[str] = set()
-    for statement in policy["Statement"]:
-        assert {_ref(r["Fn::Join"][1][0]) for r in [statement["Resource"]]} == {bucket_id}
-        actions |= set(
-            statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
-        )
-    assert actions == {"s3:GetObject", "s3:PutObject", "s3:PutObjectTagging", "s3:DeleteObject"}
+    statements = {s["Sid"]: s for s in policy["Statement"]}
+    assert set(statements) == {
+        "TlsCertificatesWrite",
+        "TlsCertificatesRead",
+        "TlsCertificatesList",
+        "CertificateTagging",
+    }
+    for sid in ("TlsCertificatesWrite", "TlsCertificatesRead"):
+        assert _ref(statements[sid]["Resource"]["Fn::Join"][1][0]) == bucket_id
+    assert _ref(statements["TlsCertificatesList"]["Resource"]) == bucket_id
+    # the documented execution policy ("Inference operator fails to start" troubleshooting page) lists the bucket
+    rendered = render_intrinsics(policy)
+    assert is_allowed(rendered, "s3:ListBucket", TOKEN)
+    assert {a for s in policy["Statement"] for a in _actions(s)} == {
+        "s3:GetObject",
+        "s3:PutObject",
+        "s3:PutObjectTagging",
+        "s3:DeleteObject",
+        "s3:ListBucket",
+        "acm:AddTagsToCertificate",
+    }
+    # inference operator 3.0 tags the ACM certificates it imports (release notes v3.0, prerequisites): allowed on
+    # this account's certificates in the region, not on another account's
+    certificates = statements["CertificateTagging"]["Resource"]
+    assert (
+        certificates == f"arn:aws:acm:{reference.platform.region}:{reference.platform.account}:certificate/*"
+    )
+    assert is_allowed(rendered, "acm:AddTagsToCertificate", certificates.replace("*", "0123-abcd"))
+    other = f"arn:aws:acm:{reference.platform.region}:444455556666:certificate/0123-abcd"
+    assert not is_allowed(rendered, "acm:AddTagsToCertificate", other)
 
 
 def test_the_tls_bucket_is_retained_encrypted_private_and_tls_only(reference: Synth) -> None:

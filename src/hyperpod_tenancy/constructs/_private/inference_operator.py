@@ -294,7 +294,8 @@ def _acknowledge(execution: iam.Role, load_balancer: iam.Role, keda: iam.Role, s
         managed_policies=f"{EXECUTION_POLICY} is the policy AWS documents for the inference operator's "
         "execution role (helm_to_addon.sh attaches it)",
         wildcards="the operator writes one certificate object per endpoint under keys it chooses, in the "
-        "TLS bucket only",
+        "TLS bucket only, and tags the ACM certificates it imports, whose IDs exist only at run time, in this "
+        "account and region only",
     )
     acknowledge_role(
         load_balancer,
@@ -361,6 +362,24 @@ def install_inference_operator(
     )
     execution.add_to_policy(
         iam.PolicyStatement(sid="TlsCertificatesRead", actions=["s3:GetObject"], resources=[objects])
+    )
+    # the documented execution policy lists the bucket too ("Inference operator fails to start" page:
+    # s3:ListBucket, PutObject, GetObject, DeleteObject), on this bucket only here
+    execution.add_to_policy(
+        iam.PolicyStatement(
+            sid="TlsCertificatesList", actions=["s3:ListBucket"], resources=[tls_bucket.bucket_arn]
+        )
+    )
+    # inference operator 3.0 tags the certificates it imports into ACM ("SageMaker HyperPod Inference release
+    # notes", v3.0 prerequisites: acm:AddTagsToCertificate on certificate/*), in this account and region only
+    execution.add_to_policy(
+        iam.PolicyStatement(
+            sid="CertificateTagging",
+            actions=["acm:AddTagsToCertificate"],
+            resources=[
+                cdk.Stack.of(scope).format_arn(service="acm", resource="certificate", resource_name="*")
+            ],
+        )
     )
 
     load_balancer = _irsa(
