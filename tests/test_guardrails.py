@@ -142,6 +142,7 @@ BAD = [
             "uidRange": {"first": 5, "last": 10},
             "timeoutSeconds": 0,
             "cacheTtlSeconds": 0,
+            "breakGlassGroup": "system:masters",
         },
     },
     {

@@ -832,6 +832,24 @@ CASES: list[Case] = [
         1,
     ),
     Case(
+        "posix-break-glass-team-group",
+        {"cluster.posixIdentity.breakGlassGroup": "hyperpod-ns-research-namespace-level-group"},
+        "HPT-POSIX-BREAK-GLASS",
+        "cluster.posixIdentity.breakGlassGroup",
+        ("team 'research'", "every teammate's pods"),
+        "only the platform's on-call people",
+        1,
+    ),
+    Case(
+        "posix-break-glass-everyone",
+        {"cluster.posixIdentity.breakGlassGroup": "system:authenticated"},
+        "HPT-POSIX-BREAK-GLASS",
+        "cluster.posixIdentity.breakGlassGroup",
+        ("Kubernetes assigns itself",),
+        "only the platform's on-call people",
+        1,
+    ),
+    Case(
         "cluster-classification-format",
         {"cluster.dataClassification": "Internal"},
         "HPT-DATA-CLASSIFICATION",
@@ -1315,6 +1333,7 @@ def python_reference() -> Platform:
                 uid_range=UidRange(first=200_000, last=299_999),
                 timeout_seconds=5,
                 cache_ttl_seconds=300,
+                break_glass_group="platform-oncall",
             ),
         ),
         scheduling=SchedulingSpec(
@@ -1749,3 +1768,4 @@ def test_kueue_backend_needs_one_shape_per_instance_type() -> None:
     assert "[HPT-RESOURCES]" in message
     data["fairnessBackend"] = "task-governance"
     platform_from_dict(data)  # Task Governance quotas count instances: no shape constraint
+

@@ -257,6 +257,11 @@ class PosixIdentitySpec:
     timeout_seconds: int = DEFAULT_WEBHOOK_TIMEOUT_SECONDS
     #: Seconds a replica keeps a person's resolved UID in memory before reading DynamoDB again (1-3600).
     cache_ttl_seconds: int = DEFAULT_UID_CACHE_TTL_SECONDS
+    #: Kubernetes group whose members may open a shell, attach, port-forward, proxy or add an ephemeral
+    #: container in any team member's pod (the platform's on-call). Each use is allowed, logged by the webhook
+    #: as an ``audit: break-glass`` line and recorded as a Warning Event on the pod. Default: none (only the
+    #: person a pod runs as may reach into it; controllers keep their exemptions).
+    break_glass_group: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

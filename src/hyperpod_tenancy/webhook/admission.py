@@ -2,7 +2,10 @@
 
 Rules (the rest of the package supplies the parts):
 
-* not CREATE/UPDATE, a subresource, or a kind absent from the workload table: allowed, unchanged;
+* a request that reaches into a running pod (CONNECT of ``pods/exec``, ``attach``, ``portforward``, ``proxy``;
+  UPDATE of ``pods/ephemeralcontainers``): decided by :mod:`hyperpod_tenancy.webhook.connect` (only the pod's
+  recorded person, controllers and the break-glass group; never patched);
+* not CREATE/UPDATE, another subresource, or a kind absent from the workload table: allowed, unchanged;
 * a controller (``exemptUsernames``): allowed, exempt by who sends the request, never by what the object says.
   Its identity is not resolved and nothing it sets is replaced; on CREATE in a team namespace the fields it
   leaves unset are filled (:func:`~hyperpod_tenancy.webhook.patch.harden`: no privilege escalation, non-root,
@@ -34,8 +37,9 @@ from typing import Any
 import orjson
 
 from hyperpod_tenancy.k8s.workloads import WORKLOAD_KINDS, WorkloadKindSpec
-from hyperpod_tenancy.webhook import identity, patch
+from hyperpod_tenancy.webhook import connect, identity, patch
 from hyperpod_tenancy.webhook.config import NamespaceConfig, WebhookConfig
+from hyperpod_tenancy.webhook.kube import KubeApiUnavailable
 from hyperpod_tenancy.webhook.uids import UidCache, UidRangeExhausted, UidStoreUnavailable, UidTable
 
 __all__ = [
@@ -77,6 +81,12 @@ class AdmissionRequest:
     sub_resource: str
     #: ``request.userInfo.username``.
     username: str
+    #: ``request.resource.resource`` (``pods`` for a CONNECT to a pod, whose kind is ``PodExecOptions``...).
+    resource: str = ""
+    #: ``request.name`` (the Pod of a CONNECT).
+    name: str = ""
+    #: ``request.userInfo.groups``.
+    groups: tuple[str, ...] = ()
     #: ``request.userInfo.extra``.
     extra: Mapping[str, Any]
     #: ``request.object`` (None for DELETE).
@@ -107,6 +117,8 @@ class Decision:
     person: str | None = None
     #: Their UID, if any.
     posix_uid: int | None = None
+    #: Fields of an audit log line (a break-glass use), or None.
+    audit: dict[str, Any] | None = None
 
 
 def _field(data: Mapping[str, Any], key: str, kind: type, where: str, *, required: bool = True) -> Any:
@@ -144,6 +156,10 @@ def parse_review(body: bytes) -> AdmissionRequest:
     if operation not in _OPERATIONS:
         raise MalformedRequest(f"request.operation {operation!r} is not one of {sorted(_OPERATIONS)}.")
     user = _field(req, "userInfo", dict, "request")
+    resource = _field(req, "resource", dict, "request", required=False) or {}
+    groups = _field(user, "groups", list, "request.userInfo", required=False) or []
+    if not all(isinstance(g, str) for g in groups):
+        raise MalformedRequest("request.userInfo.groups must be a list of strings.")
     obj = _field(req, "object", dict, "request", required=operation in ("CREATE", "UPDATE"))
     old = _field(req, "oldObject", dict, "request", required=operation == "UPDATE")
     return AdmissionRequest(
@@ -154,6 +170,9 @@ def parse_review(body: bytes) -> AdmissionRequest:
         namespace=_field(req, "namespace", str, "request", required=False) or "",
         sub_resource=_field(req, "subResource", str, "request", required=False) or "",
         username=_field(user, "username", str, "request.userInfo", required=False) or "",
+        resource=_field(resource, "resource", str, "request.resource", required=False) or "",
+        name=_field(req, "name", str, "request", required=False) or "",
+        groups=tuple(groups),
         extra=_field(user, "extra", dict, "request.userInfo", required=False) or {},
         obj=obj,
         old=old,
@@ -212,12 +231,18 @@ class UidResolver:
 class Admission:
     """Decides AdmissionReviews for one configuration and one UID table."""
 
-    def __init__(self, config: WebhookConfig, resolver: UidResolver) -> None:
+    def __init__(
+        self, config: WebhookConfig, resolver: UidResolver, pods: connect.PodSource | None = None
+    ) -> None:
         self.config = config
         self.resolver = resolver
+        #: Where Pods are read and Events recorded (None: requests into pods are denied, they cannot be judged).
+        self.pods = pods
 
     async def decide(self, req: AdmissionRequest) -> Decision:
         """Decide one request (see the module docstring for the rules)."""
+        if connect.governs(resource=req.resource, sub_resource=req.sub_resource, operation=req.operation):
+            return await self._reach(req)
         kind = _KINDS.get((req.group, req.kind))
         if req.operation not in ("CREATE", "UPDATE") or req.sub_resource or kind is None:
             return Decision(allowed=True, reason="not-governed")
@@ -234,6 +259,42 @@ class Admission:
                 )
             return self._stamp(req, kind, recorded, ns, keep=True)
         return await self._create(req, kind)
+
+    async def _reach(self, req: AdmissionRequest) -> Decision:
+        """Decide a request that reaches into a running pod (:func:`connect.decide_reach`)."""
+        try:
+            allowed, reason, message, person = await connect.decide_reach(
+                self.config,
+                self.pods,
+                operation=req.operation,
+                sub_resource=req.sub_resource,
+                namespace=req.namespace,
+                name=req.name,
+                username=req.username,
+                groups=req.groups,
+                extra=req.extra,
+                stored_pod=req.old if req.operation == "UPDATE" else None,
+                dry_run=req.dry_run,
+            )
+        except KubeApiUnavailable as exc:
+            return _deny(
+                "denied:api-unavailable",
+                f"pod {req.name} cannot be read right now, so whose it is cannot be checked. Retry in a minute; "
+                f"if it persists, tell the platform team: {exc}",
+                code=503,
+            )
+        if not allowed:
+            return _deny(reason, message, person=person)
+        audit = None
+        if reason == "break-glass":
+            audit = {
+                "audit": "break-glass",
+                "subResource": req.sub_resource,
+                "pod": req.name,
+                "groups": sorted(set(req.groups) & self.config.break_glass_groups),
+                **({"eventError": message} if message else {}),
+            }
+        return Decision(allowed=True, reason=reason, person=person, audit=audit)
 
     async def _create(self, req: AdmissionRequest, kind: WorkloadKindSpec) -> Decision:
         """Resolve the requester, look up or allocate their UID and stamp it (CREATE, or UPDATE without record)."""

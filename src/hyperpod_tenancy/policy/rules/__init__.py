@@ -118,6 +118,7 @@ ERROR_RULES: tuple[Rule, ...] = (
     identity.posix_uid_range,
     identity.posix_webhook_timeout,
     identity.posix_cache_ttl,
+    identity.posix_break_glass_group,
     # scheduling
     scheduling.priority_class_count,
     # for each priority class
