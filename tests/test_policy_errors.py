@@ -1768,4 +1768,3 @@ def test_kueue_backend_needs_one_shape_per_instance_type() -> None:
     assert "[HPT-RESOURCES]" in message
     data["fairnessBackend"] = "task-governance"
     platform_from_dict(data)  # Task Governance quotas count instances: no shape constraint
-
