@@ -14,9 +14,15 @@ Rules (the rest of the package supplies the parts):
 * CREATE: the requester is resolved (:func:`~hyperpod_tenancy.webhook.identity.resolve`), their UID looked up or
   allocated (:class:`UidResolver`), and the identity stamped (:func:`~hyperpod_tenancy.webhook.patch.stamp`),
   the queue label defaulted when absent;
-* UPDATE of an object whose stored version (``oldObject``) records an identity: that identity is kept whoever
-  updates it (a teammate scaling a Deployment does not re-stamp it), fields it owns are restored if dropped,
-  and a change of the record or of the UID is denied. The recorded GID must still be the namespace's;
+* UPDATE of an object whose stored version (``oldObject``) records an identity, that does not change what its
+  pods run (:func:`~hyperpod_tenancy.webhook.patch.what_runs`: scaling, suspending, ``kubectl rollout
+  restart``, labels and annotations): that identity is kept whoever updates it (an on-call teammate restarting
+  an endpoint restarts the same code as the same person), fields it owns are restored if dropped, and a change
+  of the record or of the UID is denied. The recorded GID must still be the namespace's;
+* UPDATE that changes what runs (an image, a command, an environment variable, a RayJob's entrypoint): from the
+  recorded person, kept as above; from another person of the team, **re-stamped with the updater's identity**
+  (their UID, their home directory, the record names them, a warning says so), because the pods then run that
+  person's code; from a requester who is not a person (a Studio session, a service account), denied;
 * UPDATE of an object without a record (created before the webhook): treated like a CREATE by the updater;
 * dry run (``request.dryRun``): the UID is looked up, never allocated (the webhook declares
   ``sideEffects: NoneOnDryRun``); a person without a UID yet is told to submit for real once.
@@ -30,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -251,14 +258,71 @@ class Admission:
         recorded = patch.recorded_identity(req.old) if req.operation == "UPDATE" and req.old else None
         ns = self.config.namespaces.get(req.namespace)
         if recorded is not None and ns is not None:
-            if recorded.gid != ns.gid:
-                return _deny(
-                    "denied:gid-changed",
-                    f"this workload records GID {recorded.gid}, but team {ns.team}'s GID is now {ns.gid}; its "
-                    "identity cannot be kept. Delete it and create it again.",
-                )
-            return self._stamp(req, kind, recorded, ns, keep=True)
+            return await self._update(req, kind, recorded, ns)
         return await self._create(req, kind)
+
+    async def _update(
+        self, req: AdmissionRequest, kind: WorkloadKindSpec, recorded: patch.Identity, ns: NamespaceConfig
+    ) -> Decision:
+        """Decide an UPDATE of a workload that records an identity (kept, or re-stamped when what runs changes)."""
+        if recorded.gid != ns.gid:
+            return _deny(
+                "denied:gid-changed",
+                f"this workload records GID {recorded.gid}, but team {ns.team}'s GID is now {ns.gid}; its "
+                "identity cannot be kept. Delete it and create it again.",
+            )
+        claimed = patch.recorded_identity(req.obj) if req.obj is not None else None
+        tampered = claimed is not None and claimed != recorded  # an edited record is refused, never adopted
+        if req.obj is None or tampered or not self._changes_what_runs(req, kind, recorded, ns):
+            return self._stamp(req, kind, recorded, ns, keep=True)
+        return await self._changed(req, kind, recorded, ns)
+
+    def _changes_what_runs(
+        self, req: AdmissionRequest, kind: WorkloadKindSpec, recorded: patch.Identity, ns: NamespaceConfig
+    ) -> bool:
+        """Whether the update changes what the pods run (:func:`patch.what_runs`), once stamped as recorded."""
+        assert req.obj is not None and req.old is not None  # noqa: S101 - UPDATE with a record
+        candidate = copy.deepcopy(req.obj)
+        try:
+            patch.stamp(
+                candidate,
+                kind=kind,
+                ident=recorded,
+                home_claim=self.config.home_claim_name,
+                keep=True,
+                default_queue=ns.local_queue,
+            )
+        except patch.Refused:
+            return True  # it asks for another identity: a change
+        return bool(patch.what_runs(candidate) != patch.what_runs(req.old))
+
+    async def _changed(
+        self, req: AdmissionRequest, kind: WorkloadKindSpec, recorded: patch.Identity, ns: NamespaceConfig
+    ) -> Decision:
+        """Decide an UPDATE that changes what runs: kept for the recorded person, re-stamped for another person."""
+        who = identity.resolve(self.config, namespace=req.namespace, username=req.username, extra=req.extra)
+        if isinstance(who, identity.Person) and who.key == recorded.person:
+            return self._stamp(req, kind, recorded, ns, keep=True)
+        if not isinstance(who, identity.Person):
+            message = who.message if isinstance(who, identity.Denied) else ""
+            return _deny(
+                "denied:change-by-non-person",
+                f"this update changes what {recorded.person}'s {req.kind} runs, and its pods would then run as the "
+                f"person who made the change, who cannot be established. {message}".strip(),
+            )
+        uid = await self._uid(who.key, dry_run=req.dry_run)
+        if isinstance(uid, Decision):
+            return uid
+        ident = patch.Identity(person=who.key, uid=uid, gid=ns.gid)
+        decision = self._stamp(req, kind, ident, ns, keep=False, previous=recorded)
+        if decision.allowed:
+            decision.reason = "restamped"
+            decision.warnings.insert(
+                0,
+                f"this change to {req.kind} {req.name or ''} was made by {who.key}, not by {recorded.person} who "
+                f"created it: its pods now run as you (UID {uid}) with your home directory.",
+            )
+        return decision
 
     async def _reach(self, req: AdmissionRequest) -> Decision:
         """Decide a request that reaches into a running pod (:func:`connect.decide_reach`)."""
@@ -350,6 +414,7 @@ class Admission:
         ns: NamespaceConfig,
         *,
         keep: bool,
+        previous: patch.Identity | None = None,
     ) -> Decision:
         assert req.obj is not None  # noqa: S101
         try:
@@ -360,6 +425,7 @@ class Admission:
                 home_claim=self.config.home_claim_name,
                 keep=keep,
                 default_queue=ns.local_queue,
+                previous=previous,
             )
         except patch.Refused as exc:
             return _deny("denied:refused", f"{req.kind} in {req.namespace}: {exc}", person=ident.person)
