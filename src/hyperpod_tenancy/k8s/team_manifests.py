@@ -14,8 +14,8 @@ For a team ``<team>`` everything lives in namespace ``hyperpod-ns-<team>``:
   EKS Pod Identity association), and a static FSx for Lustre PersistentVolume + claim on ``/fsx/<team>``.
 
 :func:`fsx_directory_job` renders, in the platform namespace :data:`SYSTEM_NAMESPACE`, the Job that
-creates ``/fsx/<team>`` owned by ``root:<team GID>`` with mode ``2770`` and the parent of the per-person home
-directories ``/fsx/<team>/home`` (mode ``3770``, setgid + sticky) before teams mount it, with the one
+creates ``/fsx/<team>`` owned by ``root:<team GID>`` with mode ``3770`` (setgid + sticky) and the parent of the
+per-person home directories ``/fsx/<team>/home`` (mode ``3770``, setgid + sticky) before teams mount it, with the one
 directory mechanism of :mod:`hyperpod_tenancy.k8s.fsx_dirs`.
 
 Values of :class:`FsxVolume` may be CDK token strings: they are only ever concatenated, never parsed.
@@ -30,6 +30,7 @@ from typing import Any
 from hyperpod_tenancy.k8s import labels
 from hyperpod_tenancy.k8s.fsx_dirs import (
     BUSYBOX_IMAGE,
+    FSX_ROOT_MODE,
     HOME_DIRECTORY,
     HOME_PARENT_MODE,
     TEAM_DIRECTORY_MODE,
@@ -616,6 +617,7 @@ def _directory_script(team: Team) -> str:
     gid = team.identity.posix_gid
     return ensure_directory_script(
         [
+            (names.FSX_MOUNT_PATH, 0, 0, FSX_ROOT_MODE),
             (path, 0, gid, TEAM_DIRECTORY_MODE),
             (f"{path}/{HOME_DIRECTORY}", 0, gid, HOME_PARENT_MODE),
         ],
@@ -629,8 +631,8 @@ def fsx_directory_job(platform: Platform, team: Team, *, fsx: FsxVolume) -> list
     Returns a PersistentVolume on the file-system root (``volumeHandle`` ``<fs-id>::root-<team>``, unique
     per team so that each team's stack owns its own objects), its claim ``fsx-root-<team>`` and the Job
     ``fsx-dir-<team>``: busybox running :func:`~hyperpod_tenancy.k8s.fsx_dirs.ensure_directory_script` on
-    ``/fsx/<team>`` (``root:<team posix_gid>``, mode ``2770``: the setgid bit makes new files inherit the team
-    group) and ``/fsx/<team>/home`` (same owner, mode ``3770``: setgid + sticky, so each person's
+    ``/fsx`` (``root:root``, ``0755``), ``/fsx/<team>`` (``root:<team posix_gid>``, mode ``3770``: the setgid bit
+    makes new files inherit the team group, the sticky bit stops a teammate renaming ``home`` away) and ``/fsx/<team>/home`` (same owner, mode ``3770``: setgid + sticky, so each person's
     ``home/<uid>``, created by the webhook's init container as that person, cannot be renamed or replaced by a
     teammate). Re-running it changes nothing once the directories are right; it never follows a symbolic
     link. The pod runs as root with all capabilities dropped but ``CHOWN``, ``FOWNER`` (chmod a

@@ -404,7 +404,7 @@ class TeamIdentity:
 
     #: IAM Identity Center group (identity store group ID) assigned the team's permission set.
     group_id: str
-    #: POSIX GID owning ``/fsx/<team>`` (mode 2770).
+    #: POSIX GID owning ``/fsx/<team>`` (mode 3770: setgid + sticky).
     posix_gid: int
     #: Identity Center permission set name. Default: the team name in PascalCase.
     permission_set_name: str | None = None
