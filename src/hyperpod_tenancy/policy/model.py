@@ -164,6 +164,10 @@ class ResourceShape:
     memory_gib: int = field(metadata={"alias": "memoryGiB"})
     #: Extended resource name of the accelerator.
     accelerator_resource: str = "nvidia.com/gpu"
+    #: EFA interfaces per instance (``vpc.amazonaws.com/efa``, the AWS EFA device plugin's resource). They gate
+    #: multi-node jobs like GPUs do, so quotas and the ResourceQuota backstop count them. Default 0: a pod of
+    #: the team may then request none on this type; set it for a type with EFA.
+    efa_interfaces: int = 0
 
 
 @dataclass(frozen=True, kw_only=True)
