@@ -24,6 +24,8 @@ from typing import Any
 
 import orjson
 
+from hyperpod_tenancy.k8s import labels
+
 __all__ = [
     "IN_CLUSTER_CA",
     "IN_CLUSTER_TOKEN",
@@ -123,7 +125,7 @@ class KubeApi:
             "kind": "Event",
             "metadata": {"generateName": f"{meta.get('name', 'pod')}.", "namespace": namespace},
             "eventTime": now,
-            "reportingController": "hyperpod-tenancy.io/posix-identity-webhook",
+            "reportingController": labels.WEBHOOK_REPORTING_CONTROLLER,
             "reportingInstance": instance[:128],
             "action": action,
             "reason": reason,
