@@ -206,9 +206,9 @@ def test_expressions_use_only_standard_cel() -> None:
         for v in policy["spec"]["validations"]:
             expressions += [v["expression"], v.get("messageExpression", "''")]
     kinds = len([k for k in workloads.served_kinds() if k.pod_specs])
-    # conditions: 2 + 3 + 1 + 1; validations: 7 + 9 + 2 per kind with pod specs + 3, each with a
-    # messageExpression or ''
-    assert len(expressions) == 7 + 2 * (7 + 9 + 2 * kinds + 3)
+    # conditions: 2 + 3 + 1 + 1; validations: 7 + 9 + 3 per kind with pod specs (priority class, GPU
+    # visibility, EFA with accelerators) + 3, each with a messageExpression or ''
+    assert len(expressions) == 7 + 2 * (7 + 9 + 3 * kinds + 3)
     for expression in expressions:
         assert functions_used(expression) <= STANDARD_CEL_FUNCTIONS, expression
         for forbidden in ("authorizer", "params", "variables."):

@@ -13,6 +13,7 @@ from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.k8s._manifest_chart import ManifestChart
 from hyperpod_tenancy.k8s.admission import admission_policies
 from hyperpod_tenancy.k8s.kueue import cluster_objects, team_objects
+from hyperpod_tenancy.k8s.operator_guards import operator_guard_policies
 from hyperpod_tenancy.k8s.platform_chart import PlatformChart
 from hyperpod_tenancy.k8s.posix_identity import posix_identity_policies
 from hyperpod_tenancy.k8s.team_chart import TeamChart
@@ -51,6 +52,7 @@ def test_platform_chart_round_trips_the_rendered_objects(
         system_namespace(),
         *admission_policies(platform),
         *tenant_guard_policies(),
+        *operator_guard_policies(),
         *posix_identity_policies(),
     ]
     if backend == "kueue_platform":

@@ -22,6 +22,7 @@ from fairness_interpreters import (
     from_task_governance,
     schedulable_shapes,
 )
+from instance_specs import spec
 
 from hyperpod_tenancy.constructs._private import task_governance as tg
 from hyperpod_tenancy.k8s import kueue
@@ -59,13 +60,47 @@ def describe_difference(a: FairnessForm, b: FairnessForm) -> str:
     return "\n".join(lines)
 
 
+#: EFA interfaces: Kueue's ClusterQueues count them; Task Governance's quotas cannot (the SageMaker API's
+#: ``ComputeQuotaResourceConfig`` has ``Count``, ``Accelerators``, ``VCpu`` and ``MemoryInGiB`` only), so on that
+#: backend the namespace's ResourceQuota ``compute-ceiling`` caps them (``test_hostile_teammate_4_efa.py``).
+EFA = "vpc.amazonaws.com/efa"
+
+
+def _without_efa(form: FairnessForm) -> FairnessForm:
+    return FairnessForm(form.fair_share, {k: v for k, v in form.shares.items() if k[2] != EFA}, form.weights)
+
+
 @pytest.mark.parametrize("name", platforms.FAIRNESS_PLATFORM_NAMES)
 def test_both_backends_express_the_same_policy(name: str) -> None:
     platform = platforms.fairness_platform(name)
     tg_form = task_governance_form(platform).normalized()
-    kueue_form_ = kueue_form(platform).normalized()
+    kueue_form_ = _without_efa(kueue_form(platform).normalized())
     assert tg_form == kueue_form_, describe_difference(tg_form, kueue_form_)
     assert tg_form.shares, "the comparison must cover something"
+
+
+@pytest.mark.parametrize("name", platforms.FAIRNESS_PLATFORM_NAMES)
+def test_kueue_counts_efa_interfaces_at_the_published_figure(name: str) -> None:
+    platform = platforms.fairness_platform(name)
+    form = kueue_form(platform).normalized()
+    assert any(k[2] == EFA for k in form.shares) or not any(spec_efa(platform)), (
+        "EFA is covered where it exists"
+    )
+    for (team, itype, resource), share in form.shares.items():
+        if resource != EFA:
+            continue
+        group = next(g for g in platform.cluster.instance_groups if g.instance_type == itype)
+        per = group.resources.efa_interfaces if group.resources is not None else spec(itype).efa_interfaces
+        count = next(t for t in platform.teams if t.name == team).compute.quotas.get(itype, 0)
+        assert share.guaranteed == count * per, (team, itype)
+
+
+def spec_efa(platform: Platform) -> list[int]:
+    """EFA interfaces per instance of each instance group (explicit resources, else the published spec)."""
+    return [
+        g.resources.efa_interfaces if g.resources is not None else spec(g.instance_type).efa_interfaces
+        for g in platform.cluster.instance_groups
+    ]
 
 
 def test_forms_cover_every_team_and_quota() -> None:

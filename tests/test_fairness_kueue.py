@@ -140,7 +140,13 @@ def test_every_cluster_queue_lists_every_flavor_and_resource_in_order() -> None:
     types = ["ml.p5.48xlarge", "ml.g5.12xlarge", "ml.trn1.32xlarge", "ml.m5.2xlarge"]
     for team in platform.teams:
         (group,) = cq_of(platform, team.name)["spec"]["resourceGroups"]
-        assert group["coveredResources"] == ["nvidia.com/gpu", "aws.amazon.com/neurondevice", "cpu", "memory"]
+        assert group["coveredResources"] == [
+            "nvidia.com/gpu",
+            "aws.amazon.com/neurondevice",
+            "cpu",
+            "memory",
+            "vpc.amazonaws.com/efa",  # EFA gates multi-node jobs: counted like GPUs
+        ]
         assert [f["name"] for f in group["flavors"]] == types
         for flavor in group["flavors"]:
             assert [r["name"] for r in flavor["resources"]] == group["coveredResources"]
@@ -149,18 +155,20 @@ def test_every_cluster_queue_lists_every_flavor_and_resource_in_order() -> None:
 def test_nominal_quota_is_count_times_schedulable_shape() -> None:
     platform = platforms.kueue_platform()
     p5 = flavor_resources(cq_of(platform, "research"), "ml.p5.48xlarge")
-    # 9 x ml.p5.48xlarge (8 GPU, 192 vCPU, 2048 GiB) with threadsPerCore 1: 96 schedulable cores each.
+    # 9 x ml.p5.48xlarge (8 GPU, 192 vCPU, 2048 GiB, 32 EFA) with threadsPerCore 1: 96 schedulable cores each.
     assert {r: v["nominalQuota"] for r, v in p5.items()} == {
         "nvidia.com/gpu": 72,
         "cpu": 864,
         "memory": "18432Gi",
+        "vpc.amazonaws.com/efa": 288,
     }
     g5 = flavor_resources(cq_of(platform, "inference"), "ml.g5.12xlarge")
-    # 3 x ml.g5.12xlarge (4 GPU, 48 vCPU, 192 GiB) with threadsPerCore 2: all 48 vCPUs schedulable.
+    # 3 x ml.g5.12xlarge (4 GPU, 48 vCPU, 192 GiB, 1 EFA) with threadsPerCore 2: all 48 vCPUs schedulable.
     assert {r: v["nominalQuota"] for r, v in g5.items()} == {
         "nvidia.com/gpu": 12,
         "cpu": 144,
         "memory": "576Gi",
+        "vpc.amazonaws.com/efa": 3,
     }
     # no quota on a flavor: listed with nominalQuota 0
     assert (
@@ -180,6 +188,7 @@ def test_trainium_and_cpu_only_flavors() -> None:
         "aws.amazon.com/neurondevice": 0,
         "cpu": 16,
         "memory": "64Gi",
+        "vpc.amazonaws.com/efa": 0,
     }
 
 
@@ -230,6 +239,7 @@ def test_lend_never_borrows() -> None:
         "aws.amazon.com/neurondevice": (0, False),
         "cpu": (0, False),
         "memory": ("0Gi", False),
+        "vpc.amazonaws.com/efa": (0, False),
     }
 
 
@@ -375,7 +385,8 @@ def test_helm_values_enable_the_hyperpod_job_integrations() -> None:
     assert len(frameworks) == len(set(frameworks))
     assert config["managedJobsNamespaceSelector"] == {"matchLabels": {"hyperpod-tenancy.io/tenant": "true"}}
     assert config["manageJobsWithoutQueueName"] is True
-    assert "vpc.amazonaws.com/efa" in config["resources"]["excludeResourcePrefixes"]
+    # EFA is counted by the ClusterQueues; huge pages and ephemeral storage by the ResourceQuota backstop
+    assert config["resources"]["excludeResourcePrefixes"] == ["ephemeral-storage", "hugepages-"]
     # keys the chart's default configuration carries must still be there (the value replaces it whole)
     assert {"health", "metrics", "webhook", "leaderElection", "controller"} <= set(config)
 

@@ -143,6 +143,7 @@ BAD = [
             "timeoutSeconds": 0,
             "cacheTtlSeconds": 0,
             "imageUri": "webhook:latest",
+            "breakGlassGroup": "system:masters",
         },
         "chargeback.usageReportChart": {},
         "teams[2].identity.groupId": "906754abcd-11111111-aaaa-bbbb-cccc-111111111111",

@@ -154,7 +154,7 @@ def test_the_quotas_exist_and_the_team_cannot_change_them(synth: Synth) -> None:
         quotas = {
             o["metadata"]["name"] for o in namespace_objects(synth, team) if o["kind"] == "ResourceQuota"
         }
-        assert quotas == {"accelerator-ceiling", "no-system-priority"}
+        assert quotas == {"accelerator-ceiling", "compute-ceiling", "no-system-priority"}
         who = Subject("mallory@example.com", (names.kubernetes_group(team.name),))
         for name in sorted(quotas):
             for verb in ("update", "patch", "delete"):

@@ -18,7 +18,9 @@ from hyperpod_tenancy.policy import RESOURCE_CATALOGUE, ResourceShape
 
 
 def as_spec(shape: ResourceShape) -> InstanceSpec:
-    return InstanceSpec(shape.accelerators, shape.accelerator_resource, shape.vcpus, shape.memory_gib)
+    return InstanceSpec(
+        shape.accelerators, shape.accelerator_resource, shape.vcpus, shape.memory_gib, shape.efa_interfaces
+    )
 
 
 @pytest.mark.parametrize("instance_type", sorted(INSTANCE_SPECS))
@@ -29,8 +31,8 @@ def test_catalogue_matches_the_published_spec(instance_type: str) -> None:
 
 def test_published_figures_spot_checks() -> None:
     # the figures quoted in the issue, written out so a typo in the table cannot hide behind a variable
-    assert INSTANCE_SPECS["ml.p5.48xlarge"] == InstanceSpec(8, "nvidia.com/gpu", 192, 2048)
-    assert INSTANCE_SPECS["ml.g5.12xlarge"] == InstanceSpec(4, "nvidia.com/gpu", 48, 192)
+    assert INSTANCE_SPECS["ml.p5.48xlarge"] == InstanceSpec(8, "nvidia.com/gpu", 192, 2048, 32)
+    assert INSTANCE_SPECS["ml.g5.12xlarge"] == InstanceSpec(4, "nvidia.com/gpu", 48, 192, 1)
 
 
 @pytest.mark.parametrize("name", platforms.FAIRNESS_PLATFORM_NAMES)

@@ -264,3 +264,59 @@ def test_without_observability_no_namespace_is_admitted() -> None:
     off = dataclasses.replace(platform, cluster=dataclasses.replace(platform.cluster, observability=False))
     assert "allow-observability-scrape" not in {p["metadata"]["name"] for p in _policies(off)}
     assert "allow-observability-scrape" in {p["metadata"]["name"] for p in _policies(platform)}
+
+
+def _ray_job_api(namespace: str, source: dict[str, Any]) -> dict[str, Any]:
+    """Spec: ingress to the Ray head pods of ``namespace`` on the job API, GCS and client ports from ``source``."""
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": "q", "namespace": namespace},
+        "spec": {
+            "podSelector": {"matchLabels": {"ray.io/node-type": "head"}},
+            "policyTypes": ["Ingress"],
+            "ingress": [
+                {
+                    "from": [source],
+                    "ports": [{"protocol": "TCP", "port": p} for p in (8265, 6379, 10001)],
+                }
+            ],
+        },
+    }
+
+
+def test_a_teammate_can_submit_a_ray_job_to_your_cluster_as_the_readme_says(
+    reference: Platform, tmp_path: Path
+) -> None:
+    """The hostile case inside a team: ``ray job submit --address http://<your head>:8265`` from a teammate's pod.
+
+    A namespace is one trust zone: the README's security model says a teammate reaches every port of your pods,
+    and why (multi-node jobs need every port between their pods; NetworkPolicy cannot select "the same person").
+    Another team cannot.
+    """
+    research, vision = names.namespace("research"), names.namespace("vision")
+    queries = [
+        nca_scheme.Query(
+            "teammate-to-ray-head",
+            "permits",
+            [_ray_job_api(research, {"podSelector": {"matchLabels": {"app": "trainer"}}})],
+        ),
+        nca_scheme.Query(
+            "other-team-to-ray-head",
+            "forbids",
+            [
+                _ray_job_api(
+                    research,
+                    {
+                        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": vision}},
+                        "podSelector": {"matchLabels": {"app": "trainer"}},
+                    },
+                )
+            ],
+        ),
+    ]
+    result = _run(tmp_path, reference, _policies(reference), queries=queries)
+    assert result.returncode == 0, result.output
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert "reach every port of your pods over the network" in readme
+    assert "Ray dashboard and job API on 8265" in readme

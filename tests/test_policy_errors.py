@@ -896,6 +896,24 @@ CASES: list[Case] = [
         1,
     ),
     Case(
+        "posix-break-glass-team-group",
+        {"cluster.posixIdentity.breakGlassGroup": "hyperpod-ns-research-namespace-level-group"},
+        "HPT-POSIX-BREAK-GLASS",
+        "cluster.posixIdentity.breakGlassGroup",
+        ("team 'research'", "every teammate's pods"),
+        "only the platform's on-call people",
+        1,
+    ),
+    Case(
+        "posix-break-glass-everyone",
+        {"cluster.posixIdentity.breakGlassGroup": "system:authenticated"},
+        "HPT-POSIX-BREAK-GLASS",
+        "cluster.posixIdentity.breakGlassGroup",
+        ("Kubernetes assigns itself",),
+        "only the platform's on-call people",
+        1,
+    ),
+    Case(
         "cluster-classification-format",
         {"cluster.dataClassification": "Internal"},
         "HPT-DATA-CLASSIFICATION",
@@ -1379,6 +1397,7 @@ def python_reference() -> Platform:
                 uid_range=UidRange(first=200_000, last=299_999),
                 timeout_seconds=5,
                 cache_ttl_seconds=300,
+                break_glass_group="platform-oncall",
             ),
         ),
         scheduling=SchedulingSpec(

@@ -36,7 +36,9 @@ from hyperpod_tenancy.k8s.fsx_dirs import (
 )
 from hyperpod_tenancy.k8s.team_manifests import fsx_directory_job
 
-ALICE, BOB = 200_000, 200_001
+ALICE, BOB, CAROL = 200_000, 200_001, 200_002
+#: A person of another team (another GID).
+EVE, EVE_GID = 200_003, 20002
 SETPRIV = shutil.which("setpriv")
 as_root = pytest.mark.skipif(
     os.geteuid() != 0 or SETPRIV is None,
@@ -62,7 +64,9 @@ def _job_script(root: Path) -> tuple[str, int, Path]:
     team = platform.teams[0]
     job = fsx_directory_job(platform, team, fsx=FSX)[-1]
     script = job["spec"]["template"]["spec"]["containers"][0]["command"][-1]
-    local = script.replace("ensure_dir /fsx/", f"ensure_dir {root}/")
+    local = script.replace("ensure_dir /fsx/", f"ensure_dir {root}/").replace(
+        "ensure_dir /fsx ", f"ensure_dir {root} "
+    )
     assert local != script
     return local, team.identity.posix_gid, root / team.name
 
@@ -92,14 +96,17 @@ def test_team_job_creates_team_and_home_parent_and_fixes_drift(fsx_root: Path) -
     for attempt in (1, 2):
         proc = _run(script)
         assert proc.returncode == 0, (attempt, proc.stderr)
-        assert _owner_mode(team_dir) == (0, gid, 0o2770)
+        assert _owner_mode(team_dir) == (0, gid, 0o3770)
         assert _owner_mode(team_dir / "home") == (0, gid, 0o3770)
+        assert _owner_mode(fsx_root) == (0, 0, 0o755)
     # drift (someone chowned/chmodded by hand): the Job, run as root, makes it right again
     os.chown(team_dir / "home", 4242, 4242)
     (team_dir / "home").chmod(0o777)
     team_dir.chmod(0o755)
+    fsx_root.chmod(0o777)
     assert _run(script).returncode == 0
-    assert _owner_mode(team_dir) == (0, gid, 0o2770)
+    assert _owner_mode(team_dir) == (0, gid, 0o3770)
+    assert _owner_mode(fsx_root) == (0, 0, 0o755)
     assert _owner_mode(team_dir / "home") == (0, gid, 0o3770)
 
 
@@ -170,6 +177,96 @@ def test_sticky_parent_stops_a_teammate_replacing_a_home(fsx_root: Path) -> None
     # and without the sticky bit the same teammate could (proves the test exercises the bit)
     (team_dir / "home").chmod(0o2770)
     assert _run(f"mv {home} {home}.old", uid=BOB, gid=gid).returncode == 0
+
+
+def _team_with_homes(fsx_root: Path) -> tuple[int, Path]:
+    """The Job's directories, then Alice's and Carol's homes made by their own init containers."""
+    script, gid, team_dir = _job_script(fsx_root)
+    assert _run(script).returncode == 0
+    for person in (ALICE, CAROL):
+        proc = _run(_home_script(team_dir, uid=person, gid=gid), uid=person, gid=gid)
+        assert proc.returncode == 0, proc.stderr
+    return gid, team_dir
+
+
+@as_root
+def test_a_teammate_cannot_rename_the_home_tree_away(fsx_root: Path) -> None:
+    """Bob renames ``home`` away and makes his own, to hand Alice a home he owns: refused by the sticky team dir."""
+    gid, team_dir = _team_with_homes(fsx_root)
+    home = team_dir / "home"
+    before = home.stat().st_ino
+    for attack in (
+        f"mv {home} {team_dir}/home.old",
+        f"mv {home}/{ALICE} {home}/{ALICE}.old",
+        f"rmdir {home}",
+        f"mv {team_dir} {fsx_root}/research.old",
+        f"mkdir {fsx_root}/rogue",
+    ):
+        proc = _run(attack, uid=BOB, gid=gid)
+        assert proc.returncode != 0, attack
+    assert home.stat().st_ino == before and _owner_mode(home) == (0, gid, 0o3770)
+    assert _owner_mode(home / str(ALICE)) == (ALICE, gid, 0o700)
+
+
+@as_root
+def test_the_checked_home_is_the_mounted_home_whatever_a_teammate_does_in_between(fsx_root: Path) -> None:
+    """The swap: between Alice's init container's check and kubelet's subPath mount, Bob tries every rename.
+
+    kubelet mounts ``home/<uid>`` of the claim by path after the init containers ran (the image pull of the
+    workload's containers leaves minutes); the directory found at that path must be the one the script checked.
+    """
+    gid, team_dir = _team_with_homes(fsx_root)
+    checked = team_dir / "home" / str(ALICE)
+    proc = _run(_home_script(team_dir, uid=ALICE, gid=gid), uid=ALICE, gid=gid)
+    assert proc.returncode == 0
+    inode = checked.stat().st_ino
+    swap = (
+        f"mkdir -p {team_dir}/decoy/{ALICE} && chmod 777 {team_dir}/decoy/{ALICE} ; "
+        f"mv {team_dir}/home {team_dir}/home.orig ; mv {team_dir}/decoy {team_dir}/home ; "
+        f"mv {checked} {team_dir}/stolen ; mv {team_dir}/decoy/{ALICE} {checked}"
+    )
+    _run(swap, uid=BOB, gid=gid)
+    mounted = team_dir / "home" / str(ALICE)  # what kubelet resolves for subPath home/<uid>
+    assert mounted.stat().st_ino == inode
+    assert _owner_mode(mounted) == (ALICE, gid, 0o700)
+    assert not (team_dir / "home.orig").exists() and not (team_dir / "stolen").exists()
+
+
+@as_root
+def test_with_the_old_group_writable_team_dir_the_swap_succeeds(fsx_root: Path) -> None:
+    """Mode 2770 (no sticky bit) on ``/fsx/<team>``: the rename works, so the test above tests the bit."""
+    gid, team_dir = _team_with_homes(fsx_root)
+    team_dir.chmod(0o2770)
+    assert _run(f"mv {team_dir}/home {team_dir}/home.old", uid=BOB, gid=gid).returncode == 0
+
+
+@as_root
+def test_teammates_still_share_data_and_get_their_own_homes(fsx_root: Path) -> None:
+    gid, team_dir = _team_with_homes(fsx_root)
+    # Bob's first job makes his home; Alice's shared dataset folder is writable by the team (setgid group)
+    assert _run(_home_script(team_dir, uid=BOB, gid=gid), uid=BOB, gid=gid).returncode == 0
+    assert (
+        _run(
+            f"mkdir -m 2775 {team_dir}/datasets && chmod g+w {team_dir}/datasets", uid=ALICE, gid=gid
+        ).returncode
+        == 0
+    )
+    assert _run(f"echo rows > {team_dir}/datasets/part-0", uid=BOB, gid=gid).returncode == 0
+    assert _owner_mode(team_dir / "datasets" / "part-0")[1] == gid, "files inherit the team group"
+    assert _run(f"rmdir {team_dir}/datasets", uid=CAROL, gid=gid).returncode != 0, "but not another's folder"
+    for person in (ALICE, CAROL):
+        other = BOB if person != BOB else ALICE
+        assert _run(f"ls {team_dir}/home/{person}", uid=other, gid=gid).returncode != 0, "homes are private"
+
+
+@as_root
+def test_a_person_of_another_team_reaches_nothing(fsx_root: Path) -> None:
+    gid, team_dir = _team_with_homes(fsx_root)
+    assert gid != EVE_GID
+    for attack in (f"ls {team_dir}", f"mkdir {team_dir}/home/{EVE}", f"mv {team_dir} {fsx_root}/x"):
+        assert _run(attack, uid=EVE, gid=EVE_GID).returncode != 0, attack
+    proc = _run(_home_script(team_dir, uid=EVE, gid=EVE_GID), uid=EVE, gid=EVE_GID)
+    assert proc.returncode != 0 and not (team_dir / "home" / str(EVE)).exists()
 
 
 @as_root

@@ -328,7 +328,7 @@ def test_directory_job_shape(platform: Platform) -> None:
         assert container["volumeMounts"] == [{"name": volume["name"], "mountPath": "/fsx"}]
         script = container["command"][-1]
         gid = team.identity.posix_gid
-        assert f"ensure_dir /fsx/{team.name} 0 {gid} 2770 set" in script
+        assert f"ensure_dir /fsx 0 0 755 set\nensure_dir /fsx/{team.name} 0 {gid} 3770 set" in script
         assert f"ensure_dir /fsx/{team.name}/home 0 {gid} 3770 set" in script
 
 
@@ -353,17 +353,24 @@ def test_directory_script_creates_the_directory_idempotently(tmp_path: Path) -> 
     team = platform.teams[0]
     _, _, job = _job_parts(platform, team)
     script = job["spec"]["template"]["spec"]["containers"][0]["command"][-1]
-    local = script.replace("ensure_dir /fsx/", f"ensure_dir {tmp_path}/")
+    local = script.replace("ensure_dir /fsx/", f"ensure_dir {tmp_path}/").replace(
+        "ensure_dir /fsx ", f"ensure_dir {tmp_path} "
+    )
     assert local != script
+    tmp_path.chmod(0o755)
     target = tmp_path / team.name
     gid = team.identity.posix_gid
     for attempt in (1, 2):  # a second run (a retried or re-applied Job) must succeed and change nothing
         proc = _sh(local)
         assert proc.returncode == 0, (attempt, proc.stderr)
-        assert proc.stdout.splitlines() == [f"{target} 0:{gid} 2770", f"{target}/home 0:{gid} 3770"]
+        assert proc.stdout.splitlines() == [
+            f"{tmp_path} 0:0 755",
+            f"{target} 0:{gid} 3770",
+            f"{target}/home 0:{gid} 3770",
+        ]
         if os.geteuid() == 0:
             st = target.stat()
             assert (st.st_uid, st.st_gid) == (0, gid)
-            assert stat.S_IMODE(st.st_mode) == 0o2770
+            assert stat.S_IMODE(st.st_mode) == 0o3770
             home = (target / "home").stat()
             assert (home.st_uid, home.st_gid, stat.S_IMODE(home.st_mode)) == (0, gid, 0o3770)

@@ -14,9 +14,11 @@ monthly job's SQL on DuckDB over local copies of the collector's files and the C
 (:mod:`hyperpod_tenancy.chargeback_offline`); exit 1 on unreadable or malformed inputs.
 
 ``hyperpod-tenancy webhook serve --port P --tls-cert F --tls-key F --table NAME --teams FILE
-[--max-body-bytes N]`` runs the POSIX identity admission webhook (:mod:`hyperpod_tenancy.webhook.server`)
-until SIGTERM; DynamoDB is reached through boto3's default session (``AWS_REGION``, Pod Identity credentials,
-``AWS_ENDPOINT_URL`` when set). Exit 1 when the configuration or the certificate files cannot be read.
+[--max-body-bytes N] [--kube-api URL --kube-token-file F --kube-ca-file F]`` runs the POSIX identity admission
+webhook (:mod:`hyperpod_tenancy.webhook.server`) until SIGTERM; DynamoDB is reached through boto3's default
+session (``AWS_REGION``, Pod Identity credentials, ``AWS_ENDPOINT_URL`` when set), the Kubernetes API (to read the
+Pod of an exec or port-forward) through the pod's service account unless ``--kube-*`` say otherwise. Exit 1
+when the configuration or the certificate files cannot be read.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from hyperpod_tenancy.errors import PolicyError, PolicyIssue
 if TYPE_CHECKING:
     from hyperpod_tenancy.chargeback.model import ChargebackConfig
     from hyperpod_tenancy.policy.model import Platform, Team
+    from hyperpod_tenancy.webhook.kube import KubeApi
 
 __all__ = ["main"]
 
@@ -145,7 +148,7 @@ def _webhook_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser
     actions = webhook.add_subparsers(dest="webhook_command", metavar="ACTION", required=True)
     serve = actions.add_parser(
         "serve",
-        help="serve /mutate, /healthz and /readyz over HTTPS until SIGTERM",
+        help="serve /mutate, /validate, /healthz and /readyz over HTTPS until SIGTERM",
         description="Serve the webhook over HTTPS until SIGTERM (DynamoDB endpoint from AWS_ENDPOINT_URL when set).",
     )
     serve.add_argument("--port", required=True, type=int, help="TCP port to listen on (e.g. 8443)")
@@ -158,6 +161,28 @@ def _webhook_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser
     serve.add_argument("--host", default="0.0.0.0", help="address to bind (default: all interfaces)")  # noqa: S104
     serve.add_argument(
         "--max-body-bytes", type=int, default=None, metavar="N", help="largest request body (default: 6 MiB)"
+    )
+    serve.add_argument(
+        "--kube-api",
+        default=None,
+        metavar="URL",
+        help="the Kubernetes API server (default: from KUBERNETES_SERVICE_HOST/PORT in a pod)",
+    )
+    serve.add_argument("--kube-token-file", type=Path, default=None, metavar="FILE", help="bearer token file")
+    serve.add_argument("--kube-ca-file", type=Path, default=None, metavar="FILE", help="API server CA bundle")
+
+
+def _kube_api(args: argparse.Namespace) -> KubeApi | None:
+    """Return the API server the webhook reads Pods from: the flags, else the pod's service account, else none."""
+    from hyperpod_tenancy.webhook import kube  # noqa: PLC0415
+
+    url = args.kube_api or kube.in_cluster_url()
+    if url is None:
+        return None
+    return kube.KubeApi(
+        url=url,
+        token_file=args.kube_token_file or kube.IN_CLUSTER_TOKEN,
+        ca_file=args.kube_ca_file or kube.IN_CLUSTER_CA,
     )
 
 
@@ -186,6 +211,7 @@ def _webhook(args: argparse.Namespace, *, err: TextIO) -> int:
         config=settings,
         host=args.host,
         max_body_bytes=args.max_body_bytes or server.DEFAULT_MAX_BODY_BYTES,
+        kube_api=_kube_api(args),
     )
     server.serve(options)
     return EXIT_OK

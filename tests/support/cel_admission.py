@@ -28,6 +28,9 @@ STANDARD_CEL_FUNCTIONS = frozenset(
         "size",
         "filter",
         "map",
+        # the type conversions of the CEL specification (language-definition.md, "Type Conversions")
+        "int",
+        "string",
     }
 )
 #: ``request.userInfo`` of a person in a team's group (the default requester).

@@ -11,10 +11,12 @@ hardware of the EC2 ``<type>`` instance. Sources, checked for each row:
   ``cpu=192, gpu=8, memMB=2048 * GiB``);
 * ``ml.g5.8xlarge``: 1 NVIDIA A10G, 32 vCPUs, 128 GiB; ``ml.g5.12xlarge``: 4 A10G, 48 vCPUs, 192 GiB --
   https://aws.amazon.com/ec2/instance-types/g5/ and the AWS Batch user guide's GPU table
-  (https://docs.aws.amazon.com/batch/latest/userguide/gpu-jobs.html);
+  (https://docs.aws.amazon.com/batch/latest/userguide/gpu-jobs.html); one EFA interface each (the EC2 User
+  Guide, Elastic Fabric Adapter "Supported instance types": G5 from 8xlarge up);
 * ``ml.trn1.32xlarge``: 16 Trainium devices, 128 vCPUs, 512 GiB host memory -- AWS Neuron documentation,
   "Trn1/Trn1n Architecture"
-  (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/general/arch/neuron-hardware/trn1-arch.html).
+  (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/general/arch/neuron-hardware/trn1-arch.html), 8 EFA
+  interfaces (https://aws.amazon.com/ec2/instance-types/trn1/: trn1.32xlarge, 800 Gbps EFA).
 
 Extended resource names are a scheduling choice, not a hardware fact: GPUs are ``nvidia.com/gpu`` (the NVIDIA
 device plugin, https://github.com/NVIDIA/k8s-device-plugin); Trainium devices are counted as
@@ -44,14 +46,16 @@ class InstanceSpec:
     vcpus: int
     #: Host memory in GiB.
     memory_gib: int
+    #: EFA interfaces (network cards that support EFA).
+    efa_interfaces: int = 0
 
 
 #: Every catalogued instance type a test platform uses without an explicit ``resources`` block.
 INSTANCE_SPECS: dict[str, InstanceSpec] = {
-    "ml.p5.48xlarge": InstanceSpec(8, NVIDIA_GPU, 192, 2048),
-    "ml.g5.8xlarge": InstanceSpec(1, NVIDIA_GPU, 32, 128),
-    "ml.g5.12xlarge": InstanceSpec(4, NVIDIA_GPU, 48, 192),
-    "ml.trn1.32xlarge": InstanceSpec(16, NEURON_DEVICE, 128, 512),
+    "ml.p5.48xlarge": InstanceSpec(8, NVIDIA_GPU, 192, 2048, 32),
+    "ml.g5.8xlarge": InstanceSpec(1, NVIDIA_GPU, 32, 128, 1),
+    "ml.g5.12xlarge": InstanceSpec(4, NVIDIA_GPU, 48, 192, 1),
+    "ml.trn1.32xlarge": InstanceSpec(16, NEURON_DEVICE, 128, 512, 8),
 }
 
 

@@ -82,7 +82,7 @@ def _pod(
 
 
 def topology(team_namespaces: Iterable[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Namespaces and sample pods: two workload pods per team, kube-dns and another kube-system pod."""
+    """Namespaces and sample pods: three workload pods per team (one a Ray head), kube-dns and other system pods."""
     namespaces = [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n, "labels": {_NS_LABEL: n}}}
         for n in (*team_namespaces, *OTHER_NAMESPACES)
@@ -91,6 +91,10 @@ def topology(team_namespaces: Iterable[str]) -> tuple[list[dict[str, Any]], list
     for ns in team_namespaces:
         pods.append(_pod("trainer-0", ns, {"app": "trainer"}, [("TCP", 29500)]))
         pods.append(_pod("server", ns, {"app": "server"}, [("TCP", 8080)]))
+        # a teammate's Ray head: dashboard and job API, GCS, Ray client (KubeRay's default ports)
+        pods.append(
+            _pod("ray-head", ns, {"ray.io/node-type": "head"}, [("TCP", 8265), ("TCP", 6379), ("TCP", 10001)])
+        )
     pods.append(_pod("coredns-1", "kube-system", {"k8s-app": "kube-dns"}, [("UDP", 53), ("TCP", 53)]))
     pods.append(_pod("metrics-server-1", "kube-system", {"k8s-app": "metrics-server"}, [("TCP", 10250)]))
     pods.append(_pod("fsx-dir-x", "hyperpod-tenancy-system", {"app": "fsx-dir"}, []))

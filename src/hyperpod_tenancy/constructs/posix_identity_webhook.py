@@ -7,7 +7,7 @@ platform chart) re-checks every Pod. This construct deploys the webhook::
 
     DynamoDB table (retained, PITR) + image asset + Pod Identity role
       -> Namespace, ServiceAccount, ConfigMap, cert-manager CA and serving certificate, Deployment, PDB, Service
-      -> wait: Deployment ready -> MutatingWebhookConfiguration -> wait: CA injected (``ready``)
+      -> wait: Deployment ready -> Mutating- and ValidatingWebhookConfiguration -> wait: CA injected (``ready``)
 
 cert-manager is the cluster's EKS add-on ``cert-manager`` (``SharedHyperPodCluster.cert_manager_addon``, also
 needed by the HyperPod training operator); pass it in ``after`` so the issuers are created once it serves.
@@ -70,7 +70,8 @@ class PosixIdentityWebhook(Construct):
     :data:`~hyperpod_tenancy.k8s.posix_identity.WEBHOOK_NAMESPACE`, the objects of
     :func:`~hyperpod_tenancy.k8s.posix_identity.webhook_objects` (two replicas on the system nodes, a
     PodDisruptionBudget, a Service, a cert-manager CA and serving certificate) and the
-    ``MutatingWebhookConfiguration`` (team namespaces only, ``failurePolicy`` as given).
+    ``MutatingWebhookConfiguration`` and the ``ValidatingWebhookConfiguration`` of requests into running pods
+    (team namespaces only, ``failurePolicy`` as given).
 
     The primary child (``node.default_child``'s parent, construct ID ``Resource``) is the DynamoDB table: it is
     the one resource whose loss loses data (every person's UID, which their files on ``/fsx`` carry).
@@ -194,7 +195,8 @@ class PosixIdentityWebhook(Construct):
             json_path=".status.readyReplicas",
         )
         self.deployment_ready.node.add_dependency(self.objects)
-        #: The MutatingWebhookConfiguration, applied once the server answers.
+        #: The MutatingWebhookConfiguration and the ValidatingWebhookConfiguration of exec, attach, port-forward,
+        #: proxy and ephemeral containers (only the pod's person), applied once the server answers.
         self.webhook_configuration = eks.KubernetesManifest(
             self,
             "WebhookConfiguration",
@@ -202,7 +204,10 @@ class PosixIdentityWebhook(Construct):
             manifest=[
                 posix_identity.mutating_webhook_configuration(
                     failure_policy=failure_policy, timeout_seconds=timeout
-                )
+                ),
+                posix_identity.connect_webhook_configuration(
+                    failure_policy=failure_policy, timeout_seconds=timeout
+                ),
             ],
             overwrite=True,
         )

@@ -132,6 +132,14 @@ def _admit_to_api_endpoint(scope: Construct, id: str, *, group_id: str, peer: ec
     )
 
 
+#: Subcharts of the HyperPod dependencies chart that grant RBAC to team groups; always rendered disabled.
+HYPERPOD_CHART_RBAC_SUBCHARTS = (
+    "team-role-and-bindings",
+    "namespaced-role-and-bindings",
+    "cluster-role-and-bindings",
+)
+
+
 class _ImportedHyperPodCluster(Construct):
     """An existing HyperPod/EKS cluster, imported by :meth:`SharedHyperPodCluster.from_attributes`."""
 
@@ -936,6 +944,11 @@ class SharedHyperPodCluster(Construct):
             # deployments/helm/nvidia-device-plugin/values.yaml; the HyperPod chart vendors that subchart
             # as `nvidia-device-plugin` (aws/sagemaker-hyperpod-cli helm_chart/HyperPodHelmChart/Chart.yaml).
             "nvidia-device-plugin": {"deviceListStrategy": "volume-mounts"},
+            # Pinned off, not left to the chart's default: these subcharts bind RBAC (``pods create``, Kueue
+            # ``workloads/status patch``) to a team group of the name the team access entries map to
+            # (helm_chart/HyperPodHelmChart/Chart.yaml ``dependencies`` conditions, values.yaml
+            # ``team-role-and-bindings.enabled: false`` at aws/sagemaker-hyperpod-cli 011ca927).
+            **{chart: {"enabled": False} for chart in HYPERPOD_CHART_RBAC_SUBCHARTS},
         }
         common: dict[str, Any] = {
             "cluster": self.kubernetes,

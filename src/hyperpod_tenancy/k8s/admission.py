@@ -44,7 +44,8 @@ Four policies, because their scope and enforcement differ:
   Kubernetes PriorityClass for tenants; Kueue WorkloadPriorityClasses only order workloads in Kueue, while a
   PriorityClass such as ``system-node-critical`` makes kube-scheduler preempt other teams' pods), and no
   container, init container or ephemeral container sets an environment variable of
-  :data:`GPU_VISIBILITY_ENV`.
+  :data:`GPU_VISIBILITY_ENV`, and no container requests EFA interfaces beyond
+  :func:`efa_per_accelerator` per accelerator it requests (EFA without GPUs is invisible to Task Governance).
 * :data:`DELETE_POLICY` (``Deny``; DELETE by team members): no orphaning delete of a workload
   (``propagationPolicy: Orphan``, ``orphanDependents: true``, or a batch/v1 Job deleted without a propagation
   policy, whose default is to orphan its pods): Kueue would finish the Workload and free the quota while the
@@ -71,10 +72,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from hyperpod_tenancy.k8s import labels, vap, workloads
-from hyperpod_tenancy.k8s.team_manifests import FSX_CLAIM_NAME, SYSTEM_PRIORITY_CLASSES
+from hyperpod_tenancy.k8s.team_manifests import EFA_RESOURCE, FSX_CLAIM_NAME, SYSTEM_PRIORITY_CLASSES
 from hyperpod_tenancy.k8s.vap import ADMISSION_API_VERSION, tenant_namespace_selector
 from hyperpod_tenancy.k8s.workloads import WorkloadKindSpec
 from hyperpod_tenancy.policy import names
+from hyperpod_tenancy.policy.instance_types import resource_shape
 from hyperpod_tenancy.policy.model import CheckpointEnforcement, FairnessBackend, Platform
 
 __all__ = [
@@ -693,7 +695,59 @@ def _no_gpu_visibility_env(spec: str) -> str:
     )
 
 
-def _pod_spec_validations() -> list[dict[str, str]]:
+def efa_per_accelerator(platform: Platform) -> int:
+    """Most EFA interfaces a pod may request per accelerator: the largest ``ceil(EFA / accelerators)`` of a type.
+
+    ``ml.p5.48xlarge``: 32 interfaces for 8 GPUs, 4. A pod holding EFA interfaces without the accelerators
+    that go with them (16 pods of 32 interfaces and no GPU) keeps every multi-node job of every team off the
+    nodes while Task Governance, which counts accelerators, vCPUs and memory only, sees an idle cluster.
+    0 when no accelerated type has EFA (then no pod may request any).
+    """
+    ratios = [0]
+    for group in platform.cluster.instance_groups:
+        shape = resource_shape(group)
+        if shape is not None and shape.accelerators > 0:
+            ratios.append(-(-shape.efa_interfaces // shape.accelerators))
+    return max(ratios)
+
+
+def _accelerator_names(platform: Platform) -> list[str]:
+    names_ = {"nvidia.com/gpu"}
+    for group in platform.cluster.instance_groups:
+        shape = resource_shape(group)
+        if shape is not None and shape.accelerators > 0:
+            names_.add(shape.accelerator_resource)
+    out = sorted(names_)
+    if "aws.amazon.com/neurondevice" in out:
+        out += ["aws.amazon.com/neuron", "aws.amazon.com/neuroncore"]
+    return out
+
+
+def _limit(container: str, resource: str) -> str:
+    """CEL: the container's integer limit of ``resource`` (0 when unset; -1 when not a plain integer)."""
+    has = f"has({container}.resources) && has({container}.resources.limits) && {_q(resource)} in {container}.resources.limits"
+    value = f"string({container}.resources.limits[{_q(resource)}])"
+    return f"(({has}) ? ({value}.matches('^[0-9]+$') ? int({value}) : -1) : 0)"
+
+
+def _efa_with_accelerators(platform: Platform) -> Callable[[str], str]:
+    ratio = efa_per_accelerator(platform)
+    accelerators = " + ".join(
+        f"(({_limit('c', r)}) > 0 ? {_limit('c', r)} : 0)" for r in _accelerator_names(platform)
+    )
+
+    def check(spec: str) -> str:
+        efa = _limit("c", EFA_RESOURCE)
+        per_container = f"{efa} == 0 || ({efa} > 0 && {efa} <= {ratio} * ({accelerators}))"
+        return " && ".join(
+            f"(!has({spec}.{containers}) || {spec}.{containers}.all(c, {per_container}))"
+            for containers in ("containers", "initContainers")
+        )
+
+    return check
+
+
+def _pod_spec_validations(platform: Platform) -> list[dict[str, str]]:
     system = ", ".join(SYSTEM_PRIORITY_CLASSES)
     env = ", ".join(GPU_VISIBILITY_ENV)
     allowed = ", ".join(ALLOWED_POD_PRIORITY_CLASSES) or "none"
@@ -713,6 +767,14 @@ def _pod_spec_validations() -> list[dict[str, str]]:
                 f"{kind.kind}: no container, init container or ephemeral container ({paths}) may set {env}: "
                 "they expose accelerator devices that Kueue and the quotas never counted. Request devices as "
                 "resources instead (e.g. nvidia.com/gpu: 8, aws.amazon.com/neuron: 1).",
+            ),
+            (
+                _efa_with_accelerators(platform),
+                f"{kind.kind}: a container ({paths}) requests {EFA_RESOURCE} without the accelerators that go "
+                f"with them: at most {efa_per_accelerator(platform)} EFA interfaces per accelerator it requests "
+                "(e.g. nvidia.com/gpu: 8 with vpc.amazonaws.com/efa: 32 on ml.p5.48xlarge). EFA interfaces held "
+                "without GPUs keep every team's multi-node jobs off the nodes. Request the accelerators, or "
+                "drop the EFA request.",
             ),
         ):
             expressions = [_walk("object", path.split("."), check) for path in kind.pod_specs]
@@ -813,7 +875,7 @@ def admission_policies(platform: Platform) -> list[dict[str, Any]]:
             POD_SPEC_POLICY,
             rules=[*_rules(_OPERATIONS), pods_ephemeral],
             match_conditions=[_not_being_deleted()],
-            validations=_pod_spec_validations(),
+            validations=_pod_spec_validations(platform),
         ),
         vap.policy_binding(POD_SPEC_POLICY, ["Deny"]),
         vap.policy(

@@ -3,9 +3,13 @@
 Two callers, one shell function (:func:`ensure_directory_script`):
 
 * the platform's FSx directory Job (:func:`hyperpod_tenancy.k8s.team_manifests.fsx_directory_job`), running as
-  root in the platform namespace, creates ``/fsx/<team>`` (``root:<team GID>``, mode ``2770``: setgid, so files
-  inherit the team group) and ``/fsx/<team>/home`` (``root:<team GID>``, mode ``3770``: setgid and sticky, so a
-  teammate can create their own home directory there but never rename, remove or replace another one's);
+  root in the platform namespace, keeps ``/fsx`` ``root:root`` ``0755``, and creates ``/fsx/<team>``
+  (``root:<team GID>``, mode ``3770``: setgid, so files inherit the team group, and sticky, so no teammate can
+  rename or remove ``home`` or anything else a teammate owns there) and ``/fsx/<team>/home`` (``root:<team
+  GID>``, mode ``3770``: a teammate can create their own home directory there but never rename, remove or
+  replace another one's). So every path component above a home directory belongs to root in a directory only
+  root may rename entries of: the path the home directory is checked at and the path kubelet mounts are the
+  same directory, and no teammate can swap one in between (the image pull of the workload gives them minutes);
 * the POSIX identity webhook injects :func:`home_init_container` into every pod of a person: running *as that
   person* (their UID, the team GID, non-root, no capabilities, no privilege escalation) it creates
   ``/fsx/<team>/home/<uid>`` with mode ``0700`` on first use, and :func:`home_volume_mount` mounts it at
@@ -30,6 +34,7 @@ from typing import Any, Literal
 
 __all__ = [
     "BUSYBOX_IMAGE",
+    "FSX_ROOT_MODE",
     "HOME_DIRECTORY",
     "HOME_INIT_CONTAINER_NAME",
     "HOME_MODE",
@@ -50,8 +55,11 @@ __all__ = [
 BUSYBOX_IMAGE = "public.ecr.aws/docker/library/busybox:1.37.0"
 #: Directory under a team's directory that holds the per-person home directories: ``/fsx/<team>/home``.
 HOME_DIRECTORY = "home"
-#: Mode of ``/fsx/<team>``: setgid (new files and directories inherit the team group) + ``rwxrwx---``.
-TEAM_DIRECTORY_MODE = "2770"
+#: Mode of ``/fsx/<team>``: setgid (new files and directories inherit the team group) + sticky (only an entry's
+#: owner may rename or remove it: ``home`` stays where it is) + ``rwxrwx---``.
+TEAM_DIRECTORY_MODE = "3770"
+#: Mode of ``/fsx`` itself: root's, no one else may create, rename or remove a team directory.
+FSX_ROOT_MODE = "755"
 #: Mode of ``/fsx/<team>/home``: setgid + sticky (only a directory's owner may rename or remove it) + ``rwxrwx---``.
 HOME_PARENT_MODE = "3770"
 #: Mode of ``/fsx/<team>/home/<uid>``: the person only.

@@ -100,9 +100,13 @@ MANAGED_BY_LABELS: Mapping[str, str] = labels.MANAGED_BY_LABELS
 KUEUE_FRAMEWORKS: tuple[str, ...] = tuple(
     k.kueue_framework for k in workloads.WORKLOAD_KINDS if k.kueue_framework is not None
 )
+#: EFA interfaces: covered by the ClusterQueues (a job that holds every EFA interface of the nodes blocks every
+#: other multi-node job, GPUs or not), quota = EFA interfaces per instance x instances.
+EFA = "vpc.amazonaws.com/efa"
 #: Resources Kueue does not account: a request for a resource no ClusterQueue covers makes a workload
-#: inadmissible, and HyperPod training jobs request EFA interfaces.
-UNMANAGED_RESOURCE_PREFIXES: tuple[str, ...] = ("vpc.amazonaws.com/efa", "ephemeral-storage", "hugepages-")
+#: inadmissible. Huge pages and ephemeral storage are capped by the namespace's ResourceQuota backstop
+#: (``compute-ceiling``) instead.
+UNMANAGED_RESOURCE_PREFIXES: tuple[str, ...] = ("ephemeral-storage", "hugepages-")
 #: Fair-sharing preemption strategies (Kueue's defaults), written out so the configuration enables it.
 FAIR_SHARING_PREEMPTION_STRATEGIES: tuple[str, ...] = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
 
@@ -154,12 +158,15 @@ class _FlavorShape:
     accelerators: int
     cpu_millis: int
     memory_mib: int
+    efa_interfaces: int = 0
 
     def amount(self, resource: str) -> int:
         if resource == CPU:
             return self.cpu_millis
         if resource == MEMORY:
             return self.memory_mib
+        if resource == EFA:
+            return self.efa_interfaces
         return self.accelerators if resource == self.accelerator_resource else 0
 
 
@@ -193,6 +200,7 @@ def _shape_of(index: int, group: InstanceGroup) -> _FlavorShape:
         accelerators=shape.accelerators,
         cpu_millis=shape.vcpus * group.threads_per_core * _MILLI // 2,
         memory_mib=shape.memory_gib * _MIB_PER_GIB,
+        efa_interfaces=shape.efa_interfaces,
     )
 
 
@@ -215,8 +223,10 @@ def _flavor_shapes(platform: Platform) -> dict[str, _FlavorShape]:
 
 
 def _covered_resources(shapes: Iterable[_FlavorShape]) -> list[str]:
+    shapes = list(shapes)
     accelerators = list(dict.fromkeys(s.accelerator_resource for s in shapes))
-    return [*accelerators, CPU, MEMORY]
+    efa = [EFA] if any(s.efa_interfaces for s in shapes) else []
+    return [*accelerators, CPU, MEMORY, *efa]
 
 
 def _quantity(resource: str, base: int) -> int | str:
@@ -392,8 +402,8 @@ def kueue_helm_values(platform: Platform) -> dict[str, Any]:
     * ``manageJobsWithoutQueueName`` limited to tenant namespaces (label ``hyperpod-tenancy.io/tenant``), so
       a workload that slips past the admission policies waits for a queue instead of running outside
       every quota;
-    * ``resources.excludeResourcePrefixes`` (:data:`UNMANAGED_RESOURCE_PREFIXES`), so EFA requests do not
-      make training jobs inadmissible;
+    * ``resources.excludeResourcePrefixes`` (:data:`UNMANAGED_RESOURCE_PREFIXES`: huge pages and ephemeral
+      storage, which the ResourceQuota backstop caps); EFA interfaces are covered by the ClusterQueues;
     * ``metrics.enableClusterQueueResources`` for per-queue usage and quota metrics (chargeback).
     """
     config: dict[str, Any] = {

@@ -49,6 +49,8 @@ POSIX_UID_ANNOTATION = "hyperpod-tenancy.io/posix-uid"
 POSIX_GID_ANNOTATION = POSIX_GID_LABEL
 #: Pod-template annotation of the POSIX identity webhook's Deployment: the hash of its configuration file.
 WEBHOOK_CONFIG_HASH_ANNOTATION = "hyperpod-tenancy.io/config-sha256"
+#: ``reportingController`` of the Events the POSIX identity webhook records (a break-glass use).
+WEBHOOK_REPORTING_CONTROLLER = "hyperpod-tenancy.io/posix-identity-webhook"
 #: Job/pod annotation naming the checkpoint directory (must be under ``/fsx/<team>/``).
 CHECKPOINT_PATH_ANNOTATION = "hyperpod-tenancy.io/checkpoint-path"
 #: Job/pod annotation with the checkpoint interval, e.g. ``30m`` or ``1h``.

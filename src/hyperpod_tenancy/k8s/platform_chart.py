@@ -8,6 +8,7 @@ from typing import Any
 from hyperpod_tenancy.k8s._manifest_chart import ManifestChart
 from hyperpod_tenancy.k8s.admission import admission_policies
 from hyperpod_tenancy.k8s.kueue import cluster_objects, renders_fairness_of
+from hyperpod_tenancy.k8s.operator_guards import operator_guard_policies
 from hyperpod_tenancy.k8s.posix_identity import posix_identity_policies
 from hyperpod_tenancy.k8s.team_manifests import system_namespace
 from hyperpod_tenancy.k8s.tenant_guards import tenant_guard_policies
@@ -44,6 +45,7 @@ class PlatformChart(ManifestChart):
             system_namespace(),
             *admission_policies(platform),
             *tenant_guard_policies(),
+            *operator_guard_policies(),
             *posix_identity_policies(),
         ]
         manifests += fairness_objects

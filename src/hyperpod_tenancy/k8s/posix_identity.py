@@ -53,11 +53,13 @@ from hyperpod_tenancy.policy import names
 from hyperpod_tenancy.policy.model import Platform, WebhookFailurePolicy
 
 __all__ = [
+    "API_ACCESS_ROLE",
     "CA_CERTIFICATE",
     "CONFIG_FILE",
     "CONFIG_HASH_ANNOTATION",
     "CONFIG_MAP",
     "CONFIG_VERSION",
+    "CONNECT_WEBHOOK_NAME",
     "CONTAINER_FIELDS",
     "DEPLOYMENT",
     "MUTATE_PATH",
@@ -71,12 +73,15 @@ __all__ = [
     "SERVICE_ACCOUNT",
     "SSO_ROLE_PREFIX",
     "TLS_CERTIFICATE",
+    "VALIDATE_PATH",
     "WEBHOOK_CONFIGURATION",
     "WEBHOOK_NAME",
     "WEBHOOK_NAMESPACE",
     "WebhookDeployment",
+    "connect_webhook_configuration",
     "mutating_webhook_configuration",
     "posix_identity_policies",
+    "webhook_api_access",
     "webhook_config",
     "webhook_objects",
 ]
@@ -286,6 +291,14 @@ WEBHOOK_CONFIGURATION = "hyperpod-tenancy-posix-identity"
 WEBHOOK_NAME = "posix-identity.hyperpod-tenancy.io"
 #: Path the API server posts AdmissionReviews to.
 MUTATE_PATH = "/mutate"
+#: Path of the validating webhook deciding requests that reach into a running pod.
+VALIDATE_PATH = "/validate"
+#: The ValidatingWebhookConfiguration's one webhook (the configuration is named :data:`WEBHOOK_CONFIGURATION`).
+CONNECT_WEBHOOK_NAME = "posix-identity-connect.hyperpod-tenancy.io"
+#: ClusterRole (and binding) letting the webhook read Pods and record Events.
+API_ACCESS_ROLE = "hyperpod-tenancy-posix-identity-webhook"
+#: Subresources whose CONNECT reaches a running container (``hyperpod_tenancy.webhook.connect``).
+CONNECT_SUBRESOURCES = ("pods/exec", "pods/attach", "pods/portforward", "pods/proxy")
 #: Port the server listens on in the pod (the Service exposes 443).
 SERVER_PORT = 8443
 #: Replicas of the Deployment (the PodDisruptionBudget keeps one available during node drains).
@@ -313,7 +326,9 @@ def webhook_config(platform: Platform) -> dict[str, Any]:
     ``exemptUsernames`` are the controllers of :data:`hyperpod_tenancy.k8s.workloads.CONTROLLERS`.
     """
     spec = platform.cluster.posix_identity
+    break_glass = {} if spec.break_glass_group is None else {"breakGlassGroups": [spec.break_glass_group]}
     return {
+        **break_glass,
         "version": CONFIG_VERSION,
         "uidRange": {"first": spec.uid_range.first, "last": spec.uid_range.last},
         "cacheTtlSeconds": spec.cache_ttl_seconds,
@@ -487,6 +502,8 @@ def _deployment(config: dict[str, Any], target: WebhookDeployment) -> dict[str, 
                 },
                 "spec": {
                     "serviceAccountName": SERVICE_ACCOUNT,
+                    # the one pod of the namespace that talks to the API server (webhook_api_access)
+                    "automountServiceAccountToken": True,
                     "priorityClassName": "system-cluster-critical",
                     "enableServiceLinks": False,
                     # the platform's system nodes, as its other controllers (KubeRay)
@@ -540,6 +557,7 @@ def webhook_objects(platform: Platform, target: WebhookDeployment) -> list[dict[
             "metadata": _meta(SERVICE_ACCOUNT),
             "automountServiceAccountToken": False,
         },
+        *webhook_api_access(),
         {
             "apiVersion": "v1",
             "kind": "ConfigMap",
@@ -638,3 +656,74 @@ def mutating_webhook_configuration(
             }
         ],
     }
+
+
+def webhook_api_access() -> list[dict[str, Any]]:
+    """Return the ClusterRole and ClusterRoleBinding of the webhook's ServiceAccount: ``get pods``, ``create events``.
+
+    A CONNECT request (exec, attach, port-forward, proxy) carries ``PodExecOptions``... as its object, so the
+    webhook reads the Pod to learn whose it is, and it records each break-glass use as an Event on the Pod. Nothing
+    else: no list or watch (it reads one Pod by name per request), no writes to workloads.
+    """
+    rbac = "rbac.authorization.k8s.io"
+    return [
+        {
+            "apiVersion": f"{rbac}/v1",
+            "kind": "ClusterRole",
+            "metadata": _meta(API_ACCESS_ROLE, namespace=None),
+            "rules": [
+                {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]},
+                {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create"]},
+            ],
+        },
+        {
+            "apiVersion": f"{rbac}/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": _meta(API_ACCESS_ROLE, namespace=None),
+            "subjects": [{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": WEBHOOK_NAMESPACE}],
+            "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": API_ACCESS_ROLE},
+        },
+    ]
+
+
+def connect_webhook_configuration(
+    *, failure_policy: WebhookFailurePolicy, timeout_seconds: int, excluded_namespaces: Sequence[str] = ()
+) -> dict[str, Any]:
+    """Return the ValidatingWebhookConfiguration of the requests that reach into a running pod of a team.
+
+    CONNECT of ``pods/exec``, ``pods/attach``, ``pods/portforward`` and ``pods/proxy`` and UPDATE of
+    ``pods/ephemeralcontainers`` (``kubectl debug``), in team namespaces only (the namespace selector of
+    :func:`mutating_webhook_configuration`). The server allows them only to the pod's recorded person, the
+    controllers and the break-glass group (``hyperpod_tenancy.webhook.connect``). The same failure policy and
+    timeout as the mutating webhook: with ``Fail`` nobody reaches into a pod while the webhook is down.
+    """
+    mutating = mutating_webhook_configuration(
+        failure_policy=failure_policy,
+        timeout_seconds=timeout_seconds,
+        excluded_namespaces=excluded_namespaces,
+    )
+    (base,) = mutating["webhooks"]
+    webhook = {
+        key: value
+        for key, value in base.items()
+        if key not in ("reinvocationPolicy", "rules", "clientConfig")
+    }
+    webhook["name"] = CONNECT_WEBHOOK_NAME
+    webhook["clientConfig"] = {"service": {**base["clientConfig"]["service"], "path": VALIDATE_PATH}}
+    webhook["rules"] = [
+        {
+            "apiGroups": [""],
+            "apiVersions": ["v1"],
+            "operations": ["CONNECT"],
+            "resources": list(CONNECT_SUBRESOURCES),
+            "scope": "Namespaced",
+        },
+        {
+            "apiGroups": [""],
+            "apiVersions": ["v1"],
+            "operations": ["UPDATE"],
+            "resources": ["pods/ephemeralcontainers"],
+            "scope": "Namespaced",
+        },
+    ]
+    return {**mutating, "kind": "ValidatingWebhookConfiguration", "webhooks": [webhook]}

@@ -14,8 +14,8 @@ For a team ``<team>`` everything lives in namespace ``hyperpod-ns-<team>``:
   EKS Pod Identity association), and a static FSx for Lustre PersistentVolume + claim on ``/fsx/<team>``.
 
 :func:`fsx_directory_job` renders, in the platform namespace :data:`SYSTEM_NAMESPACE`, the Job that
-creates ``/fsx/<team>`` owned by ``root:<team GID>`` with mode ``2770`` and the parent of the per-person home
-directories ``/fsx/<team>/home`` (mode ``3770``, setgid + sticky) before teams mount it, with the one
+creates ``/fsx/<team>`` owned by ``root:<team GID>`` with mode ``3770`` (setgid + sticky) and the parent of the
+per-person home directories ``/fsx/<team>/home`` (mode ``3770``, setgid + sticky) before teams mount it, with the one
 directory mechanism of :mod:`hyperpod_tenancy.k8s.fsx_dirs`.
 
 Values of :class:`FsxVolume` may be CDK token strings: they are only ever concatenated, never parsed.
@@ -30,6 +30,7 @@ from typing import Any
 from hyperpod_tenancy.k8s import labels
 from hyperpod_tenancy.k8s.fsx_dirs import (
     BUSYBOX_IMAGE,
+    FSX_ROOT_MODE,
     HOME_DIRECTORY,
     HOME_PARENT_MODE,
     TEAM_DIRECTORY_MODE,
@@ -39,14 +40,25 @@ from hyperpod_tenancy.k8s.labels import namespace_labels
 from hyperpod_tenancy.k8s.workloads import kinds_for
 from hyperpod_tenancy.policy import names
 from hyperpod_tenancy.policy.instance_types import resource_shape
-from hyperpod_tenancy.policy.model import FairnessBackend, Platform, PodSecurityLevel, Team, WorkloadKind
+from hyperpod_tenancy.policy.model import (
+    FairnessBackend,
+    InstanceGroup,
+    Platform,
+    PodSecurityLevel,
+    ResourceShape,
+    Team,
+    WorkloadKind,
+)
 
 __all__ = [
     "ACCELERATOR_QUOTA_NAME",
     "BUSYBOX_IMAGE",
+    "COMPUTE_QUOTA_NAME",
     "DEFAULT_SERVICE_ACCOUNT",
+    "EFA_RESOURCE",
     "FSX_CLAIM_NAME",
     "FSX_CSI_DRIVER",
+    "HUGEPAGE_RESOURCES",
     "IMDS_CIDR",
     "OBSERVABILITY_NAMESPACE",
     "SYSTEM_NAMESPACE",
@@ -55,6 +67,7 @@ __all__ = [
     "TEAM_ROLE_NAME",
     "FsxVolume",
     "accelerator_ceiling",
+    "compute_ceiling",
     "fsx_directory_job",
     "namespace_label_patch",
     "system_namespace",
@@ -88,6 +101,12 @@ _WRITE = ("get", "list", "watch", "create", "update", "patch", "delete")
 _HYPERPOD_HEALTH_LABEL = "sagemaker.amazonaws.com/node-health-status"
 #: ResourceQuota capping a team namespace's accelerator requests at guarantee + borrowing ceiling.
 ACCELERATOR_QUOTA_NAME = "accelerator-ceiling"
+#: ResourceQuota capping CPU, memory, EFA interfaces and huge pages at guarantee + borrowing ceiling.
+COMPUTE_QUOTA_NAME = "compute-ceiling"
+#: Extended resource of EFA interfaces (the AWS EFA Kubernetes device plugin).
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
+#: Huge page resources of Linux nodes (Kubernetes "Manage HugePages").
+HUGEPAGE_RESOURCES = ("hugepages-2Mi", "hugepages-1Gi")
 #: ResourceQuota admitting no pod at a system priority class in a team namespace.
 SYSTEM_PRIORITY_QUOTA_NAME = "no-system-priority"
 #: The PriorityClasses every Kubernetes cluster creates for its own components. Any namespace may use them
@@ -360,6 +379,25 @@ def _limit_range(team: Team) -> Manifest:
     }
 
 
+def _shapes(platform: Platform) -> list[tuple[InstanceGroup, ResourceShape]] | None:
+    """Return the first instance group of each instance type with its shape (None: a shape is unknown)."""
+    found: dict[str, tuple[InstanceGroup, ResourceShape]] = {}
+    for group in platform.cluster.instance_groups:
+        shape = resource_shape(group)
+        if shape is None:
+            return None
+        found.setdefault(
+            group.instance_type, (group, shape)
+        )  # several groups of one type: the quota is per type
+    return list(found.values())
+
+
+def _ceiling(platform: Platform, team: Team, per_instance: int, instance_type: str) -> int:
+    """Guarantee plus borrowing ceiling of ``per_instance`` units on ``instance_type`` (the one rule both use)."""
+    nominal = team.compute.quotas.get(instance_type, 0) * per_instance
+    return nominal + platform.effective_sharing(team).borrowing_limit(nominal, team.compute.borrow_limit)
+
+
 def accelerator_ceiling(platform: Platform, team: Team) -> dict[str, int] | None:
     """Accelerators the team's pods may request at most, per extended resource name.
 
@@ -371,30 +409,45 @@ def accelerator_ceiling(platform: Platform, team: Team) -> dict[str, int] | None
     with ``resources``): its accelerator resource and count cannot be known, and a wrong figure would
     either stop honest work or cap nothing.
     """
-    shapes = []
-    for group in platform.cluster.instance_groups:
-        shape = resource_shape(group)
-        if shape is None:
-            return None
-        shapes.append((group.instance_type, shape))
-    sharing = platform.effective_sharing(team)
+    shapes = _shapes(platform)
+    if shapes is None:
+        return None
     ceiling: dict[str, int] = {}
-    counted: set[str] = set()
-    for instance_type, shape in shapes:
+    for group, shape in shapes:
         if shape.accelerators < 1:
             continue
-        ceiling.setdefault(shape.accelerator_resource, 0)
-        if instance_type in counted:
-            continue  # several groups of one type: the quota is per type
-        counted.add(instance_type)
-        nominal = team.compute.quotas.get(instance_type, 0) * shape.accelerators
-        ceiling[shape.accelerator_resource] += nominal + sharing.borrowing_limit(
-            nominal, team.compute.borrow_limit
+        ceiling[shape.accelerator_resource] = ceiling.get(shape.accelerator_resource, 0) + _ceiling(
+            platform, team, shape.accelerators, group.instance_type
         )
     if _NEURON_DEVICE in ceiling:
         for alias in _NEURON_ALIASES:
             ceiling.setdefault(alias, 0)
     return ceiling
+
+
+def compute_ceiling(platform: Platform, team: Team) -> dict[str, str] | None:
+    """Return the other resources that gate scheduling on HyperPod nodes, at the same guarantee + ceiling.
+
+    ``requests.cpu`` (physical cores x ``threadsPerCore``, what kubelet offers), ``requests.memory``,
+    ``requests.vpc.amazonaws.com/efa`` (EFA interfaces: a pod that holds them blocks every multi-node job on the
+    node even without a GPU) and ``requests.hugepages-2Mi`` / ``requests.hugepages-1Gi`` (at most the team's
+    memory: huge pages are carved out of node memory but counted apart from ``memory``), each summed over the
+    instance types like :func:`accelerator_ceiling`. ``None`` when an instance group's shape is unknown.
+    """
+    shapes = _shapes(platform)
+    if shapes is None:
+        return None
+    cores = memory = efa = 0
+    for group, shape in shapes:
+        cores += _ceiling(platform, team, shape.vcpus * group.threads_per_core // 2, group.instance_type)
+        memory += _ceiling(platform, team, shape.memory_gib, group.instance_type)
+        efa += _ceiling(platform, team, shape.efa_interfaces, group.instance_type)
+    return {
+        "requests.cpu": str(cores),
+        "requests.memory": f"{memory}Gi",
+        f"requests.{EFA_RESOURCE}": str(efa),
+        **{f"requests.{size}": f"{memory}Gi" for size in HUGEPAGE_RESOURCES},
+    }
 
 
 def _resource_quotas(platform: Platform, team: Team) -> list[Manifest]:
@@ -407,6 +460,12 @@ def _resource_quotas(platform: Platform, team: Team) -> list[Manifest]:
     admitted work; it stops pods that bypass Kueue (a Job whose queue label is missing, a workload
     orphaned from its Workload) from taking GPUs beyond the team's share. Omitted when
     :func:`accelerator_ceiling` is unknown.
+
+    ``compute-ceiling``: CPU, memory, EFA interfaces and huge pages at :func:`compute_ceiling`, so that a pod
+    without a GPU cannot hold the cores, memory or EFA interfaces other teams' jobs need on the GPU nodes
+    (Task Governance's quotas count accelerators, vCPUs and memory per instance type, not EFA: the
+    ``ComputeQuotaResourceConfig`` of the SageMaker API has ``Accelerators``, ``VCpu`` and ``MemoryInGiB`` only).
+    Every container has CPU and memory requests (the LimitRange's defaults), as a quota on them requires.
 
     ``no-system-priority``: ``pods: "0"`` scoped to the PriorityClasses :data:`SYSTEM_PRIORITY_CLASSES`
     (``scopeSelector`` ``PriorityClass`` ``In``; https://kubernetes.io/docs/concepts/policy/resource-quotas/
@@ -423,6 +482,16 @@ def _resource_quotas(platform: Platform, team: Team) -> list[Manifest]:
                 "kind": "ResourceQuota",
                 "metadata": _meta(ACCELERATOR_QUOTA_NAME, team, ns),
                 "spec": {"hard": {f"requests.{r}": str(n) for r, n in sorted(ceiling.items())}},
+            }
+        )
+    compute = compute_ceiling(platform, team)
+    if compute:
+        quotas.append(
+            {
+                "apiVersion": "v1",
+                "kind": "ResourceQuota",
+                "metadata": _meta(COMPUTE_QUOTA_NAME, team, ns),
+                "spec": {"hard": dict(sorted(compute.items()))},
             }
         )
     quotas.append(
@@ -555,8 +624,8 @@ def team_manifests(
 
     Order: Namespace (``kueue`` backend only), ServiceAccount, Role, RoleBinding, ClusterRole,
     ClusterRoleBinding, NetworkPolicies ``default-deny``, ``allow-dns``, ``allow-same-namespace``,
-    ``allow-internet-egress``, LimitRange ``container-defaults``, ResourceQuotas ``accelerator-ceiling``
-    (when the cluster's accelerators are known) and ``no-system-priority``, PersistentVolume
+    ``allow-internet-egress``, LimitRange ``container-defaults``, ResourceQuotas ``accelerator-ceiling`` and
+    ``compute-ceiling`` (when the cluster's instance shapes are known) and ``no-system-priority``, PersistentVolume
     ``hyperpod-tenancy-fsx-<team>`` and PersistentVolumeClaim ``fsx``.
 
     With ``fairness_backend`` Task Governance the namespace is created by the service; apply
@@ -616,6 +685,7 @@ def _directory_script(team: Team) -> str:
     gid = team.identity.posix_gid
     return ensure_directory_script(
         [
+            (names.FSX_MOUNT_PATH, 0, 0, FSX_ROOT_MODE),
             (path, 0, gid, TEAM_DIRECTORY_MODE),
             (f"{path}/{HOME_DIRECTORY}", 0, gid, HOME_PARENT_MODE),
         ],
@@ -629,8 +699,8 @@ def fsx_directory_job(platform: Platform, team: Team, *, fsx: FsxVolume) -> list
     Returns a PersistentVolume on the file-system root (``volumeHandle`` ``<fs-id>::root-<team>``, unique
     per team so that each team's stack owns its own objects), its claim ``fsx-root-<team>`` and the Job
     ``fsx-dir-<team>``: busybox running :func:`~hyperpod_tenancy.k8s.fsx_dirs.ensure_directory_script` on
-    ``/fsx/<team>`` (``root:<team posix_gid>``, mode ``2770``: the setgid bit makes new files inherit the team
-    group) and ``/fsx/<team>/home`` (same owner, mode ``3770``: setgid + sticky, so each person's
+    ``/fsx`` (``root:root``, ``0755``), ``/fsx/<team>`` (``root:<team posix_gid>``, mode ``3770``: the setgid bit
+    makes new files inherit the team group, the sticky bit stops a teammate renaming ``home`` away) and ``/fsx/<team>/home`` (same owner, mode ``3770``: setgid + sticky, so each person's
     ``home/<uid>``, created by the webhook's init container as that person, cannot be renamed or replaced by a
     teammate). Re-running it changes nothing once the directories are right; it never follows a symbolic
     link. The pod runs as root with all capabilities dropped but ``CHOWN``, ``FOWNER`` (chmod a

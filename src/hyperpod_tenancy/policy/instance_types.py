@@ -15,54 +15,59 @@ __all__ = ["HYPERPOD_INSTANCE_TYPES", "RESOURCE_CATALOGUE", "resource_shape"]
 _NEURON = "aws.amazon.com/neurondevice"
 
 
-def _g(acc: int, vcpus: int, mem: int) -> ResourceShape:
-    return ResourceShape(accelerators=acc, vcpus=vcpus, memory_gib=mem)
+def _g(acc: int, vcpus: int, mem: int, efa: int = 0) -> ResourceShape:
+    return ResourceShape(accelerators=acc, vcpus=vcpus, memory_gib=mem, efa_interfaces=efa)
 
 
-def _family(prefix: str, sizes: dict[str, tuple[int, int, int]]) -> dict[str, ResourceShape]:
+def _family(prefix: str, sizes: dict[str, tuple[int, int, int, int]]) -> dict[str, ResourceShape]:
     return {f"{prefix}.{size}": _g(*shape) for size, shape in sizes.items()}
 
 
+# (accelerators, vCPUs, GiB, EFA interfaces): EFA is supported from the 8xlarge sizes up, one interface each
+# but on the largest G6e sizes (EC2 User Guide, "Supported instance types" of Elastic Fabric Adapter).
 _G5_G6 = {
-    "xlarge": (1, 4, 16),
-    "2xlarge": (1, 8, 32),
-    "4xlarge": (1, 16, 64),
-    "8xlarge": (1, 32, 128),
-    "12xlarge": (4, 48, 192),
-    "16xlarge": (1, 64, 256),
-    "24xlarge": (4, 96, 384),
-    "48xlarge": (8, 192, 768),
+    "xlarge": (1, 4, 16, 0),
+    "2xlarge": (1, 8, 32, 0),
+    "4xlarge": (1, 16, 64, 0),
+    "8xlarge": (1, 32, 128, 1),
+    "12xlarge": (4, 48, 192, 1),
+    "16xlarge": (1, 64, 256, 1),
+    "24xlarge": (4, 96, 384, 1),
+    "48xlarge": (8, 192, 768, 1),
 }
 _G6E = {
-    "xlarge": (1, 4, 32),
-    "2xlarge": (1, 8, 64),
-    "4xlarge": (1, 16, 128),
-    "8xlarge": (1, 32, 256),
-    "12xlarge": (4, 48, 384),
-    "16xlarge": (1, 64, 512),
-    "24xlarge": (4, 96, 768),
-    "48xlarge": (8, 192, 1536),
+    "xlarge": (1, 4, 32, 0),
+    "2xlarge": (1, 8, 64, 0),
+    "4xlarge": (1, 16, 128, 0),
+    "8xlarge": (1, 32, 256, 1),
+    "12xlarge": (4, 48, 384, 1),
+    "16xlarge": (1, 64, 512, 1),
+    "24xlarge": (4, 96, 768, 2),
+    "48xlarge": (8, 192, 1536, 4),
 }
 
-#: Per-instance resources of the accelerated HyperPod instance types (EC2 published figures).
+#: Per-instance resources of the accelerated HyperPod instance types (EC2 published figures; EFA interfaces from
+#: the EC2 instance-type pages: p4d/p4de 4, p5/p5e 32, p5en 16, p6-b200 8, trn1 8, trn1n and trn2 16). Where
+#: the count is not published as a per-instance figure (p5.4xlarge, p6-b300, p6e-gb200), 0: a team then needs
+#: ``resources.efaInterfaces`` on its instance group before it can request EFA there.
 RESOURCE_CATALOGUE: dict[str, ResourceShape] = {
-    "ml.p4d.24xlarge": _g(8, 96, 1152),
-    "ml.p4de.24xlarge": _g(8, 96, 1152),
+    "ml.p4d.24xlarge": _g(8, 96, 1152, 4),
+    "ml.p4de.24xlarge": _g(8, 96, 1152, 4),
     "ml.p5.4xlarge": _g(1, 16, 256),
-    "ml.p5.48xlarge": _g(8, 192, 2048),
-    "ml.p5e.48xlarge": _g(8, 192, 2048),
-    "ml.p5en.48xlarge": _g(8, 192, 2048),
-    "ml.p6-b200.48xlarge": _g(8, 192, 2048),
+    "ml.p5.48xlarge": _g(8, 192, 2048, 32),
+    "ml.p5e.48xlarge": _g(8, 192, 2048, 32),
+    "ml.p5en.48xlarge": _g(8, 192, 2048, 16),
+    "ml.p6-b200.48xlarge": _g(8, 192, 2048, 8),
     "ml.p6-b300.48xlarge": _g(8, 192, 4096),
     "ml.p6e-gb200.36xlarge": _g(4, 144, 960),
     "ml.trn1.32xlarge": ResourceShape(
-        accelerators=16, vcpus=128, memory_gib=512, accelerator_resource=_NEURON
+        accelerators=16, vcpus=128, memory_gib=512, accelerator_resource=_NEURON, efa_interfaces=8
     ),
     "ml.trn1n.32xlarge": ResourceShape(
-        accelerators=16, vcpus=128, memory_gib=512, accelerator_resource=_NEURON
+        accelerators=16, vcpus=128, memory_gib=512, accelerator_resource=_NEURON, efa_interfaces=16
     ),
     "ml.trn2.48xlarge": ResourceShape(
-        accelerators=16, vcpus=192, memory_gib=2048, accelerator_resource=_NEURON
+        accelerators=16, vcpus=192, memory_gib=2048, accelerator_resource=_NEURON, efa_interfaces=16
     ),
     **_family("ml.g5", _G5_G6),
     **_family("ml.g6", _G5_G6),

@@ -164,6 +164,10 @@ class ResourceShape:
     memory_gib: int = field(metadata={"alias": "memoryGiB"})
     #: Extended resource name of the accelerator.
     accelerator_resource: str = "nvidia.com/gpu"
+    #: EFA interfaces per instance (``vpc.amazonaws.com/efa``, the AWS EFA device plugin's resource). They gate
+    #: multi-node jobs like GPUs do, so quotas and the ResourceQuota backstop count them. Default 0: a pod of
+    #: the team may then request none on this type; set it for a type with EFA.
+    efa_interfaces: int = 0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -262,6 +266,11 @@ class PosixIdentitySpec:
     #: builds it from the ``Dockerfile`` shipped inside the installed package and pushes it to the CDK asset
     #: repository (Docker is needed where you deploy, not where you synthesize).
     image_uri: str | None = None
+    #: Kubernetes group whose members may open a shell, attach, port-forward, proxy or add an ephemeral
+    #: container in any team member's pod (the platform's on-call). Each use is allowed, logged by the webhook
+    #: as an ``audit: break-glass`` line and recorded as a Warning Event on the pod. Default: none (only the
+    #: person a pod runs as may reach into it; controllers keep their exemptions).
+    break_glass_group: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -404,7 +413,7 @@ class TeamIdentity:
 
     #: IAM Identity Center group (identity store group ID) assigned the team's permission set.
     group_id: str
-    #: POSIX GID owning ``/fsx/<team>`` (mode 2770).
+    #: POSIX GID owning ``/fsx/<team>`` (mode 3770: setgid + sticky).
     posix_gid: int
     #: Identity Center permission set name. Default: the team name in PascalCase.
     permission_set_name: str | None = None

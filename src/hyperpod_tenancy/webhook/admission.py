@@ -2,7 +2,10 @@
 
 Rules (the rest of the package supplies the parts):
 
-* not CREATE/UPDATE, a subresource, or a kind absent from the workload table: allowed, unchanged;
+* a request that reaches into a running pod (CONNECT of ``pods/exec``, ``attach``, ``portforward``, ``proxy``;
+  UPDATE of ``pods/ephemeralcontainers``): decided by :mod:`hyperpod_tenancy.webhook.connect` (only the pod's
+  recorded person, controllers and the break-glass group; never patched);
+* not CREATE/UPDATE, another subresource, or a kind absent from the workload table: allowed, unchanged;
 * a controller (``exemptUsernames``): allowed, exempt by who sends the request, never by what the object says.
   Its identity is not resolved and nothing it sets is replaced; on CREATE in a team namespace the fields it
   leaves unset are filled (:func:`~hyperpod_tenancy.webhook.patch.harden`: no privilege escalation, non-root,
@@ -11,9 +14,15 @@ Rules (the rest of the package supplies the parts):
 * CREATE: the requester is resolved (:func:`~hyperpod_tenancy.webhook.identity.resolve`), their UID looked up or
   allocated (:class:`UidResolver`), and the identity stamped (:func:`~hyperpod_tenancy.webhook.patch.stamp`),
   the queue label defaulted when absent;
-* UPDATE of an object whose stored version (``oldObject``) records an identity: that identity is kept whoever
-  updates it (a teammate scaling a Deployment does not re-stamp it), fields it owns are restored if dropped,
-  and a change of the record or of the UID is denied. The recorded GID must still be the namespace's;
+* UPDATE of an object whose stored version (``oldObject``) records an identity, that does not change what its
+  pods run (:func:`~hyperpod_tenancy.webhook.patch.what_runs`: scaling, suspending, ``kubectl rollout
+  restart``, labels and annotations): that identity is kept whoever updates it (an on-call teammate restarting
+  an endpoint restarts the same code as the same person), fields it owns are restored if dropped, and a change
+  of the record or of the UID is denied. The recorded GID must still be the namespace's;
+* UPDATE that changes what runs (an image, a command, an environment variable, a RayJob's entrypoint): from the
+  recorded person, kept as above; from another person of the team, **re-stamped with the updater's identity**
+  (their UID, their home directory, the record names them, a warning says so), because the pods then run that
+  person's code; from a requester who is not a person (a Studio session, a service account), denied;
 * UPDATE of an object without a record (created before the webhook): treated like a CREATE by the updater;
 * dry run (``request.dryRun``): the UID is looked up, never allocated (the webhook declares
   ``sideEffects: NoneOnDryRun``); a person without a UID yet is told to submit for real once.
@@ -27,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,8 +44,9 @@ from typing import Any
 import orjson
 
 from hyperpod_tenancy.k8s.workloads import WORKLOAD_KINDS, WorkloadKindSpec
-from hyperpod_tenancy.webhook import identity, patch
+from hyperpod_tenancy.webhook import connect, identity, patch
 from hyperpod_tenancy.webhook.config import NamespaceConfig, WebhookConfig
+from hyperpod_tenancy.webhook.kube import KubeApiUnavailable
 from hyperpod_tenancy.webhook.uids import UidCache, UidRangeExhausted, UidStoreUnavailable, UidTable
 
 __all__ = [
@@ -77,6 +88,12 @@ class AdmissionRequest:
     sub_resource: str
     #: ``request.userInfo.username``.
     username: str
+    #: ``request.resource.resource`` (``pods`` for a CONNECT to a pod, whose kind is ``PodExecOptions``...).
+    resource: str = ""
+    #: ``request.name`` (the Pod of a CONNECT).
+    name: str = ""
+    #: ``request.userInfo.groups``.
+    groups: tuple[str, ...] = ()
     #: ``request.userInfo.extra``.
     extra: Mapping[str, Any]
     #: ``request.object`` (None for DELETE).
@@ -107,6 +124,8 @@ class Decision:
     person: str | None = None
     #: Their UID, if any.
     posix_uid: int | None = None
+    #: Fields of an audit log line (a break-glass use), or None.
+    audit: dict[str, Any] | None = None
 
 
 def _field(data: Mapping[str, Any], key: str, kind: type, where: str, *, required: bool = True) -> Any:
@@ -144,6 +163,10 @@ def parse_review(body: bytes) -> AdmissionRequest:
     if operation not in _OPERATIONS:
         raise MalformedRequest(f"request.operation {operation!r} is not one of {sorted(_OPERATIONS)}.")
     user = _field(req, "userInfo", dict, "request")
+    resource = _field(req, "resource", dict, "request", required=False) or {}
+    groups = _field(user, "groups", list, "request.userInfo", required=False) or []
+    if not all(isinstance(g, str) for g in groups):
+        raise MalformedRequest("request.userInfo.groups must be a list of strings.")
     obj = _field(req, "object", dict, "request", required=operation in ("CREATE", "UPDATE"))
     old = _field(req, "oldObject", dict, "request", required=operation == "UPDATE")
     return AdmissionRequest(
@@ -154,6 +177,9 @@ def parse_review(body: bytes) -> AdmissionRequest:
         namespace=_field(req, "namespace", str, "request", required=False) or "",
         sub_resource=_field(req, "subResource", str, "request", required=False) or "",
         username=_field(user, "username", str, "request.userInfo", required=False) or "",
+        resource=_field(resource, "resource", str, "request.resource", required=False) or "",
+        name=_field(req, "name", str, "request", required=False) or "",
+        groups=tuple(groups),
         extra=_field(user, "extra", dict, "request.userInfo", required=False) or {},
         obj=obj,
         old=old,
@@ -212,12 +238,18 @@ class UidResolver:
 class Admission:
     """Decides AdmissionReviews for one configuration and one UID table."""
 
-    def __init__(self, config: WebhookConfig, resolver: UidResolver) -> None:
+    def __init__(
+        self, config: WebhookConfig, resolver: UidResolver, pods: connect.PodSource | None = None
+    ) -> None:
         self.config = config
         self.resolver = resolver
+        #: Where Pods are read and Events recorded (None: requests into pods are denied, they cannot be judged).
+        self.pods = pods
 
     async def decide(self, req: AdmissionRequest) -> Decision:
         """Decide one request (see the module docstring for the rules)."""
+        if connect.governs(resource=req.resource, sub_resource=req.sub_resource, operation=req.operation):
+            return await self._reach(req)
         kind = _KINDS.get((req.group, req.kind))
         if req.operation not in ("CREATE", "UPDATE") or req.sub_resource or kind is None:
             return Decision(allowed=True, reason="not-governed")
@@ -226,14 +258,107 @@ class Admission:
         recorded = patch.recorded_identity(req.old) if req.operation == "UPDATE" and req.old else None
         ns = self.config.namespaces.get(req.namespace)
         if recorded is not None and ns is not None:
-            if recorded.gid != ns.gid:
-                return _deny(
-                    "denied:gid-changed",
-                    f"this workload records GID {recorded.gid}, but team {ns.team}'s GID is now {ns.gid}; its "
-                    "identity cannot be kept. Delete it and create it again.",
-                )
-            return self._stamp(req, kind, recorded, ns, keep=True)
+            return await self._update(req, kind, recorded, ns)
         return await self._create(req, kind)
+
+    async def _update(
+        self, req: AdmissionRequest, kind: WorkloadKindSpec, recorded: patch.Identity, ns: NamespaceConfig
+    ) -> Decision:
+        """Decide an UPDATE of a workload that records an identity (kept, or re-stamped when what runs changes)."""
+        if recorded.gid != ns.gid:
+            return _deny(
+                "denied:gid-changed",
+                f"this workload records GID {recorded.gid}, but team {ns.team}'s GID is now {ns.gid}; its "
+                "identity cannot be kept. Delete it and create it again.",
+            )
+        claimed = patch.recorded_identity(req.obj) if req.obj is not None else None
+        tampered = claimed is not None and claimed != recorded  # an edited record is refused, never adopted
+        if req.obj is None or tampered or not self._changes_what_runs(req, kind, recorded, ns):
+            return self._stamp(req, kind, recorded, ns, keep=True)
+        return await self._changed(req, kind, recorded, ns)
+
+    def _changes_what_runs(
+        self, req: AdmissionRequest, kind: WorkloadKindSpec, recorded: patch.Identity, ns: NamespaceConfig
+    ) -> bool:
+        """Whether the update changes what the pods run (:func:`patch.what_runs`), once stamped as recorded."""
+        assert req.obj is not None and req.old is not None  # noqa: S101 - UPDATE with a record
+        candidate = copy.deepcopy(req.obj)
+        try:
+            patch.stamp(
+                candidate,
+                kind=kind,
+                ident=recorded,
+                home_claim=self.config.home_claim_name,
+                keep=True,
+                default_queue=ns.local_queue,
+            )
+        except patch.Refused:
+            return True  # it asks for another identity: a change
+        return bool(patch.what_runs(candidate) != patch.what_runs(req.old))
+
+    async def _changed(
+        self, req: AdmissionRequest, kind: WorkloadKindSpec, recorded: patch.Identity, ns: NamespaceConfig
+    ) -> Decision:
+        """Decide an UPDATE that changes what runs: kept for the recorded person, re-stamped for another person."""
+        who = identity.resolve(self.config, namespace=req.namespace, username=req.username, extra=req.extra)
+        if isinstance(who, identity.Person) and who.key == recorded.person:
+            return self._stamp(req, kind, recorded, ns, keep=True)
+        if not isinstance(who, identity.Person):
+            message = who.message if isinstance(who, identity.Denied) else ""
+            return _deny(
+                "denied:change-by-non-person",
+                f"this update changes what {recorded.person}'s {req.kind} runs, and its pods would then run as the "
+                f"person who made the change, who cannot be established. {message}".strip(),
+            )
+        uid = await self._uid(who.key, dry_run=req.dry_run)
+        if isinstance(uid, Decision):
+            return uid
+        ident = patch.Identity(person=who.key, uid=uid, gid=ns.gid)
+        decision = self._stamp(req, kind, ident, ns, keep=False, previous=recorded)
+        if decision.allowed:
+            decision.reason = "restamped"
+            decision.warnings.insert(
+                0,
+                f"this change to {req.kind} {req.name or ''} was made by {who.key}, not by {recorded.person} who "
+                f"created it: its pods now run as you (UID {uid}) with your home directory.",
+            )
+        return decision
+
+    async def _reach(self, req: AdmissionRequest) -> Decision:
+        """Decide a request that reaches into a running pod (:func:`connect.decide_reach`)."""
+        try:
+            allowed, reason, message, person = await connect.decide_reach(
+                self.config,
+                self.pods,
+                operation=req.operation,
+                sub_resource=req.sub_resource,
+                namespace=req.namespace,
+                name=req.name,
+                username=req.username,
+                groups=req.groups,
+                extra=req.extra,
+                stored_pod=req.old if req.operation == "UPDATE" else None,
+                dry_run=req.dry_run,
+            )
+        except KubeApiUnavailable as exc:
+            return _deny(
+                "denied:api-unavailable",
+                f"pod {req.name} cannot be read right now, so whose it is cannot be checked. Retry in a minute; "
+                f"if it persists, tell the platform team: {exc}",
+                code=503,
+            )
+        if not allowed:
+            return _deny(reason, message, person=person)
+        audit = None
+        if reason == "break-glass":
+            audit = {
+                "audit": "break-glass",
+                "subResource": req.sub_resource,
+                "pod": req.name,
+                "groups": sorted(set(req.groups) & self.config.break_glass_groups),
+                **({"eventError": message} if message else {}),
+            }
+        return Decision(allowed=True, reason=reason, person=person, audit=audit)
 
     async def _create(self, req: AdmissionRequest, kind: WorkloadKindSpec) -> Decision:
         """Resolve the requester, look up or allocate their UID and stamp it (CREATE, or UPDATE without record)."""
@@ -289,6 +414,7 @@ class Admission:
         ns: NamespaceConfig,
         *,
         keep: bool,
+        previous: patch.Identity | None = None,
     ) -> Decision:
         assert req.obj is not None  # noqa: S101
         try:
@@ -299,6 +425,7 @@ class Admission:
                 home_claim=self.config.home_claim_name,
                 keep=keep,
                 default_queue=ns.local_queue,
+                previous=previous,
             )
         except patch.Refused as exc:
             return _deny("denied:refused", f"{req.kind} in {req.namespace}: {exc}", person=ident.person)

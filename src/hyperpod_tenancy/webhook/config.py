@@ -40,6 +40,10 @@ Fields:
 ``home`` (required)
     ``claimName``: the team claim in every team namespace (its root is ``/fsx/<team>``); ``mountPath``
     (optional): must be ``hyperpod_tenancy.k8s.fsx_dirs.HOME_MOUNT_PATH`` if given (the one documented path).
+``breakGlassGroups`` (optional, default none)
+    Kubernetes groups whose members may exec, attach, port-forward, proxy or add an ephemeral container in any
+    pod of a team namespace (the platform's on-call); every use is logged and recorded as an Event
+    (:mod:`hyperpod_tenancy.webhook.connect`). ``system:`` groups are refused (they hold everyone).
 ``namespaces`` (required)
     Each team namespace: ``team`` (name), ``gid`` (the team's POSIX GID, ``1000..2147483646``, unique),
     ``localQueue`` (the LocalQueue a job without ``kueue.x-k8s.io/queue-name`` is sent to) and
@@ -171,6 +175,8 @@ class WebhookConfig:
     home_claim_name: str
     #: Team namespaces by name.
     namespaces: Mapping[str, NamespaceConfig]
+    #: Groups allowed into any person's pod, each use logged (``breakGlassGroups``).
+    break_glass_groups: frozenset[str] = frozenset()
 
 
 #: A required key that is absent (already reported by :meth:`_Problems.mapping`).
@@ -359,6 +365,22 @@ def _exempt(p: _Problems, raw: object) -> frozenset[str]:
     return frozenset(raw)
 
 
+def _break_glass(p: _Problems, raw: object) -> frozenset[str]:
+    if raw is _MISSING:
+        return frozenset()
+    if not isinstance(raw, list) or not all(isinstance(g, str) and g for g in raw):
+        p.add("breakGlassGroups", "must be a list of non-empty group names.", "list the on-call group(s).")
+        return frozenset()
+    for group in raw:
+        if group.startswith("system:"):
+            p.add(
+                "breakGlassGroups",
+                f"{group!r} is a group Kubernetes assigns to everyone of a kind.",
+                "name a group only the on-call people are mapped to.",
+            )
+    return frozenset(raw)
+
+
 def _namespaces(p: _Problems, raw: object, uids: tuple[int, int] | None) -> dict[str, NamespaceConfig]:
     if raw is _MISSING:
         return {}
@@ -406,8 +428,16 @@ def parse_config(data: Mapping[str, Any]) -> WebhookConfig:
 
     """
     p = _Problems()
-    keys = {"version", "uidRange", "cacheTtlSeconds", "exemptUsernames", "home", "namespaces"}
-    root = p.mapping(data, "", keys, keys - {"cacheTtlSeconds"})
+    keys = {
+        "version",
+        "uidRange",
+        "cacheTtlSeconds",
+        "exemptUsernames",
+        "home",
+        "namespaces",
+        "breakGlassGroups",
+    }
+    root = p.mapping(data, "", keys, keys - {"cacheTtlSeconds", "breakGlassGroups"})
     if root is None:
         raise WebhookConfigError(p.items)
     version = root.get("version", _MISSING)
@@ -422,6 +452,7 @@ def parse_config(data: Mapping[str, Any]) -> WebhookConfig:
     exempt = _exempt(p, root.get("exemptUsernames", _MISSING))
     claim = _home_claim(p, root.get("home", _MISSING))
     namespaces = _namespaces(p, root.get("namespaces", _MISSING), uids)
+    break_glass = _break_glass(p, root.get("breakGlassGroups", _MISSING))
     if p.items or uids is None or ttl is None or claim is None:
         raise WebhookConfigError(p.items or ["the configuration is incomplete."])
     return WebhookConfig(
@@ -431,6 +462,7 @@ def parse_config(data: Mapping[str, Any]) -> WebhookConfig:
         exempt_usernames=exempt,
         home_claim_name=claim,
         namespaces=namespaces,
+        break_glass_groups=break_glass,
     )
 
 

@@ -46,6 +46,7 @@ __all__ = [
     "pod_spec_paths",
     "recorded_identity",
     "stamp",
+    "what_runs",
 ]
 
 #: Name of the team claim volume the webhook adds to a pod spec that has none.
@@ -291,9 +292,18 @@ def _team_volume(patch: JsonPatch, spec: dict[str, Any], path: Path, claim: str)
     return TEAM_VOLUME
 
 
-def _stamp_home(patch: JsonPatch, spec: dict[str, Any], path: Path, ident: Identity, claim: str) -> None:
+def _stamp_home(
+    patch: JsonPatch,
+    spec: dict[str, Any],
+    path: Path,
+    ident: Identity,
+    *,
+    claim: str,
+    previous: Identity | None = None,
+) -> None:
     volume = _team_volume(patch, spec, path, claim)
     init, mount = _home(ident.uid, ident.gid, volume)
+    old_mount = None if previous is None else _home(previous.uid, previous.gid, volume)[1]
     inits = spec.get("initContainers") or []
     ours = [i for i, c in enumerate(inits) if c.get("name") == fsx_dirs.HOME_INIT_CONTAINER_NAME]
     if not ours:
@@ -312,6 +322,8 @@ def _stamp_home(patch: JsonPatch, spec: dict[str, Any], path: Path, ident: Ident
         ]
         if not at_home:
             patch.push(container, here, "volumeMounts", mount)
+        elif old_mount is not None and _is_subset(old_mount, at_home[0][1]):
+            patch.set((*here, "volumeMounts", at_home[0][0]), mount)  # re-stamped: the new person's home
         elif not _is_subset(mount, at_home[0][1]):
             raise Refused(
                 f"{_dotted(here)} mounts {at_home[0][1].get('name')!r} at {mount['mountPath']}, the path of "
@@ -323,7 +335,14 @@ def _stamp_home(patch: JsonPatch, spec: dict[str, Any], path: Path, ident: Ident
 
 
 def _stamp_pod_spec(
-    patch: JsonPatch, spec: dict[str, Any], path: Path, ident: Identity, *, keep: bool, claim: str
+    patch: JsonPatch,
+    spec: dict[str, Any],
+    path: Path,
+    ident: Identity,
+    *,
+    keep: bool,
+    claim: str,
+    previous: Identity | None = None,
 ) -> list[str]:
     sc_path = (*path, "securityContext")
     sc = _typed(spec.get("securityContext"), dict, sc_path) or {}
@@ -363,7 +382,7 @@ def _stamp_pod_spec(
     else:
         for key, value in wanted.items():
             patch.put(sc, sc_path, key, value)
-    _stamp_home(patch, spec, path, ident, claim)
+    _stamp_home(patch, spec, path, ident, claim=claim, previous=previous)
     return warnings
 
 
@@ -440,6 +459,7 @@ def stamp(
     home_claim: str,
     keep: bool,
     default_queue: str | None,
+    previous: Identity | None = None,
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """Stamp ``ident`` on ``obj`` (edited in place) and return the JSONPatch operations and the warnings.
 
@@ -450,6 +470,8 @@ def stamp(
         home_claim: the team claim holding the home directories.
         keep: UPDATE of a workload with a recorded identity: a different UID or record is refused, not replaced.
         default_queue: the LocalQueue to set when ``kueue.x-k8s.io/queue-name`` is absent (None: leave it).
+        previous: the identity the object recorded before a re-stamp (an UPDATE by another person that changes
+            what runs): its UIDs and home mount are replaced by ``ident``'s instead of being refused.
 
     Raises:
         Refused: the object explicitly asks for root, another group or another recorded identity.
@@ -460,7 +482,7 @@ def stamp(
     warnings: list[str] = []
     metadata_paths: dict[Path, None] = {("metadata",): None}
     for path, spec in pod_spec_paths(obj, kind):
-        warnings += _stamp_pod_spec(patch, spec, path, ident, keep=keep, claim=home_claim)
+        warnings += _stamp_pod_spec(patch, spec, path, ident, keep=keep, claim=home_claim, previous=previous)
         metadata_paths[(*path[:-1], "metadata")] = None
     for metadata in metadata_paths:
         _stamp_annotations(patch, metadata, ident, keep=keep)
@@ -473,6 +495,36 @@ def _default_queue(patch: JsonPatch, queue: str) -> None:
     labels = _typed(_get(patch.doc, ("metadata", "labels")), dict, ("metadata", "labels")) or {}
     if QUEUE_NAME_LABEL not in labels:
         patch.set(("metadata", "labels", QUEUE_NAME_LABEL), queue)
+
+
+#: Fields that scale or pause a workload without changing what its pods run (replica counts, autoscaler bounds,
+#: KubeRay's ``scaleStrategy`` (``workersToDelete``), ``suspend``), ignored by :func:`what_runs`.
+SCALE_FIELDS = frozenset({"replicas", "minReplicas", "maxReplicas", "suspend", "scaleStrategy"})
+#: The pod-template annotation ``kubectl rollout restart`` sets: a restart of the same code.
+RESTARTED_AT_ANNOTATION = "kubectl.kubernetes.io/restartedAt"
+
+
+def _without_scale(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {
+            k: _without_scale(v)
+            for k, v in node.items()
+            if k not in SCALE_FIELDS and k != RESTARTED_AT_ANNOTATION
+        }
+    if isinstance(node, list):
+        return [_without_scale(v) for v in node]
+    return node
+
+
+def what_runs(obj: Mapping[str, Any]) -> Any:
+    """Return the part of an object that decides what its pods run: its ``spec`` without scale fields.
+
+    Everything under ``spec`` counts (the pod templates, and fields outside them that reach the pods: a RayJob's
+    ``entrypoint`` and ``runtimeEnvYAML``, KubeRay's ``autoscalerOptions``, ``rayStartParams``...), except
+    :data:`SCALE_FIELDS` and the restart annotation :data:`RESTARTED_AT_ANNOTATION`: scaling, suspending and
+    restarting run the same code.
+    """
+    return _without_scale(obj.get("spec"))
 
 
 def recorded_identity(obj: Mapping[str, Any]) -> Identity | None:

@@ -7,6 +7,10 @@ Endpoints:
     ``{"error": ...}`` for a body that is not a well-formed AdmissionReview or is larger than
     ``max_body_bytes`` (the limit is checked on ``Content-Length`` and while reading, so an oversize body is
     never buffered whole).
+``POST /validate``
+    The same, for the ValidatingWebhookConfiguration of requests that reach into a running pod (exec, attach,
+    port-forward, proxy, ephemeral containers; :mod:`hyperpod_tenancy.webhook.connect`). Any other request
+    posted here is allowed unchanged: a validating webhook never patches.
 ``GET /healthz``
     200 while the process serves (liveness).
 ``GET /readyz``
@@ -43,7 +47,7 @@ from typing import Any
 
 import orjson
 
-from hyperpod_tenancy.webhook import patch
+from hyperpod_tenancy.webhook import connect, patch
 from hyperpod_tenancy.webhook.admission import (
     Admission,
     Decision,
@@ -53,11 +57,13 @@ from hyperpod_tenancy.webhook.admission import (
     review_response,
 )
 from hyperpod_tenancy.webhook.config import WebhookConfig
+from hyperpod_tenancy.webhook.kube import KubeApi
 from hyperpod_tenancy.webhook.uids import UidCache, UidStoreUnavailable, UidTable
 
 __all__ = [
     "ALLOCATION_DELAY_ENV",
     "DEFAULT_MAX_BODY_BYTES",
+    "VALIDATE_PATH",
     "ServeOptions",
     "WebhookApp",
     "build_app",
@@ -67,6 +73,9 @@ __all__ = [
 #: Largest request body accepted: an AdmissionReview carries ``object`` and ``oldObject``, each at most
 #: etcd's 1.5 MiB request limit, as JSON; 6 MiB leaves room for both.
 DEFAULT_MAX_BODY_BYTES = 6 * 1024 * 1024
+#: Path of the validating webhook (requests that reach into a running pod).
+VALIDATE_PATH = "/validate"
+_ADMISSION_PATHS = ("/mutate", VALIDATE_PATH)
 #: Seconds between DynamoDB checks until ``/readyz`` turns ready.
 READY_RETRY_SECONDS = 2.0
 #: Seconds requests in flight get after SIGTERM.
@@ -116,7 +125,7 @@ class _TooLarge(Exception):  # noqa: N818
 
 
 class WebhookApp:
-    """The ASGI application (``/mutate``, ``/healthz``, ``/readyz``).
+    """The ASGI application (``/mutate``, ``/validate``, ``/healthz``, ``/readyz``).
 
     Args:
         admission: the decision logic.
@@ -151,25 +160,27 @@ class WebhookApp:
         started = time.perf_counter()
         path, method = scope["path"], scope["method"]
         fields: dict[str, Any] = {}
-        if path == "/mutate" and method == "POST":
-            status, body, close = await self._mutate(scope, receive, fields)
+        if path in _ADMISSION_PATHS and method == "POST":
+            status, body, close = await self._mutate(scope, receive, fields, validate=path == VALIDATE_PATH)
         elif path in ("/healthz", "/readyz") and method == "GET":
             ready = path == "/healthz" or self.dynamodb_reached
             status, body, close = (200 if ready else 503), {"ok": ready}, False
-        elif path in ("/mutate", "/healthz", "/readyz"):
+        elif path in (*_ADMISSION_PATHS, "/healthz", "/readyz"):
             status, body, close = 405, {"error": f"{method} is not allowed on {path}."}, False
         else:
             status, body, close = (
                 404,
-                {"error": f"no such path {path!r}: use /mutate, /healthz or /readyz."},
+                {"error": f"no such path {path!r}: use /mutate, /validate, /healthz or /readyz."},
                 False,
             )
         await _respond(send, status, body, close=close)
-        if path == "/mutate" or status >= 400:
+        if path in _ADMISSION_PATHS or status >= 400:
             ms = round((time.perf_counter() - started) * 1000, 3)
             self.log.info({"method": method, "path": path, "status": status, "ms": ms, **fields})
 
-    async def _mutate(self, scope: Scope, receive: Receive, fields: dict[str, Any]) -> tuple[int, Any, bool]:
+    async def _mutate(
+        self, scope: Scope, receive: Receive, fields: dict[str, Any], *, validate: bool
+    ) -> tuple[int, Any, bool]:
         try:
             raw = await self._body(scope, receive)
         except _TooLarge:
@@ -179,7 +190,12 @@ class WebhookApp:
             req = parse_review(raw)
             fields.update(uid=req.uid, operation=req.operation, kind=req.kind, namespace=req.namespace)
             fields["user"] = req.username
-            decision = await self.admission.decide(req)
+            if validate and not connect.governs(
+                resource=req.resource, sub_resource=req.sub_resource, operation=req.operation
+            ):
+                decision = Decision(allowed=True, reason="not-governed")
+            else:
+                decision = await self.admission.decide(req)
         except (MalformedRequest, patch.MalformedObject) as exc:
             fields["reason"] = "malformed"
             fields["error"] = str(exc)
@@ -200,6 +216,8 @@ class WebhookApp:
             fields["posixUid"] = decision.posix_uid
         if not decision.allowed:
             fields["message"] = decision.message
+        if decision.audit is not None:
+            fields.update(decision.audit)
 
     async def _body(self, scope: Scope, receive: Receive) -> bytes:
         for name, value in scope.get("headers", ()):
@@ -277,6 +295,8 @@ class ServeOptions:
     host: str = "0.0.0.0"  # noqa: S104 - a pod serves on its pod IP
     #: Largest request body.
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    #: The API server Pods are read from (None: requests into pods are denied, they cannot be judged).
+    kube_api: KubeApi | None = None
 
 
 async def _reload_certificates(
@@ -319,7 +339,7 @@ def build_app(options: ServeOptions) -> tuple[WebhookApp, UidTable]:
         allocation_delay_seconds=float(os.environ.get(ALLOCATION_DELAY_ENV, "0") or 0),
     )
     resolver = UidResolver(table, UidCache(config.cache_ttl_seconds))
-    app = WebhookApp(Admission(config, resolver), max_body_bytes=options.max_body_bytes)
+    app = WebhookApp(Admission(config, resolver, options.kube_api), max_body_bytes=options.max_body_bytes)
     return app, table
 
 

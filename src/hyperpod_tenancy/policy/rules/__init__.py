@@ -120,6 +120,7 @@ ERROR_RULES: tuple[Rule, ...] = (
     identity.posix_webhook_timeout,
     identity.posix_cache_ttl,
     identity.posix_image,
+    identity.posix_break_glass_group,
     # scheduling
     scheduling.priority_class_count,
     # for each priority class

@@ -362,3 +362,41 @@ def image_reference_findings(image: str, *, path: str) -> Iterator[Finding]:
             "node replacement may pull different code.",
             "pin a release tag (`:0.1.0`) or a digest (`@sha256:...`).",
         )
+
+
+#: A Kubernetes group name as the break-glass group may be written (no whitespace, at most 253 characters).
+_GROUP_NAME = re.compile(r"^[^\s]{1,253}$")
+
+
+@platform_rule(
+    code="HPT-POSIX-BREAK-GLASS",
+    domain=Domain.IDENTITY,
+    at=f"{_POSIX}.breakGlassGroup",
+    reads=(),
+    failure="every team member, or every authenticated user, allowed into every teammate's pod",
+    guardrail="`breakGlassGroup` is neither a team's Kubernetes group nor a `system:` group",
+)
+def posix_break_glass_group(p: Platform) -> Iterator[Finding]:
+    """Check that the break-glass group names a few on-call people, not a team or everyone."""
+    group = p.cluster.posix_identity.break_glass_group
+    if group is None:
+        return
+    path = f"{_POSIX}.breakGlassGroup"
+    teams = {names.kubernetes_group(t.name): t.name for t in p.teams}
+    if not _GROUP_NAME.match(group):
+        yield Finding(
+            path, f"{group!r} is not a Kubernetes group name.", "write the group name without spaces."
+        )
+    elif group in teams:
+        yield Finding(
+            path,
+            f"{group!r} is team {teams[group]!r}'s Kubernetes group: every member of it could reach into every "
+            "teammate's pods.",
+            "name a group only the platform's on-call people are mapped to (an EKS access entry's kubernetesGroups).",
+        )
+    elif group.startswith("system:"):
+        yield Finding(
+            path,
+            f"{group!r} is a group Kubernetes assigns itself (e.g. every authenticated user or service account).",
+            "name a group only the platform's on-call people are mapped to (an EKS access entry's kubernetesGroups).",
+        )

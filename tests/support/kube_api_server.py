@@ -1,0 +1,99 @@
+"""A stand-in for the part of the Kubernetes API the webhook calls, served over real TLS on loopback.
+
+``GET /api/v1/namespaces/<ns>/pods/<name>`` answers the Pods put in :attr:`KubeApiServer.pods` (404 otherwise);
+``POST /apis/events.k8s.io/v1/namespaces/<ns>/events`` records the Event (201). Every request must carry
+``Authorization: Bearer <token>`` with the token of the file the webhook was given (401 otherwise), as the API
+server requires of a service account. Request paths and bodies are kept for the tests to read.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import ssl
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+_POD = re.compile(r"^/api/v1/namespaces/([^/]+)/pods/([^/]+)$")
+_EVENTS = re.compile(r"^/apis/events\.k8s\.io/v1/namespaces/([^/]+)/events$")
+
+
+class KubeApiServer:
+    """The fake API server; a context manager (serves on a thread)."""
+
+    def __init__(self, *, cert: Path, key: Path, token: str) -> None:
+        self.token = token
+        #: ``(namespace, name)`` → Pod.
+        self.pods: dict[tuple[str, str], dict[str, Any]] = {}
+        #: Events posted, in order.
+        self.events: list[dict[str, Any]] = []
+        #: ``(method, path)`` of every request.
+        self.requests: list[tuple[str, str]] = []
+        #: When set, every request answers this status (an API server in trouble).
+        self.fail_with: int | None = None
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *_: object) -> None:
+                pass
+
+            def _answer(self, status: int, body: Any) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _authorized(self) -> bool:
+                outer.requests.append((self.command, self.path))
+                if outer.fail_with is not None:
+                    self._answer(outer.fail_with, {"kind": "Status", "code": outer.fail_with})
+                    return False
+                if self.headers.get("Authorization") != f"Bearer {outer.token}":
+                    self._answer(401, {"kind": "Status", "code": 401, "reason": "Unauthorized"})
+                    return False
+                return True
+
+            def do_GET(self) -> None:
+                if not self._authorized():
+                    return
+                match = _POD.match(self.path)
+                pod = outer.pods.get((match[1], match[2])) if match else None
+                if pod is None:
+                    self._answer(404, {"kind": "Status", "code": 404, "reason": "NotFound"})
+                else:
+                    self._answer(200, pod)
+
+            def do_POST(self) -> None:
+                if not self._authorized():
+                    return
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+                match = _EVENTS.match(self.path)
+                if match is None or body.get("metadata", {}).get("namespace") != match[1]:
+                    self._answer(400, {"kind": "Status", "code": 400})
+                    return
+                outer.events.append(body)
+                self._answer(201, body)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(cert, key)
+        self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        """``https://127.0.0.1:<port>``."""
+        return f"https://127.0.0.1:{self._server.server_address[1]}"
+
+    def __enter__(self) -> KubeApiServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._thread.join()
+        self._server.server_close()
