@@ -93,8 +93,10 @@ promtool:
 		&& apt-get update -qq && apt-get install -y --no-install-recommends prometheus >/dev/null; } \
 		|| { echo "promtool missing: run 'sudo apt-get install -y prometheus' (the rule tests are skipped without it)"; }
 
-# what `make synth` needs
-setup: $(VENV)/.stamp node_modules/.stamp node
+# what `make synth` needs: the venv and the Node side install side by side
+setup:
+	$(MAKE) --no-print-directory -j3 --output-sync=target $(VENV)/.stamp node_modules/.stamp
+	$(MAKE) --no-print-directory node
 
 # what `make test` needs on top: the test venvs are independent of each other, so they install side by side
 test-setup: setup
