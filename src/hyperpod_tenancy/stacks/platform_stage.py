@@ -43,8 +43,9 @@ class PlatformStage(cdk.Stage):
             on top of the policy's ``chargeback:`` section (for example ``usage_report_chart``; without a section,
             ``billing_rule`` and ``idle_owner`` at least). With either, the stage adds a ``Chargeback`` stack, tags
             the cluster stack ``hyperpod-tenancy:cluster`` and every team stack ``hyperpod-tenancy:team`` and
-            ``hyperpod-tenancy:cost-center`` (the cost allocation tags the pipeline activates). Default: no
-            chargeback unless the policy has a ``chargeback:`` section.
+            ``hyperpod-tenancy:cost-center`` (the cost allocation tags the pipeline activates), and gives every team
+            stack the team's part of the chargeback (``TeamStack.add_chargeback``). Default: no chargeback unless
+            the policy has a ``chargeback:`` section.
         **kwargs: other ``cdk.Stage`` props (``env`` defaults to the platform's account and region).
 
     """
@@ -71,12 +72,11 @@ class PlatformStage(cdk.Stage):
             for issue in replacement_warnings(baseline, platform, wording=replacement_wording):
                 warn(self.cluster_stack, issue.code, f"{issue.path}: {issue.message} {issue.fix}")
         #: Team stacks by team name.
-        self.team_stacks: dict[str, TeamStack] = {
-            team.name: TeamStack(
-                self, team_stack_id(team.name), cluster=self.cluster_stack.cluster, team=team.name
+        self.team_stacks: dict[str, TeamStack] = {}
+        for spec in platform.hosted_teams:
+            self.team_stacks[spec.name] = TeamStack(
+                self, team_stack_id(spec.name), cluster=self.cluster_stack.cluster, team=spec.name
             )
-            for team in platform.hosted_teams
-        }
         #: The chargeback stack (``None`` without ``chargeback``).
         self.chargeback_stack: ChargebackStack | None = None
         if chargeback is not None or platform.chargeback is not None:
@@ -87,6 +87,8 @@ class PlatformStage(cdk.Stage):
             cdk.Tags.of(self.cluster_stack).add(CLUSTER_TAG_KEY, platform.cluster.name)
             cdk.Tags.of(self.chargeback_stack).add(CLUSTER_TAG_KEY, platform.cluster.name)
             for team, stack in self.team_stacks.items():
+                # the team's record, dashboard and alert live in its own stack: the chargeback stack lists no team
+                stack.add_chargeback(pipeline)
                 cdk.Tags.of(stack).add(CLUSTER_TAG_KEY, platform.cluster.name)
                 cdk.Tags.of(stack).add(TEAM_TAG, team)
                 cdk.Tags.of(stack).add(TEAM_COST_CENTER_TAG, pipeline.cost_center(team))
