@@ -226,6 +226,8 @@ BAD = [
         "chargeback.reconciliationTolerance": -1.0,
         "teams[1].costCenter": "aws:cost-center",
     },
+    # more teams than the default of every account quota (HPT-QUOTA-*)
+    {"teams": [{**reference_data()["teams"][2], "name": f"team-{i:04d}"} for i in range(3501)]},
 ]
 
 
@@ -248,6 +250,7 @@ def _by_rule(platform: Platform) -> Iterator[tuple[rules.Rule, PolicyIssue]]:
         "more",
         "chargeback",
         "no-terms",
+        "quotas",
     ],
 )
 def test_each_rule_reports_under_its_code_at_its_path(
@@ -280,6 +283,7 @@ def test_the_bad_platforms_exercise_every_rule(monkeypatch: pytest.MonkeyPatch) 
         "more",
         "chargeback",
         "no-terms",
+        "quotas",
     ],
 )
 def test_the_registry_order_is_the_reporting_order_of_scoped_loops(

@@ -24,7 +24,8 @@ from synth import cdk_context
 from hyperpod_tenancy.policy import FairnessBackend, Platform, platform_from_dict
 from hyperpod_tenancy.stacks import PlatformStage
 
-#: Instances of the inference group: room for every generated team's one instance, and the reserve.
+#: Instances of the inference group (at least; more above 63 teams): room for every generated team's one
+#: instance and the reserve, the same for the sizes the invariant compares.
 G5_INSTANCES = 64
 
 
@@ -37,7 +38,7 @@ def platform_data(indices: Sequence[int], backend: FairnessBackend) -> dict[str,
     """The reference platform (with its ``chargeback:`` section) with generated teams ``indices`` only."""
     data = reference_data()
     data["fairnessBackend"] = backend.value
-    data["cluster"]["instanceGroups"][1]["count"] = G5_INSTANCES
+    data["cluster"]["instanceGroups"][1]["count"] = max(G5_INSTANCES, len(indices) + 1)
     template = data["teams"][2]
     teams = []
     for i in indices:
