@@ -76,8 +76,8 @@ IAM_ROLES = AccountQuota(
     default=1000,
     adjustable=True,
     source="https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_iam-quotas.html",
-    counts="3 per team (execution role, workload role, the AWSReservedSSO_ role Identity Center provisions) "
-    f"+ about {PLATFORM_ROLES} for the platform",
+    counts="3 per team (execution role, workload role, the AWSReservedSSO_ role Identity Center provisions), "
+    f"4 with chargeback (the dashboard's GPU widget), + about {PLATFORM_ROLES} for the platform",
 )
 STUDIO_DOMAINS = AccountQuota(
     code="HPT-QUOTA-STUDIO-DOMAINS",
@@ -146,7 +146,7 @@ def _studio_teams(p: Platform) -> int:
 
 #: What the platform needs of each quota.
 _NEEDS: dict[str, Callable[[Platform], int]] = {
-    IAM_ROLES.code: lambda p: 3 * _teams(p) + PLATFORM_ROLES,
+    IAM_ROLES.code: lambda p: (4 if p.chargeback is not None else 3) * _teams(p) + PLATFORM_ROLES,
     STUDIO_DOMAINS.code: _studio_teams,
     PERMISSION_SETS_PER_INSTANCE.code: _teams,
     PERMISSION_SETS_PER_ACCOUNT.code: _teams,
@@ -206,47 +206,28 @@ def _rule(quota: AccountQuota) -> Callable[[PlatformCheck], Rule]:
     )
 
 
-@_rule(IAM_ROLES)
-def iam_roles(p: Platform) -> Iterator[Finding]:
-    """Check the IAM roles the teams and the platform need against the account's default."""
-    yield from _check(IAM_ROLES, p)
+def _quota_rule(quota: AccountQuota, name: str, what: str) -> Rule:
+    """Return the warning rule of ``quota``, named ``name`` (its check says "Check <what> ...")."""
+
+    def check(p: Platform) -> Iterator[Finding]:
+        yield from _check(quota, p)
+
+    check.__name__ = check.__qualname__ = name
+    check.__doc__ = f"Check {what} against the default of {quota.name!r}."
+    return _rule(quota)(check)
 
 
-@_rule(STUDIO_DOMAINS)
-def studio_domains(p: Platform) -> Iterator[Finding]:
-    """Check the Studio domains of the teams against the Region's default."""
-    yield from _check(STUDIO_DOMAINS, p)
-
-
-@_rule(PERMISSION_SETS_PER_INSTANCE)
-def permission_sets(p: Platform) -> Iterator[Finding]:
-    """Check the teams' permission sets against the Identity Center instance's default."""
-    yield from _check(PERMISSION_SETS_PER_INSTANCE, p)
-
-
-@_rule(PERMISSION_SETS_PER_ACCOUNT)
-def permission_sets_account(p: Platform) -> Iterator[Finding]:
-    """Check the permission sets provisioned to the platform's account against the default."""
-    yield from _check(PERMISSION_SETS_PER_ACCOUNT, p)
-
-
-@_rule(STACKS)
-def stacks(p: Platform) -> Iterator[Finding]:
-    """Check the platform's stacks against the Region's default."""
-    yield from _check(STACKS, p)
-
-
-@_rule(ACCESS_ENTRIES)
-def access_entries(p: Platform) -> Iterator[Finding]:
-    """Check the cluster's access entries against EKS's limit."""
-    yield from _check(ACCESS_ENTRIES, p)
-
-
-@_rule(POD_IDENTITY_ASSOCIATIONS)
-def pod_identity_associations(p: Platform) -> Iterator[Finding]:
-    """Check the cluster's Pod Identity associations against EKS's limit."""
-    yield from _check(POD_IDENTITY_ASSOCIATIONS, p)
-
+iam_roles = _quota_rule(IAM_ROLES, "iam_roles", "the IAM roles the teams and the platform need")
+studio_domains = _quota_rule(STUDIO_DOMAINS, "studio_domains", "the teams' Studio domains")
+permission_sets = _quota_rule(PERMISSION_SETS_PER_INSTANCE, "permission_sets", "the teams' permission sets")
+permission_sets_account = _quota_rule(
+    PERMISSION_SETS_PER_ACCOUNT, "permission_sets_account", "the permission sets provisioned to the account"
+)
+stacks = _quota_rule(STACKS, "stacks", "the platform's stacks")
+access_entries = _quota_rule(ACCESS_ENTRIES, "access_entries", "the cluster's access entries")
+pod_identity_associations = _quota_rule(
+    POD_IDENTITY_ASSOCIATIONS, "pod_identity_associations", "the cluster's Pod Identity associations"
+)
 
 #: The quota rules, in the order of :data:`QUOTAS`.
 RULES: tuple[Rule, ...] = (
