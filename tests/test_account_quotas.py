@@ -107,8 +107,9 @@ def test_the_counts_the_rules_use_are_what_the_stacks_create(reference: Synth) -
     assert _count(reference, "AWS::EKS::AccessEntry", shared) <= quotas.PLATFORM_ACCESS_ENTRIES
     for team in reference.platform.hosted_teams:
         stack = [stage.team_stacks[team.name].stack_name]
-        # execution and workload roles; Identity Center provisions the third (AWSReservedSSO_...)
-        assert _count(reference, "AWS::IAM::Role", stack) == 2, team.name
+        # execution and workload roles, the dashboard widget's with chargeback; Identity Center provisions one more
+        chargeback = int(reference.platform.chargeback is not None)
+        assert _count(reference, "AWS::IAM::Role", stack) == 2 + chargeback, team.name
         assert _count(reference, "AWS::EKS::PodIdentityAssociation", stack) == 1, team.name
         assert _count(reference, "AWS::EKS::AccessEntry", stack) == 1 + int(team.studio), team.name
         assert _count(reference, "AWS::SSO::PermissionSet", stack) == 1, team.name

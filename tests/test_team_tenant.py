@@ -15,7 +15,7 @@ from synth import Synth, one, render_intrinsics, resources_of, synthesize
 from hyperpod_tenancy.constructs.shared_hyperpod_cluster import SharedHyperPodCluster
 from hyperpod_tenancy.constructs.team_tenant import TeamTenant
 from hyperpod_tenancy.errors import TenancyError
-from hyperpod_tenancy.policy import Platform, platform_from_dict
+from hyperpod_tenancy.policy import Platform, names, platform_from_dict
 from hyperpod_tenancy.stacks import ClusterStack, team_stack_id
 
 
@@ -108,7 +108,11 @@ def test_every_team_stack_shares_the_cluster_stacks_one_sso_role_provider(refere
     tokens = []
     for team in reference.platform.hosted_teams:
         t = reference.team(team.name)
-        assert not resources_of(t, "AWS::Lambda::Function")
+        # the one function of a team stack is its own dashboard's GPU widget (inline code, no asset)
+        functions = resources_of(t, "AWS::Lambda::Function")
+        assert [f["Properties"]["FunctionName"] for f in functions.values()] == [
+            names.team_gpu_widget(reference.platform.cluster.name, team.name)
+        ]
         assert not resources_of(t, "AWS::StepFunctions::StateMachine")
         _, sso = one(t, "Custom::SsoRoleArn")
         tokens.append(sso["Properties"]["ServiceToken"])

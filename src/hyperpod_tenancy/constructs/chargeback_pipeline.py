@@ -873,6 +873,8 @@ class ChargebackPipeline(Construct):
                 "LOOKBACK_MINUTES": "15",
                 "CHECKPOINT_INTERVAL_ANNOTATION": labels.CHECKPOINT_INTERVAL_ANNOTATION,
                 "CHECKPOINT_INTERVAL_ENV": labels.CHECKPOINT_INTERVAL_ENV,
+                # the teams' live GPU gauges (in use, borrowed, guarantee, ceiling) for their dashboards
+                "GAUGE_NAMESPACE": METRIC_NAMESPACE,
             },
             vpc=self.cluster.vpc,
             security_groups=[security_group],
@@ -880,6 +882,14 @@ class ChargebackPipeline(Construct):
         self.cluster.allow_api_access_from(self, "EvictionCollectorApiAccess", peer=security_group)
         function.add_to_role_policy(
             iam.PolicyStatement(actions=["eks:DescribeCluster"], resources=[self.cluster.eks_cluster_arn])
+        )
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="Gauges",
+                actions=["cloudwatch:PutMetricData"],
+                resources=["*"],
+                conditions={"StringEquals": {"cloudwatch:namespace": METRIC_NAMESPACE}},
+            )
         )
         self.bucket.grant_put(function, f"{_RAW}eviction/*")
         role = function.role
@@ -891,7 +901,7 @@ class ChargebackPipeline(Construct):
             cluster_name=self.cluster.eks_cluster_name,
             principal_arn=role.role_arn,
             type="STANDARD",
-            # no access policy: the group below is bound to a read-only ClusterRole on Workloads only
+            # no access policy: the group below is bound to a read-only ClusterRole on Workloads and ClusterQueues
             kubernetes_groups=[EVICTION_COLLECTOR_GROUP],
         )
         rbac = eks.KubernetesManifest(
@@ -906,7 +916,7 @@ class ChargebackPipeline(Construct):
                     "rules": [
                         {
                             "apiGroups": ["kueue.x-k8s.io"],
-                            "resources": ["workloads"],
+                            "resources": ["workloads", "clusterqueues"],
                             "verbs": ["get", "list"],
                         }
                     ],

@@ -405,6 +405,23 @@ class TeamTenant(Construct):
             for entry_id, arn in principals.items()
         ]
 
+    # ------------------------------------------------------------------ console grants
+    def allow_in_permission_set(self, *statements: Mapping[str, Any]) -> None:
+        """Add IAM statements to the inline policy of the team's permission set (its members' console session).
+
+        For resources of the team's own (its dashboard, the function behind a custom widget); the statements
+        come after the ones the tenant grants, in the order given.
+        """
+        policy = self.permission_set.inline_policy
+        if not isinstance(policy, Mapping):  # pragma: no cover - the tenant always sets a document
+            raise TenancyError(
+                f"{self.node.path}: the permission set has no inline policy document to extend."
+            )
+        self.permission_set.inline_policy = {
+            **policy,
+            "Statement": [*policy["Statement"], *(dict(s) for s in statements)],
+        }
+
     # ------------------------------------------------------------------ data grants
     def grant_read_data(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let ``grantee`` read the team's data: objects under ``teams/<team>/`` of the data bucket only.

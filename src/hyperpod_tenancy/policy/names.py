@@ -32,12 +32,15 @@ team records (SSM path)       :func:`team_records_path`                       ``
 webhook record (SSM)          :func:`posix_identity_record`                   ``.../posix-identity/research``
 chargeback record (SSM)       :func:`chargeback_record`                       ``.../chargeback/research``
 team alert rule group         :func:`team_alert_rules`                        ``<cluster>-chargeback-research``
+team GPU widget function      :func:`team_gpu_widget`                         ``<cluster>-research-gpu-widget``
 ============================  ==============================================  =================================
 
 Arguments may be CDK token strings where a docstring says so: those functions only concatenate.
 """
 
 from __future__ import annotations
+
+import hashlib
 
 __all__ = [
     "CLUSTER_QUEUE_SUFFIX",
@@ -77,6 +80,7 @@ __all__ = [
     "scheduler_config",
     "studio_domain",
     "team_alert_rules",
+    "team_gpu_widget",
     "team_records_path",
     "team_stack_id",
     "workload_priority_class",
@@ -262,6 +266,18 @@ def chargeback_record(cluster: str, team: str) -> str:
 def team_alert_rules(cluster: str, team: str) -> str:
     """Name of a team's rule groups namespace (its same-day preemption alert): ``<cluster>-chargeback-<team>``."""
     return f"{chargeback(cluster)}-{team}"
+
+
+def team_gpu_widget(cluster: str, team: str) -> str:
+    """Name of the function drawing a team's live GPU widget: ``<cluster>-<team>-gpu-widget``.
+
+    Lambda function names are at most 64 characters: a longer one is shortened, with a hash of the full name.
+    """
+    name = f"{cluster}-{team}-gpu-widget"
+    if len(name) <= 64:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"{cluster[:22]}-{team[:22]}-{digest}-gpu"
 
 
 def derived_names(team: str) -> dict[str, str]:

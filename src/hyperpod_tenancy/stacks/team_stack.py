@@ -68,5 +68,6 @@ class TeamStack(cdk.Stack):
             cost_center=pipeline.cost_center(team),
             alert_workspace=pipeline.alert_workspace,
             preemption_alarm_gpu_hours_per_day=pipeline.preemption_alarm_gpu_hours_per_day,
+            tenant=self.tenant,
         )
         return self.chargeback
