@@ -51,13 +51,19 @@ def _with_usage(queue: dict[str, Any], flavor: str, total: int, borrowed: int) -
     return {**queue, "status": {"flavorsUsage": [usage]}}
 
 
+def _gauges(queues: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    return eviction_collector.team_gpu_gauges(
+        queues, queue_prefix=names.NAMESPACE_PREFIX, queue_suffix=names.CLUSTER_QUEUE_SUFFIX
+    )
+
+
 def test_gauges_are_the_queues_usage_guarantee_and_ceiling(kueue_platform: Platform) -> None:
     queues = _cluster_queues(kueue_platform)
     research = names.cluster_queue("research")
     queues = [
         _with_usage(q, "ml.p5.48xlarge", 80, 8) if q["metadata"]["name"] == research else q for q in queues
     ]
-    gauges = eviction_collector.team_gpu_gauges(queues)
+    gauges = _gauges(queues)
     # research: 9 p5 (72 GPUs), borrowLimit 50 % -> at most 36 more, of vision's lendable 48
     assert gauges["research"] == {"GpusInUse": 80, "GpusBorrowed": 8, "GpuGuarantee": 72, "GpuCeiling": 108}
     # vision: 6 p5 (48 GPUs), borrowLimit 100 % -> at most 48 more, of research's 72
@@ -66,7 +72,7 @@ def test_gauges_are_the_queues_usage_guarantee_and_ceiling(kueue_platform: Platf
     assert gauges["inference"] == {"GpusInUse": 0, "GpusBorrowed": 0, "GpuGuarantee": 12, "GpuCeiling": 12}
     # a queue that is no team's is not reported
     other = {**queues[0], "metadata": {**queues[0]["metadata"], "name": "platform-batch"}}
-    assert set(eviction_collector.team_gpu_gauges([*queues, other])) == set(gauges)
+    assert set(_gauges([*queues, other])) == set(gauges)
 
 
 @pytest.fixture
@@ -90,7 +96,7 @@ def test_the_widget_draws_what_the_collector_published(
             for q in queues
         ]
         data = eviction_collector.gauge_metric_data(
-            eviction_collector.team_gpu_gauges(snapshot),
+            _gauges(snapshot),
             cluster="shared-gpu",
             timestamp=now - dt.timedelta(minutes=minutes),
         )
@@ -180,7 +186,12 @@ def test_the_collector_may_publish_the_gauges_and_read_the_queues(reference: Syn
         for f in resources_of(template, "AWS::Lambda::Function").values()
         if f["Properties"].get("Handler") == "eviction_collector.handler"
     ]
-    assert collector["Environment"]["Variables"]["GAUGE_NAMESPACE"] == METRIC_NAMESPACE
+    variables = collector["Environment"]["Variables"]
+    assert variables["GAUGE_NAMESPACE"] == METRIC_NAMESPACE
+    assert (variables["TEAM_QUEUE_PREFIX"], variables["TEAM_QUEUE_SUFFIX"]) == (
+        names.NAMESPACE_PREFIX,
+        names.CLUSTER_QUEUE_SUFFIX,
+    )
     statements = [
         s
         for p in resources_of(template, "AWS::IAM::Policy").values()

@@ -875,6 +875,8 @@ class ChargebackPipeline(Construct):
                 "CHECKPOINT_INTERVAL_ENV": labels.CHECKPOINT_INTERVAL_ENV,
                 # the teams' live GPU gauges (in use, borrowed, guarantee, ceiling) for their dashboards
                 "GAUGE_NAMESPACE": METRIC_NAMESPACE,
+                "TEAM_QUEUE_PREFIX": names.NAMESPACE_PREFIX,
+                "TEAM_QUEUE_SUFFIX": names.CLUSTER_QUEUE_SUFFIX,
             },
             vpc=self.cluster.vpc,
             security_groups=[security_group],

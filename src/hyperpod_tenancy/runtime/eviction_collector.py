@@ -46,8 +46,8 @@ EKS access entry to a Kubernetes group bound to a read-only ClusterRole (``get``
 clusterqueues).
 
 It also publishes each team's live GPU gauges (:data:`GAUGES`: in use, borrowed, guarantee and ceiling, from the
-teams' ClusterQueues, :func:`team_gpu_gauges`) to the CloudWatch namespace ``GAUGE_NAMESPACE`` when that is set
-(dimensions ``Cluster``, ``Team``), which the teams' dashboards show.
+teams' ClusterQueues ``<TEAM_QUEUE_PREFIX><team><TEAM_QUEUE_SUFFIX>``, :func:`team_gpu_gauges`) to the CloudWatch
+namespace ``GAUGE_NAMESPACE`` when that is set (dimensions ``Cluster``, ``Team``), which the teams' dashboards show.
 
 Environment: ``CLUSTER_NAME`` (EKS cluster name), ``CLUSTER_LABEL`` (the ``cluster`` partition value, default
 the cluster name), ``BUCKET``, ``PREFIX`` (default ``raw/eviction/``), ``LOOKBACK_MINUTES`` (default 15: three
@@ -89,8 +89,8 @@ WORKLOADS_PATH = "/apis/kueue.x-k8s.io/v1beta2/workloads"
 CLUSTER_QUEUES_PATH = "/apis/kueue.x-k8s.io/v1beta2/clusterqueues"
 #: Live per-team gauges (GPUs, at the run's time): in use, of which borrowed, the guarantee and the ceiling.
 GAUGES = ("GpusInUse", "GpusBorrowed", "GpuGuarantee", "GpuCeiling")
-#: A team's ClusterQueue is ``hyperpod-ns-<team>-clusterqueue`` (``hyperpod_tenancy.policy.names``).
-_TEAM_QUEUE = re.compile(r"^hyperpod-ns-(?P<team>[a-z0-9]([-a-z0-9]*[a-z0-9])?)-clusterqueue$")
+#: A team name (a DNS label) between the ClusterQueue name's prefix and suffix.
+_TEAM = r"(?P<team>[a-z0-9]([-a-z0-9]*[a-z0-9])?)"
 GPU_RESOURCE = "nvidia.com/gpu"
 PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
@@ -176,15 +176,21 @@ def _gpu_quotas(queue: Mapping[str, Any]) -> dict[str, tuple[int, int | None, in
     return found
 
 
-def team_gpu_gauges(cluster_queues: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
+def team_gpu_gauges(
+    cluster_queues: Sequence[Mapping[str, Any]], *, queue_prefix: str, queue_suffix: str
+) -> dict[str, dict[str, int]]:
     """Team -> :data:`GAUGES` (GPUs) from the teams' ClusterQueues, sorted by team.
+
+    A team's ClusterQueue is named ``<queue_prefix><team><queue_suffix>`` (the platform passes its names'
+    ``NAMESPACE_PREFIX`` and ``CLUSTER_QUEUE_SUFFIX``).
 
     ``GpuGuarantee`` is the queue's ``nominalQuota`` of ``nvidia.com/gpu`` summed over flavors; ``GpuCeiling`` what
     it may reach by borrowing: per flavor the guarantee plus what the other queues of its cohort may lend
     (their ``lendingLimit``, else their nominal quota), capped by its own ``borrowingLimit`` (the guarantee
     alone without a cohort); ``GpusInUse`` and ``GpusBorrowed`` are ``status.flavorsUsage``'s ``total`` and
-    ``borrowed``. Queues that are not a team's (``hyperpod-ns-<team>-clusterqueue``) are not reported.
+    ``borrowed``. Queues that are not a team's are not reported.
     """
+    team_queue = re.compile(f"^{re.escape(queue_prefix)}{_TEAM}{re.escape(queue_suffix)}$")
     quotas = {str((q.get("metadata") or {}).get("name")): _gpu_quotas(q) for q in cluster_queues}
     cohorts = {
         str((q.get("metadata") or {}).get("name")): (q.get("spec") or {}).get("cohortName")
@@ -193,7 +199,7 @@ def team_gpu_gauges(cluster_queues: Sequence[Mapping[str, Any]]) -> dict[str, di
     gauges: dict[str, dict[str, int]] = {}
     for queue in cluster_queues:
         name = str((queue.get("metadata") or {}).get("name"))
-        match = _TEAM_QUEUE.match(name)
+        match = team_queue.match(name)
         if match is None:
             continue
         guarantee = ceiling = 0
@@ -440,7 +446,11 @@ def handler(event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
     teams = 0
     namespace = os.environ.get("GAUGE_NAMESPACE")
     if namespace:
-        gauges = team_gpu_gauges(list_objects(endpoint, eks_token(cluster_name), ca_pem, CLUSTER_QUEUES_PATH))
+        gauges = team_gpu_gauges(
+            list_objects(endpoint, eks_token(cluster_name), ca_pem, CLUSTER_QUEUES_PATH),
+            queue_prefix=os.environ["TEAM_QUEUE_PREFIX"],
+            queue_suffix=os.environ["TEAM_QUEUE_SUFFIX"],
+        )
         data = gauge_metric_data(gauges, cluster=cluster, timestamp=snapshot_time(event))
         cloudwatch = boto3.client("cloudwatch")
         for start in range(0, len(data), 1000):  # PutMetricData takes at most 1000 entries
