@@ -44,8 +44,9 @@ def main() -> None:
     from hyperpod_tenancy.stacks import PlatformStage  # noqa: PLC0415
 
     app = cdk.App()
-    PlatformStage(app, platform.name, platform=platform, baseline=baseline)
+    stage = PlatformStage(app, platform.name, platform=platform, baseline=baseline)
     app.synth()
+    stage.progress.finish(f"{len(stage.team_stacks)} team stacks synthesized")
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ from hyperpod_tenancy.chargeback.model import (
     ChargebackConfig,
     TeamConfig,
     config_to_json,
+    team_config_to_json,
 )
 from hyperpod_tenancy.chargeback_offline import _register_cur, compute, transpile
 from hyperpod_tenancy.runtime import chargeback_job, node_inventory
@@ -405,3 +406,66 @@ def test_a_past_month_rerun_keeps_its_configuration_of_record(
         chargeback_job.ChargebackJobError, match=r"config\.json is not a chargeback configuration"
     ):
         chargeback_job.handler({"month": MONTH})
+
+
+def test_teams_come_from_their_records_and_a_team_removed_mid_month_is_still_billed(
+    job_env: dict[str, str], month_data: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The asset lists no team (as the chargeback stack's does): the job reads the records the team stacks write
+    under TEAM_RECORDS_PATH. The daily roster keeps a team whose stack was deleted during the month, so the
+    month's report is the one the full configuration gives."""
+    asset = tmp_path / "platform_config.json"
+    asset.write_text(config_to_json(dataclasses.replace(config(), teams=())))
+    monkeypatch.setenv("CHARGEBACK_CONFIG", str(asset))
+    path = f"/hyperpod-tenancy/{CLUSTER}/chargeback/"
+    monkeypatch.setenv("TEAM_RECORDS_PATH", path)
+    ssm = boto3.client("ssm")
+    for team in config().teams:
+        ssm.put_parameter(Name=path + team.name, Value=team_config_to_json(team), Type="String")
+
+    # the daily roster while every team is deployed ...
+    recorded = chargeback_job.handler({"action": "record", "month": MONTH})
+    assert recorded["teams"] == [t.name for t in config().teams]
+    # ... then team-001's stack is deleted before the month ends
+    ssm.delete_parameter(Name=path + "team-001")
+    again = chargeback_job.handler({"action": "record", "month": MONTH})
+    assert again["teams"] == recorded["teams"]
+
+    usage, cur = month_data
+    rows = athena_rows(usage, cur)
+    seed_athena(
+        os.environ["AWS_ENDPOINT_URL"], [rows[n] for n in queries.USAGE_QUERIES + queries.COST_QUERIES]
+    )
+    chargeback_job.handler({"month": MONTH})
+    cli = compute(config=config(), month=MONTH, usage=usage, cur=cur, progress=False)
+    written = boto3.client("s3").get_object(Bucket=BUCKET, Key=f"reports/{CLUSTER}/{MONTH}/report.json")
+    assert written["Body"].read() == report.render(cli, "json")
+    assert "team-001" in {r.team for r in cli.rows}
+
+
+def test_the_first_of_the_month_starts_the_new_months_roster(
+    job_env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = f"/hyperpod-tenancy/{CLUSTER}/chargeback/"
+    monkeypatch.setenv("TEAM_RECORDS_PATH", path)
+    team = config().teams[0]
+    boto3.client("ssm").put_parameter(Name=path + team.name, Value=team_config_to_json(team), Type="String")
+    result = chargeback_job.record(
+        {"time": "2026-08-01T06:00:00Z"}, s3=boto3.client("s3"), bucket=BUCKET, platform=config()
+    )
+    assert result["month"] == "2026-08"
+    roster = chargeback_job.read_roster(
+        boto3.client("s3"), bucket=BUCKET, prefix=f"reports/{CLUSTER}/2026-08/"
+    )
+    assert [t.name for t in roster] == [
+        t.name for t in config().teams
+    ]  # the asset's and the record's, merged
+
+
+def test_a_malformed_team_record_names_its_parameter(
+    job_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = f"/hyperpod-tenancy/{CLUSTER}/chargeback/"
+    boto3.client("ssm").put_parameter(Name=path + "broken", Value='{"name": "broken"}', Type="String")
+    with pytest.raises(chargeback_job.ChargebackJobError, match=f"{path}broken: team record: missing key"):
+        chargeback_job.team_records(boto3.client("ssm"), path)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -16,7 +17,7 @@ from aws_cdk.assertions import Annotations, Match, Template
 from cfnlint.api import ManualArgs, lint
 from synth import TOKEN, new_app, render_intrinsics, resources_of
 
-from hyperpod_tenancy.chargeback.model import BillingRule, config_from_json
+from hyperpod_tenancy.chargeback.model import BillingRule, config_from_json, team_config_from_json
 from hyperpod_tenancy.constructs.chargeback_pipeline import (
     COST_ALLOCATION_TAG_KEYS,
     METRIC_NAMESPACE,
@@ -251,17 +252,21 @@ def test_schedules_monthly_job_on_the_first_and_inventory_every_five_minutes(
         r["Properties"]["ScheduleExpression"]
         for r in resources_of(synthesized.template, "AWS::Events::Rule").values()
     )
-    # the monthly job; the node inventory and the eviction collector every 5 minutes
-    assert schedules == ["cron(0 6 1 * ? *)", "rate(5 minutes)", "rate(5 minutes)"]
+    # the monthly job, its daily roster; the node inventory and the eviction collector every 5 minutes
+    assert schedules == ["cron(0 6 1 * ? *)", "cron(30 5 * * ? *)", "rate(5 minutes)", "rate(5 minutes)"]
 
 
-def test_dashboards_one_per_team_and_one_for_the_platform(synthesized: Synthesized) -> None:
-    names_ = sorted(
+def test_dashboards_one_per_team_in_its_stack_and_one_for_the_platform(synthesized: Synthesized) -> None:
+    names_ = [
         d["Properties"]["DashboardName"]
         for d in resources_of(synthesized.template, "AWS::CloudWatch::Dashboard").values()
-    )
-    teams = sorted(t.name for t in synthesized.stage.platform.hosted_teams)
-    assert names_ == sorted(["shared-gpu-chargeback", *(f"shared-gpu-chargeback-{t}" for t in teams)])
+    ]
+    assert names_ == ["shared-gpu-chargeback"]  # the platform's: search expressions, no team listed
+    for team, stack in synthesized.stage.team_stacks.items():
+        (dashboard,) = resources_of(
+            synthesized.templates[stack.stack_name], "AWS::CloudWatch::Dashboard"
+        ).values()
+        assert dashboard["Properties"]["DashboardName"] == f"shared-gpu-chargeback-{team}"
 
 
 def test_cost_allocation_tags_are_activated_and_team_stacks_tagged(synthesized: Synthesized) -> None:
@@ -308,6 +313,42 @@ def test_job_asset_carries_the_stdlib_engine_and_the_config(synthesized: Synthes
     assert config_from_json(files["chargeback_config.json"].decode()) == synthesized.pipeline.config
     assert job_asset_files(synthesized.pipeline.config) == files  # deterministic
     assert not any("__pycache__" in path for path in files)
+
+
+def test_the_job_bills_the_team_records_of_the_team_stacks(synthesized: Synthesized) -> None:
+    """The job's asset lists no team; each team stack writes its record (cost center, quotas) under the path the
+    job reads, which its role may read and nothing else of SSM."""
+    platform_config = synthesized.pipeline.platform_config
+    assert platform_config.teams == ()
+    assert platform_config == dataclasses.replace(synthesized.pipeline.config, teams=())
+    (job,) = [
+        f["Properties"]
+        for f in resources_of(synthesized.template, "AWS::Lambda::Function").values()
+        if f["Properties"].get("Handler") == "hyperpod_tenancy.runtime.chargeback_job.handler"
+    ]
+    path = job["Environment"]["Variables"]["TEAM_RECORDS_PATH"]
+    assert path == "/hyperpod-tenancy/shared-gpu/chargeback/"
+    for team in synthesized.stage.platform.hosted_teams:
+        stack = synthesized.templates[synthesized.stage.team_stacks[team.name].stack_name]
+        (record,) = [
+            r["Properties"]
+            for r in resources_of(stack, "AWS::SSM::Parameter").values()
+            if r["Properties"]["Name"].startswith(path)
+        ]
+        assert record["Name"] == path + team.name
+        assert team_config_from_json(record["Value"]) == next(
+            t for t in synthesized.pipeline.config.teams if t.name == team.name
+        )
+    ssm = [
+        s
+        for s in _policy_statements(synthesized.template, "MonthlyJob")
+        if any(
+            str(a).startswith("ssm:")
+            for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
+        )
+    ]
+    assert [s["Action"] for s in ssm] == ["ssm:GetParametersByPath"]
+    assert all(path.rstrip("/") in render_intrinsics(r) for r in ssm[0]["Resource"])
 
 
 def _imported_cluster(stack: cdk.Stack, platform: Platform) -> Any:
@@ -381,17 +422,28 @@ needs_promtool = pytest.mark.skipif(
 )
 
 
-def _rules_file(synthesized: Synthesized, tmp_path: Path) -> Path:
-    ((_, rules),) = resources_of(synthesized.template, "AWS::APS::RuleGroupsNamespace").items()
-    path = tmp_path / "rules.yaml"
-    path.write_text(yaml.safe_dump(json.loads(rules["Properties"]["Data"])))
-    return path
+def _team_rules(synthesized: Synthesized, team: str) -> dict[str, Any]:
+    """The rule groups namespace of a team: in its own stack, none in the chargeback stack."""
+    assert not resources_of(synthesized.template, "AWS::APS::RuleGroupsNamespace")
+    stack = synthesized.stage.team_stacks[team].stack_name
+    ((_, rules),) = resources_of(synthesized.templates[stack], "AWS::APS::RuleGroupsNamespace").items()
+    assert rules["Properties"]["Name"] == f"shared-gpu-chargeback-{team}"
+    return rules
+
+
+def _rules_files(synthesized: Synthesized, tmp_path: Path) -> list[str]:
+    paths = []
+    for team in sorted(synthesized.stage.team_stacks):
+        path = tmp_path / f"rules-{team}.yaml"
+        path.write_text(yaml.safe_dump(json.loads(_team_rules(synthesized, team)["Properties"]["Data"])))
+        paths.append(str(path))
+    return paths
 
 
 @needs_promtool
 def test_promtool_accepts_the_rule_file(synthesized: Synthesized, tmp_path: Path) -> None:
     result = subprocess.run(
-        [PROMTOOL or "", "check", "rules", str(_rules_file(synthesized, tmp_path))],
+        [PROMTOOL or "", "check", "rules", *_rules_files(synthesized, tmp_path)],
         capture_output=True,
         text=True,
         check=False,
@@ -403,7 +455,7 @@ def test_promtool_accepts_the_rule_file(synthesized: Synthesized, tmp_path: Path
 def test_an_eviction_at_2am_alerts_within_15_minutes_and_a_small_one_does_not(
     synthesized: Synthesized, tmp_path: Path
 ) -> None:
-    rules = _rules_file(synthesized, tmp_path)
+    rules = _rules_files(synthesized, tmp_path)
     # research may run training (1h checkpoint bound) on ml.p5.48xlarge (8 GPUs): one eviction ~ 8 GPU-hours;
     # four evictions at 02:00 are ~32 > 24 GPU-hours, one is not
     series = (
@@ -412,7 +464,7 @@ def test_an_eviction_at_2am_alerts_within_15_minutes_and_a_small_one_does_not(
     )
     # one sample a minute from midnight: 0 until 02:00 (minute 120), then the counter's new value
     tests = {
-        "rule_files": [str(rules)],
+        "rule_files": rules,
         "evaluation_interval": "1m",
         "tests": [
             {
@@ -450,7 +502,7 @@ def test_an_eviction_at_2am_alerts_within_15_minutes_and_a_small_one_does_not(
 
 
 def _annotations(synthesized: Synthesized, team: str) -> dict[str, str]:
-    ((_, rules),) = resources_of(synthesized.template, "AWS::APS::RuleGroupsNamespace").items()
+    rules = _team_rules(synthesized, team)
     for rule in json.loads(rules["Properties"]["Data"])["groups"][0]["rules"]:
         if rule["labels"]["team"] == team:
             return {

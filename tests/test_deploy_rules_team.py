@@ -277,19 +277,35 @@ def test_every_sso_domain_is_assigned_to_its_own_team_group(reference: Synth, fo
                 ], team.name
 
 
-def test_studio_security_group_reaches_the_api_endpoint(reference: Synth) -> None:
+def test_studio_apps_reach_the_api_endpoint_through_the_shared_client_group(reference: Synth) -> None:
     # Studio apps use kubectl / hyp against the private EKS endpoint (TCP 443)
-    # (https://docs.aws.amazon.com/eks/latest/userguide/sec-group-reqs.html)
+    # (https://docs.aws.amazon.com/eks/latest/userguide/sec-group-reqs.html). They join the cluster's API client
+    # group, admitted once by the endpoint's group: no rule per team on it (60 inbound rules by default, VPC
+    # quota L-0EA8095F), so the cluster stack does not change with the teams.
+    cluster = reference.cluster
+    stack = reference.stage.cluster_stack
+    client_ref = stack.resolve(
+        reference.stage.cluster_stack.cluster.api_client_security_group.security_group_id
+    )
+    endpoint_ref = stack.resolve(
+        reference.stage.cluster_stack.cluster.api_endpoint_security_group.security_group_id
+    )
+    admitted = [
+        r["Properties"]
+        for r in resources_of(cluster, "AWS::EC2::SecurityGroupIngress").values()
+        if r["Properties"].get("SourceSecurityGroupId") == client_ref
+        and r["Properties"]["GroupId"] == endpoint_ref
+    ]
+    assert [(r["IpProtocol"], r["FromPort"], r["ToPort"]) for r in admitted] == [("tcp", 443, 443)]
+    (export,) = [name for name, output in cluster.get("Outputs", {}).items() if output["Value"] == client_ref]
     for team in reference.platform.teams:
         template = reference.team(team.name)
         domain = next(iter(resources_of(template, "AWS::SageMaker::Domain").values()))
-        [studio_sg] = domain["Properties"]["DefaultUserSettings"]["SecurityGroups"]
-        rules = [
-            r["Properties"]
-            for r in resources_of(template, "AWS::EC2::SecurityGroupIngress").values()
-            if r["Properties"].get("SourceSecurityGroupId") == studio_sg
-        ]
-        assert any(r["IpProtocol"] == "tcp" and r["FromPort"] <= 443 <= r["ToPort"] for r in rules), team.name
+        studio_sg, client = domain["Properties"]["DefaultUserSettings"]["SecurityGroups"]
+        assert client == {"Fn::ImportValue": cluster["Outputs"][export]["Export"]["Name"]}, team.name
+        assert studio_sg["Fn::GetAtt"][1] == "GroupId"
+        # and the team adds no rule of its own to the endpoint's group
+        assert not resources_of(template, "AWS::EC2::SecurityGroupIngress"), team.name
 
 
 # ------------------------------------------------------------------ waits below the kubectl Lambda's timeout

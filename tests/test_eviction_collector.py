@@ -25,6 +25,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from moto_server import moto_server, reset
 
+from hyperpod_tenancy.constructs.chargeback_pipeline import METRIC_NAMESPACE
 from hyperpod_tenancy.k8s.labels import CHECKPOINT_INTERVAL_ANNOTATION, CHECKPOINT_INTERVAL_ENV
 from hyperpod_tenancy.runtime import eviction_collector
 
@@ -248,7 +249,7 @@ def test_each_new_preemption_is_one_json_line_under_its_hour(collector_env: Fake
     base = f"{PREFIX}year=2026/month=07/day=01/hour="
     key_a = f"{base}02/cluster={CLUSTER}/uid-a-20260701T020304Z.json"
     key_b = f"{base}01/cluster={CLUSTER}/uid-b-20260701T015800Z.json"
-    assert result == {"keys": [key_b, key_a], "workloads": 5}
+    assert result == {"keys": [key_b, key_a], "workloads": 5, "gauged_teams": 0}  # no GAUGE_NAMESPACE here
     assert _objects() == {
         key_a: [
             {
@@ -526,7 +527,10 @@ def test_the_collectors_role_may_describe_its_cluster_and_put_evictions_only(
         "s3:PutObjectTagging",
         "s3:PutObjectVersionTagging",
         "s3:Abort*",
+        "cloudwatch:PutMetricData",  # the teams' live gauges, in the chargeback namespace only
     }
+    (gauges,) = [s for s in statements if s["Action"] == "cloudwatch:PutMetricData"]
+    assert gauges["Condition"] == {"StringEquals": {"cloudwatch:namespace": METRIC_NAMESPACE}}
     assert by_action["eks:DescribeCluster"] == "arn:aws:eks:us-east-1:111122223333:cluster/eks"
     assert str(by_action["s3:PutObject"]).endswith("/raw/eviction/*")
     assert all(s["Effect"] == "Allow" for s in statements)
@@ -544,7 +548,11 @@ def test_the_collectors_access_entry_maps_it_to_a_read_only_group(pipeline_templ
     ).values()
     role, binding = json.loads(render_intrinsics(rbac["Properties"]["Manifest"]))
     assert role["kind"] == "ClusterRole" and role["rules"] == [
-        {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": ["get", "list"]}
+        {
+            "apiGroups": ["kueue.x-k8s.io"],
+            "resources": ["workloads", "clusterqueues"],
+            "verbs": ["get", "list"],
+        }
     ]
     assert binding["kind"] == "ClusterRoleBinding" and binding["roleRef"]["name"] == role["metadata"]["name"]
     assert binding["subjects"] == [

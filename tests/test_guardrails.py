@@ -230,6 +230,8 @@ BAD = [
         "chargeback.reconciliationTolerance": -1.0,
         "teams[1].costCenter": "aws:cost-center",
     },
+    # more teams than the default of every account quota (HPT-QUOTA-*)
+    {"teams": [{**reference_data()["teams"][2], "name": f"team-{i:04d}"} for i in range(3501)]},
 ]
 
 
@@ -252,6 +254,7 @@ def _by_rule(platform: Platform) -> Iterator[tuple[rules.Rule, PolicyIssue]]:
         "more",
         "chargeback",
         "no-terms",
+        "quotas",
     ],
 )
 def test_each_rule_reports_under_its_code_at_its_path(
@@ -284,6 +287,7 @@ def test_the_bad_platforms_exercise_every_rule(monkeypatch: pytest.MonkeyPatch) 
         "more",
         "chargeback",
         "no-terms",
+        "quotas",
     ],
 )
 def test_the_registry_order_is_the_reporting_order_of_scoped_loops(

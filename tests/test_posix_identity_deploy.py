@@ -44,8 +44,8 @@ from hyperpod_tenancy.constructs.posix_identity_webhook import (
 )
 from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.k8s import labels, posix_identity
-from hyperpod_tenancy.policy import WebhookFailurePolicy
-from hyperpod_tenancy.webhook.config import parse_config
+from hyperpod_tenancy.policy import WebhookFailurePolicy, names
+from hyperpod_tenancy.webhook.config import parse_config, parse_team_record
 
 REPO = platforms.REPO
 CERT_MANAGER_CRDS = Path(__file__).parent / "support" / "crds" / "cert-manager"
@@ -254,11 +254,29 @@ def test_rendered_config_parses_with_the_server_parser(synth: Synth) -> None:
     (config_map,) = _by_kind(objects, "ConfigMap")
     text = config_map["data"][posix_identity.CONFIG_FILE]
     config = parse_config(json.loads(text))
+    # the cluster's configuration lists no team: each team stack writes its record, which the server parses
+    assert config.namespaces == {}
+    assert config.team_records is not None
+    path = config.team_records.ssm_path
+    assert path == names.team_records_path(synth.platform.cluster.name, "posix-identity")
     hosted = synth.platform.hosted_teams
-    assert set(config.namespaces) == {f"hyperpod-ns-{t.name}" for t in hosted}
+    uids = (
+        synth.platform.cluster.posix_identity.uid_range.first,
+        synth.platform.cluster.posix_identity.uid_range.last,
+    )
     for team in hosted:
-        ns = config.namespaces[f"hyperpod-ns-{team.name}"]
-        assert (ns.team, ns.gid) == (team.name, team.identity.posix_gid)
+        (record,) = [
+            r["Properties"]
+            for r in resources_of(synth.team(team.name), "AWS::SSM::Parameter").values()
+            if r["Properties"]["Name"] == names.posix_identity_record(synth.platform.cluster.name, team.name)
+        ]
+        assert record["Name"].startswith(path)
+        ns = parse_team_record(json.loads(record["Value"]), uid_range=uids, source=record["Name"])
+        assert (ns.namespace, ns.team, ns.gid) == (
+            names.namespace(team.name),
+            team.name,
+            team.identity.posix_gid,
+        )
     uid_range = synth.platform.cluster.posix_identity.uid_range
     assert (config.uid_first, config.uid_last) == (uid_range.first, uid_range.last)
     from hyperpod_tenancy.k8s import workloads
@@ -313,11 +331,19 @@ def test_pod_identity_role_is_least_privilege(synth: Synth) -> None:
         if {"Ref": role_id} in r["Properties"]["Roles"]
     ]
     statements = [s for p in policies for s in p["PolicyDocument"]["Statement"]]
-    assert len(statements) == 1
-    (statement,) = statements
+    assert len(statements) == 2
+    statement, records = statements
     assert statement["Effect"] == "Allow"
     assert sorted(statement["Action"]) == sorted(TABLE_ACTIONS)
     assert statement["Resource"] == {"Fn::GetAtt": [table_id, "Arn"]}, "this table only, no index, no *"
+    # the team records: read-only, under the webhook's path only
+    assert records["Effect"] == "Allow" and records["Action"] == "ssm:GetParametersByPath"
+    rendered = [render_intrinsics(r) for r in records["Resource"]]
+    path = names.team_records_path(synth.platform.cluster.name, "posix-identity")
+    assert rendered and all(
+        re.fullmatch(rf"arn:[^:]+:ssm:us-east-1:111122223333:parameter{re.escape(path.rstrip('/'))}(/\*)?", r)
+        for r in rendered
+    ), rendered
     (deployment,) = _by_kind(_webhook_objects(synth), "Deployment")
     assert deployment["spec"]["template"]["spec"]["serviceAccountName"] == association["ServiceAccount"]
 

@@ -256,6 +256,13 @@ def _chargeback_parser(commands: argparse._SubParsersAction[argparse.ArgumentPar
         help="the chargeback configuration JSON the monthly job's asset carries (chargeback_config.json)",
     )
     bill.add_argument(
+        "--team-records",
+        type=Path,
+        metavar="DIR",
+        help="folder of team records (*.json, one per team, as the team stacks store them under "
+        "/hyperpod-tenancy/<cluster>/chargeback/): teams billed besides the configuration's",
+    )
+    bill.add_argument(
         "--format", default="markdown", choices=["json", "csv", "html", "markdown"], help="default: markdown"
     )
     bill.add_argument("--output", type=Path, metavar="FILE", help="write the report here (default: stdout)")
@@ -283,6 +290,21 @@ def _chargeback_settings(args: argparse.Namespace, err: TextIO) -> ChargebackCon
     return None
 
 
+def _team_records(folder: Path, err: TextIO) -> list[model.TeamConfig] | None:
+    """Return the team records of ``--team-records`` (sorted by file name); None (reported) on errors."""
+    if not folder.is_dir():
+        print(f"{PROG}: error: --team-records {str(folder)!r} is not a folder.", file=err)
+        return None
+    records = []
+    for path in sorted(folder.glob("*.json")):
+        try:
+            records.append(model.team_config_from_json(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError) as exc:
+            print(f"{PROG}: error: --team-records {str(path)!r}: {exc}", file=err)
+            return None
+    return records
+
+
 def _chargeback(args: argparse.Namespace, *, err: TextIO) -> int:
     """Compute and write the offline chargeback report; return the exit status (0, or 1 on bad inputs)."""
     # imported here: DuckDB and sqlglot load only for this command
@@ -292,6 +314,11 @@ def _chargeback(args: argparse.Namespace, *, err: TextIO) -> int:
     config = _chargeback_settings(args, err)
     if config is None:
         return EXIT_INVALID
+    if args.team_records is not None:
+        records = _team_records(args.team_records, err)
+        if records is None:
+            return EXIT_INVALID
+        config = model.with_teams(config, [*config.teams, *records])
     try:
         result = chargeback_offline.compute(
             config=config, month=args.month, usage=args.usage, cur=args.cur, prices=args.prices

@@ -9,9 +9,11 @@ reconciled total exactly) and GPU-hours to four decimal places.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import enum
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, NamedTuple
@@ -43,6 +45,10 @@ __all__ = [
     "config_from_json",
     "config_to_json",
     "gpu_hours",
+    "merge_teams",
+    "team_config_from_json",
+    "team_config_to_json",
+    "with_teams",
 ]
 
 #: Version of the report format (JSON ``schemaVersion``); bump on any incompatible change.
@@ -337,6 +343,48 @@ def config_to_json(config: ChargebackConfig) -> str:
         "tolerance": str(config.tolerance),
     }
     return json.dumps(document, indent=2, sort_keys=True) + "\n"
+
+
+def team_config_to_json(team: TeamConfig) -> str:
+    """Serialize one team's record (name, cost center, quotas) as canonical JSON: what its team stack stores.
+
+    The monthly job reads the records of every team at run time (so the shared stack lists no team);
+    :func:`team_config_from_json` reads one back.
+    """
+    return json.dumps(
+        {"name": team.name, "costCenter": team.cost_center, "quotas": dict(sorted(team.quotas.items()))},
+        sort_keys=True,
+    )
+
+
+def team_config_from_json(text: str) -> TeamConfig:
+    """Read a team record written by :func:`team_config_to_json`.
+
+    Raises:
+        ValueError: the text is not JSON, a key is missing, or a quota is not a whole number of instances.
+
+    """
+    document = json.loads(text)
+    try:
+        quotas = document["quotas"]
+        if not isinstance(quotas, dict) or not all(
+            isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in quotas.values()
+        ):
+            raise ValueError(f"team record: quotas must map instance types to whole numbers, got {quotas!r}")
+        return TeamConfig(name=str(document["name"]), cost_center=str(document["costCenter"]), quotas=quotas)
+    except (KeyError, TypeError) as missing:
+        raise ValueError(f"team record: missing key {missing}; write it with team_config_to_json") from None
+
+
+def merge_teams(teams: Iterable[TeamConfig]) -> tuple[TeamConfig, ...]:
+    """``teams`` sorted by name, one per name: a later record of a name replaces an earlier one."""
+    by_name = {team.name: team for team in teams}
+    return tuple(by_name[name] for name in sorted(by_name))
+
+
+def with_teams(config: ChargebackConfig, teams: Iterable[TeamConfig]) -> ChargebackConfig:
+    """``config`` billing ``teams`` (:func:`merge_teams`) instead of its own."""
+    return dataclasses.replace(config, teams=merge_teams(teams))
 
 
 def config_from_json(text: str) -> ChargebackConfig:

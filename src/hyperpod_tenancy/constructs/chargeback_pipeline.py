@@ -10,6 +10,7 @@ Kueue's eviction counter alerts on preemption loss the same day, not at month en
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
 import json
@@ -64,12 +65,15 @@ __all__ = [
     "COST_ALLOCATION_TAG_KEYS",
     "DATA_EXPORTS_NATIVE_REGIONS",
     "METRIC_NAMESPACE",
+    "MONTHLY_METRICS",
     "TEAM_COST_CENTER_TAG",
     "TEAM_TAG",
     "ChargebackPipeline",
     "UsageReportChart",
 ]
 
+#: The monthly job's per-team metrics (``hyperpod_tenancy.runtime.chargeback_job.METRICS``).
+MONTHLY_METRICS = ("GpuHoursUsed", "GpuHoursBorrowed", "GpuHoursLent", "GpuHoursLostToPreemption")
 #: Regions where ``AWS::BCMDataExports::Export`` deploys natively (research/chargeback.md section 0.7, from
 #: AWS's CID template ``RegionSupportsDataExportsViaCFN``).
 DATA_EXPORTS_NATIVE_REGIONS = ("us-east-1", "cn-northwest-1", "us-iso-east-1", "us-iso-west-1")
@@ -275,10 +279,13 @@ class ChargebackPipeline(Construct):
     ``workload``, ``pod``; ``node``, ``eviction``; the CUR 2.0 export ``cur``); the CUR 2.0 Data Export where the
     region supports ``AWS::BCMDataExports::Export`` natively (a warning ``HPT-CHARGEBACK-DATA-EXPORT`` elsewhere);
     an Athena workgroup (results in the bucket, encrypted, a bytes-scanned cutoff per query); the monthly job
-    (schedule on the 1st, any past month with ``{"month": "YYYY-MM"}``); an SNS topic (KMS-encrypted, TLS-only);
-    per-team CloudWatch dashboards and one for the platform; the same-day preemption alert (an Amazon Managed
-    Prometheus rule group on the cluster's workspace, routed to the topic by the workspace's alert manager);
-    and a custom resource activating the cost allocation tags :data:`COST_ALLOCATION_TAG_KEYS`.
+    (schedule on the 1st, any past month with ``{"month": "YYYY-MM"}``; a daily run keeps the month's roster of
+    teams), which bills the team records under :attr:`team_records_path`; an SNS topic (KMS-encrypted,
+    TLS-only); the platform's CloudWatch dashboard (search expressions over every team); the routing of the
+    cluster workspace's alerts to the topic; and a custom resource activating the cost allocation tags
+    :data:`COST_ALLOCATION_TAG_KEYS`. Nothing here lists a team: each team's record, dashboard and same-day
+    preemption alert are created in the team's stack
+    (:class:`~hyperpod_tenancy.constructs.team_chargeback.TeamChargeback`, ``TeamStack.add_chargeback``).
 
     Args:
         scope: parent construct.
@@ -309,8 +316,8 @@ class ChargebackPipeline(Construct):
 
     Attributes:
         bucket, access_logs_bucket, database, tables, workgroup, topic, job, node_inventory, eviction_collector,
-        dashboards,
-        platform_dashboard, rule_groups, data_export, config: the created resources.
+        platform_dashboard, data_export, config: the created resources.
+        alert_workspace, preemption_alarm_gpu_hours_per_day: what the teams' alert rules use.
 
     """
 
@@ -385,12 +392,15 @@ class ChargebackPipeline(Construct):
         self.node_inventory = self._create_node_inventory()
         self.eviction_collector = self._create_eviction_collector()
         self.job = self._create_job()
-        self.dashboards, self.platform_dashboard = self._create_dashboards()
+        self.platform_dashboard = self._create_dashboards()
         workspace = alert_workspace or getattr(cluster, "observability_workspace", None)
-        #: The Prometheus rule group of the same-day preemption alert (``None`` without a workspace).
-        self.rule_groups: aps.CfnRuleGroupsNamespace | None = None
+        #: Per-team threshold of the same-day preemption alert (each team's rule is in its own stack).
+        self.preemption_alarm_gpu_hours_per_day = preemption_alarm_gpu_hours_per_day
+        #: The workspace whose alerts are routed to the topic, where the teams' rules go (``None``: no alert).
+        self.alert_workspace: aps.CfnWorkspace | None = None
         if isinstance(workspace, aps.CfnWorkspace):
-            self.rule_groups = self._create_alerts(workspace, preemption_alarm_gpu_hours_per_day)
+            self.alert_workspace = workspace
+            self._route_alerts(workspace)
         else:
             warn(
                 self,
@@ -866,6 +876,10 @@ class ChargebackPipeline(Construct):
                 "LOOKBACK_MINUTES": "15",
                 "CHECKPOINT_INTERVAL_ANNOTATION": labels.CHECKPOINT_INTERVAL_ANNOTATION,
                 "CHECKPOINT_INTERVAL_ENV": labels.CHECKPOINT_INTERVAL_ENV,
+                # the teams' live GPU gauges (in use, borrowed, guarantee, ceiling) for their dashboards
+                "GAUGE_NAMESPACE": METRIC_NAMESPACE,
+                "TEAM_QUEUE_PREFIX": names.NAMESPACE_PREFIX,
+                "TEAM_QUEUE_SUFFIX": names.CLUSTER_QUEUE_SUFFIX,
             },
             vpc=self.cluster.vpc,
             security_groups=[security_group],
@@ -873,6 +887,14 @@ class ChargebackPipeline(Construct):
         self.cluster.allow_api_access_from(self, "EvictionCollectorApiAccess", peer=security_group)
         function.add_to_role_policy(
             iam.PolicyStatement(actions=["eks:DescribeCluster"], resources=[self.cluster.eks_cluster_arn])
+        )
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="Gauges",
+                actions=["cloudwatch:PutMetricData"],
+                resources=["*"],
+                conditions={"StringEquals": {"cloudwatch:namespace": METRIC_NAMESPACE}},
+            )
         )
         self.bucket.grant_put(function, f"{_RAW}eviction/*")
         role = function.role
@@ -884,7 +906,7 @@ class ChargebackPipeline(Construct):
             cluster_name=self.cluster.eks_cluster_name,
             principal_arn=role.role_arn,
             type="STANDARD",
-            # no access policy: the group below is bound to a read-only ClusterRole on Workloads only
+            # no access policy: the group below is bound to a read-only ClusterRole on Workloads and ClusterQueues
             kubernetes_groups=[EVICTION_COLLECTOR_GROUP],
         )
         rbac = eks.KubernetesManifest(
@@ -899,7 +921,7 @@ class ChargebackPipeline(Construct):
                     "rules": [
                         {
                             "apiGroups": ["kueue.x-k8s.io"],
-                            "resources": ["workloads"],
+                            "resources": ["workloads", "clusterqueues"],
                             "verbs": ["get", "list"],
                         }
                     ],
@@ -937,7 +959,8 @@ class ChargebackPipeline(Construct):
 
     def _create_job(self) -> lambda_.Function:
         stack = cdk.Stack.of(self)
-        directory = _asset_directory("chargeback-job", job_asset_files(self.config))
+        # the teams are read at run time from their records: the asset (and this stack) lists none
+        directory = _asset_directory("chargeback-job", job_asset_files(self.platform_config))
         database_name = names.chargeback_database(self._name)
         function = self._function(
             "MonthlyJob",
@@ -951,9 +974,21 @@ class ChargebackPipeline(Construct):
                 "TOPIC_ARN": self.topic.topic_arn,
                 "METRIC_NAMESPACE": METRIC_NAMESPACE,
                 "TABLES": json.dumps({t: t for t in queries.TABLES}, sort_keys=True),
+                "TEAM_RECORDS_PATH": self.team_records_path,
             },
         )
         function.node.add_dependency(self.database, *self.tables.values())
+        records = self.team_records_path.strip("/")
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="TeamRecords",
+                actions=["ssm:GetParametersByPath"],
+                resources=[
+                    stack.format_arn(service="ssm", resource="parameter", resource_name=records),
+                    stack.format_arn(service="ssm", resource="parameter", resource_name=f"{records}/*"),
+                ],
+            )
+        )
         workgroup_arn = stack.format_arn(
             service="athena", resource="workgroup", resource_name=self.workgroup.ref
         )
@@ -1020,45 +1055,23 @@ class ChargebackPipeline(Construct):
             schedule=events.Schedule.cron(minute="0", hour="6", day="1", month="*", year="*"),
             targets=[targets.LambdaFunction(function, retry_attempts=2)],
         )
+        events.Rule(
+            self,
+            "RosterSchedule",
+            description=f"Daily roster of the teams billed this month on HyperPod cluster {self._name}",
+            schedule=events.Schedule.cron(minute="30", hour="5", month="*", year="*"),
+            targets=[
+                targets.LambdaFunction(
+                    function, retry_attempts=2, event=events.RuleTargetInput.from_object({"action": "record"})
+                )
+            ],
+        )
         return function
 
     # ------------------------------------------------------------------ views and alerts
-    def _metric(self, name: str, team: str) -> cloudwatch.Metric:
-        return cloudwatch.Metric(
-            namespace=METRIC_NAMESPACE,
-            metric_name=name,
-            dimensions_map={"Cluster": self._name, "Team": team},
-            statistic="Sum",
-            period=cdk.Duration.days(1),
-            label=name,
-        )
-
-    def _create_dashboards(self) -> tuple[dict[str, cloudwatch.Dashboard], cloudwatch.Dashboard]:
-        metrics = ("GpuHoursUsed", "GpuHoursBorrowed", "GpuHoursLent", "GpuHoursLostToPreemption")
-        dashboards: dict[str, cloudwatch.Dashboard] = {}
-        for team in self.config.teams:
-            dashboard = cloudwatch.Dashboard(
-                self,
-                f"Dashboard{names.pascal_case(team.name)}",
-                dashboard_name=names.chargeback_team_dashboard(self._name, team.name),
-                default_interval=cdk.Duration.days(400),
-            )
-            dashboard.add_widgets(
-                cloudwatch.TextWidget(
-                    markdown=f"# {team.name} (cost center {team.cost_center})\nMonthly GPU-hours on {self._name}; "
-                    f"reports under `s3://<report bucket>/{_REPORTS}{self._name}/`.",
-                    width=24,
-                    height=2,
-                ),
-                cloudwatch.GraphWidget(
-                    title=f"{team.name}: GPU-hours per month",
-                    left=[self._metric(m, team.name) for m in metrics],
-                    width=24,
-                    height=8,
-                    view=cloudwatch.GraphWidgetView.BAR,
-                ),
-            )
-            dashboards[team.name] = dashboard
+    def _create_dashboards(self) -> cloudwatch.Dashboard:
+        metrics = MONTHLY_METRICS
+        # the team dashboards are the team stacks': this one aggregates every team with search expressions
         platform = cloudwatch.Dashboard(
             self,
             "PlatformDashboard",
@@ -1083,25 +1096,9 @@ class ChargebackPipeline(Construct):
                 )
             )
         platform.add_widgets(*widgets)
-        return dashboards, platform
+        return platform
 
-    def _create_alerts(self, workspace: aps.CfnWorkspace, threshold: float) -> aps.CfnRuleGroupsNamespace:
-        platform = self.cluster.platform
-        classes = {
-            team.name: [
-                platform.priority_class(c).workload_priority_class for c in team.allowed_priority_classes
-            ]
-            for team in platform.hosted_teams
-        }
-        rules = aps.CfnRuleGroupsNamespace(
-            self,
-            "PreemptionRules",
-            name=names.chargeback(self._name),
-            workspace=workspace.attr_arn,
-            data=preemption_rules(
-                self.config, threshold_gpu_hours_per_day=threshold, priority_classes=classes
-            ),
-        )
+    def _route_alerts(self, workspace: aps.CfnWorkspace) -> None:
         # route the workspace's alerts to the topic; the topic ARN is formatted from its fixed name, so the
         # cluster's stack gains no reference to this one
         workspace_stack = cdk.Stack.of(workspace)
@@ -1142,7 +1139,17 @@ class ChargebackPipeline(Construct):
                 },
             )
         )
-        return rules
+
+    # ------------------------------------------------------------------ teams
+    @property
+    def team_records_path(self) -> str:
+        """SSM path of the team records the monthly job bills: ``/hyperpod-tenancy/<cluster>/chargeback/``."""
+        return names.team_records_path(self._name, "chargeback")
+
+    @property
+    def platform_config(self) -> model.ChargebackConfig:
+        """:attr:`config` without its teams: what the monthly job's asset carries (teams come from their records)."""
+        return dataclasses.replace(self.config, teams=())
 
     # ------------------------------------------------------------------ collection
     def _create_operator(self, chart: UsageReportChart) -> eks.HelmChart:
@@ -1265,7 +1272,8 @@ class ChargebackPipeline(Construct):
                     "AWSLambdaVPCAccessExecutionRole) are the managed policies CDK attaches for the function's logs "
                     "and network interfaces",
                     wildcards="object wildcards are under one prefix of the report bucket (raw/, cur/, athena-results/, "
-                    "reports/, raw/node/ or raw/eviction/); cloudwatch:PutMetricData supports no resource and is limited to the "
+                    "reports/, raw/node/ or raw/eviction/); the team records are the SSM parameters under "
+                    "/hyperpod-tenancy/<cluster>/chargeback/ only; cloudwatch:PutMetricData supports no resource and is limited to the "
                     "chargeback namespace by condition; KMS data-key actions on the topic's own key",
                 )
             skip_checkov(

@@ -107,6 +107,16 @@ class IHyperPodCluster(Protocol):
         """
         ...
 
+    @property
+    def api_client_security_group_id(self) -> str | None:
+        """The security group whose members may reach the private EKS API endpoint (TCP 443).
+
+        Tenants put their Studio apps in it instead of adding a rule per team to the endpoint's group (whose
+        inbound rules are limited, 60 by default). ``None`` for an imported cluster without one: tenants then
+        call :meth:`allow_api_access_from`.
+        """
+        ...
+
     def allow_api_access_from(self, scope: Construct, id: str, *, peer: ec2.ISecurityGroup) -> None:
         """Admit ``peer`` to the private EKS API endpoint (TCP 443), with the rule created in ``scope``."""
         ...

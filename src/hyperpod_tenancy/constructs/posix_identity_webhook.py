@@ -26,6 +26,7 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from hyperpod_tenancy.constructs._private.annotations import acknowledge_role
 from hyperpod_tenancy.constructs._private.kubectl import KUBECTL_WAIT
 from hyperpod_tenancy.constructs._private.principals import pod_identity_principal
 from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
@@ -57,6 +58,8 @@ IMAGE_EXCLUDE = (
 #: person up; a ``TransactWriteItems`` of conditional puts to allocate a UID, which IAM authorizes per contained
 #: action: there is no ``dynamodb:TransactWriteItems`` action; ``UpdateItem`` as the server's documentation lists it).
 TABLE_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem")
+#: What the server's role may do on the team records (read them, under their path only).
+RECORD_ACTIONS = ("ssm:GetParametersByPath",)
 
 
 class PosixIdentityWebhook(Construct):
@@ -162,6 +165,25 @@ class PosixIdentityWebhook(Construct):
         )
         self.role.add_to_policy(
             iam.PolicyStatement(actions=list(TABLE_ACTIONS), resources=[self.table.table_arn])
+        )
+        # the team records each team stack writes (the configuration lists no team)
+        stack = cdk.Stack.of(self)
+        records = posix_identity.team_records_path(platform).rstrip("/")
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                actions=list(RECORD_ACTIONS),
+                resources=[
+                    stack.format_arn(service="ssm", resource="parameter", resource_name=records.lstrip("/")),
+                    stack.format_arn(
+                        service="ssm", resource="parameter", resource_name=f"{records.lstrip('/')}/*"
+                    ),
+                ],
+            )
+        )
+        acknowledge_role(
+            self.role,
+            wildcards="reads the team records under /hyperpod-tenancy/<cluster>/posix-identity/ only: one SSM "
+            "parameter per team, written by the team stacks, so the cluster's configuration lists no team",
         )
         if cluster.platform_key is not None:
             # the platform's encryption aspect puts the table under the key; the server reads it through DynamoDB

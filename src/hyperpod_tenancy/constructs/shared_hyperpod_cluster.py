@@ -165,9 +165,12 @@ class _ImportedHyperPodCluster(Construct):
         service_cidr: str,
         sso_role_service_token: str | None,
         kms_key_arn: str | None,
+        api_client_security_group_id: str | None = None,
     ) -> None:
         super().__init__(scope, id)
         self._sso_role_service_token = sso_role_service_token
+        #: The cluster's API client security group (``None``: tenants add a rule to the endpoint group each).
+        self.api_client_security_group_id: str | None = api_client_security_group_id
         #: The platform's customer-managed key (``None`` without ``encryption.kmsKey``).
         self.platform_key: PlatformKey | None = (
             PlatformKey(self, "PlatformKey", platform=platform, key_arn=kms_key_arn, imported_cluster=True)
@@ -308,7 +311,6 @@ class SharedHyperPodCluster(Construct):
         posix_identity_image_uri: str | None = None,
     ) -> None:
         super().__init__(scope, id)
-        self._posix_identity_image_uri = posix_identity_image_uri
         #: The policy the cluster was built from.
         self.platform: Platform = platform
         self._teams: dict[str, TeamTenant] = {}
@@ -347,6 +349,24 @@ class SharedHyperPodCluster(Construct):
             description="EKS control plane ENIs (private API endpoint): TCP 443 from admitted peers",
             allow_all_outbound=False,
         )
+        #: Members of this group reach the private API endpoint (TCP 443): one rule, whatever the number of teams
+        #: whose Studio apps join it (a rule per team would meet the 60-rule default of the endpoint's group).
+        self.api_client_security_group = ec2.SecurityGroup(
+            self,
+            "ApiClientSecurityGroup",
+            vpc=self.vpc,
+            description="Clients of the private EKS API endpoint (Studio apps): membership admits to TCP 443",
+            allow_all_outbound=False,
+        )
+        self.api_client_security_group.add_egress_rule(
+            self.api_endpoint_security_group, ec2.Port.tcp(443), "EKS private API endpoint"
+        )
+        _admit_to_api_endpoint(
+            self,
+            "ApiClientAccess",
+            group_id=self.api_endpoint_security_group.security_group_id,
+            peer=self.api_client_security_group,
+        )
         #: The EKS cluster (authentication mode API, NODEGROUP capacity).
         self.eks_cluster = self._create_eks(endpoint_access, kubectl_layer)
         self._connect_node_security_groups()
@@ -376,7 +396,7 @@ class SharedHyperPodCluster(Construct):
             self, self, after=self.hyperpod_cluster
         )
         #: The POSIX identity webhook (every pod of a team runs as its submitter's UID and the team's GID).
-        self.posix_identity: PosixIdentityWebhook = self._create_posix_identity()
+        self.posix_identity: PosixIdentityWebhook = self._create_posix_identity(posix_identity_image_uri)
         #: Team quotas, queues and charts depend on this construct: the fairness backend is ready and the POSIX
         #: identity webhook serves (with its CA injected), so no team workload is ever admitted unstamped.
         self.fairness_ready: Construct = self.posix_identity.ready
@@ -429,6 +449,7 @@ class SharedHyperPodCluster(Construct):
         service_cidr: str | None = None,
         sso_role_service_token: str | None = None,
         kms_key_arn: str | None = None,
+        api_client_security_group_id: str | None = None,
     ) -> IHyperPodCluster:
         """Import an existing HyperPod/EKS cluster (another app or account) to add tenants to it.
 
@@ -463,6 +484,10 @@ class SharedHyperPodCluster(Construct):
                 created beside the import, shared by the tenants added to it.
             kms_key_arn: ARN of the platform key the cluster's app created (``encryption.kmsKey: create``;
                 ``SharedHyperPodCluster.platform_key``). Default: the policy's key ARN, or none.
+            api_client_security_group_id: the cluster's API client security group
+                (``SharedHyperPodCluster.api_client_security_group``), which tenants join to reach the API
+                endpoint. Default: none; each tenant then adds an inbound rule to ``api_endpoint_security_group_id``
+                (60 inbound rules by default: Service Quotas vpc L-0EA8095F).
 
         Raises:
             TenancyError: ``private_subnet_ids`` does not have one subnet per availability zone.
@@ -488,6 +513,7 @@ class SharedHyperPodCluster(Construct):
             service_cidr=service_cidr or platform.cluster.service_cidr,
             sso_role_service_token=sso_role_service_token,
             kms_key_arn=kms_key_arn,
+            api_client_security_group_id=api_client_security_group_id,
         )
 
     # ------------------------------------------------------------------ attributes
@@ -556,6 +582,11 @@ class SharedHyperPodCluster(Construct):
     def cluster_security_group_id(self) -> str:
         """ID of the security group EKS creates for the cluster (on the control-plane ENIs and system nodes)."""
         return self.eks_cluster.cluster_security_group_id
+
+    @property
+    def api_client_security_group_id(self) -> str:
+        """ID of :attr:`api_client_security_group` (members reach the private API endpoint)."""
+        return self.api_client_security_group.security_group_id
 
     def allow_api_access_from(self, scope: Construct, id: str, *, peer: ec2.ISecurityGroup) -> None:
         """Admit ``peer`` to the private EKS API endpoint (TCP 443).
@@ -1106,7 +1137,7 @@ class SharedHyperPodCluster(Construct):
         return chart
 
     # ------------------------------------------------------------------ POSIX identity
-    def _create_posix_identity(self) -> PosixIdentityWebhook:
+    def _create_posix_identity(self, image_uri: str | None) -> PosixIdentityWebhook:
         spec = self.platform.cluster.posix_identity
         if spec.failure_policy is None:  # the policy validation reports it as HPT-POSIX-FAILURE-POLICY
             raise TenancyError(
@@ -1119,7 +1150,7 @@ class SharedHyperPodCluster(Construct):
             "PosixIdentity",
             cluster=self,
             failure_policy=spec.failure_policy,
-            image_uri=self._posix_identity_image_uri,
+            image_uri=image_uri,
             after=[self.cert_manager_addon],
         )
         # after the fairness backend (the Task Governance add-on brings Kueue's own webhooks and CRDs)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -12,6 +13,7 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
+from aws_cdk import aws_ssm as ssm
 from aws_cdk import aws_sso as sso
 from constructs import Construct, IValidation
 
@@ -36,6 +38,7 @@ from hyperpod_tenancy.constructs.backends.task_governance import NAMESPACE_WAIT
 from hyperpod_tenancy.constructs.encryption import encrypt_platform_resources, skip_without_key
 from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
 from hyperpod_tenancy.errors import TenancyError
+from hyperpod_tenancy.k8s import posix_identity
 from hyperpod_tenancy.k8s.team_chart import TeamChart
 from hyperpod_tenancy.k8s.team_manifests import DEFAULT_SERVICE_ACCOUNT, FsxVolume
 from hyperpod_tenancy.policy import Team, names
@@ -194,8 +197,20 @@ class TeamTenant(Construct):
             fairness_objects=backend.team_manifests(platform, spec),
             include_namespace=backend.creates_team_namespace,
         )
+        #: The team's record for the POSIX identity webhook (namespace, GID, queue, principals), which the webhook
+        #: reads at run time: the cluster's configuration lists no team.
+        self.identity_record = ssm.StringParameter(
+            self,
+            "IdentityRecord",
+            parameter_name=names.posix_identity_record(platform.cluster.name, spec.name),
+            string_value=json.dumps(posix_identity.team_record(platform, spec.name), sort_keys=True),
+            description=f"POSIX identity webhook record of team {spec.name} on HyperPod cluster {platform.cluster.name}",
+            tier=ssm.ParameterTier.STANDARD,
+        )
         #: The team chart applied to the cluster (primary child, ID ``Resource``).
         self.chart_manifest: eks.KubernetesManifest = self._create_chart()
+        # the webhook knows the team (within its refresh interval) before any team object exists
+        self.chart_manifest.node.add_dependency(self.identity_record)
         self._extensions = ChartExtensions(
             self, cluster=cluster.kubernetes, chart=self.chart, after=self.chart_manifest
         )
@@ -222,6 +237,7 @@ class TeamTenant(Construct):
 
     def _create_domain(self) -> sagemaker.CfnDomain:
         platform = self.cluster.platform
+        client = self.cluster.api_client_security_group_id
         security_group = ec2.SecurityGroup(
             self,
             "StudioSecurityGroup",
@@ -244,7 +260,8 @@ class TeamTenant(Construct):
             ],
             default_user_settings=sagemaker.CfnDomain.UserSettingsProperty(
                 execution_role=self.execution_role.role_arn,
-                security_groups=[security_group.security_group_id],
+                # the cluster's API client group admits the apps to the private API endpoint: no rule per team
+                security_groups=[security_group.security_group_id, *([client] if client else [])],
             ),
             # the domain's EFS home volume and its spaces' EBS volumes (CfnDomain KmsKeyId)
             kms_key_id=key.use("AWS::SageMaker::Domain").key_arn
@@ -307,8 +324,10 @@ class TeamTenant(Construct):
         )
         # users arrive only once the execution role can create their apps and spaces
         self.studio_assignment.node.add_dependency(studio_policy)
-        # Studio apps call the cluster's private API endpoint (kubectl, the hyp CLI) from this group
-        self.cluster.allow_api_access_from(self, "StudioApiAccess", peer=security_group)
+        # Studio apps call the cluster's private API endpoint (kubectl, the hyp CLI): through the client group, or
+        # (an imported cluster without one) a rule of their own on the endpoint's group
+        if client is None:
+            self.cluster.allow_api_access_from(self, "StudioApiAccess", peer=security_group)
         self.studio_security_group = security_group
         return domain
 
@@ -387,6 +406,23 @@ class TeamTenant(Construct):
             )
             for entry_id, arn in principals.items()
         ]
+
+    # ------------------------------------------------------------------ console grants
+    def allow_in_permission_set(self, *statements: Mapping[str, Any]) -> None:
+        """Add IAM statements to the inline policy of the team's permission set (its members' console session).
+
+        For resources of the team's own (its dashboard, the function behind a custom widget); the statements
+        come after the ones the tenant grants, in the order given.
+        """
+        policy = self.permission_set.inline_policy
+        if not isinstance(policy, Mapping):  # pragma: no cover - the tenant always sets a document
+            raise TenancyError(
+                f"{self.node.path}: the permission set has no inline policy document to extend."
+            )
+        self.permission_set.inline_policy = {
+            **policy,
+            "Statement": [*policy["Statement"], *(dict(s) for s in statements)],
+        }
 
     # ------------------------------------------------------------------ data grants
     def grant_read_data(self, grantee: iam.IGrantable) -> iam.Grant:

@@ -81,6 +81,8 @@ __all__ = [
     "connect_webhook_configuration",
     "mutating_webhook_configuration",
     "posix_identity_policies",
+    "team_record",
+    "team_records_path",
     "webhook_api_access",
     "webhook_config",
     "webhook_objects",
@@ -317,13 +319,13 @@ def _permission_set_name(platform: Platform, team: str) -> str:
 
 
 def webhook_config(platform: Platform) -> dict[str, Any]:
-    """Return the server's configuration file (``--teams``): each hosted team's namespace, GID, queue, principals.
+    """Return the server's configuration file (``--teams``): UIDs, exemptions, home claim, team records' path.
 
-    Rendered from the policy only (no CDK tokens), so it can live in the cluster stack and be hashed. Each team's
-    principal is the Identity Center role of its permission set, ``AWSReservedSSO_<PermissionSet>_``; Studio
-    execution roles are created by the team stacks, so they are not listed and a request from one is denied as
-    from an unknown role (a Studio session does not name the person, see ``hyperpod_tenancy.webhook.identity``).
-    ``exemptUsernames`` are the controllers of :data:`hyperpod_tenancy.k8s.workloads.CONTROLLERS`.
+    Rendered from the policy only (no CDK tokens), so it can live in the cluster stack and be hashed. It lists no
+    team: each team stack writes its own record (:func:`team_record`) under
+    ``names.team_records_path(<cluster>, "posix-identity")``, which the server reads at run time, so adding a team
+    changes neither this file nor the Deployment. ``exemptUsernames`` are the controllers of
+    :data:`hyperpod_tenancy.k8s.workloads.CONTROLLERS`.
     """
     spec = platform.cluster.posix_identity
     break_glass = {} if spec.break_glass_group is None else {"breakGlassGroups": [spec.break_glass_group]}
@@ -334,20 +336,35 @@ def webhook_config(platform: Platform) -> dict[str, Any]:
         "cacheTtlSeconds": spec.cache_ttl_seconds,
         "exemptUsernames": list(workloads.controller_usernames()),
         "home": {"mountPath": fsx_dirs.HOME_MOUNT_PATH, "claimName": FSX_CLAIM_NAME},
-        "namespaces": {
-            names.namespace(team.name): {
-                "team": team.name,
-                "gid": team.identity.posix_gid,
-                "localQueue": names.local_queue(team.name),
-                "principals": [
-                    {
-                        "kind": "identity-center",
-                        "roleNamePrefix": f"{SSO_ROLE_PREFIX}{_permission_set_name(platform, team.name)}_",
-                    }
-                ],
+        "teamRecords": {"ssmPath": team_records_path(platform)},
+    }
+
+
+def team_records_path(platform: Platform) -> str:
+    """SSM path of the webhook's team records: ``/hyperpod-tenancy/<cluster>/posix-identity/``."""
+    return names.team_records_path(platform.cluster.name, "posix-identity")
+
+
+def team_record(platform: Platform, team: str) -> dict[str, Any]:
+    """Return a team's record for the webhook (its team stack writes it to ``names.posix_identity_record``).
+
+    The team's namespace, GID, LocalQueue and principal: the Identity Center role of its permission set,
+    ``AWSReservedSSO_<PermissionSet>_``. The Studio execution role is not listed: a request from one is denied as
+    from an unknown role (a Studio session does not name the person, see ``hyperpod_tenancy.webhook.identity``).
+    Parsed by ``hyperpod_tenancy.webhook.config.parse_team_record``.
+    """
+    t = platform.team(team)
+    return {
+        "namespace": names.namespace(t.name),
+        "team": t.name,
+        "gid": t.identity.posix_gid,
+        "localQueue": names.local_queue(t.name),
+        "principals": [
+            {
+                "kind": "identity-center",
+                "roleNamePrefix": f"{SSO_ROLE_PREFIX}{_permission_set_name(platform, t.name)}_",
             }
-            for team in platform.hosted_teams
-        },
+        ],
     }
 
 

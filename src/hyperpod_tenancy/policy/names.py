@@ -28,12 +28,19 @@ Studio domain                 :func:`studio_domain`                           ``
 team stack ID                 :func:`team_stack_id`                           ``Team-Research``
 cluster scheduler config      :func:`scheduler_config`                        ``<cluster>-policy``
 Prometheus workspace alias    :func:`prometheus_workspace`                    ``<cluster>-metrics``
+team records (SSM path)       :func:`team_records_path`                       ``/hyperpod-tenancy/<cluster>/...``
+webhook record (SSM)          :func:`posix_identity_record`                   ``.../posix-identity/research``
+chargeback record (SSM)       :func:`chargeback_record`                       ``.../chargeback/research``
+team alert rule group         :func:`team_alert_rules`                        ``<cluster>-chargeback-research``
+team GPU widget function      :func:`team_gpu_widget`                         ``<cluster>-research-gpu-widget``
 ============================  ==============================================  =================================
 
 Arguments may be CDK token strings where a docstring says so: those functions only concatenate.
 """
 
 from __future__ import annotations
+
+import hashlib
 
 __all__ = [
     "CLUSTER_QUEUE_SUFFIX",
@@ -49,6 +56,8 @@ __all__ = [
     "PERMISSION_SET_MAX",
     "PRIORITY_CLASS_SUFFIX",
     "STUDIO_DOMAIN_MAX",
+    "TEAM_RECORDS_ROOT",
+    "chargeback_record",
     "cluster_queue",
     "compute_quota",
     "data_prefix",
@@ -65,10 +74,14 @@ __all__ = [
     "namespace",
     "pascal_case",
     "permission_set",
+    "posix_identity_record",
     "prometheus_workspace",
     "queue_reader_cluster_role",
     "scheduler_config",
     "studio_domain",
+    "team_alert_rules",
+    "team_gpu_widget",
+    "team_records_path",
     "team_stack_id",
     "workload_priority_class",
 ]
@@ -93,6 +106,8 @@ FSX_MOUNT_PATH = "/fsx"
 FSX_ROOT = f"{FSX_MOUNT_PATH}/"
 #: S3 key prefix under which every team's data prefix lives.
 DATA_PREFIX_ROOT = "teams/"
+#: First segment of every SSM parameter a team stack writes for the shared platform to read at run time.
+TEAM_RECORDS_ROOT = "/hyperpod-tenancy/"
 #: Kubernetes label values (queue and priority-class labels) are limited to 63 characters.
 LABEL_VALUE_MAX = 63
 #: Identity Center permission set names: ``[\w+=,.@-]{1,32}`` (AWS::SSO::PermissionSet Name).
@@ -227,6 +242,42 @@ def chargeback_export(cluster: str) -> str:
 def chargeback_database(cluster: str) -> str:
     """Name of the cluster's Glue database (lower case, underscores): ``<cluster>_chargeback``."""
     return chargeback(cluster).replace("-", "_")
+
+
+def team_records_path(cluster: str, kind: str) -> str:
+    """SSM path under which every team stack writes its ``kind`` record: ``/hyperpod-tenancy/<cluster>/<kind>/``.
+
+    The shared stacks read the records under it at run time (``GetParametersByPath``) instead of listing the
+    teams, so adding a team changes no shared stack.
+    """
+    return f"{TEAM_RECORDS_ROOT}{cluster}/{kind}/"
+
+
+def posix_identity_record(cluster: str, team: str) -> str:
+    """SSM parameter with a team's entry of the POSIX identity webhook: ``.../posix-identity/<team>``."""
+    return team_records_path(cluster, "posix-identity") + team
+
+
+def chargeback_record(cluster: str, team: str) -> str:
+    """SSM parameter with a team's chargeback record (cost center, quotas): ``.../chargeback/<team>``."""
+    return team_records_path(cluster, "chargeback") + team
+
+
+def team_alert_rules(cluster: str, team: str) -> str:
+    """Name of a team's rule groups namespace (its same-day preemption alert): ``<cluster>-chargeback-<team>``."""
+    return f"{chargeback(cluster)}-{team}"
+
+
+def team_gpu_widget(cluster: str, team: str) -> str:
+    """Name of the function drawing a team's live GPU widget: ``<cluster>-<team>-gpu-widget``.
+
+    Lambda function names are at most 64 characters: a longer one is shortened, with a hash of the full name.
+    """
+    name = f"{cluster}-{team}-gpu-widget"
+    if len(name) <= 64:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"{cluster[:22]}-{team[:22]}-{digest}-gpu"
 
 
 def derived_names(team: str) -> dict[str, str]:

@@ -7,11 +7,16 @@ on demand for any past month with the event ``{"month": "YYYY-MM"}``. For that m
    them, and reads their result rows (every page);
 2. turns the rows into the engine's inputs (``queries.usage_inputs``, ``queries.cost_inputs``) and computes
    the report (``engine.compute_report``) under the month's configuration of record: the one stored with the
-   month's first report (``config.json`` beside it), else the configuration shipped in the asset
-   (``chargeback_config.json``, written by ``model.config_to_json`` at synth), which is then stored. So a re-run
+   month's first report (``config.json`` beside it), else the deployed one, which is then stored. So a re-run
    of a past month gives the same report after quotas, teams or cost centers change; the event
    ``{"month": "YYYY-MM", "policy": "current"}`` recomputes it under the deployed configuration instead (and
-   records that one);
+   records that one). The deployed configuration is the platform's (``chargeback_config.json`` in the asset,
+   written by ``model.config_to_json`` at synth: terms, prices, GPUs per instance; no team) billing the month's
+   teams: the records every team stack writes under the SSM path ``TEAM_RECORDS_PATH`` (cost center, quotas;
+   ``model.team_config_to_json``), merged over the month's *roster* (``teams.json`` beside the report: the
+   records as they were at the start of the month and on each day since, kept by the event
+   ``{"action": "record"}`` of a daily schedule and by the monthly run for the month that begins). So a team
+   removed in the middle of a month is still billed for that month, under its last record;
 3. writes ``report.json``, ``report.csv`` and ``report.html`` (``report.render``) to
    ``s3://<BUCKET>/reports/<cluster>/<month>/``;
 4. publishes per-team metrics (GPU-hours used, borrowed, lent, lost to preemption) to CloudWatch namespace
@@ -22,7 +27,8 @@ on demand for any past month with the event ``{"month": "YYYY-MM"}``. For that m
 
 The report depends only on the month, the data and the configuration of record: the same month run twice
 writes the same bytes. Environment: ``BUCKET``, ``WORKGROUP``, ``DATABASE``, ``TOPIC_ARN``, ``METRIC_NAMESPACE``,
-``TABLES`` (JSON: query placeholder → Glue table name), ``CHARGEBACK_CONFIG`` (path of the configuration,
+``TABLES`` (JSON: query placeholder → Glue table name), ``TEAM_RECORDS_PATH`` (SSM path of the team
+records; without it, the asset's teams only), ``CHARGEBACK_CONFIG`` (path of the configuration,
 default next to the package), ``POLL_SECONDS`` (default 2). Only the standard library and boto3 are imported;
 the chargeback package next to this module is standard library only.
 """
@@ -140,6 +146,77 @@ def load_config(path: str | None = None) -> model.ChargebackConfig:
 
 #: The configuration a month's report was computed under, stored beside it.
 CONFIG_OF_RECORD = "config.json"
+#: The teams billed in a month: their records at its start and on each day since, stored beside its report.
+ROSTER = "teams.json"
+
+
+def team_records(ssm: Any, path: str) -> list[model.TeamConfig]:
+    """Read every team record under the SSM ``path`` (``GetParametersByPath``, every page), sorted by name.
+
+    Raises:
+        ChargebackJobError: a record is not a team record (the message names the parameter).
+
+    """
+    found: list[model.TeamConfig] = []
+    kwargs: dict[str, Any] = {"Path": path, "Recursive": True, "MaxResults": 10}
+    while True:
+        page = ssm.get_parameters_by_path(**kwargs)
+        for parameter in page.get("Parameters", []):
+            try:
+                found.append(model.team_config_from_json(parameter["Value"]))
+            except ValueError as error:
+                raise ChargebackJobError(f"SSM parameter {parameter['Name']}: {error}") from None
+        token = page.get("NextToken")
+        if not token:
+            return sorted(found, key=lambda t: t.name)
+        kwargs["NextToken"] = token
+
+
+def _roster_json(teams: Iterable[model.TeamConfig]) -> str:
+    return (
+        json.dumps([json.loads(model.team_config_to_json(t)) for t in teams], indent=2, sort_keys=True) + "\n"
+    )
+
+
+def read_roster(s3: Any, *, bucket: str, prefix: str) -> list[model.TeamConfig]:
+    """Return the month's roster (``teams.json`` under ``prefix``), or no team when there is none yet.
+
+    Raises:
+        ChargebackJobError: the stored roster cannot be read.
+
+    """
+    try:
+        body = s3.get_object(Bucket=bucket, Key=prefix + ROSTER)["Body"].read()
+    except s3.exceptions.NoSuchKey:
+        return []
+    try:
+        return [model.team_config_from_json(json.dumps(item)) for item in json.loads(body.decode("utf-8"))]
+    except (ValueError, TypeError) as error:
+        raise ChargebackJobError(
+            f"s3://{bucket}/{prefix}{ROSTER} is not a roster ({error}); delete it"
+        ) from None
+
+
+def record_roster(
+    s3: Any, *, bucket: str, prefix: str, current: Iterable[model.TeamConfig]
+) -> list[model.TeamConfig]:
+    """Merge the current team records into the month's roster, store it when it changed, and return it.
+
+    A team in the roster and no longer deployed keeps its last record; a deployed team's record replaces the
+    roster's.
+    """
+    stored = read_roster(s3, bucket=bucket, prefix=prefix)
+    merged = list(model.merge_teams([*stored, *current]))
+    if merged != stored:
+        s3.put_object(
+            Bucket=bucket,
+            Key=prefix + ROSTER,
+            Body=_roster_json(merged).encode(),
+            ContentType="application/json",
+        )
+    return merged
+
+
 #: ``policy`` values of an event: the month's configuration of record (the default), or the deployed one.
 POLICIES = ("recorded", "current")
 
@@ -237,12 +314,44 @@ def _chunks(items: list[dict[str, Any]], size: int) -> Iterable[list[dict[str, A
         yield items[start : start + size]
 
 
+def _month_prefix(cluster: str, month: str) -> str:
+    return f"reports/{cluster}/{month}/"
+
+
+def _current_teams(platform: model.ChargebackConfig) -> list[model.TeamConfig]:
+    path = os.environ.get("TEAM_RECORDS_PATH")
+    if not path:
+        return list(platform.teams)
+    return [*platform.teams, *team_records(boto3.client("ssm"), path)]
+
+
+def record(
+    event: Mapping[str, Any], *, s3: Any, bucket: str, platform: model.ChargebackConfig
+) -> dict[str, Any]:
+    """Merge the current team records into the roster of the month in progress (``{"action": "record"}``).
+
+    The month is the event's ``month``, else the month of its ``time``, else the current UTC month.
+    """
+    moment = event.get("time")
+    month = str(event.get("month") or "")
+    if not month:
+        when = dt.datetime.fromisoformat(moment.replace("Z", "+00:00")) if isinstance(moment, str) else None
+        month = f"{(when or dt.datetime.now(dt.UTC)):%Y-%m}"
+    roster = record_roster(
+        s3, bucket=bucket, prefix=_month_prefix(platform.cluster, month), current=_current_teams(platform)
+    )
+    return {"month": month, "action": "record", "teams": [t.name for t in roster]}
+
+
 def handler(event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
     """Compute, store, publish and announce the report of one month (see the module docstring)."""
     del context
-    month = report_month(event)
-    deployed = load_config()
+    platform = load_config()
     bucket = os.environ["BUCKET"]
+    s3 = boto3.client("s3")
+    if event.get("action") == "record":
+        return record(event, s3=s3, bucket=bucket, platform=platform)
+    month = report_month(event)
     workgroup = os.environ["WORKGROUP"]
     database = os.environ["DATABASE"]
     tables = json.loads(os.environ.get("TABLES", "{}"))
@@ -252,8 +361,13 @@ def handler(event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
     def run(sql: str) -> queries.QueryResult:
         return run_query(athena, sql, workgroup=workgroup, database=database, poll_seconds=poll)
 
-    s3 = boto3.client("s3")
-    prefix = f"reports/{deployed.cluster}/{month}/"
+    prefix = _month_prefix(platform.cluster, month)
+    current = _current_teams(platform)
+    if isinstance(event.get("time"), str):
+        # the scheduled run on the 1st: the roster of the month that begins starts with today's teams
+        record(event, s3=s3, bucket=bucket, platform=platform)
+    roster = read_roster(s3, bucket=bucket, prefix=prefix)
+    deployed = model.with_teams(platform, [*roster, *current])
     config, recorded = config_of_record(
         s3, bucket=bucket, prefix=prefix, deployed=deployed, policy=str(event.get("policy", "recorded"))
     )

@@ -42,7 +42,12 @@ Authentication is an EKS bearer token: ``k8s-aws-v1.`` + the unpadded base64url 
 ``GetCallerIdentity`` URL presigned (SigV4, 60 s) with the header ``x-k8s-aws-id: <cluster>`` signed in — the
 format of aws-iam-authenticator (https://github.com/kubernetes-sigs/aws-iam-authenticator#api-authorization-from-outside-a-cluster)
 that EKS accepts. The endpoint and its CA come from ``eks:DescribeCluster``. The function's role is mapped by an
-EKS access entry to a Kubernetes group bound to a read-only ClusterRole (``get``, ``list`` on workloads).
+EKS access entry to a Kubernetes group bound to a read-only ClusterRole (``get``, ``list`` on workloads and
+clusterqueues).
+
+It also publishes each team's live GPU gauges (:data:`GAUGES`: in use, borrowed, guarantee and ceiling, from the
+teams' ClusterQueues ``<TEAM_QUEUE_PREFIX><team><TEAM_QUEUE_SUFFIX>``, :func:`team_gpu_gauges`) to the CloudWatch
+namespace ``GAUGE_NAMESPACE`` when that is set (dimensions ``Cluster``, ``Team``), which the teams' dashboards show.
 
 Environment: ``CLUSTER_NAME`` (EKS cluster name), ``CLUSTER_LABEL`` (the ``cluster`` partition value, default
 the cluster name), ``BUCKET``, ``PREFIX`` (default ``raw/eviction/``), ``LOOKBACK_MINUTES`` (default 15: three
@@ -61,7 +66,7 @@ import re
 import ssl
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import boto3
@@ -80,6 +85,12 @@ CLUSTER_ID_HEADER = "x-k8s-aws-id"
 TOKEN_EXPIRES_SECONDS = 60
 #: The Workload API the collector reads.
 WORKLOADS_PATH = "/apis/kueue.x-k8s.io/v1beta2/workloads"
+#: The ClusterQueue API (the teams' live GPU gauges).
+CLUSTER_QUEUES_PATH = "/apis/kueue.x-k8s.io/v1beta2/clusterqueues"
+#: Live per-team gauges (GPUs, at the run's time): in use, of which borrowed, the guarantee and the ceiling.
+GAUGES = ("GpusInUse", "GpusBorrowed", "GpuGuarantee", "GpuCeiling")
+#: A team name (a DNS label) between the ClusterQueue name's prefix and suffix.
+_TEAM = r"(?P<team>[a-z0-9]([-a-z0-9]*[a-z0-9])?)"
 GPU_RESOURCE = "nvidia.com/gpu"
 PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
@@ -124,13 +135,20 @@ def cluster_access(eks: Any, cluster_name: str) -> tuple[str, str]:
 
 def list_workloads(endpoint: str, token: str, ca_pem: str, *, timeout: float = 30) -> list[dict[str, Any]]:
     """Return every Workload of the cluster (all namespaces, all pages), over TLS verified against ``ca_pem``."""
+    return list_objects(endpoint, token, ca_pem, WORKLOADS_PATH, timeout=timeout)
+
+
+def list_objects(
+    endpoint: str, token: str, ca_pem: str, path: str, *, timeout: float = 30
+) -> list[dict[str, Any]]:
+    """Return every object of a list ``path`` (all pages), over TLS verified against ``ca_pem``."""
     context = ssl.create_default_context(cadata=ca_pem)
     items: list[dict[str, Any]] = []
     cont = ""
     while True:
         query = {"limit": str(_PAGE)} | ({"continue": cont} if cont else {})
         request = urllib.request.Request(
-            f"{endpoint.rstrip('/')}{WORKLOADS_PATH}?{urllib.parse.urlencode(query)}",
+            f"{endpoint.rstrip('/')}{path}?{urllib.parse.urlencode(query)}",
             headers={"Authorization": f"Bearer {token}", "Accept": "application/json"},
         )
         with urllib.request.urlopen(request, context=context, timeout=timeout) as response:
@@ -139,6 +157,92 @@ def list_workloads(endpoint: str, token: str, ca_pem: str, *, timeout: float = 3
         cont = str((page.get("metadata") or {}).get("continue") or "")
         if not cont:
             return items
+
+
+# ---------------------------------------------------------------------- live gauges
+def _gpu_quotas(queue: Mapping[str, Any]) -> dict[str, tuple[int, int | None, int | None]]:
+    """Flavor -> (nominal, borrowing limit, lending limit) of ``nvidia.com/gpu`` in a ClusterQueue's spec."""
+    found: dict[str, tuple[int, int | None, int | None]] = {}
+    for group in (queue.get("spec") or {}).get("resourceGroups") or []:
+        for flavor in group.get("flavors") or []:
+            for resource in flavor.get("resources") or []:
+                if resource.get("name") == GPU_RESOURCE:
+                    borrow, lend = resource.get("borrowingLimit"), resource.get("lendingLimit")
+                    found[str(flavor.get("name"))] = (
+                        _quantity(resource.get("nominalQuota")),
+                        None if borrow is None else _quantity(borrow),
+                        None if lend is None else _quantity(lend),
+                    )
+    return found
+
+
+def team_gpu_gauges(
+    cluster_queues: Sequence[Mapping[str, Any]], *, queue_prefix: str, queue_suffix: str
+) -> dict[str, dict[str, int]]:
+    """Team -> :data:`GAUGES` (GPUs) from the teams' ClusterQueues, sorted by team.
+
+    A team's ClusterQueue is named ``<queue_prefix><team><queue_suffix>`` (the platform passes its names'
+    ``NAMESPACE_PREFIX`` and ``CLUSTER_QUEUE_SUFFIX``).
+
+    ``GpuGuarantee`` is the queue's ``nominalQuota`` of ``nvidia.com/gpu`` summed over flavors; ``GpuCeiling`` what
+    it may reach by borrowing: per flavor the guarantee plus what the other queues of its cohort may lend
+    (their ``lendingLimit``, else their nominal quota), capped by its own ``borrowingLimit`` (the guarantee
+    alone without a cohort); ``GpusInUse`` and ``GpusBorrowed`` are ``status.flavorsUsage``'s ``total`` and
+    ``borrowed``. Queues that are not a team's are not reported.
+    """
+    team_queue = re.compile(f"^{re.escape(queue_prefix)}{_TEAM}{re.escape(queue_suffix)}$")
+    quotas = {str((q.get("metadata") or {}).get("name")): _gpu_quotas(q) for q in cluster_queues}
+    cohorts = {
+        str((q.get("metadata") or {}).get("name")): (q.get("spec") or {}).get("cohortName")
+        for q in cluster_queues
+    }
+    gauges: dict[str, dict[str, int]] = {}
+    for queue in cluster_queues:
+        name = str((queue.get("metadata") or {}).get("name"))
+        match = team_queue.match(name)
+        if match is None:
+            continue
+        guarantee = ceiling = 0
+        for flavor, (nominal, borrow, _lend) in quotas[name].items():
+            guarantee += nominal
+            cohort = cohorts[name]
+            lendable = 0
+            for other_name, other in quotas.items():
+                if other_name == name or not cohort or cohorts[other_name] != cohort or flavor not in other:
+                    continue
+                other_nominal, _borrow, other_lend = other[flavor]
+                lendable += other_nominal if other_lend is None else other_lend
+            ceiling += nominal + (min(lendable, borrow) if borrow is not None else lendable)
+        used = borrowed = 0
+        for flavor_usage in (queue.get("status") or {}).get("flavorsUsage") or []:
+            for resource in flavor_usage.get("resources") or []:
+                if resource.get("name") == GPU_RESOURCE:
+                    used += _quantity(resource.get("total"))
+                    borrowed += _quantity(resource.get("borrowed"))
+        gauges[match["team"]] = {
+            "GpusInUse": used,
+            "GpusBorrowed": borrowed,
+            "GpuGuarantee": guarantee,
+            "GpuCeiling": ceiling,
+        }
+    return dict(sorted(gauges.items()))
+
+
+def gauge_metric_data(
+    gauges: Mapping[str, Mapping[str, int]], *, cluster: str, timestamp: dt.datetime
+) -> list[dict[str, Any]]:
+    """``PutMetricData`` entries of :func:`team_gpu_gauges` (dimensions ``Cluster`` and ``Team``)."""
+    return [
+        {
+            "MetricName": metric,
+            "Dimensions": [{"Name": "Cluster", "Value": cluster}, {"Name": "Team", "Value": team}],
+            "Timestamp": timestamp,
+            "Value": float(values[metric]),
+            "Unit": "Count",
+        }
+        for team, values in gauges.items()
+        for metric in GAUGES
+    ]
 
 
 # ---------------------------------------------------------------------- records
@@ -339,4 +443,17 @@ def handler(event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
     LOG.info(
         "%d workload(s), %d new eviction(s) written to s3://%s/%s", len(workloads), len(keys), bucket, prefix
     )
-    return {"keys": keys, "workloads": len(workloads)}
+    teams = 0
+    namespace = os.environ.get("GAUGE_NAMESPACE")
+    if namespace:
+        gauges = team_gpu_gauges(
+            list_objects(endpoint, eks_token(cluster_name), ca_pem, CLUSTER_QUEUES_PATH),
+            queue_prefix=os.environ["TEAM_QUEUE_PREFIX"],
+            queue_suffix=os.environ["TEAM_QUEUE_SUFFIX"],
+        )
+        data = gauge_metric_data(gauges, cluster=cluster, timestamp=snapshot_time(event))
+        cloudwatch = boto3.client("cloudwatch")
+        for start in range(0, len(data), 1000):  # PutMetricData takes at most 1000 entries
+            cloudwatch.put_metric_data(Namespace=namespace, MetricData=data[start : start + 1000])
+        teams = len(gauges)
+    return {"keys": keys, "workloads": len(workloads), "gauged_teams": teams}

@@ -15,6 +15,7 @@ from hyperpod_tenancy.constructs.chargeback_pipeline import TEAM_COST_CENTER_TAG
 from hyperpod_tenancy.policy import Platform, names, replacement_warnings
 from hyperpod_tenancy.stacks.chargeback_stack import ChargebackStack
 from hyperpod_tenancy.stacks.cluster_stack import ClusterStack
+from hyperpod_tenancy.stacks.progress import SynthProgress
 from hyperpod_tenancy.stacks.team_stack import TeamStack
 
 __all__ = ["PlatformStage", "team_stack_id"]
@@ -47,8 +48,11 @@ class PlatformStage(cdk.Stage):
             on top of the policy's ``chargeback:`` section (for example ``usage_report_chart``; without a section,
             ``billing_rule`` and ``idle_owner`` at least). With either, the stage adds a ``Chargeback`` stack, tags
             the cluster stack ``hyperpod-tenancy:cluster`` and every team stack ``hyperpod-tenancy:team`` and
-            ``hyperpod-tenancy:cost-center`` (the cost allocation tags the pipeline activates). Default: no
-            chargeback unless the policy has a ``chargeback:`` section.
+            ``hyperpod-tenancy:cost-center`` (the cost allocation tags the pipeline activates), and gives every team
+            stack the team's part of the chargeback (``TeamStack.add_chargeback``). Default: no chargeback unless
+            the policy has a ``chargeback:`` section.
+        progress: write a line per 10 % of the team stacks built to standard error, with the elapsed time
+            (:class:`~hyperpod_tenancy.stacks.progress.SynthProgress`). Default: above 50 teams.
         **kwargs: other ``cdk.Stage`` props (``env`` defaults to the platform's account and region).
 
     """
@@ -62,6 +66,7 @@ class PlatformStage(cdk.Stage):
         baseline: Platform | None = None,
         cluster_options: Mapping[str, Any] | None = None,
         chargeback: Mapping[str, Any] | None = None,
+        progress: bool | None = None,
         **kwargs: Any,
     ) -> None:
         kwargs.setdefault("env", cdk.Environment(account=platform.account, region=platform.region))
@@ -75,13 +80,16 @@ class PlatformStage(cdk.Stage):
         if baseline is not None:
             for issue in replacement_warnings(baseline, platform, wording=replacement_wording):
                 warn(self.cluster_stack, issue.code, f"{issue.path}: {issue.message} {issue.fix}")
+        hosted = platform.hosted_teams
+        #: Progress of the team stacks (a line per 10 % on standard error above 50 teams).
+        self.progress = SynthProgress(len(hosted), enabled=progress)
         #: Team stacks by team name.
-        self.team_stacks: dict[str, TeamStack] = {
-            team.name: TeamStack(
-                self, team_stack_id(team.name), cluster=self.cluster_stack.cluster, team=team.name
+        self.team_stacks: dict[str, TeamStack] = {}
+        for done, spec in enumerate(hosted, start=1):
+            self.team_stacks[spec.name] = TeamStack(
+                self, team_stack_id(spec.name), cluster=self.cluster_stack.cluster, team=spec.name
             )
-            for team in platform.hosted_teams
-        }
+            self.progress.step(done)
         #: The chargeback stack (``None`` without ``chargeback``).
         self.chargeback_stack: ChargebackStack | None = None
         if chargeback is not None or platform.chargeback is not None:
@@ -92,6 +100,8 @@ class PlatformStage(cdk.Stage):
             cdk.Tags.of(self.cluster_stack).add(CLUSTER_TAG_KEY, platform.cluster.name)
             cdk.Tags.of(self.chargeback_stack).add(CLUSTER_TAG_KEY, platform.cluster.name)
             for team, stack in self.team_stacks.items():
+                # the team's record, dashboard and alert live in its own stack: the chargeback stack lists no team
+                stack.add_chargeback(pipeline)
                 cdk.Tags.of(stack).add(CLUSTER_TAG_KEY, platform.cluster.name)
                 cdk.Tags.of(stack).add(TEAM_TAG, team)
                 cdk.Tags.of(stack).add(TEAM_COST_CENTER_TAG, pipeline.cost_center(team))

@@ -7,8 +7,10 @@ from typing import Any
 import aws_cdk as cdk
 from constructs import Construct
 
+from hyperpod_tenancy.constructs.chargeback_pipeline import ChargebackPipeline
 from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
 from hyperpod_tenancy.constructs.shared_hyperpod_cluster import SharedHyperPodCluster
+from hyperpod_tenancy.constructs.team_chargeback import TeamChargeback
 from hyperpod_tenancy.constructs.team_tenant import TeamTenant
 
 __all__ = ["TeamStack"]
@@ -47,3 +49,25 @@ class TeamStack(cdk.Stack):
             if isinstance(cluster, SharedHyperPodCluster)
             else TeamTenant(self, "Tenant", cluster=cluster, team=team, sso_role_timeout=sso_role_timeout)
         )
+        #: The team's part of the chargeback (``None`` until :meth:`add_chargeback`).
+        self.chargeback: TeamChargeback | None = None
+
+    def add_chargeback(self, pipeline: ChargebackPipeline) -> TeamChargeback:
+        """Create the team's part of ``pipeline`` in this stack: its record, dashboard and same-day alert.
+
+        The pipeline's stack gains nothing and this stack no reference to it (names are derived from the
+        cluster's), so a team is added to the chargeback by its own stack alone.
+        """
+        team = self.tenant.team.name
+        self.chargeback = TeamChargeback(
+            self,
+            "Chargeback",
+            cluster=self.tenant.cluster,
+            team=team,
+            config=pipeline.config,
+            cost_center=pipeline.cost_center(team),
+            alert_workspace=pipeline.alert_workspace,
+            preemption_alarm_gpu_hours_per_day=pipeline.preemption_alarm_gpu_hours_per_day,
+            tenant=self.tenant,
+        )
+        return self.chargeback

@@ -56,6 +56,14 @@ Fields:
       sessions do not name the person (see :mod:`hyperpod_tenancy.webhook.identity`), so requests from it are
       denied with an explanation; listing it makes the denial specific instead of "unknown role".
 
+``teamRecords`` (optional)
+    ``{"ssmPath": "/hyperpod-tenancy/<cluster>/posix-identity/", "refreshSeconds": 60}``: more team namespaces,
+    read at run time from the SSM parameters under ``ssmPath`` (``GetParametersByPath``, re-read every
+    ``refreshSeconds``, default 60, 5..3600). Each team stack writes one such parameter, a *team record*: the
+    fields of one ``namespaces`` entry plus ``namespace`` (:func:`parse_team_record`). So the configuration of
+    the shared cluster lists no team, and a team added later is served within ``refreshSeconds`` of its stack's
+    deployment. With ``teamRecords``, ``namespaces`` may be left out.
+
 Unknown keys are refused (a typo must not silently drop a rule). Every problem is reported at once, each
 naming its field (``namespaces.hyperpod-ns-research.gid``) and the fix.
 """
@@ -75,22 +83,27 @@ from hyperpod_tenancy.k8s import fsx_dirs
 __all__ = [
     "CONFIG_VERSION",
     "DEFAULT_CACHE_TTL_SECONDS",
+    "DEFAULT_REFRESH_SECONDS",
     "ID_MAX",
     "ID_MIN",
     "IdentityCenterPrincipal",
     "NamespaceConfig",
     "Principal",
     "StudioPrincipal",
+    "TeamRecords",
     "WebhookConfig",
     "WebhookConfigError",
     "load_config",
     "parse_config",
+    "parse_team_record",
 ]
 
 #: The only format version this server reads.
 CONFIG_VERSION = 1
 #: Default of ``cacheTtlSeconds``.
 DEFAULT_CACHE_TTL_SECONDS = 300
+#: Default of ``teamRecords.refreshSeconds``.
+DEFAULT_REFRESH_SECONDS = 60
 #: Lowest UID/GID the platform hands out (0-999 are system accounts in most images).
 ID_MIN = 1000
 #: Highest UID/GID (2^31 - 2: some tools treat 2^31 - 1 and above as invalid or "nobody").
@@ -99,6 +112,7 @@ ID_MAX = 2**31 - 2
 SSO_ROLE_PREFIX = "AWSReservedSSO_"
 _ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::(\d{12}):role/(?:[\w+=,.@-]+/)*([\w+=,.@-]{1,64})$")
 _DOMAIN_ID = re.compile(r"^d-[a-z0-9]{1,62}$")
+_SSM_PATH = re.compile(r"^/(?:[\w.-]+/)+$")
 
 
 class WebhookConfigError(TenancyError):
@@ -160,6 +174,16 @@ class NamespaceConfig:
 
 
 @dataclass(frozen=True, kw_only=True)
+class TeamRecords:
+    """Where the team records are read at run time (``teamRecords``)."""
+
+    #: SSM path of the records (ends with ``/``).
+    ssm_path: str
+    #: Seconds between two reads of the records.
+    refresh_seconds: int = DEFAULT_REFRESH_SECONDS
+
+
+@dataclass(frozen=True, kw_only=True)
 class WebhookConfig:
     """The parsed configuration file (see the module docstring for the fields)."""
 
@@ -173,10 +197,12 @@ class WebhookConfig:
     exempt_usernames: frozenset[str]
     #: The team claim mounted for home directories.
     home_claim_name: str
-    #: Team namespaces by name.
+    #: Team namespaces by name (with ``teamRecords``, the server replaces it by a live view of the records).
     namespaces: Mapping[str, NamespaceConfig]
     #: Groups allowed into any person's pod, each use logged (``breakGlassGroups``).
     break_glass_groups: frozenset[str] = frozenset()
+    #: Where more team namespaces are read at run time (``None``: only ``namespaces``).
+    team_records: TeamRecords | None = None
 
 
 #: A required key that is absent (already reported by :meth:`_Problems.mapping`).
@@ -381,10 +407,34 @@ def _break_glass(p: _Problems, raw: object) -> frozenset[str]:
     return frozenset(raw)
 
 
-def _namespaces(p: _Problems, raw: object, uids: tuple[int, int] | None) -> dict[str, NamespaceConfig]:
+def _team_records(p: _Problems, raw: object) -> TeamRecords | None:
     if raw is _MISSING:
+        return None
+    data = p.mapping(raw, "teamRecords", {"ssmPath", "refreshSeconds"}, {"ssmPath"})
+    if data is None:
+        return None
+    path = p.string(
+        data.get("ssmPath", _MISSING),
+        "teamRecords.ssmPath",
+        _SSM_PATH,
+        "write an SSM path that starts and ends with /, e.g. /hyperpod-tenancy/<cluster>/posix-identity/.",
+    )
+    refresh = p.integer(
+        data.get("refreshSeconds", DEFAULT_REFRESH_SECONDS), "teamRecords.refreshSeconds", 5, 3600
+    )
+    if path is None or refresh is None:
+        return None
+    return TeamRecords(ssm_path=path, refresh_seconds=refresh)
+
+
+def _namespaces(
+    p: _Problems, raw: object, uids: tuple[int, int] | None, *, optional: bool = False
+) -> dict[str, NamespaceConfig]:
+    if raw is _MISSING:
+        if not optional:
+            p.add("namespaces", "is required.", "add it (or read the teams at run time with teamRecords).")
         return {}
-    if not isinstance(raw, Mapping) or not raw:
+    if not isinstance(raw, Mapping) or (not raw and not optional):
         p.add(
             "namespaces",
             "must be a non-empty object of team namespaces.",
@@ -435,9 +485,12 @@ def parse_config(data: Mapping[str, Any]) -> WebhookConfig:
         "exemptUsernames",
         "home",
         "namespaces",
+        "teamRecords",
         "breakGlassGroups",
     }
-    root = p.mapping(data, "", keys, keys - {"cacheTtlSeconds", "breakGlassGroups"})
+    root = p.mapping(
+        data, "", keys, keys - {"cacheTtlSeconds", "namespaces", "teamRecords", "breakGlassGroups"}
+    )
     if root is None:
         raise WebhookConfigError(p.items)
     version = root.get("version", _MISSING)
@@ -451,7 +504,8 @@ def parse_config(data: Mapping[str, Any]) -> WebhookConfig:
     ttl = p.integer(root.get("cacheTtlSeconds", DEFAULT_CACHE_TTL_SECONDS), "cacheTtlSeconds", 0, 86400)
     exempt = _exempt(p, root.get("exemptUsernames", _MISSING))
     claim = _home_claim(p, root.get("home", _MISSING))
-    namespaces = _namespaces(p, root.get("namespaces", _MISSING), uids)
+    records = _team_records(p, root.get("teamRecords", _MISSING))
+    namespaces = _namespaces(p, root.get("namespaces", _MISSING), uids, optional="teamRecords" in root)
     break_glass = _break_glass(p, root.get("breakGlassGroups", _MISSING))
     if p.items or uids is None or ttl is None or claim is None:
         raise WebhookConfigError(p.items or ["the configuration is incomplete."])
@@ -463,7 +517,37 @@ def parse_config(data: Mapping[str, Any]) -> WebhookConfig:
         home_claim_name=claim,
         namespaces=namespaces,
         break_glass_groups=break_glass,
+        team_records=records,
     )
+
+
+def parse_team_record(data: object, *, uid_range: tuple[int, int], source: str) -> NamespaceConfig:
+    """Parse one team record (``teamRecords``): a ``namespaces`` entry plus its ``namespace``.
+
+    Args:
+        data: the decoded JSON document.
+        uid_range: the configuration's ``uidRange`` (a team GID inside it is refused).
+        source: where the record was read (named in the error).
+
+    Raises:
+        WebhookConfigError: listing every problem of the record.
+
+    """
+    p = _Problems()
+    record = p.mapping(
+        data, "", {"namespace", "team", "gid", "localQueue", "principals"}, {"namespace", "gid"}
+    )
+    if record is None:
+        raise WebhookConfigError(p.items, source)
+    name = p.string(record.get("namespace", _MISSING), "namespace")
+    if name is None:
+        raise WebhookConfigError(p.items, source)
+    found = _namespaces(p, {name: {k: v for k, v in record.items() if k != "namespace"}}, uid_range)
+    if p.items or name not in found:
+        # the record's own fields, not those of a namespaces entry
+        problems = [item.removeprefix(f"namespaces.{name}.") for item in p.items]
+        raise WebhookConfigError(problems or ["the record is incomplete."], source)
+    return found[name]
 
 
 def load_config(path: Path) -> WebhookConfig:

@@ -14,7 +14,8 @@ Endpoints:
 ``GET /healthz``
     200 while the process serves (liveness).
 ``GET /readyz``
-    200 once the configuration is loaded (before the server starts) and DynamoDB has answered at least once
+    200 once the configuration is loaded (before the server starts), the team records were read once (with
+    ``teamRecords``: :mod:`hyperpod_tenancy.webhook.team_records`) and DynamoDB has answered at least once
     (a read of the counter item at start-up, retried every :data:`READY_RETRY_SECONDS`, or any successful
     lookup); 503 before. It stays ready afterwards: when DynamoDB stops answering, each request gets a denial
     that says so, which tells users more than a webhook that is not there.
@@ -32,6 +33,7 @@ httptools are its C-accelerated loop and parser; the cached path is a few tens o
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import gc
 import logging
 import os
@@ -58,6 +60,7 @@ from hyperpod_tenancy.webhook.admission import (
 )
 from hyperpod_tenancy.webhook.config import WebhookConfig
 from hyperpod_tenancy.webhook.kube import KubeApi
+from hyperpod_tenancy.webhook.team_records import TeamDirectory
 from hyperpod_tenancy.webhook.uids import UidCache, UidStoreUnavailable, UidTable
 
 __all__ = [
@@ -150,6 +153,12 @@ class WebhookApp:
         self.startup = startup
         self._tasks: list[asyncio.Task[None]] = []
 
+    @property
+    def teams_loaded(self) -> bool:
+        """Whether the team namespaces are known (the team records were read once, or there are none)."""
+        namespaces = self.admission.config.namespaces
+        return not isinstance(namespaces, TeamDirectory) or namespaces.loaded
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Serve one ASGI connection scope."""
         if scope["type"] == "lifespan":
@@ -163,7 +172,7 @@ class WebhookApp:
         if path in _ADMISSION_PATHS and method == "POST":
             status, body, close = await self._mutate(scope, receive, fields, validate=path == VALIDATE_PATH)
         elif path in ("/healthz", "/readyz") and method == "GET":
-            ready = path == "/healthz" or self.dynamodb_reached
+            ready = path == "/healthz" or (self.dynamodb_reached and self.teams_loaded)
             status, body, close = (200 if ready else 503), {"ok": ready}, False
         elif path in (*_ADMISSION_PATHS, "/healthz", "/readyz"):
             status, body, close = 405, {"error": f"{method} is not allowed on {path}."}, False
@@ -330,8 +339,21 @@ async def _reload_certificates(
 
 
 def build_app(options: ServeOptions) -> tuple[WebhookApp, UidTable]:
-    """Return the app and its UID table for ``options`` (the allocation delay from :data:`ALLOCATION_DELAY_ENV`)."""
+    """Return the app and its UID table for ``options`` (the allocation delay from :data:`ALLOCATION_DELAY_ENV`).
+
+    With ``teamRecords``, the configuration's namespaces become a :class:`TeamDirectory` that the app refreshes
+    in the background from its start-up on.
+    """
     config = options.config
+    directory: TeamDirectory | None = None
+    if config.team_records is not None:
+        directory = TeamDirectory(
+            config.namespaces,
+            records=config.team_records,
+            uid_range=(config.uid_first, config.uid_last),
+            log=_logger(),
+        )
+        config = dataclasses.replace(config, namespaces=directory)
     table = UidTable(
         table=options.table,
         first=config.uid_first,
@@ -339,7 +361,11 @@ def build_app(options: ServeOptions) -> tuple[WebhookApp, UidTable]:
         allocation_delay_seconds=float(os.environ.get(ALLOCATION_DELAY_ENV, "0") or 0),
     )
     resolver = UidResolver(table, UidCache(config.cache_ttl_seconds))
-    app = WebhookApp(Admission(config, resolver, options.kube_api), max_body_bytes=options.max_body_bytes)
+    app = WebhookApp(
+        Admission(config, resolver, options.kube_api),
+        max_body_bytes=options.max_body_bytes,
+        startup=(directory.run,) if directory is not None else (),
+    )
     return app, table
 
 
@@ -374,7 +400,7 @@ def serve(options: ServeOptions) -> None:
     async def dynamodb() -> None:
         await app.wait_for_dynamodb(table)
 
-    app.startup = (dynamodb, certificates)
+    app.startup = (*app.startup, dynamodb, certificates)
     # boto3's service models are large object graphs that live as long as the process: move them (and the
     # modules) out of the cyclic collector's view, or each full collection walks them (a pause of tens of ms)
     gc.collect()

@@ -1,7 +1,7 @@
 """The registry of guardrails: every policy rule (with its check) and every other guardrail (documented).
 
 One module per domain holds the rules of that domain (``capacity``, ``identity``, ``networking``,
-``scheduling``, ``security``, ``storage``, ``naming``, ``deployment``, ``chargeback``), one small decorated function each, in
+``scheduling``, ``security``, ``storage``, ``naming``, ``deployment``, ``chargeback``, ``quotas``), one small decorated function each, in
 the spirit of cdk-nag's one rule per file. This module lists them:
 
 * :data:`ERROR_RULES` and :data:`WARNING_RULES`, in the order their issues are reported (consecutive rules of
@@ -22,6 +22,7 @@ from hyperpod_tenancy.policy.rules import (
     identity,
     naming,
     networking,
+    quotas,
     scheduling,
     security,
     storage,
@@ -169,6 +170,7 @@ WARNING_RULES: tuple[Rule, ...] = (
     deployment.task_governance_region,
     capacity.unused_instance_type,
     chargeback.price_unused,
+    *quotas.RULES,
 )
 
 #: Every policy rule.

@@ -1,0 +1,246 @@
+"""``TeamChargeback``: a team's part of the chargeback, created in the team's own stack.
+
+Everything of the chargeback that exists once per team lives here, so adding or removing a team changes no
+shared stack: the team's record (an SSM parameter the monthly job reads at run time), its CloudWatch dashboard
+and its same-day preemption alert (a rule groups namespace on the cluster's Prometheus workspace).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import aws_cdk as cdk
+from aws_cdk import aws_aps as aps
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_ssm as ssm
+from constructs import Construct
+
+import hyperpod_tenancy.runtime as runtime_package
+from hyperpod_tenancy.chargeback import model
+from hyperpod_tenancy.constructs._private.annotations import acknowledge_role, skip_checkov
+from hyperpod_tenancy.constructs.chargeback_pipeline import (
+    METRIC_NAMESPACE,
+    MONTHLY_METRICS,
+    preemption_rules,
+)
+from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
+from hyperpod_tenancy.constructs.team_tenant import TeamTenant
+from hyperpod_tenancy.errors import TenancyError
+from hyperpod_tenancy.policy import names
+
+__all__ = ["TeamChargeback"]
+
+
+class TeamChargeback(Construct):
+    """A team's chargeback record, dashboard and same-day alert (create it in the team's stack).
+
+    Creates: the SSM parameter ``/hyperpod-tenancy/<cluster>/chargeback/<team>`` holding the team's record (cost
+    center, quotas: ``model.team_config_to_json``), which the monthly job reads at run time and keeps in the
+    month's roster, so a team removed in the middle of a month is still billed for it; the CloudWatch dashboard
+    ``<cluster>-chargeback-<team>`` (monthly GPU-hours used, borrowed, lent and lost to preemption); and, given
+    a Prometheus workspace, the rule groups namespace ``<cluster>-chargeback-<team>`` with the team's same-day
+    preemption alert (:func:`~hyperpod_tenancy.constructs.chargeback_pipeline.preemption_rules`), which the
+    workspace's alert manager routes to the chargeback topic. The dashboard's first widget is the team's live GPUs
+    (in use and borrowed, against its guarantee and ceiling, every 5 minutes), a custom widget drawn by the
+    team's own function (:mod:`hyperpod_tenancy.runtime.gpu_widget`); given the team's tenant, its permission set
+    may read the dashboard and invoke that function, and nothing of another team (IAM cannot limit
+    ``cloudwatch:GetMetricData`` to one team's dimensions, so the members get no metric permission at all).
+
+    Args:
+        scope: parent construct (the team's stack).
+        id: construct ID.
+        cluster: the shared cluster.
+        team: name of a team of the cluster's platform policy.
+        config: the chargeback configuration (GPUs per instance and checkpoint bounds weigh the alert; its
+            ``teams`` are not read).
+        cost_center: the team's cost center. Default: the policy's (``costCenter``, else the team name).
+        alert_workspace: the Prometheus workspace with Kueue's metrics. Default: no alert rule.
+        preemption_alarm_gpu_hours_per_day: alert when the team's estimated loss over 24 hours exceeds this.
+            Default: 24.
+        tenant: the team's tenant, whose permission set gets read access to the dashboard. Default: none.
+
+    Attributes:
+        record, dashboard, widget, rule_group: the created resources (``rule_group`` is ``None`` without a
+            workspace).
+        team_config: the team's record as the engine reads it.
+
+    Raises:
+        TenancyError: the team is not in the policy.
+
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        cluster: IHyperPodCluster,
+        team: str,
+        config: model.ChargebackConfig,
+        cost_center: str | None = None,
+        alert_workspace: aps.CfnWorkspace | None = None,
+        preemption_alarm_gpu_hours_per_day: float = 24,
+        tenant: TeamTenant | None = None,
+    ) -> None:
+        super().__init__(scope, id)
+        platform = cluster.platform
+        try:
+            spec = platform.team(team)
+        except KeyError:
+            raise TenancyError(f"{self.node.path}: team {team!r} is not in the platform policy.") from None
+        name = platform.cluster.name
+        #: The team's record as the monthly job reads it.
+        self.team_config = model.TeamConfig(
+            name=spec.name,
+            cost_center=cost_center or spec.effective_cost_center,
+            quotas=dict(spec.compute.quotas),
+        )
+        #: The team's record (read by the monthly job under ``names.team_records_path(<cluster>, "chargeback")``).
+        self.record = ssm.StringParameter(
+            self,
+            "Record",
+            parameter_name=names.chargeback_record(name, spec.name),
+            string_value=model.team_config_to_json(self.team_config),
+            description=f"Chargeback record of team {spec.name} on HyperPod cluster {name}",
+            tier=ssm.ParameterTier.STANDARD,
+        )
+        #: The function drawing the team's live GPU widget (reads this team's gauges only).
+        self.widget = self._widget(name)
+        #: The team's dashboard.
+        self.dashboard = self._dashboard(name)
+        if tenant is not None:
+            stack = cdk.Stack.of(self)
+            tenant.allow_in_permission_set(
+                {
+                    "Sid": "ReadTeamDashboard",
+                    "Effect": "Allow",
+                    "Action": "cloudwatch:GetDashboard",
+                    "Resource": stack.format_arn(
+                        service="cloudwatch",
+                        region="",
+                        resource="dashboard",
+                        resource_name=names.chargeback_team_dashboard(name, spec.name),
+                    ),
+                },
+                {
+                    "Sid": "DrawTeamGpuWidget",
+                    "Effect": "Allow",
+                    "Action": "lambda:InvokeFunction",
+                    # formatted from the fixed name, so a policy reader sees whose function it is
+                    "Resource": stack.format_arn(
+                        service="lambda",
+                        resource="function",
+                        resource_name=names.team_gpu_widget(name, spec.name),
+                        arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME,
+                    ),
+                },
+            )
+        #: The team's same-day preemption alert (``None`` without a workspace).
+        self.rule_group: aps.CfnRuleGroupsNamespace | None = None
+        if alert_workspace is not None:
+            classes = [
+                platform.priority_class(c).workload_priority_class for c in spec.allowed_priority_classes
+            ]
+            self.rule_group = aps.CfnRuleGroupsNamespace(
+                self,
+                "PreemptionRules",
+                name=names.team_alert_rules(name, spec.name),
+                workspace=alert_workspace.attr_arn,
+                data=preemption_rules(
+                    dataclasses.replace(config, teams=(self.team_config,)),
+                    threshold_gpu_hours_per_day=preemption_alarm_gpu_hours_per_day,
+                    priority_classes={spec.name: classes},
+                ),
+            )
+
+    def _metric(
+        self, cluster: str, metric: str, *, period: cdk.Duration, statistic: str
+    ) -> cloudwatch.Metric:
+        return cloudwatch.Metric(
+            namespace=METRIC_NAMESPACE,
+            metric_name=metric,
+            dimensions_map={"Cluster": cluster, "Team": self.team_config.name},
+            statistic=statistic,
+            period=period,
+            label=metric,
+        )
+
+    def _widget(self, cluster: str) -> lambda_.Function:
+        source = (Path(runtime_package.__file__).parent / "gpu_widget.py").read_text(encoding="utf-8")
+        function = lambda_.Function(
+            self,
+            "GpuWidget",
+            runtime=lambda_.Runtime.PYTHON_3_14,
+            handler="index.handler",
+            code=lambda_.Code.from_inline(source),
+            timeout=cdk.Duration.seconds(30),
+            memory_size=256,
+            function_name=names.team_gpu_widget(cluster, self.team_config.name),
+            description=f"Live GPUs of team {self.team_config.name} on {cluster} (custom dashboard widget)",
+            environment={"CLUSTER": cluster, "TEAM": self.team_config.name, "NAMESPACE": METRIC_NAMESPACE},
+            log_group=logs.LogGroup(self, "GpuWidgetLogs", retention=logs.RetentionDays.ONE_YEAR),
+        )
+        # GetMetricData has no resource-level permission; the code reads this team's dimensions only
+        function.add_to_role_policy(
+            iam.PolicyStatement(actions=["cloudwatch:GetMetricData"], resources=["*"])
+        )
+        role = function.role
+        if isinstance(role, iam.Role):
+            acknowledge_role(
+                role,
+                managed_policies="AWSLambdaBasicExecutionRole is the managed policy CDK attaches for the function's logs",
+                wildcards="cloudwatch:GetMetricData supports no resource-level permission; the function reads the "
+                "gauges of its own team only (its environment names the team), and the team members may only "
+                "invoke it, never read metrics themselves",
+            )
+        skip_checkov(
+            function,
+            ["CKV_AWS_115", "CKV_AWS_116"],
+            "invoked synchronously by the team's dashboard to draw a widget: a failed draw is retried by reloading "
+            "the dashboard, so a dead-letter queue would hold nothing, and reserved concurrency would take from the "
+            "account's other functions",
+        )
+        skip_checkov(function, "CKV_AWS_117", "calls CloudWatch's API only, nothing inside the VPC")
+        skip_checkov(function, "CKV_AWS_173", "the environment holds the cluster and team names, no secret")
+        return function
+
+    def _dashboard(self, cluster: str) -> cloudwatch.Dashboard:
+        team = self.team_config
+        dashboard = cloudwatch.Dashboard(
+            self,
+            "Dashboard",
+            dashboard_name=names.chargeback_team_dashboard(cluster, team.name),
+            default_interval=cdk.Duration.days(400),
+        )
+        dashboard.add_widgets(
+            cloudwatch.CustomWidget(
+                function_arn=self.widget.function_arn,
+                title=f"{team.name}: GPUs now, against the guarantee and the ceiling (every 5 minutes)",
+                width=24,
+                height=7,
+                update_on_refresh=True,
+                update_on_resize=False,
+                update_on_time_range_change=True,
+            ),
+            cloudwatch.TextWidget(
+                markdown=f"# {team.name} (cost center {team.cost_center})\nMonthly GPU-hours on {cluster}; "
+                f"reports under `s3://<report bucket>/reports/{cluster}/`.",
+                width=24,
+                height=2,
+            ),
+            cloudwatch.GraphWidget(
+                title=f"{team.name}: GPU-hours per month",
+                left=[
+                    self._metric(cluster, m, period=cdk.Duration.days(1), statistic="Sum")
+                    for m in MONTHLY_METRICS
+                ],
+                width=24,
+                height=8,
+                view=cloudwatch.GraphWidgetView.BAR,
+            ),
+        )
+        return dashboard
