@@ -26,8 +26,10 @@ Paired comparison with EKS Blueprints (whole process, the same command on both s
     echo '{"app": "node app.js"}' > /tmp/bp/cdk.json
     # from the repository: A = this library with 20 teams, B = Blueprints with 20 application teams
     .venv/bin/python benchmarks/synth_scale.py --write-platform 20 /tmp/p20.yaml
-    farm-bench -n 3 --timeout 1500 --vs "sh -c 'cd /tmp/bp && npx cdk synth --quiet -o /tmp/bpout >/dev/null 2>&1'" \\
-        -- sh -c 'PLATFORM_FILE=/tmp/p20.yaml npx cdk synth --quiet -o /tmp/o20 >/dev/null 2>&1'
+    for i in 1 2 3; do   # A then B, in turn, three pairs; compare the medians as a ratio
+      /usr/bin/time -f "A %e s %U+%S cpu" sh -c 'PLATFORM_FILE=/tmp/p20.yaml npx cdk synth --quiet -o /tmp/o20 >/dev/null 2>&1'
+      /usr/bin/time -f "B %e s %U+%S cpu" sh -c 'cd /tmp/bp && npx cdk synth --quiet -o /tmp/bpout >/dev/null 2>&1'
+    done
 
 ``--write-platform N FILE`` writes the platform of N teams as YAML (for ``PLATFORM_FILE`` above).
 """
