@@ -6,10 +6,14 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 export KUEUE_CRDS_DIR ?= $(abspath ../shared/kueue-crds)
-# pip installs without compiling every module (aws-cdk-lib alone takes a minute of CPU); Python writes the
-# bytecode of the modules it really imports into the venvs as it goes, even where the shell's environment
-# turned that off, so the second synth starts as fast as a compiled install.
-PIP_INSTALL := -m pip install --quiet --no-compile
+# uv (pinned, from PyPI into .venv) installs every venv: it downloads in parallel and resolves in a second,
+# where pip took minutes. It does not compile every module (aws-cdk-lib alone takes a minute of CPU); Python
+# writes the bytecode of the modules it really imports into the venvs as it goes, even where the shell's
+# environment turned that off, so the second synth starts as fast as a compiled install.
+UV_VERSION := 0.13.9
+UV := $(VENV)/bin/uv
+UV_INSTALL = $(UV) pip install --quiet --python $(1)/bin/python
+UV_VENV = $(UV) venv --quiet --clear --python $(PYTHON) $(1)
 export PYTHONDONTWRITEBYTECODE :=
 
 # jsii and the CDK CLI run on a Node.js LTS that is still supported (22 or later). A machine whose `node` is
@@ -43,42 +47,41 @@ node: $(NODE_STAMP)
 
 # the package and what synthesis needs, nothing else
 $(VENV)/.stamp: pyproject.toml
-	@echo "==> .venv: the package (pip install -e .)"
+	@echo "==> .venv: the package (uv pip install -e .)"
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --no-compile --upgrade "pip>=25.1"
-	$(PY) $(PIP_INSTALL) -e .
+	$(PY) -m pip install --quiet --no-compile "uv==$(UV_VERSION)"
+	$(call UV_INSTALL,$(VENV)) -e .
 	touch $@
 
 # the test and lint tools and the package's extras (the chargeback and webhook commands are tested too)
 $(VENV)/.test-stamp: $(VENV)/.stamp
 	@echo "==> .venv: the extras and the dev group (pytest, cfn-lint, cdk-nag, moto, ruff, mypy, ...)"
-	$(PY) $(PIP_INSTALL) --group dev -e ".[chargeback,webhook]"
+	$(call UV_INSTALL,$(VENV)) --group dev -e ".[chargeback,webhook]"
 	touch $@
 
 # network-config-analyzer pins PyYAML 6.0.2, cfn-lint needs >=6.0.3: it lives in its own venv.
-.venv-nca/.stamp:
+.venv-nca/.stamp: $(VENV)/.stamp
 	@echo "==> .venv-nca: network-config-analyzer"
-	$(PYTHON) -m venv .venv-nca
-	.venv-nca/bin/python -m pip install --quiet --no-compile --upgrade "pip>=25.1"
-	.venv-nca/bin/python $(PIP_INSTALL) "network-config-analyzer==2.1.0"
+	$(call UV_VENV,.venv-nca)
+	$(call UV_INSTALL,.venv-nca) "network-config-analyzer==2.1.0"
 	touch $@
 
 # The HyperPod CLI/SDK (sagemaker-hyperpod, pyproject group hyperpod-sdk) pins pytest, ruff and click versions
-# the dev group cannot share: its own venv, run by tests/support/hyperpod_sdk.py as a subprocess.
-.venv-hyperpod/.stamp: pyproject.toml
+# the dev group cannot share: its own venv, run by tests/support/hyperpod_sdk.py as a subprocess. It also pins
+# zstandard==0.15.2, which has no wheel for Python 3.11 and compiles for two minutes, yet the CLI and SDK never
+# import it: tests/support/hyperpod-sdk-overrides.txt lifts that pin to a release with wheels.
+.venv-hyperpod/.stamp: pyproject.toml tests/support/hyperpod-sdk-overrides.txt $(VENV)/.stamp
 	@echo "==> .venv-hyperpod: the HyperPod CLI and SDK"
-	$(PYTHON) -m venv .venv-hyperpod
-	.venv-hyperpod/bin/python -m pip install --quiet --no-compile --upgrade "pip>=25.1"
-	.venv-hyperpod/bin/python $(PIP_INSTALL) --group hyperpod-sdk
+	$(call UV_VENV,.venv-hyperpod)
+	$(call UV_INSTALL,.venv-hyperpod) --group hyperpod-sdk --override tests/support/hyperpod-sdk-overrides.txt
 	touch $@
 
 # checkov (tests/test_checkov.py) has a large dependency tree of its own: it lives in its own venv too.
 CHECKOV_VERSION := 3.3.30
-.venv-checkov/.stamp:
+.venv-checkov/.stamp: $(VENV)/.stamp
 	@echo "==> .venv-checkov: checkov"
-	$(PYTHON) -m venv .venv-checkov
-	.venv-checkov/bin/python -m pip install --quiet --no-compile --upgrade "pip>=25.1"
-	.venv-checkov/bin/python $(PIP_INSTALL) "checkov==$(CHECKOV_VERSION)"
+	$(call UV_VENV,.venv-checkov)
+	$(call UV_INSTALL,.venv-checkov) "checkov==$(CHECKOV_VERSION)"
 	touch $@
 
 node_modules/.stamp: package.json package-lock.json $(NODE_STAMP)
@@ -122,7 +125,7 @@ typecheck: test-setup
 
 unit: test-setup
 	NCA_BIN=$(abspath .venv-nca/bin/nca) HYPERPOD_SDK_PYTHON=$(abspath .venv-hyperpod/bin/python) \
-		CHECKOV_BIN=$(abspath .venv-checkov/bin/checkov) $(PY) -m pytest
+		CHECKOV_BIN=$(abspath .venv-checkov/bin/checkov) $(PY) -m pytest -n auto --dist loadfile
 
 test: lint typecheck unit
 
