@@ -4,6 +4,7 @@ renderings themselves on a hand-built report."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import datetime as dt
 import gc
 import io
@@ -237,6 +238,8 @@ def test_the_json_report_reconciles_with_the_generated_bill(data: Path, tmp_path
         "bill": bill,
         "difference": Decimal("0.00"),
         "flagged": False,
+        "unknownTeams": [],
+        "failed": False,
     }
     # price = rate ÷ GPUs per instance, from the CUR
     assert {p["instanceType"]: (p["usdPerGpuHour"], p["source"]) for p in doc["prices"]} == {
@@ -574,3 +577,83 @@ def test_the_garbage_collector_is_paused_only_while_rows_are_read() -> None:
         assert not gc.isenabled()  # a collector the caller disabled stays disabled
     finally:
         gc.enable()
+
+
+def _without_team_2(data: Path, tmp_path: Path, unknown: model.UnknownTeams) -> Path:
+    """The month's configuration without ``team-002``, whose usage stays in the collector's files."""
+    config = dataclasses.replace(_config(), teams=_config().teams[:2], unknown_teams=unknown)
+    path = tmp_path / f"config-{unknown.value}.json"
+    path.write_text(model.config_to_json(config), encoding="utf-8")
+    return path
+
+
+def _cli_with(data: Path, config: Path, *extra: str) -> list[str]:
+    argv = _cli(data, *extra)
+    argv[argv.index("--config") + 1] = str(config)
+    return argv
+
+
+def test_usage_of_a_team_the_configuration_does_not_name_fails_the_reconciliation(
+    data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Default: the report is written, its header says why it does not reconcile, and the command exits 3."""
+    config = _without_team_2(data, tmp_path, model.UnknownTeams.FAIL)
+    out = tmp_path / "report.json"
+    assert main(_cli_with(data, config, "--format", "json", "--output", str(out))) == 3
+    err = capsys.readouterr().err
+    assert "RECONCILIATION FAILED: team-002 ran on the cluster but is no team of the configuration" in err
+    assert "chargeback.unknownTeams: bill" in err
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert (doc["reconciliation"]["unknownTeams"], doc["reconciliation"]["failed"]) == (["team-002"], True)
+    # still billed (the money adds up), under its own name
+    assert {r["costCenter"] for r in doc["rows"] if r["team"] == "team-002"} == {"team-002"}
+    markdown = tmp_path / "report.md"
+    assert main(_cli_with(data, config, "--format", "markdown", "--output", str(markdown))) == 3
+    lines = markdown.read_text(encoding="utf-8").splitlines()
+    assert lines[0].startswith("# Chargeback") and lines[2].startswith("> **RECONCILIATION FAILED: team-002")
+    page = tmp_path / "report.html"
+    assert main(_cli_with(data, config, "--format", "html", "--output", str(page))) == 3
+    assert '<p class="flagged" role="alert">RECONCILIATION FAILED: team-002' in page.read_text(
+        encoding="utf-8"
+    )
+
+
+def test_a_policy_for_unknown_teams_bills_them_under_their_own_name(
+    data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = _without_team_2(data, tmp_path, model.UnknownTeams.BILL)
+    out = tmp_path / "report.json"
+    assert main(_cli_with(data, config, "--format", "json", "--output", str(out))) == 0
+    assert capsys.readouterr().err == ""
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert (doc["reconciliation"]["unknownTeams"], doc["reconciliation"]["failed"]) == (["team-002"], False)
+    assert any("'team-002' has usage or evictions but is not in the policy" in n for n in doc["notes"])
+    assert any("allowed by `chargeback.unknownTeams: bill`" in n for n in doc["notes"])
+
+
+def test_the_unknown_teams_policy_round_trips_through_the_job_configuration() -> None:
+    for unknown in model.UnknownTeams:
+        config = dataclasses.replace(_config(), unknown_teams=unknown)
+        assert model.config_from_json(model.config_to_json(config)) == config
+    # a configuration written before the setting existed keeps the safe default
+    legacy = json.loads(model.config_to_json(_config()))
+    del legacy["unknownTeams"]
+    assert model.config_from_json(json.dumps(legacy)).unknown_teams is model.UnknownTeams.FAIL
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"), [(None, model.UnknownTeams.FAIL), ("bill", model.UnknownTeams.BILL)]
+)
+def test_the_platform_sets_the_unknown_teams_policy(value: str | None, expected: model.UnknownTeams) -> None:
+    import yaml
+
+    from hyperpod_tenancy.policy.chargeback import chargeback_config
+    from hyperpod_tenancy.policy.loader import platform_from_dict
+
+    data = yaml.safe_load(
+        (Path(__file__).resolve().parent.parent / "platform.yaml").read_text(encoding="utf-8")
+    )
+    data["chargeback"].pop("unknownTeams", None)
+    if value is not None:
+        data["chargeback"]["unknownTeams"] = value
+    assert chargeback_config(platform_from_dict(data)).unknown_teams is expected

@@ -469,3 +469,28 @@ def test_a_malformed_team_record_names_its_parameter(
     boto3.client("ssm").put_parameter(Name=path + "broken", Value='{"name": "broken"}', Type="String")
     with pytest.raises(chargeback_job.ChargebackJobError, match=f"{path}broken: team record: missing key"):
         chargeback_job.team_records(boto3.client("ssm"), path)
+
+
+def test_usage_of_a_team_nobody_recorded_fails_the_month_in_the_message(
+    job_env: dict[str, str], month_data: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A namespace with usage and no team record (never onboarded, or gone before the month's first roster):
+    the report is written, and the message and its subject say the month does not reconcile."""
+    asset = tmp_path / "platform_config.json"
+    asset.write_text(config_to_json(dataclasses.replace(config(), teams=config().teams[1:])))
+    monkeypatch.setenv("CHARGEBACK_CONFIG", str(asset))
+    usage, cur = month_data
+    rows = athena_rows(usage, cur)
+    seed_athena(
+        os.environ["AWS_ENDPOINT_URL"], [rows[n] for n in queries.USAGE_QUERIES + queries.COST_QUERIES]
+    )
+    result = chargeback_job.handler({"month": MONTH})
+    assert result["failed"] is True
+    messages = boto3.client("sqs").receive_message(
+        QueueUrl=job_env["QUEUE"], MaxNumberOfMessages=10, WaitTimeSeconds=1
+    )["Messages"]
+    (body,) = [json.loads(m["Body"]) for m in messages]
+    assert body["Subject"] == f"Chargeback {CLUSTER} {MONTH} FAILED"
+    assert f"RECONCILIATION FAILED: {config().teams[0].name} ran on the cluster" in body["Message"]
+    written = boto3.client("s3").get_object(Bucket=BUCKET, Key=f"reports/{CLUSTER}/{MONTH}/report.json")
+    assert json.loads(written["Body"].read())["reconciliation"]["unknownTeams"] == [config().teams[0].name]

@@ -1216,6 +1216,15 @@ CASES: list[Case] = [
         1,
     ),
     Case(
+        "unknown-teams-policy-misspelled",
+        {"chargeback.unknownTeams": "ignore"},
+        "HPT-SCHEMA",
+        "chargeback.unknownTeams",
+        ("'ignore' is not one of: fail, bill",),
+        "use one of: fail, bill",
+        1,
+    ),
+    Case(
         "preemption-alarm-zero",
         {"chargeback.preemptionAlarm.gpuHoursPerTeamPerDay": 0},
         "HPT-CHARGEBACK-ALARM",

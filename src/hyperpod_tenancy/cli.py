@@ -11,7 +11,8 @@ the rule registry (:mod:`hyperpod_tenancy.policy.rules`), or rewrites it in the 
 ``hyperpod-tenancy chargeback --usage DIR (--cur FILE | --prices FILE) --month YYYY-MM
 [--platform platform.yaml | --config chargeback_config.json] [--format json|csv|html|markdown] [--output FILE]`` computes a month's chargeback report offline, with the
 monthly job's SQL on DuckDB over local copies of the collector's files and the CUR
-(:mod:`hyperpod_tenancy.chargeback_offline`); exit 1 on unreadable or malformed inputs.
+(:mod:`hyperpod_tenancy.chargeback_offline`); exit 1 on unreadable or malformed inputs, exit 3 (the report
+written all the same) when it does not reconcile: usage of a team the configuration does not name.
 
 ``hyperpod-tenancy webhook serve --port P --tls-cert F --tls-key F --table NAME --teams FILE
 [--max-body-bytes N] [--kube-api URL --kube-token-file F --kube-ca-file F]`` runs the POSIX identity admission
@@ -49,6 +50,8 @@ EXIT_OK = 0
 EXIT_INVALID = 1
 #: Exit status: the command line is wrong.
 EXIT_USAGE = 2
+#: Exit status: the chargeback report was written but does not reconcile (teams the configuration does not name).
+EXIT_UNRECONCILED = 3
 #: The package's extras and the modules each brings (``pip install 'cdk-hyperpod-tenancy[<extra>]'``): the
 #: constructs and ``validate`` need none; the commands that run code of their own name theirs.
 EXTRAS: dict[str, tuple[str, ...]] = {
@@ -306,7 +309,10 @@ def _team_records(folder: Path, err: TextIO) -> list[model.TeamConfig] | None:
 
 
 def _chargeback(args: argparse.Namespace, *, err: TextIO) -> int:
-    """Compute and write the offline chargeback report; return the exit status (0, or 1 on bad inputs)."""
+    """Compute and write the offline chargeback report; return the exit status.
+
+    0; 1 on bad inputs (nothing written); 3 when the report, written all the same, does not reconcile.
+    """
     # imported here: DuckDB and sqlglot load only for this command
     from hyperpod_tenancy import chargeback_offline  # noqa: PLC0415
     from hyperpod_tenancy.chargeback import engine, queries, report  # noqa: PLC0415
@@ -334,12 +340,18 @@ def _chargeback(args: argparse.Namespace, *, err: TextIO) -> int:
     if args.output is None:
         sys.stdout.buffer.write(rendered)
         sys.stdout.flush()
-        return EXIT_OK
-    try:
-        args.output.write_bytes(rendered)
-    except OSError as exc:
-        print(f"{PROG}: error: cannot write --output {str(args.output)!r}: {exc.strerror or exc}.", file=err)
-        return EXIT_INVALID
+    else:
+        try:
+            args.output.write_bytes(rendered)
+        except OSError as exc:
+            print(
+                f"{PROG}: error: cannot write --output {str(args.output)!r}: {exc.strerror or exc}.", file=err
+            )
+            return EXIT_INVALID
+    failed = report.failure(result)
+    if failed is not None:
+        print(f"{PROG}: {failed}", file=err)
+        return EXIT_UNRECONCILED
     return EXIT_OK
 
 

@@ -65,6 +65,7 @@ from .model import (
     SharedCostRule,
     TeamCharge,
     TeamConfig,
+    UnknownTeams,
     UsageInputs,
 )
 
@@ -350,6 +351,7 @@ class _Computation:
         self.inputs, self.costs = usage, costs
         self.teams: dict[str, TeamConfig] = {t.name: t for t in config.teams}
         self.notes: list[str] = []
+        self.unknown: list[str] = []
 
     # --- validation ---------------------------------------------------------------------------------------
 
@@ -375,9 +377,16 @@ class _Computation:
         if team is None:
             team = TeamConfig(name=name, cost_center=name, quotas={})
             self.teams[name] = team
+            self.unknown.append(name)
+            fix = (
+                "add it to the configuration's teams (its TeamTenant), or bill such namespaces under their own "
+                "name with `chargeback.unknownTeams: bill`"
+                if self.config.unknown_teams is UnknownTeams.FAIL
+                else "allowed by `chargeback.unknownTeams: bill`"
+            )
             self.notes.append(
                 f"team {name!r} has usage or evictions but is not in the policy: billed without a guarantee, "
-                "under its own name as cost center."
+                f"under its own name as cost center; {fix}."
             )
         return team
 
@@ -747,6 +756,8 @@ class _Computation:
         if bill is None and self.costs.instance_types:
             bill = sum(lines.values(), _ZERO) + sum((s.cost for s in self.costs.shared), _ZERO)
         tolerance = self.config.tolerance
+        unknown = tuple(sorted(self.unknown))
+        failed = bool(unknown) and self.config.unknown_teams is UnknownTeams.FAIL
         for itype, cost in sorted(lines.items()):
             acc = types.get(itype)
             inventory = acc.capacity * prices[itype] if acc is not None and itype in prices else _ZERO
@@ -757,10 +768,22 @@ class _Computation:
                 )
         if bill is None:
             self.notes.append("no bill for the month: charges use the price table and are not reconciled.")
-            return Reconciliation(charged=charged, bill=None, difference=None, flagged=False)
+            return Reconciliation(
+                charged=charged,
+                bill=None,
+                difference=None,
+                flagged=False,
+                unknown_teams=unknown,
+                failed=failed,
+            )
         difference = charged - bill
         return Reconciliation(
-            charged=charged, bill=bill, difference=difference, flagged=_off(charged, bill, tolerance)
+            charged=charged,
+            bill=bill,
+            difference=difference,
+            flagged=_off(charged, bill, tolerance),
+            unknown_teams=unknown,
+            failed=failed,
         )
 
 

@@ -41,6 +41,7 @@ __all__ = [
     "SharedCostRule",
     "TeamCharge",
     "TeamConfig",
+    "UnknownTeams",
     "UsageInputs",
     "config_from_json",
     "config_to_json",
@@ -80,6 +81,16 @@ class SharedCostRule(enum.StrEnum):
     IDLE_OWNER = "idle-owner"
     #: Split by each team's guaranteed GPUs.
     BY_GUARANTEE = "by-guarantee"
+
+
+class UnknownTeams(enum.StrEnum):
+    """What a month does with a namespace that has usage or evictions but is no team of the configuration."""
+
+    #: The reconciliation fails: the report names the teams in its header, the CLI exits 3 and the monthly job's
+    #: message says FAILED (a team's stack was removed while it still ran, or a namespace nobody onboarded).
+    FAIL = "fail"
+    #: Billed under its own name as cost center, without a guarantee; a note names it.
+    BILL = "bill"
 
 
 class PriceSource(enum.StrEnum):
@@ -128,6 +139,8 @@ class ChargebackConfig:
     max_checkpoint_minutes: dict[str, int] = field(default_factory=dict)
     #: Relative mismatch between Σ charges and the bill above which a report is flagged (0.005 = 0.5 %).
     tolerance: Decimal = Decimal("0.005")
+    #: A namespace with usage that is no team here: a reconciliation failure, or billed under its own name.
+    unknown_teams: UnknownTeams = UnknownTeams.FAIL
 
 
 #: Milliseconds per hour: GPU-hours = GPU-milliseconds / MS_PER_HOUR.
@@ -293,6 +306,10 @@ class Reconciliation:
     difference: Decimal | None
     #: ``|difference| / bill`` above the configured tolerance.
     flagged: bool
+    #: Teams with usage or evictions that the configuration does not name, sorted.
+    unknown_teams: tuple[str, ...] = ()
+    #: The report does not reconcile and must not be sent as is: unknown teams under :attr:`UnknownTeams.FAIL`.
+    failed: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -341,6 +358,7 @@ def config_to_json(config: ChargebackConfig) -> str:
         "prices": {k: str(v) for k, v in sorted(config.prices.items())},
         "maxCheckpointMinutes": dict(sorted(config.max_checkpoint_minutes.items())),
         "tolerance": str(config.tolerance),
+        "unknownTeams": config.unknown_teams.value,
     }
     return json.dumps(document, indent=2, sort_keys=True) + "\n"
 
@@ -415,6 +433,7 @@ def config_from_json(text: str) -> ChargebackConfig:
             prices={k: Decimal(v) for k, v in document.get("prices", {}).items()},
             max_checkpoint_minutes={k: int(v) for k, v in document.get("maxCheckpointMinutes", {}).items()},
             tolerance=Decimal(document.get("tolerance", "0.005")),
+            unknown_teams=UnknownTeams(document.get("unknownTeams", UnknownTeams.FAIL.value)),
         )
     except KeyError as missing:
         raise ValueError(

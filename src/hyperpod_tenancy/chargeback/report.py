@@ -30,7 +30,7 @@ from .model import (
     TeamCharge,
 )
 
-__all__ = ["EXTENSIONS", "Format", "render"]
+__all__ = ["EXTENSIONS", "Format", "failure", "render"]
 
 
 class Format(enum.StrEnum):
@@ -156,6 +156,8 @@ def _json(report: Report) -> str:
             "bill": None if rec.bill is None else _Raw(_num(rec.bill, True)),
             "difference": None if rec.difference is None else _Raw(_num(rec.difference, True)),
             "flagged": rec.flagged,
+            "unknownTeams": list(rec.unknown_teams),
+            "failed": rec.failed,
         },
         "rows": [
             {
@@ -262,6 +264,19 @@ def _team_totals(report: Report) -> list[tuple[str, str, Decimal]]:
     return [(team, center, total) for (team, center), total in sorted(totals.items())]
 
 
+def failure(report: Report) -> str | None:
+    """Return the line that says why the report does not reconcile (its header), or ``None`` when it does."""
+    rec = report.reconciliation
+    if not rec.failed:
+        return None
+    return (
+        f"RECONCILIATION FAILED: {', '.join(rec.unknown_teams)} ran on the cluster but "
+        f"{'is no team' if len(rec.unknown_teams) == 1 else 'are no teams'} of the configuration, so their "
+        "GPU-hours raised the borrowing of known teams. Add each to the platform (its TeamTenant), or set "
+        "`chargeback.unknownTeams: bill` to bill such namespaces under their own name."
+    )
+
+
 def _summary_lines(report: Report) -> list[tuple[str, str]]:
     rec = report.reconciliation
     prices = ", ".join(
@@ -325,6 +340,8 @@ def _md_table(header: Sequence[str], rows: Iterable[Sequence[str]], right: int) 
 
 def _markdown(report: Report) -> str:
     lines = [f"# Chargeback {report.month} — cluster {report.cluster}", ""]
+    if (failed := failure(report)) is not None:
+        lines += [f"> **{_md_cell(failed)}**", ""]
     lines += [f"- **{label}:** {_md_cell(value)}" for label, value in _summary_lines(report)]
     lines += ["", "## Per team", ""]
     lines += _md_table(
@@ -426,8 +443,10 @@ def _html(report: Report) -> str:
         "</head>",
         "<body>",
         f"<h1>{_e(title)}</h1>",
-        "<dl>",
     ]
+    if (failed := failure(report)) is not None:
+        lines.append(f'<p class="flagged" role="alert">{_e(failed)}</p>')
+    lines.append("<dl>")
     for label, value in _summary_lines(report):
         flagged = ' class="flagged"' if label == "Reconciliation" and report.reconciliation.flagged else ""
         lines.append(f"<dt>{_e(label)}</dt><dd{flagged}>{_e(value)}</dd>")

@@ -302,6 +302,9 @@ class ChargebackPipeline(Construct):
         cost_centers: team → cost center. Default: each team is its own cost center.
         prices: fallback $/GPU-hour per instance type, where the CUR has no cluster line. Default: none.
         tolerance: relative bill mismatch above which a report is flagged. Default: 0.005 (0.5 %).
+        unknown_teams: a namespace with usage that is no team of the cluster fails the month's reconciliation
+            (``FAIL``: the report's header and the monthly message say so) or is billed under its own name
+            (``BILL``). Default: ``FAIL``.
         usage_report_chart: where the operator's chart is mirrored. Default: the operator is not installed (a
             warning ``HPT-CHARGEBACK-OPERATOR`` says so; install it yourself, writing to this bucket's ``raw/``).
         alert_workspace: the Amazon Managed Prometheus workspace that receives Kueue's metrics. Default: the
@@ -335,6 +338,7 @@ class ChargebackPipeline(Construct):
         cost_centers: Mapping[str, str] | None = None,
         prices: Mapping[str, Decimal] | None = None,
         tolerance: Decimal = Decimal("0.005"),
+        unknown_teams: model.UnknownTeams = model.UnknownTeams.FAIL,
         usage_report_chart: UsageReportChart | None = None,
         alert_workspace: aps.CfnWorkspace | None = None,
         preemption_alarm_gpu_hours_per_day: float = 24,
@@ -359,6 +363,7 @@ class ChargebackPipeline(Construct):
             cost_centers=cost_centers or {},
             prices=prices or {},
             tolerance=tolerance,
+            unknown_teams=unknown_teams,
         )
         if preemption_alarm_gpu_hours_per_day <= 0:
             raise TenancyError(
@@ -436,6 +441,7 @@ class ChargebackPipeline(Construct):
         cost_centers: Mapping[str, str],
         prices: Mapping[str, Decimal],
         tolerance: Decimal,
+        unknown_teams: model.UnknownTeams,
     ) -> model.ChargebackConfig:
         platform = self.cluster.platform
         if not idle_owner:
@@ -492,6 +498,7 @@ class ChargebackPipeline(Construct):
             prices=dict(sorted(prices.items())),
             max_checkpoint_minutes=dict(sorted(checkpoint.items())),
             tolerance=tolerance,
+            unknown_teams=unknown_teams,
         )
 
     def cost_center(self, team: str) -> str:

@@ -74,6 +74,7 @@ def chargeback_config(platform: Platform) -> ChargebackConfig:
             if (minutes := pc.max_checkpoint_minutes) is not None
         },
         tolerance=_decimal(spec.reconciliation_tolerance),
+        unknown_teams=spec.unknown_teams,
     )
 
 

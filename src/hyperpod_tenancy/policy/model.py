@@ -15,7 +15,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from hyperpod_tenancy.chargeback.model import BillingRule, SharedCostRule
+from hyperpod_tenancy.chargeback.model import BillingRule, SharedCostRule, UnknownTeams
 from hyperpod_tenancy.policy import names
 
 #: Nodes of every instance group kept outside all quotas by default, so that quotas still hold
@@ -540,6 +540,10 @@ class ChargebackSpec:
     )
     #: Relative mismatch between the month's charges and the bill above which the report is flagged (0.005 = 0.5 %).
     reconciliation_tolerance: float = DEFAULT_RECONCILIATION_TOLERANCE
+    #: A namespace with usage or evictions that is no team of this platform: ``fail`` (the reconciliation fails:
+    #: the report's header names it, the offline command exits 3, the monthly message says FAILED) or ``bill``
+    #: (billed under its own name as cost center, without a guarantee, with a note).
+    unknown_teams: UnknownTeams = UnknownTeams.FAIL
     #: The preemption alarm.
     preemption_alarm: PreemptionAlarmSpec = field(default_factory=PreemptionAlarmSpec)
     #: Where the usage-report operator's Helm chart is mirrored (``ociRepository`` + ``version``, or a vendored

@@ -393,9 +393,11 @@ def handler(event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
         for chunk in _chunks(metric_data(result, timestamp=stamp), 500):
             cloudwatch.put_metric_data(Namespace=os.environ["METRIC_NAMESPACE"], MetricData=chunk)
     flagged = result.reconciliation.flagged
+    failed = report.failure(result)
     lines = [
         f"Chargeback report of {config.cluster} for {month}: rule {result.rule.value}, idle owner {result.idle_owner}.",
         *(f"s3://{bucket}/{key}" for key in keys),
+        *([failed] if failed is not None else []),
         "Reconciliation: MISMATCH above tolerance, check the report."
         if flagged
         else "Reconciliation: within tolerance.",
@@ -407,7 +409,7 @@ def handler(event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
         lines.append("CloudWatch metrics were not published: the month ended more than 14 days ago.")
     boto3.client("sns").publish(
         TopicArn=os.environ["TOPIC_ARN"],
-        Subject=f"Chargeback {config.cluster} {month}"[:100],
+        Subject=f"Chargeback {config.cluster} {month}{' FAILED' if failed is not None else ''}"[:100],
         Message="\n".join(lines),
     )
     return {
@@ -415,5 +417,6 @@ def handler(event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
         "keys": keys,
         "metrics_published": published,
         "flagged": flagged,
+        "failed": failed is not None,
         "configuration": "recorded" if recorded else "deployed",
     }

@@ -35,6 +35,7 @@ def pipeline_props(platform: Platform) -> dict[str, Any]:
         "cost_centers": {team.name: team.cost_center for team in config.teams},
         "prices": dict(config.prices),
         "tolerance": config.tolerance,
+        "unknown_teams": config.unknown_teams,
         "preemption_alarm_gpu_hours_per_day": spec.preemption_alarm.gpu_hours_per_team_per_day,
     }
     chart = spec.usage_report_chart
