@@ -42,15 +42,15 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("installed")
     assert not root.resolve().is_relative_to(REPO)
     wheels = root / "wheels"
-    built = _run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(wheels), str(REPO)], cwd=root
-    )
+    # uv (what `make` installs the venvs with): the same wheel and resolution as pip, from the set-up's cache
+    uv = [sys.executable, "-m", "uv", "--quiet"]
+    built = _run([*uv, "build", "--wheel", "--out-dir", str(wheels), str(REPO)], cwd=root)
     assert built.returncode == 0, built.stderr
     (wheel,) = wheels.glob("cdk_hyperpod_tenancy-*.whl")
     venv = root / "venv"
-    assert _run([sys.executable, "-m", "venv", str(venv)], cwd=root).returncode == 0
+    assert _run([*uv, "venv", "--python", sys.executable, str(venv)], cwd=root).returncode == 0
     python = venv / "bin" / "python"
-    install = _run([str(python), "-m", "pip", "install", "--quiet", "--no-compile", str(wheel)], cwd=root)
+    install = _run([*uv, "pip", "install", "--python", str(python), str(wheel)], cwd=root)
     assert install.returncode == 0, install.stderr
     return python
 

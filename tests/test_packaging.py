@@ -76,7 +76,11 @@ def _dry_run(target: str) -> str:
 
 def test_make_synth_installs_only_what_synthesis_needs() -> None:
     synth = _dry_run("synth")
-    assert "pip install --quiet --python .venv/bin/python -e ." in synth and "npm ci" in synth and "npx cdk synth" in synth
+    assert (
+        "pip install --quiet --python .venv/bin/python -e ." in synth
+        and "npm ci" in synth
+        and "npx cdk synth" in synth
+    )
     for test_only in (".venv-nca", ".venv-hyperpod", ".venv-checkov", "--group", "prometheus", "[chargeback"):
         assert test_only not in synth, test_only
     test = _dry_run("test")
