@@ -115,22 +115,24 @@ validate: $(VENV)/.stamp
 schema: $(VENV)/.stamp
 	$(PY) -m hyperpod_tenancy.policy.json_schema schema/platform.schema.json
 
-lint: test-setup
+# `make lint` (typecheck, unit) alone sets up first; `make test` has already
+CHECKS_AFTER ?= test-setup
+lint: $(CHECKS_AFTER)
 	$(VENV)/bin/ruff check src tests app.py benchmarks
 	$(VENV)/bin/ruff format --check src tests app.py benchmarks
 	$(VENV)/bin/lint-imports
 
-typecheck: test-setup
+typecheck: $(CHECKS_AFTER)
 	$(VENV)/bin/mypy
 
-unit: test-setup
+unit: $(CHECKS_AFTER)
 	NCA_BIN=$(abspath .venv-nca/bin/nca) HYPERPOD_SDK_PYTHON=$(abspath .venv-hyperpod/bin/python) \
 		CHECKOV_BIN=$(abspath .venv-checkov/bin/checkov) $(PY) -m pytest -n auto --dist loadfile
 
 # ruff, mypy and pytest run side by side (mypy alone takes two minutes of one core on a fresh clone), their
-# output interleaved line by line; any of them failing fails `make test`.
+# output interleaved as it comes (pytest shows its progress); any of them failing fails `make test`.
 test: test-setup
-	$(MAKE) --no-print-directory -j3 --output-sync=line lint typecheck unit
+	$(MAKE) --no-print-directory -j3 lint typecheck unit CHECKS_AFTER=
 
 clean:
 	rm -rf cdk.out $(VENV) .venv-nca .venv-hyperpod .venv-checkov .node node_modules .pytest_cache .mypy_cache .ruff_cache
