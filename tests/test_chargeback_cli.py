@@ -608,7 +608,7 @@ def test_usage_of_a_team_the_configuration_does_not_name_fails_the_reconciliatio
     out = tmp_path / "report.json"
     assert main(_cli_with(data, config, "--format", "json", "--output", str(out))) == 3
     err = capsys.readouterr().err
-    assert "RECONCILIATION FAILED: team-002 ran on the cluster but is no team of the configuration" in err
+    assert "RECONCILIATION FAILED: team-002 is no team of the configuration yet ran on the cluster" in err
     assert "chargeback.unknownTeams: bill" in err
     doc = json.loads(out.read_text(encoding="utf-8"))
     assert (doc["reconciliation"]["unknownTeams"], doc["reconciliation"]["failed"]) == (["team-002"], True)
@@ -634,7 +634,10 @@ def test_a_policy_for_unknown_teams_bills_them_under_their_own_name(
     assert capsys.readouterr().err == ""
     doc = json.loads(out.read_text(encoding="utf-8"))
     assert (doc["reconciliation"]["unknownTeams"], doc["reconciliation"]["failed"]) == (["team-002"], False)
-    assert any("'team-002' has usage or evictions but is not in the policy" in n for n in doc["notes"])
+    assert any(
+        "'team-002' has usage, evictions or tagged bill lines but is not in the policy" in n
+        for n in doc["notes"]
+    )
     assert any("allowed by `chargeback.unknownTeams: bill`" in n for n in doc["notes"])
 
 
@@ -652,15 +655,76 @@ def test_the_unknown_teams_policy_round_trips_through_the_job_configuration() ->
     ("value", "expected"), [(None, model.UnknownTeams.FAIL), ("bill", model.UnknownTeams.BILL)]
 )
 def test_the_platform_sets_the_unknown_teams_policy(value: str | None, expected: model.UnknownTeams) -> None:
-    import yaml
+    from platforms import reference_data
 
     from hyperpod_tenancy.policy.chargeback import chargeback_config
     from hyperpod_tenancy.policy.loader import platform_from_dict
 
-    data = yaml.safe_load(
-        (Path(__file__).resolve().parent.parent / "platform.yaml").read_text(encoding="utf-8")
-    )
+    data = reference_data()
     data["chargeback"].pop("unknownTeams", None)
     if value is not None:
         data["chargeback"]["unknownTeams"] = value
     assert chargeback_config(platform_from_dict(data)).unknown_teams is expected
+
+
+def _cur_with_team_lines(tmp_path: Path, team_lines: list[tuple[str, str, str, str]]) -> Path:
+    """The generated month's CUR (every instance-hour, FSx) plus lines tagged with the cluster and a team:
+    ``(team, product, usage type, cost)``."""
+    lines = [
+        cur_line(
+            "AmazonSageMaker",
+            f"USE1-Cluster:{itype}",
+            str(744 * NODES),
+            f"{float(rate) * 744 * NODES:.2f}",
+            cluster=CLUSTER,
+            period=MONTH,
+        )
+        for itype, rate in sorted(RATES.items())
+    ]
+    lines.append(cur_line("AmazonFSx", "USE1-Throughput", "1", "1200.50", cluster=CLUSTER, period=MONTH))
+    lines += [
+        cur_line(product, usage, "1", cost, cluster=CLUSTER, period=MONTH, team=team)
+        for team, product, usage, cost in team_lines
+    ]
+    return write_cur(tmp_path / "cur.parquet", lines)
+
+
+def test_bill_lines_a_team_tag_names_are_charged_to_that_team_alone(data: Path, tmp_path: Path) -> None:
+    """A team's Studio spaces (GPU instances too) and its stack's resources carry its tag: its own row, not the
+    shared split and not lost."""
+    cur = _cur_with_team_lines(
+        tmp_path,
+        [
+            ("team-001", "AmazonSageMaker", "USE1-Studio:ml.g5.2xlarge", "250.00"),
+            ("team-001", "AmazonEC2", "USE1-EBS:VolumeUsage.gp3", "12.34"),
+            ("team-002", "AmazonSageMaker", "USE1-Studio:ml.t3.medium", "3.01"),
+        ],
+    )
+    out = tmp_path / "report.json"
+    assert main(_cli(data, "--format", "json", "--output", str(out), source=("--cur", str(cur)))) == 0
+    doc = json.loads(out.read_text(encoding="utf-8"), parse_float=Decimal)
+    direct = {
+        (r["team"], r["instanceType"]): r["directCharge"] for r in doc["rows"] if r["directCharge"] != 0
+    }
+    assert direct == {("team-001", "(all)"): Decimal("262.34"), ("team-002", "(all)"): Decimal("3.01")}
+    own = next(r for r in doc["rows"] if r["team"] == "team-001" and r["instanceType"] == "(all)")
+    assert (own["costCenter"], own["total"], own["sharedCharge"]) == ("cc-1", Decimal("262.34"), 0)
+    # the shared lines are still only FSx; the rows add up to the whole bill
+    bill = sum(Decimal(r) * 744 * NODES for r in RATES.values()) + Decimal("1200.50") + Decimal("265.35")
+    assert doc["reconciliation"]["bill"] == bill and doc["reconciliation"]["difference"] == 0
+    assert sum(r["total"] for r in doc["rows"]) == bill
+    # the CSV carries the column too
+    csv_out = tmp_path / "report.csv"
+    assert main(_cli(data, "--format", "csv", "--output", str(csv_out), source=("--cur", str(cur)))) == 0
+    assert "direct_charge" in csv_out.read_text(encoding="utf-8").splitlines()[0].split(",")
+
+
+def test_a_team_tag_of_no_configured_team_fails_the_reconciliation(
+    data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cur = _cur_with_team_lines(
+        tmp_path, [("team-777", "AmazonSageMaker", "USE1-Studio:ml.g5.2xlarge", "9.99")]
+    )
+    out = tmp_path / "report.json"
+    assert main(_cli(data, "--format", "json", "--output", str(out), source=("--cur", str(cur)))) == 3
+    assert "RECONCILIATION FAILED: team-777 is no team of the configuration" in capsys.readouterr().err

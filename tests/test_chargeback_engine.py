@@ -534,7 +534,10 @@ def test_a_team_missing_from_the_policy_is_billed_under_its_name_and_noted() -> 
     report = compute_report(config(term(BillingRule.USAGE)), MONTH, inputs, CostInputs())
     ghost = row(report, "ghost")
     assert figs(ghost.cost_center, ghost.total) == ("ghost", D("80.00"))
-    assert any("'ghost' has usage or evictions but is not in the policy" in n for n in report.notes)
+    assert any(
+        "'ghost' has usage, evictions or tagged bill lines but is not in the policy" in n
+        for n in report.notes
+    )
 
 
 # --- properties ---------------------------------------------------------------------------------------------

@@ -491,6 +491,8 @@ def test_usage_of_a_team_nobody_recorded_fails_the_month_in_the_message(
     )["Messages"]
     (body,) = [json.loads(m["Body"]) for m in messages]
     assert body["Subject"] == f"Chargeback {CLUSTER} {MONTH} FAILED"
-    assert f"RECONCILIATION FAILED: {config().teams[0].name} ran on the cluster" in body["Message"]
+    assert (
+        f"RECONCILIATION FAILED: {config().teams[0].name} is no team of the configuration" in body["Message"]
+    )
     written = boto3.client("s3").get_object(Bucket=BUCKET, Key=f"reports/{CLUSTER}/{MONTH}/report.json")
     assert json.loads(written["Body"].read())["reconciliation"]["unknownTeams"] == [config().teams[0].name]

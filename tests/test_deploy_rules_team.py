@@ -308,6 +308,21 @@ def test_studio_apps_reach_the_api_endpoint_through_the_shared_client_group(refe
         assert not resources_of(template, "AWS::EC2::SecurityGroupIngress"), team.name
 
 
+# ------------------------------------------------------------------ Studio's bill lines carry the team's tag
+def test_the_studio_domain_passes_the_team_tag_to_its_spaces_and_apps(reference: Synth) -> None:
+    # SageMaker AI developer guide, "Custom tag propagation": tags set on the domain reach the resources created
+    # in Studio only with the domain's TagPropagation ENABLED (default DISABLED, CreateDomain API reference).
+    # Without it a team's spaces (GPU instances too) carry no team tag and the chargeback charges them to no one.
+    for team in reference.platform.teams:
+        if not team.studio:
+            continue
+        domain = next(iter(resources_of(reference.team(team.name), "AWS::SageMaker::Domain").values()))
+        assert domain["Properties"]["TagPropagation"] == "ENABLED", team.name
+        tags = {t["Key"]: t["Value"] for t in domain["Properties"]["Tags"]}
+        assert tags["hyperpod-tenancy:team"] == team.name, team.name
+        assert tags["hyperpod-tenancy:cluster"] == reference.platform.cluster.name, team.name
+
+
 # ------------------------------------------------------------------ waits below the kubectl Lambda's timeout
 def test_kubectl_waits_stay_below_the_provider_lambda_timeout(reference: Synth) -> None:
     # the kubectl provider Lambda (aws-eks-v2 kubectl-provider.ts) is killed at its own timeout; a wait that long

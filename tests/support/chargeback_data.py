@@ -111,9 +111,13 @@ def cur_line(
     cluster: str | None,
     period: str,
     resource_id: str = "",
+    team: str | None = None,
 ) -> dict[str, Any]:
-    """One CUR 2.0 line; ``cluster`` is the value of the cluster cost allocation tag (None: untagged)."""
+    """One CUR 2.0 line; ``cluster`` and ``team`` are the values of the cluster and team cost allocation tags
+    (None: not tagged)."""
     tags = [("user_hyperpod_tenancy_cluster", cluster)] if cluster is not None else []
+    if team is not None:
+        tags.append(("user_hyperpod_tenancy_team", team))
     return {
         "billing_period": period,
         "line_item_product_code": product,

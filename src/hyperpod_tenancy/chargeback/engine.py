@@ -27,7 +27,9 @@ Billing rules (``p`` the month's price of a GPU-hour of ``f``):
 Either way the rows of ``f`` add up to ``C * p`` and no charge is negative. The idle owner is a cost center (one
 ``(idle)`` row per instance type) or ``shared``: then the idle rows are split by guarantee on that type (by the
 whole guarantee where no team holds one on it), one row per cost center. Shared costs (FSx, EKS, NAT, ...)
-go to the idle owner (a ``(shared)`` row) or are split over the team rows by guaranteed GPU-hours.
+go to the idle owner (a ``(shared)`` row) or are split over the team rows by guaranteed GPU-hours. Lines a
+team's tag names (its stack's resources, its Studio apps and spaces, which can be GPU instances) are that team's
+alone: a row of the team with instance type ``(all)`` and the cost as its direct charge.
 
 Money is rounded to cents by largest remainder, per column, so the rows add up to the reconciled total exactly;
 the reconciliation compares that total with the bill and flags a relative difference above the tolerance.
@@ -305,6 +307,7 @@ class _Row:
     gross: Decimal = _ZERO
     credit: Decimal = _ZERO
     shared: Decimal = _ZERO
+    direct: Decimal = _ZERO
 
 
 def compute_report(config: ChargebackConfig, month: str, usage: UsageInputs, costs: CostInputs) -> Report:
@@ -385,7 +388,8 @@ class _Computation:
                 else "allowed by `chargeback.unknownTeams: bill`"
             )
             self.notes.append(
-                f"team {name!r} has usage or evictions but is not in the policy: billed without a guarantee, "
+                f"team {name!r} has usage, evictions or tagged bill lines but is not in the policy: billed without "
+                "a guarantee, "
                 f"under its own name as cost center; {fix}."
             )
         return team
@@ -407,6 +411,7 @@ class _Computation:
         self._preemption(types)
         rows = self._rows(types, prices)
         self._shared_costs(rows)
+        self._team_costs(rows)
         charges = _round(rows, self.config.cluster)
         reconciliation = self._reconcile(charges, types, prices)
         return Report(
@@ -747,6 +752,12 @@ class _Computation:
         for r in teams:
             r.shared = total * weights[id(r)] / guaranteed
 
+    def _team_costs(self, rows: list[_Row]) -> None:
+        """Add a row per team whose tag names bill lines: those lines are that team's alone."""
+        for line in self.costs.teams:
+            team = self._team(line.team)
+            rows.append(_Row(team.name, team.cost_center, ALL_INSTANCE_TYPES, _Acc(), direct=line.cost))
+
     def _reconcile(
         self, charges: tuple[TeamCharge, ...], types: dict[str, _TypeAcc], prices: dict[str, Decimal]
     ) -> Reconciliation:
@@ -754,7 +765,11 @@ class _Computation:
         lines = {c.instance_type: c.cost for c in self.costs.instance_types}
         bill = self.costs.bill_total
         if bill is None and self.costs.instance_types:
-            bill = sum(lines.values(), _ZERO) + sum((s.cost for s in self.costs.shared), _ZERO)
+            bill = (
+                sum(lines.values(), _ZERO)
+                + sum((s.cost for s in self.costs.shared), _ZERO)
+                + sum((t.cost for t in self.costs.teams), _ZERO)
+            )
         tolerance = self.config.tolerance
         unknown = tuple(sorted(self.unknown))
         failed = bool(unknown) and self.config.unknown_teams is UnknownTeams.FAIL
@@ -839,12 +854,13 @@ def _largest_remainder(values: Sequence[Decimal]) -> list[Decimal]:
 
 
 def _round(rows: list[_Row], cluster: str) -> tuple[TeamCharge, ...]:
-    """Round money to cents (net charge and shared charge by largest remainder; credit half-even)."""
+    """Round money to cents (net, shared and direct charges by largest remainder; credit half-even)."""
     rows = sorted(rows, key=lambda r: (r.instance_type, r.team, r.cost_center))
     nets = _largest_remainder([r.gross - r.credit for r in rows])
     shared = _largest_remainder([r.shared for r in rows])
+    direct = _largest_remainder([r.direct for r in rows])
     out = []
-    for r, net, sh in zip(rows, nets, shared, strict=True):
+    for r, net, sh, own in zip(rows, nets, shared, direct, strict=True):
         credit = r.credit.quantize(_CENT)
         a = r.acc
         out.append(
@@ -862,7 +878,8 @@ def _round(rows: list[_Row], cluster: str) -> tuple[TeamCharge, ...]:
                 gpu_charge=net + credit,
                 lender_credit=credit,
                 shared_charge=sh,
-                total=net + sh,
+                direct_charge=own,
+                total=net + sh + own,
             )
         )
     return tuple(out)

@@ -41,6 +41,7 @@ __all__ = [
     "SharedCostRule",
     "TeamCharge",
     "TeamConfig",
+    "TeamCost",
     "UnknownTeams",
     "UsageInputs",
     "config_from_json",
@@ -230,11 +231,21 @@ class SharedCost:
 
 
 @dataclass(frozen=True, kw_only=True)
+class TeamCost:
+    """The month's cost of the lines one team's tag names (its stack's resources, its Studio apps and spaces)."""
+
+    team: str
+    cost: Decimal
+
+
+@dataclass(frozen=True, kw_only=True)
 class CostInputs:
     """The month's bill for the cluster (from the CUR), or ``None`` parts when only prices are known."""
 
     instance_types: tuple[InstanceTypeCost, ...] = ()
     shared: tuple[SharedCost, ...] = ()
+    #: Lines a team's tag names, per team: charged to that team alone.
+    teams: tuple[TeamCost, ...] = ()
     #: The cluster's whole bill for the month (every line above); ``None`` without a CUR.
     bill_total: Decimal | None = None
 
@@ -263,7 +274,9 @@ class TeamCharge:
     gpu_charge: Decimal
     lender_credit: Decimal
     shared_charge: Decimal
-    #: ``gpu_charge - lender_credit + shared_charge``.
+    #: The team's own tagged lines (its stack's resources, its Studio apps and spaces); on their own row.
+    direct_charge: Decimal = Decimal(0)
+    #: ``gpu_charge - lender_credit + shared_charge + direct_charge``.
     total: Decimal
 
 

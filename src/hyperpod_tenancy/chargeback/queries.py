@@ -66,6 +66,7 @@ from .model import (
     HourlyUsage,
     InstanceTypeCost,
     SharedCost,
+    TeamCost,
     UsageInputs,
 )
 
@@ -75,8 +76,10 @@ __all__ = [
     "COLLECTOR_SCHEMA_VERSION",
     "COST_QUERIES",
     "CUR_CLUSTER_TAG",
+    "CUR_TEAM_TAG",
     "SQL",
     "TABLES",
+    "TEAM_TAG_KEY",
     "USAGE_QUERIES",
     "QueryInputError",
     "QueryResult",
@@ -113,6 +116,11 @@ def cur_tag_column(tag_key: str) -> str:
 
 #: The CUR ``resource_tags`` key of :data:`CLUSTER_TAG_KEY`.
 CUR_CLUSTER_TAG = cur_tag_column(CLUSTER_TAG_KEY)
+#: Cost allocation tag naming the team a resource belongs to (every resource of a team's stack carries it, and the
+#: team's Studio domain passes it on to the apps and spaces its people start).
+TEAM_TAG_KEY = "hyperpod-tenancy:team"
+#: The CUR ``resource_tags`` key of :data:`TEAM_TAG_KEY`.
+CUR_TEAM_TAG = cur_tag_column(TEAM_TAG_KEY)
 #: The queries whose rows :func:`usage_inputs` reads.
 USAGE_QUERIES = ("hourly_usage", "hourly_capacity", "evictions")
 #: The queries whose rows :func:`cost_inputs` reads.
@@ -219,6 +227,7 @@ def render(
     cluster: str,
     tables: Mapping[str, str] | None = None,
     cluster_tag: str = CUR_CLUSTER_TAG,
+    team_tag: str = CUR_TEAM_TAG,
 ) -> str:
     """Return the Trino SQL of query ``name`` for one month and cluster, ready to run.
 
@@ -229,6 +238,7 @@ def render(
         tables: placeholder (one of :data:`TABLES`) → table reference, e.g. ``{"clusterqueue":
             '"usage"."clusterqueue"'}``. Default: the bare table names (``clusterqueue``, ``node``, ...).
         cluster_tag: the ``resource_tags`` key of the cluster tag in the CUR. Default: :data:`CUR_CLUSTER_TAG`.
+        team_tag: the ``resource_tags`` key of the team tag in the CUR. Default: :data:`CUR_TEAM_TAG`.
 
     Returns:
         The SQL text, every placeholder replaced by a validated literal.
@@ -245,8 +255,9 @@ def render(
         raise QueryInputError(
             f"cluster {cluster!r}: must be 1-63 letters, digits or hyphens starting with a letter or digit"
         )
-    if not _TAG.fullmatch(cluster_tag):
-        raise QueryInputError(f"cluster_tag {cluster_tag!r}: must be letters, digits and underscores")
+    for label, tag in (("cluster_tag", cluster_tag), ("team_tag", team_tag)):
+        if not _TAG.fullmatch(tag):
+            raise QueryInputError(f"{label} {tag!r}: must be letters, digits and underscores")
     refs = {table: table for table in TABLES}
     for table, ref in (tables or {}).items():
         if table not in refs:
@@ -258,6 +269,7 @@ def render(
         **refs,
         "cluster": _literal(cluster),
         "cluster_tag": _literal(cluster_tag),
+        "team_tag": _literal(team_tag),
         "billing_period": _literal(month),
         "year": _literal(f"{start.year:04d}"),
         "month": _literal(f"{start.month:02d}"),
@@ -377,7 +389,7 @@ def cost_inputs(result: QueryResult) -> CostInputs:
         result: the result (``kind``, ``name``, ``cost``, ``usage_amount``).
 
     Returns:
-        The instance-type lines, the shared lines (both sorted by name) and the bill total (``None`` when the
+        The instance-type lines, the team lines, the shared lines (each sorted by name) and the bill total (``None`` when the
         CUR has no line of the cluster for the month: the engine then prices from the price table).
 
     Raises:
@@ -386,6 +398,7 @@ def cost_inputs(result: QueryResult) -> CostInputs:
     """
     instance_types: list[InstanceTypeCost] = []
     shared: list[SharedCost] = []
+    teams: list[TeamCost] = []
     total: Decimal | None = None
     for i, row in enumerate(result.records()):
         kind = _text(row, "kind", "cur_costs", i)
@@ -396,15 +409,20 @@ def cost_inputs(result: QueryResult) -> CostInputs:
             instance_types.append(InstanceTypeCost(instance_type=name, cost=cost, instance_hours=amount))
         elif kind == "shared":
             shared.append(SharedCost(category=name, cost=cost))
+        elif kind == "team":
+            teams.append(TeamCost(team=name, cost=cost))
         elif kind == "total":
             total = cost
         else:
-            raise QueryInputError(f"cur_costs row {i}: kind {kind!r} is not instance-type, shared or total")
-    if not instance_types and not shared:
+            raise QueryInputError(
+                f"cur_costs row {i}: kind {kind!r} is not instance-type, team, shared or total"
+            )
+    if not instance_types and not shared and not teams:
         total = None
     return CostInputs(
         instance_types=tuple(sorted(instance_types, key=lambda c: c.instance_type)),
         shared=tuple(sorted(shared, key=lambda c: c.category)),
+        teams=tuple(sorted(teams, key=lambda c: c.team)),
         bill_total=total,
     )
 

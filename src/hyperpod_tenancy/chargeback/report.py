@@ -65,6 +65,7 @@ _COLUMNS: tuple[tuple[str, bool], ...] = (
     ("gpu_charge", True),
     ("lender_credit", True),
     ("shared_charge", True),
+    ("direct_charge", True),
     ("total", True),
 )
 
@@ -270,9 +271,10 @@ def failure(report: Report) -> str | None:
     if not rec.failed:
         return None
     return (
-        f"RECONCILIATION FAILED: {', '.join(rec.unknown_teams)} ran on the cluster but "
-        f"{'is no team' if len(rec.unknown_teams) == 1 else 'are no teams'} of the configuration, so their "
-        "GPU-hours raised the borrowing of known teams. Add each to the platform (its TeamTenant), or set "
+        f"RECONCILIATION FAILED: {', '.join(rec.unknown_teams)} "
+        f"{'is no team' if len(rec.unknown_teams) == 1 else 'are no teams'} of the configuration yet ran on the "
+        "cluster or carry its team tag on bill lines, so their GPU-hours raised the borrowing of known teams. "
+        "Add each to the platform (its TeamTenant), or set "
         "`chargeback.unknownTeams: bill` to bill such namespaces under their own name."
     )
 

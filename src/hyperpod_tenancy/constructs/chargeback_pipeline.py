@@ -80,7 +80,7 @@ DATA_EXPORTS_NATIVE_REGIONS = ("us-east-1", "cn-northwest-1", "us-iso-east-1", "
 #: CloudWatch namespace of the per-team chargeback metrics.
 METRIC_NAMESPACE = "HyperPodTenancy/Chargeback"
 #: Tag of every team resource: the team's name.
-TEAM_TAG = "hyperpod-tenancy:team"
+TEAM_TAG = queries.TEAM_TAG_KEY
 #: Tag of every team resource: the team's cost center.
 TEAM_COST_CENTER_TAG = "hyperpod-tenancy:cost-center"
 #: Tag keys activated for cost allocation (``ce:UpdateCostAllocationTagsStatus``).

@@ -251,6 +251,9 @@ class TeamTenant(Construct):
             domain_name=names.studio_domain(platform.cluster.name, self.team.name),
             auth_mode="SSO",
             app_network_access_type="VpcOnly",
+            # the domain's tags (the team's and its cost center's) reach every space and app its people start, so
+            # their bill lines are charged to the team ("Custom tag propagation", SageMaker AI developer guide)
+            tag_propagation="ENABLED",
             vpc_id=self.cluster.vpc.vpc_id,
             subnet_ids=[
                 s.subnet_id

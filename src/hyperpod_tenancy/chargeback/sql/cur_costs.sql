@@ -1,6 +1,8 @@
 -- cur_costs: the cluster's bill for the month from a CUR 2.0 export, as (kind, name, cost, usage_amount):
 --   kind 'instance-type' : the SageMaker HyperPod usage line `<region>-Cluster:ml.<type>` per instance type
 --                          (cost, and instance-hours from the lines with a positive usage amount);
+--   kind 'team'          : the lines a team's tag names (its stack's resources, its Studio apps and spaces),
+--                          by team: charged to that team alone;
 --   kind 'shared'        : every other line of the cluster, by category (FSx, EKS, system nodes, NAT, ...);
 --   kind 'total'         : the cluster's whole bill (every line above).
 -- A line belongs to the cluster when its cluster cost allocation tag names it. Money is summed as
@@ -10,7 +12,8 @@ WITH lines AS (
     line_item_product_code AS product,
     line_item_usage_type AS usage_type,
     CAST(line_item_usage_amount AS DECIMAL(38, 10)) AS amount,
-    CAST(line_item_unblended_cost AS DECIMAL(38, 10)) AS cost
+    CAST(line_item_unblended_cost AS DECIMAL(38, 10)) AS cost,
+    NULLIF(element_at(resource_tags, {{team_tag}}), '') AS team
   FROM {{cur}}
   WHERE billing_period = {{billing_period}}
     AND element_at(resource_tags, {{cluster_tag}}) = {{cluster}}
@@ -19,11 +22,13 @@ classified AS (
   SELECT
     CASE
       WHEN product = 'AmazonSageMaker' AND usage_type LIKE '%Cluster:ml.%' THEN 'instance-type'
+      WHEN team IS NOT NULL THEN 'team'
       ELSE 'shared'
     END AS kind,
     CASE
       WHEN product = 'AmazonSageMaker' AND usage_type LIKE '%Cluster:ml.%'
         THEN regexp_extract(usage_type, 'Cluster:(ml\..+)$', 1)
+      WHEN team IS NOT NULL THEN team
       WHEN product = 'AmazonSageMaker' AND usage_type LIKE '%Cluster:VolumeUsage%' THEN 'hyperpod-volumes'
       WHEN product = 'AmazonFSx' THEN 'fsx'
       WHEN product = 'AmazonEKS' THEN 'eks'
