@@ -15,6 +15,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
@@ -600,17 +601,23 @@ def _cli_with(data: Path, config: Path, *extra: str) -> list[str]:
     return argv
 
 
+def _json_report(data: Path, config: Path, tmp_path: Path, *, status: int) -> dict[str, Any]:
+    """Run the CLI on the month with ``config`` to a JSON report; check its exit status; the report."""
+    out = tmp_path / "report.json"
+    assert main(_cli_with(data, config, "--format", "json", "--output", str(out))) == status
+    document: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+    return document
+
+
 def test_usage_of_a_team_the_configuration_does_not_name_fails_the_reconciliation(
     data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Default: the report is written, its header says why it does not reconcile, and the command exits 3."""
     config = _without_team_2(data, tmp_path, model.UnknownTeams.FAIL)
-    out = tmp_path / "report.json"
-    assert main(_cli_with(data, config, "--format", "json", "--output", str(out))) == 3
+    doc = _json_report(data, config, tmp_path, status=3)
     err = capsys.readouterr().err
     assert "RECONCILIATION FAILED: team-002 is no team of the configuration yet ran on the cluster" in err
     assert "chargeback.unknownTeams: bill" in err
-    doc = json.loads(out.read_text(encoding="utf-8"))
     assert (doc["reconciliation"]["unknownTeams"], doc["reconciliation"]["failed"]) == (["team-002"], True)
     # still billed (the money adds up), under its own name
     assert {r["costCenter"] for r in doc["rows"] if r["team"] == "team-002"} == {"team-002"}
@@ -629,10 +636,8 @@ def test_a_policy_for_unknown_teams_bills_them_under_their_own_name(
     data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     config = _without_team_2(data, tmp_path, model.UnknownTeams.BILL)
-    out = tmp_path / "report.json"
-    assert main(_cli_with(data, config, "--format", "json", "--output", str(out))) == 0
+    doc = _json_report(data, config, tmp_path, status=0)
     assert capsys.readouterr().err == ""
-    doc = json.loads(out.read_text(encoding="utf-8"))
     assert (doc["reconciliation"]["unknownTeams"], doc["reconciliation"]["failed"]) == (["team-002"], False)
     assert any(
         "'team-002' has usage, evictions or tagged bill lines but is not in the policy" in n

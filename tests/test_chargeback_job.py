@@ -169,6 +169,16 @@ def job_env(aws: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[s
     return env
 
 
+def _seed(month_data: tuple[Path, Path]) -> tuple[Path, Path]:
+    """Queue the month's query results in moto's Athena (in the job's query order); the month's files."""
+    usage, cur = month_data
+    rows = athena_rows(usage, cur)
+    seed_athena(
+        os.environ["AWS_ENDPOINT_URL"], [rows[n] for n in queries.USAGE_QUERIES + queries.COST_QUERIES]
+    )
+    return usage, cur
+
+
 def _inbox(queue: str) -> list[str]:
     messages = boto3.client("sqs").receive_message(QueueUrl=queue, MaxNumberOfMessages=10, WaitTimeSeconds=1)
     return [json.loads(m["Body"])["Message"] for m in messages.get("Messages", [])]
@@ -177,11 +187,7 @@ def _inbox(queue: str) -> list[str]:
 def test_lambda_report_equals_the_cli_report_byte_for_byte(
     job_env: dict[str, str], month_data: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    usage, cur = month_data
-    rows = athena_rows(usage, cur)
-    seed_athena(
-        os.environ["AWS_ENDPOINT_URL"], [rows[n] for n in queries.USAGE_QUERIES + queries.COST_QUERIES]
-    )
+    usage, cur = _seed(month_data)
     monkeypatch.setattr(chargeback_job, "METRIC_MAX_AGE", dt.timedelta(days=36500))
 
     result = chargeback_job.handler({"month": MONTH})
@@ -225,11 +231,7 @@ def test_lambda_report_equals_the_cli_report_byte_for_byte(
 def test_an_old_month_is_reported_without_metrics_and_says_so(
     job_env: dict[str, str], month_data: tuple[Path, Path]
 ) -> None:
-    usage, cur = month_data
-    rows = athena_rows(usage, cur)
-    seed_athena(
-        os.environ["AWS_ENDPOINT_URL"], [rows[n] for n in queries.USAGE_QUERIES + queries.COST_QUERIES]
-    )
+    _seed(month_data)
     result = chargeback_job.handler({"month": MONTH})
     assert result["metrics_published"] is False
     assert boto3.client("cloudwatch").list_metrics(Namespace=NAMESPACE)["Metrics"] == []
@@ -431,11 +433,7 @@ def test_teams_come_from_their_records_and_a_team_removed_mid_month_is_still_bil
     again = chargeback_job.handler({"action": "record", "month": MONTH})
     assert again["teams"] == recorded["teams"]
 
-    usage, cur = month_data
-    rows = athena_rows(usage, cur)
-    seed_athena(
-        os.environ["AWS_ENDPOINT_URL"], [rows[n] for n in queries.USAGE_QUERIES + queries.COST_QUERIES]
-    )
+    usage, cur = _seed(month_data)
     chargeback_job.handler({"month": MONTH})
     cli = compute(config=config(), month=MONTH, usage=usage, cur=cur, progress=False)
     written = boto3.client("s3").get_object(Bucket=BUCKET, Key=f"reports/{CLUSTER}/{MONTH}/report.json")
@@ -479,11 +477,7 @@ def test_usage_of_a_team_nobody_recorded_fails_the_month_in_the_message(
     asset = tmp_path / "platform_config.json"
     asset.write_text(config_to_json(dataclasses.replace(config(), teams=config().teams[1:])))
     monkeypatch.setenv("CHARGEBACK_CONFIG", str(asset))
-    usage, cur = month_data
-    rows = athena_rows(usage, cur)
-    seed_athena(
-        os.environ["AWS_ENDPOINT_URL"], [rows[n] for n in queries.USAGE_QUERIES + queries.COST_QUERIES]
-    )
+    _seed(month_data)
     result = chargeback_job.handler({"month": MONTH})
     assert result["failed"] is True
     messages = boto3.client("sqs").receive_message(
