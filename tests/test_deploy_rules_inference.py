@@ -196,9 +196,16 @@ def test_the_load_balancer_role_changes_only_what_the_controller_tagged(referenc
         policies, "elasticloadbalancing:DeleteLoadBalancer", balancer
     )  # not the controller's
     assert not is_allowed(policies, "elasticloadbalancing:CreateLoadBalancer", "*")  # untagged request
+    request = {f"aws:RequestTag/{TAG}": "x"}
+    scheme = "elasticloadbalancing:Scheme"  # Service Authorization Reference, Elastic Load Balancing keys
     assert is_allowed(
-        policies, "elasticloadbalancing:CreateLoadBalancer", "*", {f"aws:RequestTag/{TAG}": "x"}
+        policies, "elasticloadbalancing:CreateLoadBalancer", "*", {**request, scheme: "internal"}
     )
+    # an internet-facing load balancer (an annotated Ingress or Service) is refused, and so is one that names
+    # no scheme (the API's default is internet-facing)
+    for refused in ({**request, scheme: "internet-facing"}, request):
+        assert not is_allowed(policies, "elasticloadbalancing:CreateLoadBalancer", "*", refused), refused
+    assert is_allowed(policies, "elasticloadbalancing:CreateTargetGroup", "*", request)
     assert not is_allowed(policies, "ec2:DeleteSecurityGroup", group)
     platform = reference.platform
     cluster_vpc = {"ec2:Vpc": f"arn:aws:ec2:{platform.region}:{platform.account}:vpc/{TOKEN}"}

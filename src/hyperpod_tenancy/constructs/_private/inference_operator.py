@@ -247,10 +247,23 @@ def _load_balancer_statements(vpc_arn: str) -> list[iam.PolicyStatement]:
             conditions=own,
         ),
         iam.PolicyStatement(
-            sid="CreateTaggedLoadBalancers",
-            actions=["elasticloadbalancing:CreateLoadBalancer", "elasticloadbalancing:CreateTargetGroup"],
+            sid="CreateTaggedTargetGroups",
+            actions=["elasticloadbalancing:CreateTargetGroup"],
             resources=["*"],
             conditions={"Null": {request_tag: "false"}},
+        ),
+        # internal load balancers only: no tenant reaches the internet through an Ingress or a Service it
+        # annotates (condition key elasticloadbalancing:Scheme, "Actions, resources, and condition keys for
+        # Elastic Load Balancing", Service Authorization Reference). An allow on `internal` rather than a deny
+        # on `internet-facing`: a request that names no scheme is refused, not defaulted to the internet.
+        iam.PolicyStatement(
+            sid="CreateTaggedInternalLoadBalancers",
+            actions=["elasticloadbalancing:CreateLoadBalancer"],
+            resources=["*"],
+            conditions={
+                "Null": {request_tag: "false"},
+                "StringEquals": {"elasticloadbalancing:Scheme": "internal"},
+            },
         ),
         iam.PolicyStatement(
             sid="TagLoadBalancersOnCreate",
