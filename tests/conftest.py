@@ -1,10 +1,14 @@
-"""Shared fixtures: the platforms of ``tests/support/platforms.py``, synthesized once per session."""
+"""Shared fixtures: the platforms of ``tests/support/platforms.py``, synthesized once per session; a moto server
+and TLS certificates per module for the webhook tests."""
 
 from __future__ import annotations
+
+from collections.abc import Iterator
 
 import platforms
 import pytest
 from synth import Synth, synthesize
+from webhook_server import Certificates, certificates, serial_moto_server
 
 from hyperpod_tenancy.policy import Platform
 
@@ -56,3 +60,16 @@ def synth(request: pytest.FixtureRequest) -> Synth:
     """The synthesized reference platform, once on each fairness backend (Task Governance, Kueue)."""
     value: Synth = request.getfixturevalue(request.param)
     return value
+
+
+@pytest.fixture(scope="module")
+def moto() -> Iterator[str]:
+    """A moto server (DynamoDB, SSM, ...) of the module's own, its endpoint URL."""
+    with serial_moto_server() as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory: pytest.TempPathFactory) -> Certificates:
+    """A CA and a server certificate for 127.0.0.1 of the module's own (the webhook's TLS)."""
+    return certificates(tmp_path_factory.mktemp("tls"))

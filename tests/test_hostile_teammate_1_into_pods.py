@@ -31,12 +31,10 @@ from webhook_server import (
     Certificates,
     WebhookProcess,
     apply_patch,
-    certificates,
     controller,
     create_table,
     kind_named,
     review,
-    serial_moto_server,
     sso_user,
     webhook_config,
     workload,
@@ -132,17 +130,6 @@ def studio_user() -> dict[str, Any]:
         "groups": [names.kubernetes_group("research"), "system:authenticated"],
         "extra": {"arn": [arn], "sessionName": ["SageMaker"]},
     }
-
-
-@pytest.fixture(scope="module")
-def moto() -> Iterator[str]:
-    with serial_moto_server() as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory: pytest.TempPathFactory) -> Certificates:
-    return certificates(tmp_path_factory.mktemp("tls"))
 
 
 @pytest.fixture(scope="module")

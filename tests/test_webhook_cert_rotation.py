@@ -16,10 +16,8 @@ import os
 import ssl
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -30,7 +28,6 @@ from webhook_server import (
     create_table,
     kind_named,
     review,
-    serial_moto_server,
     sso_user,
     webhook_config,
     workload,
@@ -108,12 +105,6 @@ class _Secret:
 
     def certificates(self) -> Certificates:
         return Certificates(ca=self.ca, cert=self.volume / "tls.crt", key=self.volume / "tls.key")
-
-
-@pytest.fixture(scope="module")
-def moto() -> Iterator[str]:
-    with serial_moto_server() as url:
-        yield url
 
 
 def _mutate_once(port: int, context: ssl.SSLContext, body: bytes) -> tuple[int, int]:

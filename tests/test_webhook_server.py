@@ -26,7 +26,6 @@ from webhook_server import (
     Certificates,
     WebhookProcess,
     apply_patch,
-    certificates,
     controller,
     create_table,
     free_port,
@@ -34,7 +33,6 @@ from webhook_server import (
     pod_spec,
     pod_specs_of,
     review,
-    serial_moto_server,
     sso_user,
     values_at,
     webhook_config,
@@ -48,17 +46,6 @@ from hyperpod_tenancy.webhook.server import ALLOCATION_DELAY_ENV
 
 QUEUE = "kueue.x-k8s.io/queue-name"
 PRIORITY = "kueue.x-k8s.io/priority-class"
-
-
-@pytest.fixture(scope="module")
-def moto() -> Iterator[str]:
-    with serial_moto_server() as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory: pytest.TempPathFactory) -> Certificates:
-    return certificates(tmp_path_factory.mktemp("tls"))
 
 
 @pytest.fixture(scope="module")
