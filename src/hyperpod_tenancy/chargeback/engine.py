@@ -389,8 +389,7 @@ class _Computation:
             )
             self.notes.append(
                 f"team {name!r} has usage, evictions or tagged bill lines but is not in the policy: billed without "
-                "a guarantee, "
-                f"under its own name as cost center; {fix}."
+                f"a guarantee, under its own name as cost center; {fix}."
             )
         return team
 
@@ -783,20 +782,11 @@ class _Computation:
                 )
         if bill is None:
             self.notes.append("no bill for the month: charges use the price table and are not reconciled.")
-            return Reconciliation(
-                charged=charged,
-                bill=None,
-                difference=None,
-                flagged=False,
-                unknown_teams=unknown,
-                failed=failed,
-            )
-        difference = charged - bill
         return Reconciliation(
             charged=charged,
             bill=bill,
-            difference=difference,
-            flagged=_off(charged, bill, tolerance),
+            difference=None if bill is None else charged - bill,
+            flagged=bill is not None and _off(charged, bill, tolerance),
             unknown_teams=unknown,
             failed=failed,
         )
