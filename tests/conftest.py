@@ -1,5 +1,6 @@
-"""Shared fixtures: the platforms of ``tests/support/platforms.py``, synthesized once per session; a moto server
-and TLS certificates per module for the webhook tests."""
+"""Shared fixtures: the platforms of ``tests/support/platforms.py``, synthesized once per session (with CDK's
+built-in template validation, as ``cdk synth`` runs it); a moto server and TLS certificates per module for the
+webhook tests."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ def reference_platform() -> Platform:
 @pytest.fixture(scope="session")
 def reference(reference_platform: Platform, tmp_path_factory: pytest.TempPathFactory) -> Synth:
     """The reference platform, synthesized with the Task Governance backend."""
-    return synthesize(reference_platform, tmp_path_factory.mktemp("reference"))
+    return synthesize(reference_platform, tmp_path_factory.mktemp("reference"), validate=True)
 
 
 @pytest.fixture(scope="session")
@@ -34,25 +35,25 @@ def kueue_platform() -> Platform:
 @pytest.fixture(scope="session")
 def kueue_reference(kueue_platform: Platform, tmp_path_factory: pytest.TempPathFactory) -> Synth:
     """The reference platform, synthesized with the Kueue backend."""
-    return synthesize(kueue_platform, tmp_path_factory.mktemp("kueue"))
+    return synthesize(kueue_platform, tmp_path_factory.mktemp("kueue"), validate=True)
 
 
 @pytest.fixture(scope="session")
 def four_teams(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     """The reference platform with a fourth team (``platforms.four_team_platform``), synthesized."""
-    return synthesize(platforms.four_team_platform(), tmp_path_factory.mktemp("four"))
+    return synthesize(platforms.four_team_platform(), tmp_path_factory.mktemp("four"), validate=True)
 
 
 @pytest.fixture(scope="session")
 def kms_reference(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     """The reference platform with a created platform key (``platforms.kms_platform``), synthesized."""
-    return synthesize(platforms.kms_platform(), tmp_path_factory.mktemp("kms"))
+    return synthesize(platforms.kms_platform(), tmp_path_factory.mktemp("kms"), validate=True)
 
 
 @pytest.fixture(scope="session")
 def kms_arn_reference(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     """The reference platform on Kueue with an imported key (``platforms.kms_arn_platform``), synthesized."""
-    return synthesize(platforms.kms_arn_platform(), tmp_path_factory.mktemp("kms-arn"))
+    return synthesize(platforms.kms_arn_platform(), tmp_path_factory.mktemp("kms-arn"), validate=True)
 
 
 @pytest.fixture(scope="module", params=["reference", "kueue_reference"])

@@ -53,6 +53,22 @@ def test_cfn_lint_has_no_errors_and_only_accepted_warnings(
         assert not unexpected, f"{name}: {unexpected}"
 
 
+FIXTURES = ["reference", "kueue_reference", "four_teams", "kms_reference", "kms_arn_reference"]
+
+
+@pytest.mark.parametrize("fixture", FIXTURES)
+def test_cdk_builtin_template_validation_ran_and_found_nothing(
+    fixture: str, request: pytest.FixtureRequest
+) -> None:
+    """``cdk synth`` validates every template with the CloudFormation Validate plugin; the session's platforms
+    are synthesized with it, and its report has no violation at all (not even a warning)."""
+    synth: Synth = request.getfixturevalue(fixture)
+    assert synth.outdir is not None
+    report = json.loads((synth.outdir / "validation-report.json").read_text(encoding="utf-8"))
+    plugins = {p["pluginName"]: p["violations"] for p in report["pluginReports"]}
+    assert plugins.get("CloudFormation Validate") == [], plugins
+
+
 def test_cfn_lint_catches_a_broken_template(reference: Synth) -> None:
     """The lint gate is not vacuous: a bad value in the HyperPod cluster is an error."""
     template = json.loads(json.dumps(reference.cluster))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
@@ -19,7 +20,7 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from iam_eval import is_allowed
 from sg_model import Endpoint, SecurityGroupModel
-from synth import Synth, one, resources_of, transitively_depends
+from synth import Synth, new_app, one, resources_of, transitively_depends
 
 from hyperpod_tenancy.constructs.shared_hyperpod_cluster import NODE_BOOTSTRAP_ADDONS
 from hyperpod_tenancy.stacks import PlatformStage
@@ -103,7 +104,7 @@ def test_system_node_ami_matches_the_instance_architecture(reference: Synth) -> 
 
 
 def _stage_with_extra_nodegroup(ami_type: eks.NodegroupAmiType, platform: Any, outdir: str) -> cdk.App:
-    app = cdk.App(outdir=outdir)
+    app = new_app(Path(outdir))
     stage = PlatformStage(app, platform.name, platform=platform)
     stage.cluster_stack.cluster.eks_cluster.add_nodegroup_capacity(
         "Extra", instance_types=[ec2.InstanceType("m6i.large")], ami_type=ami_type, min_size=0

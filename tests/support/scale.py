@@ -84,7 +84,12 @@ class Assembly:
 
 def synthesize_assembly(platform: Platform, outdir: Path) -> Assembly:
     """Synthesize ``platform`` through :class:`PlatformStage` into ``outdir`` and read its cloud assembly."""
-    app = cdk.App(outdir=str(outdir), context=cdk_context(), analytics_reporting=False)
+    app = cdk.App(
+        outdir=str(outdir),
+        context=cdk_context(),
+        analytics_reporting=False,
+        builtin_cloud_formation_validation=False,
+    )
     stage = PlatformStage(app, platform.name, platform=platform)
     app.synth()
     directory = Path(stage.synth().directory)
