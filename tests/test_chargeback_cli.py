@@ -155,18 +155,42 @@ def _synced_raw(data: Path, raw: Path) -> Path:
     return raw.parent
 
 
-def test_the_collectors_json_lines_give_the_same_report_as_parquet(data: Path, tmp_path: Path) -> None:
-    """The offline CLI reads what ``aws s3 sync s3://<bucket>/raw`` copies: JSON lines for node/ and eviction/."""
-    synced = _synced_raw(data, tmp_path / "synced" / "raw")
-    assert not any(synced.rglob("node/**/*.parquet")) and any(synced.rglob("node/**/*.json"))
-    assert any(synced.rglob("eviction/**/*.json"))
-    from_parquet, from_json = tmp_path / "parquet.json", tmp_path / "json.json"
-    assert main(_cli(data, "--format", "json", "--output", str(from_parquet))) == 0
-    args = _cli(data, "--format", "json", "--output", str(from_json))
+@pytest.fixture(scope="module")
+def synced(data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The month as ``aws s3 sync`` copies it (:func:`_synced_raw`), laid out once; tests that edit it copy it."""
+    return _synced_raw(data, tmp_path_factory.mktemp("synced") / "raw")
+
+
+def _copy_of(synced: Path, tmp_path: Path) -> Path:
+    """A copy of the synced month of the test's own (the Parquet clusterqueue/ stays a link)."""
+    return Path(shutil.copytree(synced, tmp_path / "synced", symlinks=True))
+
+
+@pytest.fixture(scope="module")
+def parquet_json(data: Path, tmp_path_factory: pytest.TempPathFactory) -> bytes:
+    """The CLI's JSON report of the month from the Parquet files (the reference the JSON-lines runs match)."""
+    out = tmp_path_factory.mktemp("parquet-report") / "report.json"
+    assert main(_cli(data, "--format", "json", "--output", str(out))) == 0
+    return out.read_bytes()
+
+
+def _json_lines_report(data: Path, synced: Path, out: Path) -> bytes:
+    """The CLI's JSON report of the month read from ``synced`` (JSON lines for node/ and eviction/)."""
+    args = _cli(data, "--format", "json", "--output", str(out))
     args[args.index("--usage") + 1] = str(synced)
     assert main(args) == 0
-    assert from_json.read_bytes() == from_parquet.read_bytes()
-    assert json.loads(from_json.read_bytes())["preemptionLosses"]
+    return out.read_bytes()
+
+
+def test_the_collectors_json_lines_give_the_same_report_as_parquet(
+    data: Path, synced: Path, parquet_json: bytes, tmp_path: Path
+) -> None:
+    """The offline CLI reads what ``aws s3 sync s3://<bucket>/raw`` copies: JSON lines for node/ and eviction/."""
+    assert not any(synced.rglob("node/**/*.parquet")) and any(synced.rglob("node/**/*.json"))
+    assert any(synced.rglob("eviction/**/*.json"))
+    from_json = _json_lines_report(data, synced, tmp_path / "json.json")
+    assert from_json == parquet_json
+    assert json.loads(from_json)["preemptionLosses"]
 
 
 def _restamp(synced: Path, table: str, rewrite: Callable[[str], str]) -> int:
@@ -194,8 +218,10 @@ def _rfc3339(stamp: str, variant: int) -> str:
     return moment.astimezone(dt.timezone(dt.timedelta(hours=2))).isoformat()  # the same instant at +02:00
 
 
-def test_rfc3339_timestamps_in_the_json_lines_give_the_same_report(data: Path, tmp_path: Path) -> None:
-    synced = _synced_raw(data, tmp_path / "synced" / "raw")
+def test_rfc3339_timestamps_in_the_json_lines_give_the_same_report(
+    data: Path, synced: Path, parquet_json: bytes, tmp_path: Path
+) -> None:
+    synced = _copy_of(synced, tmp_path)
     variants = iter(range(10**9))
     rewritten = sum(
         _restamp(synced, table, lambda s: _rfc3339(s, next(variants) % 3)) for table in ("node", "eviction")
@@ -203,18 +229,13 @@ def test_rfc3339_timestamps_in_the_json_lines_give_the_same_report(data: Path, t
     assert rewritten > 1000
     sample = next(synced.rglob("eviction/**/*.json")).read_text(encoding="utf-8")
     assert "T" in json.loads(sample.splitlines()[0])["timestamp"]
-    from_parquet, from_json = tmp_path / "parquet.json", tmp_path / "json.json"
-    assert main(_cli(data, "--format", "json", "--output", str(from_parquet))) == 0
-    args = _cli(data, "--format", "json", "--output", str(from_json))
-    args[args.index("--usage") + 1] = str(synced)
-    assert main(args) == 0
-    assert from_json.read_bytes() == from_parquet.read_bytes()
+    assert _json_lines_report(data, synced, tmp_path / "json.json") == parquet_json
 
 
 def test_a_timestamp_of_no_known_format_names_the_file_the_column_and_the_fix(
-    data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    data: Path, synced: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    synced = _synced_raw(data, tmp_path / "synced" / "raw")
+    synced = _copy_of(synced, tmp_path)
     bad = sorted(synced.rglob("eviction/**/*.json"))[0]
     records = [json.loads(line) for line in bad.read_text(encoding="utf-8").splitlines()]
     records[0]["timestamp"] = "13/06/2026 12:00"
@@ -228,10 +249,8 @@ def test_a_timestamp_of_no_known_format_names_the_file_the_column_and_the_fix(
     assert not (tmp_path / "out.json").exists()
 
 
-def test_the_json_report_reconciles_with_the_generated_bill(data: Path, tmp_path: Path) -> None:
-    out = tmp_path / "report.json"
-    assert main(_cli(data, "--format", "json", "--output", str(out))) == 0
-    doc = json.loads(out.read_text(encoding="utf-8"), parse_float=Decimal)
+def test_the_json_report_reconciles_with_the_generated_bill(parquet_json: bytes) -> None:
+    doc = json.loads(parquet_json, parse_float=Decimal)
     assert (doc["schemaVersion"], doc["month"], doc["cluster"], doc["billingRule"], doc["idleOwner"]) == (
         1,
         MONTH,
