@@ -14,7 +14,7 @@ import platforms
 import pytest
 import yaml
 from aws_cdk.assertions import Annotations, Match, Template
-from cfnlint.api import ManualArgs, lint
+from cfn_lint import lint_template
 from synth import TOKEN, new_app, render_intrinsics, resources_of
 
 from hyperpod_tenancy.chargeback.model import BillingRule, config_from_json, team_config_from_json
@@ -301,7 +301,7 @@ def test_alerts_route_to_the_topic_from_the_cluster_workspace(synthesized: Synth
 def test_cfn_lint_is_clean_on_the_chargeback_and_cluster_stacks(synthesized: Synthesized) -> None:
     accepted = {"W3005", "W3010"}
     for name in (synthesized.stack.stack_name, synthesized.stage.cluster_stack.stack_name):
-        matches = lint(json.dumps(synthesized.templates[name]), config=ManualArgs(regions=["us-east-1"]))
+        matches = lint_template(synthesized.templates[name], "us-east-1")
         problems = [f"{m.rule.id} {m.message}" for m in matches if m.rule.id not in accepted]
         assert not problems, f"{name}: {problems}"
 

@@ -13,7 +13,7 @@ import kubernetes_validate
 import kueue_crd_validator
 import platforms
 import pytest
-from cfnlint.api import ManualArgs, lint
+from cfn_lint import lint_template
 from synth import Synth, synthesize
 
 from hyperpod_tenancy.policy import Platform
@@ -28,17 +28,13 @@ KUBERNETES_VERSION = "1.33.0"
 KUEUE_GROUP = "kueue.x-k8s.io/"
 
 
-def _lint(template: dict[str, Any], region: str) -> list[Any]:
-    return lint(json.dumps(template), config=ManualArgs(regions=[region]))
-
-
 @pytest.mark.parametrize("backend", ["reference", "kueue_reference", "kms_reference", "kms_arn_reference"])
 def test_cfn_lint_has_no_errors_and_only_accepted_warnings(
     backend: str, request: pytest.FixtureRequest
 ) -> None:
     synth: Synth = request.getfixturevalue(backend)
     for name, template in synth.templates.items():
-        matches = _lint(template, synth.platform.region)
+        matches = lint_template(template, synth.platform.region)
         errors = [
             f"{m.rule.id} {m.message} at {'/'.join(map(str, m.path))}"
             for m in matches
@@ -74,7 +70,7 @@ def test_cfn_lint_catches_a_broken_template(reference: Synth) -> None:
     template = json.loads(json.dumps(reference.cluster))
     hp = next(r for r in template["Resources"].values() if r["Type"] == "AWS::SageMaker::Cluster")
     hp["Properties"]["NodeRecovery"] = "Sometimes"
-    assert any(m.rule.id.startswith("E") for m in _lint(template, "us-east-1"))
+    assert any(m.rule.id.startswith("E") for m in lint_template(template, "us-east-1"))
 
 
 @pytest.mark.parametrize("backend", ["task-governance", "kueue", "kms"])

@@ -11,7 +11,7 @@ from typing import Any
 import cfnlint
 import platforms
 import pytest
-from cfnlint.api import ManualArgs, lint
+from cfn_lint import lint_template
 from jsonschema import Draft7Validator
 
 from hyperpod_tenancy.constructs._private import task_governance as tg
@@ -73,7 +73,7 @@ def test_cfn_lint_accepts_a_template_with_the_resources(name: str) -> None:
     for i, props in enumerate(all_quotas(platform).values()):
         resources[f"Quota{i}"] = {"Type": tg.COMPUTE_QUOTA_TYPE, "Properties": props, "DependsOn": "Policy"}
     template = {"AWSTemplateFormatVersion": "2010-09-09", "Resources": resources}
-    matches = lint(json.dumps(template), config=ManualArgs(regions=["us-east-1"]))
+    matches = lint_template(template, "us-east-1")
     assert [f"{m.rule.id} {m.message}" for m in matches] == []
 
 
