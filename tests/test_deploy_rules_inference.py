@@ -223,6 +223,28 @@ def test_the_load_balancer_role_changes_only_what_the_controller_tagged(referenc
         assert not is_allowed(policies, left_out, "*"), left_out
 
 
+def test_the_s3_driver_lists_and_reads_team_prefixes_only(reference: Synth) -> None:
+    """The S3 Mountpoint driver mounts model weights with its own role (driver-level credentials, Mountpoint's
+    default): it lists and reads under ``teams/`` of the data bucket and nothing else, so a volume of the whole
+    bucket, another area of it or another bucket does not mount. Which team's prefix an endpoint may name is
+    held by admission (tests/test_hostile_10_operators.py)."""
+    role_id, _, _ = _role_for(reference, ":".join(io.S3_CSI_SERVICE_ACCOUNT))
+    policies = [
+        render_intrinsics(p["Properties"]["PolicyDocument"])
+        for p in resources_of(reference.cluster, "AWS::IAM::Policy").values()
+        if {"Ref": role_id} in p["Properties"]["Roles"]
+    ]
+    bucket = TOKEN  # the data bucket's ARN, a token in the template
+    assert is_allowed(policies, "s3:ListBucket", bucket, {"s3:prefix": "teams/inference/models/"})
+    assert is_allowed(policies, "s3:GetObject", f"{bucket}/teams/inference/models/llama/config.json")
+    for prefix in ("", "platform/", "Teams/inference/"):
+        assert not is_allowed(policies, "s3:ListBucket", bucket, {"s3:prefix": prefix}), prefix
+    assert not is_allowed(policies, "s3:ListBucket", bucket)  # no prefix: the whole bucket
+    assert not is_allowed(policies, "s3:GetObject", f"{bucket}/platform/config.json")
+    assert not is_allowed(policies, "s3:PutObject", f"{bucket}/teams/inference/models/x")
+    assert not is_allowed(policies, "s3:GetObject", "arn:aws:s3:::another-bucket/teams/inference/x")
+
+
 @pytest.fixture(scope="module")
 def training_only(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     """The reference platform without its inference team."""

@@ -26,7 +26,8 @@ https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-model-deploym
                           manager`` (and ``sagemaker.amazonaws.com``, as documented)   + the TLS bucket's objects
   load balancer ctrl.     ``hyperpod-inference-system:aws-load-balancer-controller``   ALB controller actions
   KEDA                    ``hyperpod-inference-system:keda-operator``                  CloudWatch metric reads
-  S3 Mountpoint CSI       ``kube-system:s3-csi-driver-sa``                             the data bucket, read
+  S3 Mountpoint CSI       ``kube-system:s3-csi-driver-sa``                             the data bucket's
+                                                                                       ``teams/``, read
   ======================= ============================================================ =====================
 
 * **The TLS certificate bucket**: the operator writes each endpoint's certificate there (``PutObject``,
@@ -57,6 +58,7 @@ from constructs import Construct, IConstruct
 from hyperpod_tenancy.constructs._private.annotations import acknowledge_role, skip_checkov
 from hyperpod_tenancy.constructs._private.kubectl import eks_addon
 from hyperpod_tenancy.k8s.workloads import HYPERPOD_INFERENCE_NAMESPACE, INFERENCE_OPERATORS, Installer
+from hyperpod_tenancy.policy import names
 
 __all__ = [
     "ALB_SERVICE_ACCOUNT",
@@ -412,15 +414,23 @@ def install_inference_operator(
         )
     )
     s3_csi = _irsa(root, "S3CsiRole", cluster, *S3_CSI_SERVICE_ACCOUNT)
-    # model weights are read from the team data bucket (teams/<team>/...); the driver mounts nothing else
+    # Model weights are read from the team data bucket (teams/<team>/...): the driver lists and reads under
+    # teams/ only (Mountpoint lists with the mount's prefix, so a listing of the whole bucket is refused). The
+    # driver is one identity for every team: which team's prefix an endpoint mounts is held by admission
+    # (k8s/operator_guards.py: modelSourceConfig.modelLocation under the endpoint's own teams/<team>/).
     s3_csi.add_to_policy(
         iam.PolicyStatement(
-            sid="ListDataBucket", actions=["s3:ListBucket"], resources=[data_bucket.bucket_arn]
+            sid="ListTeamData",
+            actions=["s3:ListBucket"],
+            resources=[data_bucket.bucket_arn],
+            conditions={"StringLike": {"s3:prefix": [f"{names.DATA_PREFIX_ROOT}*"]}},
         )
     )
     s3_csi.add_to_policy(
         iam.PolicyStatement(
-            sid="ReadTeamData", actions=["s3:GetObject"], resources=[data_bucket.arn_for_objects("teams/*")]
+            sid="ReadTeamData",
+            actions=["s3:GetObject"],
+            resources=[data_bucket.arn_for_objects(f"{names.DATA_PREFIX_ROOT}*")],
         )
     )
     _acknowledge(execution, load_balancer, keda, s3_csi)
