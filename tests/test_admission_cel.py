@@ -183,8 +183,9 @@ def test_checkpoint_binding_warns_when_the_policy_says_warn() -> None:
     assert any("checkpoint-path" in w for w in decision.warnings)
 
 
-def test_without_preemptible_classes_only_borrowing_namespaces_need_checkpoints() -> None:
-    # The checkpoint policy is always rendered: whether a namespace borrows is its label, read at admission.
+def test_without_preemptible_classes_only_borrowing_or_self_preempting_namespaces_need_checkpoints() -> None:
+    # The checkpoint policy is always rendered: whether a namespace borrows, and whether its own higher classes
+    # preempt its work, are its labels, read at admission.
     classes = tuple(dataclasses.replace(pc, preemptible=False) for pc in PLATFORM.scheduling.priority_classes)
     platform = dataclasses.replace(
         PLATFORM, scheduling=dataclasses.replace(PLATFORM.scheduling, priority_classes=classes)
@@ -195,6 +196,10 @@ def test_without_preemptible_classes_only_borrowing_namespaces_need_checkpoints(
     assert not decide(bare, policies=objects).allowed  # research borrows
     ns = namespace("research")
     ns["metadata"]["labels"]["hyperpod-tenancy.io/borrows"] = "false"
+    decision = evaluate_policies(objects, obj=bare, namespace=ns, group="batch", resource="jobs")
+    # research may use training, above experimentation, and its training work preempts its own lower classes
+    assert any("higher priority class than experimentation-priority" in m for m in decision.denied)
+    ns["metadata"]["labels"]["hyperpod-tenancy.io/preempts-own-work"] = "false"
     decision = evaluate_policies(objects, obj=bare, namespace=ns, group="batch", resource="jobs")
     assert decision.allowed, decision.denied
 

@@ -53,6 +53,53 @@ def test_a_team_that_does_not_borrow_needs_no_checkpoint_for_a_non_preemptible_c
     assert decision.allowed, decision.denied
 
 
+def test_the_own_preemption_label_is_what_the_platform_says(synth: Synth) -> None:
+    for team in synth.platform.teams:
+        own = team.compute.preempt_team_tasks.value == "LowerPriority"
+        value = ta.namespace(synth, team.name)["metadata"]["labels"][labels.PREEMPTS_OWN_WORK_LABEL]
+        assert value == ("true" if own else "false"), team.name
+
+
+def _entitled_to_two_classes(synth: Synth, *, preempts_own: str) -> dict:
+    """The inference namespace (which does not borrow) entitled to inference and training."""
+    ns = ta.namespace(synth, "inference")
+    ns["metadata"]["labels"][labels.priority_entitlement_label("training")] = labels.ALLOWED
+    ns["metadata"]["labels"][labels.PREEMPTS_OWN_WORK_LABEL] = preempts_own
+    return ns
+
+
+@pytest.mark.parametrize("kind", ["Job", "Deployment"])
+def test_work_its_own_team_may_preempt_must_checkpoint(synth: Synth, kind: str) -> None:
+    """``preemptTeamTasks: LowerPriority``: the team's work at a higher class it may use preempts its work at a
+    lower one, so the lower one must checkpoint even where the team neither borrows nor uses a preemptible
+    class. The highest class the team may use needs nothing; ``Never`` lifts the rule."""
+    from cel_admission import AdmissionDecision, evaluate_policies
+
+    def decide(ns: dict, priority: str) -> AdmissionDecision:
+        kueue = ta.kueue_labels("inference", priority=priority)
+        obj = ta.job("inference", labels=kueue) if kind == "Job" else ta.deployment()
+        obj["metadata"]["labels"] = kueue
+        group, resource = ta.group_resource(obj)
+        return evaluate_policies(ta.policies(synth), obj=obj, namespace=ns, group=group, resource=resource)
+
+    ns = _entitled_to_two_classes(synth, preempts_own="true")
+    assert ns["metadata"]["labels"][labels.BORROWS_LABEL] == "false"
+    denied = decide(ns, "training-priority").denied
+    assert any(
+        m.startswith("work of the same team at a higher priority class than training-priority may preempt it")
+        and "checkpoint-path" in m
+        for m in denied
+    ), denied
+    top = decide(ns, "inference-priority")
+    assert admission.CHECKPOINT_POLICY not in top.policies() and top.allowed, top.denied
+    never = decide(_entitled_to_two_classes(synth, preempts_own="false"), "training-priority")
+    assert admission.CHECKPOINT_POLICY not in never.policies() and never.allowed, never.denied
+    # a higher class the team may not use preempts nothing of the team's (inference alone: training is denied)
+    alone = ta.namespace(synth, "inference")
+    assert alone["metadata"]["labels"][labels.PREEMPTS_OWN_WORK_LABEL] == "true"
+    assert admission.CHECKPOINT_POLICY not in decide(alone, "inference-priority").policies()
+
+
 def test_a_preemptible_class_still_needs_a_checkpoint_where_the_team_does_not_borrow(synth: Synth) -> None:
     ns = ta.namespace(synth, "research")
     ns["metadata"]["labels"][labels.BORROWS_LABEL] = "false"

@@ -127,6 +127,7 @@ REFERENCE_LABELS = {
         "priority.hyperpod-tenancy.io/training-priority": other,
         "priority.hyperpod-tenancy.io/experimentation-priority": other,
         "hyperpod-tenancy.io/borrows": borrows,
+        "hyperpod-tenancy.io/preempts-own-work": "true",  # preemptTeamTasks: LowerPriority, the default
     }
     for team, inference, other, borrows, gid in (
         ("research", "denied", "allowed", "true", "20001"),  # lend-and-borrow, training + experimentation

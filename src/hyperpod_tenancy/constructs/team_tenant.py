@@ -85,9 +85,9 @@ class TeamTenant(Construct):
     under ``teams/<team>/`` only); the fairness objects (a Task Governance ``ComputeQuota``, or the Kueue
     ClusterQueue/LocalQueue in the chart); and the team chart (namespace ``hyperpod-ns-<team>`` labels with an
     explicit ``allowed``/``denied`` for every platform priority class, so that removing a class from the policy
-    revokes it on the next deploy, and ``hyperpod-tenancy.io/borrows``; RBAC, default-deny NetworkPolicies, pod
-    security, LimitRange, ServiceAccount, the FSx directory Job, which waits for the first Schedulable HyperPod
-    node however long its deep health checks take, and the PV/PVC).
+    revokes it on the next deploy, ``hyperpod-tenancy.io/borrows`` and ``hyperpod-tenancy.io/preempts-own-work``;
+    RBAC, default-deny NetworkPolicies, pod security, LimitRange, ServiceAccount, the FSx directory Job, which
+    waits for the first Schedulable HyperPod node however long its deep health checks take, and the PV/PVC).
 
     Identity Center resources are created in the stack's region: the platform's ``identityCenter.region`` must
     equal its ``region``, and the stacks must deploy in the organization's management account or an Identity

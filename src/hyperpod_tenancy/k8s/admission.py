@@ -26,9 +26,11 @@ Four policies, because their scope and enforcement differ:
   and the ``orphan`` finalizer orphans its pods). On the ``kueue`` backend it also refuses, at CREATE, the
   kinds Kueue has no job integration for (:func:`_unqueued_kind_validations`: ``HyperPodPyTorchJob``).
 * :data:`CHECKPOINT_POLICY` (``Deny`` or ``Warn`` per ``scheduling.checkpoint_enforcement``): the promise is
-  "no work that can run on borrowed capacity lacks a checkpoint". Work at a ``preemptible`` class, *and all
-  work of a namespace labelled* ``hyperpod-tenancy.io/borrows: "true"`` (a team that borrows can have any of
-  its work placed on borrowed quota and reclaimed), declares ``hyperpod-tenancy.io/checkpoint-path`` under
+  "no work that can be preempted lacks a checkpoint". Work at a ``preemptible`` class, *all work of a
+  namespace labelled* ``hyperpod-tenancy.io/borrows: "true"`` (a team that borrows can have any of its work
+  placed on borrowed quota and reclaimed), and, in a namespace labelled
+  ``hyperpod-tenancy.io/preempts-own-work: "true"``, work at a class below a higher one the namespace is
+  entitled to (its own team's work preempts it: :func:`_preempted_by_own_team`), declares ``hyperpod-tenancy.io/checkpoint-path`` under
   ``/fsx/<team>/`` and ``hyperpod-tenancy.io/checkpoint-interval`` (:data:`CHECKPOINT_INTERVAL_PATTERN`) no
   longer than its class's ``maxCheckpointInterval`` (a generated regular expression per class, see
   :func:`interval_regex`), so ``9999h`` is denied. Clients that cannot set annotations (``hyp create
@@ -97,7 +99,8 @@ __all__ = [
 
 #: Policy (and binding) checking the Kueue labels, owner references and finalizers of tenant workloads.
 WORKLOAD_POLICY = "hyperpod-tenancy-workload-labels"
-#: Policy (and binding) requiring a checkpoint declaration on work that can run on borrowed capacity.
+#: Policy (and binding) requiring a checkpoint declaration on work that can be preempted: at a preemptible class,
+#: on borrowed capacity, or by its own team's work at a higher class.
 CHECKPOINT_POLICY = "hyperpod-tenancy-checkpoints"
 #: Policy (and binding) checking what actually runs: the PodSpecs of workloads and pods.
 POD_SPEC_POLICY = "hyperpod-tenancy-pod-specs"
@@ -374,12 +377,49 @@ def interval_regex(max_minutes: int) -> str:
     return "^(" + "|".join(parts) + ")$"
 
 
-def _needs_checkpoint(preemptible: Sequence[str]) -> str:
+def _borrows() -> str:
+    """CEL: the namespace's work may run on capacity borrowed from other teams."""
+    return f"({_namespace_label_set(labels.BORROWS_LABEL)} && {_namespace_label(labels.BORROWS_LABEL)} == 'true')"
+
+
+def _preempted_by_own_team(platform: Platform) -> str:
+    """CEL: the team's own work at a higher priority class it is entitled to may preempt this workload.
+
+    ``preemptTeamTasks: LowerPriority`` (Task Governance ``PreemptTeamTasks``, Kueue ``withinClusterQueue``)
+    lets a team's higher-priority work preempt its lower-priority work. Which classes are higher is the
+    platform's (one literal map of class weights); which the team may use is the namespace's entitlement labels.
+    """
     pc = labels.PRIORITY_CLASS_LABEL
-    borrows = f"({_namespace_label_set(labels.BORROWS_LABEL)} && {_namespace_label(labels.BORROWS_LABEL)} == 'true')"
-    if not preemptible:
-        return borrows
-    return f"({_label_set(pc)} && {_label(pc)} in {_cel_list(preemptible)}) || {borrows}"
+    weights = (
+        "{"
+        + ", ".join(
+            f"{_q(c.workload_priority_class)}: {c.weight}" for c in platform.scheduling.priority_classes
+        )
+        + "}"
+    )
+    entitled = (
+        f"(({_q(labels.PRIORITY_LABEL_PREFIX)} + k) in namespaceObject.metadata.labels && "
+        f"namespaceObject.metadata.labels[{_q(labels.PRIORITY_LABEL_PREFIX)} + k] == {_q(labels.ALLOWED)})"
+    )
+    own = labels.PREEMPTS_OWN_WORK_LABEL
+    return (
+        f"({_namespace_label_set(own)} && {_namespace_label(own)} == 'true' && {_label_set(pc)} && "
+        f"{_label(pc)} in {weights} && {weights}.exists(k, {weights}[k] > {weights}[{_label(pc)}] && {entitled}))"
+    )
+
+
+def _needs_checkpoint(platform: Platform) -> str:
+    """CEL: the workload can be preempted, so it must declare a checkpoint.
+
+    Every way a team's work is preempted: at a ``preemptible`` class, on capacity borrowed from other teams
+    (the lender reclaims it), or by the team's own higher-priority work (:func:`_preempted_by_own_team`).
+    """
+    pc = labels.PRIORITY_CLASS_LABEL
+    preemptible = [c.workload_priority_class for c in platform.scheduling.priority_classes if c.preemptible]
+    ways = [_borrows(), _preempted_by_own_team(platform)]
+    if preemptible:
+        ways.insert(0, f"({_label_set(pc)} && {_label(pc)} in {_cel_list(preemptible)})")
+    return " || ".join(ways)
 
 
 def _env_sets(container: str, name: str) -> str:
@@ -455,8 +495,10 @@ def _checkpoint_validations(platform: Platform) -> list[dict[str, str]]:
     team_or_placeholder = f"({_namespace_label_set(team)} ? {_namespace_label(team)} : '<team>')"
     why = (
         f"(({_label_set(pc)} && {_label(pc)} in {_cel_list(preemptible)}) ? "
-        f"'priority class ' + {_label(pc)} + ' is preemptible' : "
-        "'namespace ' + namespaceObject.metadata.name + ' borrows idle capacity of other teams')"
+        f"'priority class ' + {_label(pc)} + ' is preemptible' : {_borrows()} ? "
+        "'namespace ' + namespaceObject.metadata.name + ' borrows idle capacity of other teams' : "
+        "'work of the same team at a higher priority class than ' + "
+        f"({_label_set(pc)} ? {_label(pc)} : '<class>') + ' may preempt it')"
     )
     bounds = {c.workload_priority_class: c for c in classes if c.max_checkpoint_minutes is not None}
     regexes = (
@@ -484,14 +526,14 @@ def _checkpoint_validations(platform: Platform) -> list[dict[str, str]]:
         {
             "expression": f"{_annotation_set(path)} || {env_declared}",
             "messageExpression": (
-                f"{why} + ': the work may run on borrowed capacity and be preempted, so it must checkpoint. "
+                f"{why} + ': the work can be preempted, so it must checkpoint. "
                 f"Add annotation {path}: {FSX_ROOT}' + {team_or_placeholder} + '/<job>/ (where the job writes "
                 f"its checkpoints) and {interval}, {env_hint}' + {team_or_placeholder} + ',claim_name="
                 f'{FSX_CLAIM_NAME} and --environment with {{"{dir_env}": "{FSX_ROOT}\' + {team_or_placeholder} + '
                 f'\'/<job>", "{interval_env}": "30m"}} (README, Submitting work).\''
             ),
             "message": (
-                f"work that can run on borrowed capacity must declare annotation {path} with its checkpoint "
+                f"work that can be preempted must declare annotation {path} with its checkpoint "
                 f"directory under {FSX_ROOT}<team>/ (or container environment variables {dir_env} and "
                 f"{interval_env})."
             ),
@@ -513,11 +555,11 @@ def _checkpoint_validations(platform: Platform) -> list[dict[str, str]]:
         {
             "expression": f"{_annotation_set(interval)} || (!{_annotation_set(path)} && {env_declared})",
             "messageExpression": (
-                f"{why} + ': the work may run on borrowed capacity and be preempted, so it must declare "
+                f"{why} + ': the work can be preempted, so it must declare "
                 f"annotation {interval} (how often it checkpoints, e.g. 30m or 1h).'"
             ),
             "message": (
-                f"work that can run on borrowed capacity must declare annotation {interval} (how often it "
+                f"work that can be preempted must declare annotation {interval} (how often it "
                 "checkpoints, e.g. 30m or 1h)."
             ),
             "reason": "Invalid",
@@ -844,7 +886,6 @@ def admission_policies(platform: Platform) -> list[dict[str, Any]]:
     checkpoint_action = (
         "Deny" if platform.scheduling.checkpoint_enforcement is CheckpointEnforcement.DENY else "Warn"
     )
-    preemptible = [c.workload_priority_class for c in platform.scheduling.priority_classes if c.preemptible]
     pods_ephemeral = {
         "apiGroups": [""],
         "apiVersions": ["*"],
@@ -866,7 +907,7 @@ def admission_policies(platform: Platform) -> list[dict[str, Any]]:
             match_conditions=[
                 _from_team_member(),
                 _not_being_deleted(),
-                {"name": "can-run-on-borrowed-capacity", "expression": _needs_checkpoint(preemptible)},
+                {"name": "can-be-preempted", "expression": _needs_checkpoint(platform)},
             ],
             validations=_checkpoint_validations(platform),
         ),

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from hyperpod_tenancy.policy import names
-from hyperpod_tenancy.policy.model import Platform, PodSecurityLevel, Team
+from hyperpod_tenancy.policy.model import Platform, PodSecurityLevel, PreemptTeamTasks, Team
 
 #: Standard label naming the tool that manages an object.
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
@@ -39,6 +39,10 @@ DENIED = "denied"
 #: ``"true"`` when the team's work may run on capacity borrowed from other teams (and can be preempted when
 #: the lender reclaims it), else ``"false"``. Admission reads it to decide where checkpoints are required.
 BORROWS_LABEL = "hyperpod-tenancy.io/borrows"
+#: ``"true"`` when the team's own work at a higher priority class preempts its lower-priority work
+#: (``compute.preemptTeamTasks: LowerPriority``), else ``"false"``. Admission reads it, with the entitlement
+#: labels, to require checkpoints of work the team's own higher classes may preempt.
+PREEMPTS_OWN_WORK_LABEL = "hyperpod-tenancy.io/preempts-own-work"
 #: The team's POSIX GID (a decimal string) on its namespace: the POSIX identity policy requires it as every pod's
 #: ``runAsGroup`` and ``fsGroup`` (the webhook writes the same key as an annotation on the workloads it stamps).
 POSIX_GID_LABEL = "hyperpod-tenancy.io/posix-gid"
@@ -138,6 +142,8 @@ def namespace_labels(platform: Platform, team: Team) -> dict[str, str]:
     ) in team.allowed_priority_classes:  # a class unknown to the platform is a policy error; keep it visible
         labels.setdefault(priority_entitlement_label(name), ALLOWED)
     labels[BORROWS_LABEL] = "true" if team_borrows(platform, team) else "false"
+    preempts_own = team.compute.preempt_team_tasks is PreemptTeamTasks.LOWER_PRIORITY
+    labels[PREEMPTS_OWN_WORK_LABEL] = "true" if preempts_own else "false"
     return labels
 
 
