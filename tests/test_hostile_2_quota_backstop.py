@@ -22,13 +22,21 @@ from typing import Any
 import platforms
 import pytest
 import quota_eval
-from fairness_interpreters import from_kueue, from_task_governance, schedulable_shapes
+import tenant_admission as ta
+from fairness_interpreters import (
+    INSTANCE_TYPE_LABEL,
+    FairnessForm,
+    KueueCohortSimulator,
+    from_kueue,
+    from_task_governance,
+    schedulable_shapes,
+)
 from rbac_eval import Authorizer, Request, Subject
 from synth import Synth, resources_of
 
 from hyperpod_tenancy.k8s import kueue
 from hyperpod_tenancy.k8s.team_manifests import team_manifests
-from hyperpod_tenancy.policy import Team, names
+from hyperpod_tenancy.policy import FairnessBackend, Team, names
 
 SYSTEM_CLASSES = ("system-node-critical", "system-cluster-critical")
 TRAINER_IMAGE = "public.ecr.aws/docker/library/busybox:1.37.0"
@@ -39,21 +47,29 @@ def namespace_objects(synth: Synth, team: Team) -> list[dict[str, Any]]:
     return [m for m in synth.manifests() if m.get("metadata", {}).get("namespace") == ns]
 
 
+def fairness_form(synth: Synth) -> FairnessForm:
+    """What the synthesized fairness rendering means (Kueue ClusterQueues or Task Governance ComputeQuotas)."""
+    platform = synth.platform
+    if "kueue" in {m["apiVersion"].split(".")[0] for m in synth.manifests()}:
+        return from_kueue(_kueue_objects(synth), kueue.kueue_helm_values(platform))
+    scheduler = next(iter(resources_of(synth.cluster, "AWS::SageMaker::ClusterSchedulerConfig").values()))
+    quotas = [
+        r["Properties"]
+        for t in platform.hosted_teams
+        for r in resources_of(synth.team(t.name), "AWS::SageMaker::ComputeQuota").values()
+    ]
+    return from_task_governance(scheduler["Properties"], quotas, schedulable_shapes(platform))
+
+
+def _kueue_objects(synth: Synth) -> list[dict[str, Any]]:
+    return [m for m in synth.manifests() if m["apiVersion"].startswith("kueue.x-k8s.io")]
+
+
 def expected_ceilings(synth: Synth) -> dict[str, dict[str, Decimal]]:
     """Per team and accelerator resource: guarantee + borrowing ceiling, as the fairness rendering says."""
     platform = synth.platform
     shapes = schedulable_shapes(platform)
-    if "kueue" in {m["apiVersion"].split(".")[0] for m in synth.manifests()}:
-        objects = [m for m in synth.manifests() if m["apiVersion"].startswith("kueue.x-k8s.io")]
-        form = from_kueue(objects, kueue.kueue_helm_values(platform))
-    else:
-        scheduler = next(iter(resources_of(synth.cluster, "AWS::SageMaker::ClusterSchedulerConfig").values()))
-        quotas = [
-            r["Properties"]
-            for t in platform.hosted_teams
-            for r in resources_of(synth.team(t.name), "AWS::SageMaker::ComputeQuota").values()
-        ]
-        form = from_task_governance(scheduler["Properties"], quotas, shapes)
+    form = fairness_form(synth)
     accelerators = {r for shape in shapes.values() for r in shape if r not in ("cpu", "memory")}
     out: dict[str, dict[str, Decimal]] = {
         t.name: dict.fromkeys(accelerators, Decimal(0)) for t in platform.teams
@@ -127,6 +143,31 @@ def test_many_small_pods_cannot_add_up_past_the_ceiling(synth: Synth) -> None:
             assert quota_eval.refusals(objects, gpu_pod("one-more", 1, resource=resource), running=running), (
                 f"{team.name}: pod {int(ceiling) + 1} with one {resource} is admitted"
             )
+
+
+def test_a_team_cannot_spend_its_ceiling_on_an_instance_type_it_has_no_share_of(synth: Synth) -> None:
+    """A ResourceQuota cannot see the node a pod lands on, so the backstop caps a team's accelerators over every
+    instance type together: research (a p5 quota only) could spend part of its p5 ceiling on the g5 nodes the
+    inference team was promised. Per type the queue decides: work asking for accelerators must name the team's
+    queue (admission), and the queue's share of a type the team has no quota on is nothing, on both backends
+    (Kueue: the flavor's nominalQuota and borrowingLimit; Task Governance: ComputeQuota per instance type)."""
+    team, other_type, gpus = "research", "ml.g5.12xlarge", 4
+    assert other_type not in synth.platform.team(team).compute.quotas
+    # the backstop alone would let it through: this is what the queue rule is for
+    assert quota_eval.refusals(namespace_objects(synth, synth.platform.team(team)), gpu_pod("g5", gpus)) == []
+    spec = ta.pod_spec(resources={"nvidia.com/gpu": str(gpus)})
+    spec["nodeSelector"] = {INSTANCE_TYPE_LABEL: other_type}
+    unqueued = ta.job(team, labels={}, spec=spec)
+    assert any("queue-name" in m for m in ta.decide(synth, unqueued).denied)
+    queued = ta.job(team, spec=spec, annotations=ta.CHECKPOINT)
+    assert ta.decide(synth, queued).denied == []  # queued: admitted, and left to the queue
+    share = fairness_form(synth).shares.get((team, other_type, "nvidia.com/gpu"))
+    assert share is None or share.guaranteed + (share.borrow_ceiling or 0) == 0, share
+    if synth.platform.fairness_backend is FairnessBackend.KUEUE:
+        admission = KueueCohortSimulator(_kueue_objects(synth)).admit(
+            team, other_type, {"nvidia.com/gpu": Decimal(gpus)}
+        )
+        assert not admission.admitted and "borrowingLimit 0" in admission.reason, admission
 
 
 def test_an_init_container_cannot_hide_accelerators_from_the_quota(synth: Synth) -> None:
