@@ -362,10 +362,23 @@ def test_table_actions_are_the_ones_the_server_documents() -> None:
 def test_webhook_is_ready_before_any_team_object(synth: Synth) -> None:
     resources = synth.cluster["Resources"]
     ca_injected = _logical_id(synth, "ClusterPosixIdentityCaInjected")
+    connect_injected = _logical_id(synth, "ClusterPosixIdentityConnectCaInjected")
     webhook_config = _logical_id(synth, "ClusterPosixIdentityWebhookConfiguration")
     deployment_ready = _logical_id(synth, "ClusterPosixIdentityDeploymentReady")
     objects = _logical_id(synth, "ClusterPosixIdentityObjects")
-    assert webhook_config in resources[ca_injected]["DependsOn"]
+    # both configurations' CA bundles are waited for (kubectl get <kind> -o jsonpath=...caBundle)
+    waited = {
+        r["Properties"]["ObjectType"]: k
+        for k, r in resources.items()
+        if r["Type"] == "Custom::AWSCDK-EKS-KubernetesObjectValue"
+        and r["Properties"]["JsonPath"] == ".webhooks[0].clientConfig.caBundle"
+    }
+    assert waited == {
+        "mutatingwebhookconfiguration": ca_injected,
+        "validatingwebhookconfiguration": connect_injected,
+    }
+    assert webhook_config in resources[connect_injected]["DependsOn"]
+    assert {webhook_config, connect_injected} <= set(resources[ca_injected]["DependsOn"])
     assert deployment_ready in resources[webhook_config]["DependsOn"]
     assert objects in resources[deployment_ready]["DependsOn"]
     cert_manager = _logical_id(synth, "ClusterCertManager")

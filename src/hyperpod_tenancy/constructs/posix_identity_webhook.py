@@ -234,14 +234,25 @@ class PosixIdentityWebhook(Construct):
             overwrite=True,
         )
         self.webhook_configuration.node.add_dependency(self.deployment_ready)
-        #: Waits until cert-manager injected the CA into the webhook configuration: team work comes after this.
+        #: Waits until cert-manager injected the CA into the ValidatingWebhookConfiguration: until then the API
+        #: server cannot call the webhook, and every exec, attach or port-forward into a team pod is refused
+        #: (``failurePolicy: Fail``) or let through unchecked (``Ignore``).
+        self.connect_ready = self._wait(
+            "ConnectCaInjected",
+            object_type="validatingwebhookconfiguration",
+            object_name=posix_identity.WEBHOOK_CONFIGURATION,
+            json_path=".webhooks[0].clientConfig.caBundle",
+        )
+        self.connect_ready.node.add_dependency(self.webhook_configuration)
+        #: Waits until cert-manager injected the CA into both webhook configurations (the mutating one here,
+        #: after :attr:`connect_ready`): team work comes after this.
         self.ready = self._wait(
             "CaInjected",
             object_type="mutatingwebhookconfiguration",
             object_name=posix_identity.WEBHOOK_CONFIGURATION,
             json_path=".webhooks[0].clientConfig.caBundle",
         )
-        self.ready.node.add_dependency(self.webhook_configuration)
+        self.ready.node.add_dependency(self.webhook_configuration, self.connect_ready)
 
     def _wait(
         self, id: str, *, object_type: str, object_name: str, json_path: str
