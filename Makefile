@@ -102,8 +102,9 @@ setup:
 	$(MAKE) --no-print-directory node
 
 # what `make test` needs on top: the test venvs are independent of each other, so they install side by side
+TEST_SETUP := $(VENV)/.test-stamp .venv-nca/.stamp .venv-hyperpod/.stamp .venv-checkov/.stamp promtool
 test-setup: setup
-	$(MAKE) --no-print-directory -j4 --output-sync=target $(VENV)/.test-stamp .venv-nca/.stamp .venv-hyperpod/.stamp .venv-checkov/.stamp promtool
+	$(MAKE) --no-print-directory -j4 --output-sync=target $(TEST_SETUP)
 
 synth: setup
 	npx cdk synth --quiet
@@ -115,24 +116,27 @@ validate: $(VENV)/.stamp
 schema: $(VENV)/.stamp
 	$(PY) -m hyperpod_tenancy.policy.json_schema schema/platform.schema.json
 
-# `make lint` (typecheck, unit) alone sets up first; `make test` has already
+# `make lint` (typecheck, unit) alone sets up first; `make test` names what each needs instead
 CHECKS_AFTER ?= test-setup
-lint: $(CHECKS_AFTER)
+LINT_AFTER ?= $(CHECKS_AFTER)
+lint: $(LINT_AFTER)
 	$(VENV)/bin/ruff check src tests app.py benchmarks
 	$(VENV)/bin/ruff format --check src tests app.py benchmarks
 	$(VENV)/bin/lint-imports
 
-typecheck: $(CHECKS_AFTER)
+typecheck: $(LINT_AFTER)
 	$(VENV)/bin/mypy
 
 unit: $(CHECKS_AFTER)
 	NCA_BIN=$(abspath .venv-nca/bin/nca) HYPERPOD_SDK_PYTHON=$(abspath .venv-hyperpod/bin/python) \
 		CHECKOV_BIN=$(abspath .venv-checkov/bin/checkov) $(PY) -m pytest -n auto --dist loadfile
 
-# ruff, mypy and pytest run side by side (mypy alone takes two minutes of one core on a fresh clone), their
-# output interleaved as it comes (pytest shows its progress); any of them failing fails `make test`.
-test: test-setup
-	$(MAKE) --no-print-directory -j3 lint typecheck unit CHECKS_AFTER=
+# One make builds what each check needs and runs it as soon as that is there: ruff and mypy need only .venv's
+# dev group, so they run while the other test venvs install (network and disk, not CPU); pytest starts when
+# every test venv is there, with both cores to itself. Output is interleaved as it comes (pytest shows its
+# progress); any of them failing fails `make test`.
+test: setup
+	$(MAKE) --no-print-directory -j6 lint typecheck unit LINT_AFTER=$(VENV)/.test-stamp CHECKS_AFTER="$(TEST_SETUP)"
 
 clean:
 	rm -rf cdk.out $(VENV) .venv-nca .venv-hyperpod .venv-checkov .node node_modules .pytest_cache .mypy_cache .ruff_cache
