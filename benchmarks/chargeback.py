@@ -1,12 +1,13 @@
-"""Benchmark: the offline chargeback CLI, end to end, on a month of 200 teams x 3 instance types.
+"""Benchmark: the offline chargeback CLI, end to end, on a month of 200 (or ``--teams``) teams x 3 instance types.
 
 Generates (once, into a temporary folder, or into --data to keep it) a month of the collector's tables in its
 exact schema: ClusterQueue snapshots every 5 minutes for 200 teams x 3 instance types (~5.4 M rows), node
-inventory snapshots every 15 minutes for 220 instances per type (~2 M rows), 400 evictions, and a CUR. Then
-runs ``hyperpod-tenancy chargeback ... --format html`` in a child process (DuckDB over the Parquet, the
-engine, the renderer) and prints its wall time and peak resident memory.
+inventory snapshots every 15 minutes for 220 instances per type (~2 M rows; at least 1.1 instances per team
+with ``--teams``: every team has one instance of each type as its quota), 400 evictions (2 per team), and a
+CUR. Then runs ``hyperpod-tenancy chargeback ... --format html`` in a child process (DuckDB over the Parquet,
+the engine, the renderer) and prints its wall time and peak resident memory.
 
-    .venv/bin/python benchmarks/chargeback.py [--data DIR] [--runs N] [--format FMT]
+    .venv/bin/python benchmarks/chargeback.py [--data DIR] [--runs N] [--format FMT] [--teams N]
 
 Target on the 2-core reference machine: <= 5 s and <= 1 GiB.
 """
@@ -43,7 +44,11 @@ SHARED = {
 }
 
 
-def _config() -> model.ChargebackConfig:
+def _nodes_per_type(teams: int) -> int:
+    return max(NODES_PER_TYPE, teams + teams // 10)
+
+
+def _config(teams: int) -> model.ChargebackConfig:
     return model.ChargebackConfig(
         cluster=CLUSTER,
         terms=(
@@ -55,14 +60,14 @@ def _config() -> model.ChargebackConfig:
             model.TeamConfig(
                 name=f"team-{i:03d}", cost_center=f"cc-{i % 20:02d}", quotas=dict.fromkeys(GPUS, 1)
             )
-            for i in range(TEAMS)
+            for i in range(teams)
         ),
         gpus_per_instance=GPUS,
         max_checkpoint_minutes={"training-priority": 60},
     )
 
 
-def _prepare(data: Path) -> None:
+def _prepare(data: Path, teams: int) -> None:
     marker = data / ".complete"
     if marker.exists():
         print(f"data: reusing {data}")
@@ -72,9 +77,9 @@ def _prepare(data: Path) -> None:
         data,
         month=MONTH,
         cluster=CLUSTER,
-        teams=TEAMS,
+        teams=teams,
         instance_types=GPUS,
-        nodes_per_type=NODES_PER_TYPE,
+        nodes_per_type=_nodes_per_type(teams),
         snapshot_minutes=5,
         node_snapshot_minutes=15,
     )
@@ -83,10 +88,10 @@ def _prepare(data: Path) -> None:
         month=MONTH,
         cluster=CLUSTER,
         instance_types=RATES,
-        nodes_per_type=NODES_PER_TYPE,
+        nodes_per_type=_nodes_per_type(teams),
         shared=SHARED,
     )
-    (data / "chargeback_config.json").write_text(model.config_to_json(_config()), encoding="utf-8")
+    (data / "chargeback_config.json").write_text(model.config_to_json(_config(teams)), encoding="utf-8")
     marker.write_text("ok\n", encoding="utf-8")
     size = sum(f.stat().st_size for f in data.rglob("*") if f.is_file())
     print(
@@ -137,11 +142,12 @@ def main() -> None:
     parser.add_argument("--data", type=Path, help="keep the generated data here (reused when complete)")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--format", default="html", choices=["json", "csv", "html", "markdown"])
+    parser.add_argument("--teams", type=int, default=TEAMS, help=f"teams in the month (default {TEAMS})")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="chargeback-bench-") as tmp:
         data = args.data or Path(tmp) / "data"
         data.mkdir(parents=True, exist_ok=True)
-        _prepare(data)
+        _prepare(data, args.teams)
         output = Path(tmp) / f"report.{args.format}"
         results = [_run(data, args.format, output) for _ in range(args.runs)]
         size = output.stat().st_size
@@ -152,7 +158,7 @@ def main() -> None:
         peak = max(p for _, p in results)
         verdict = "OK" if best <= 5 and peak <= 2**30 else "OVER TARGET"
         print(
-            f"chargeback CLI ({args.format}, {size:,} bytes): best wall {best:.2f} s (median {median:.2f} s), "
+            f"chargeback CLI ({args.teams} teams, {args.format}, {size:,} bytes): best wall {best:.2f} s (median {median:.2f} s), "
             f"peak RSS {peak / 2**20:.0f} MiB (target <= 5 s, <= 1024 MiB; {os.cpu_count()} CPUs): {verdict}"
         )
 
