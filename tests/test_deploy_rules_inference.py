@@ -226,8 +226,9 @@ def test_the_load_balancer_role_changes_only_what_the_controller_tagged(referenc
 def test_the_s3_driver_lists_and_reads_team_prefixes_only(reference: Synth) -> None:
     """The S3 Mountpoint driver mounts model weights with its own role (driver-level credentials, Mountpoint's
     default): it lists and reads under ``teams/`` of the data bucket and nothing else, so a volume of the whole
-    bucket, another area of it or another bucket does not mount. Which team's prefix an endpoint may name is
-    held by admission (tests/test_hostile_10_operators.py)."""
+    bucket, another area of it or another bucket does not mount. A prefix mount needs ``s3:ListBucket`` only
+    with ``s3:prefix`` under it (awslabs/mountpoint-s3 doc/CONFIGURATION.md, "IAM permissions"). Which team's
+    prefix an endpoint may name is held by admission (tests/test_hostile_10_operators.py)."""
     role_id, _, _ = _role_for(reference, ":".join(io.S3_CSI_SERVICE_ACCOUNT))
     policies = [
         render_intrinsics(p["Properties"]["PolicyDocument"])

@@ -94,6 +94,9 @@ def test_work_its_own_team_may_preempt_must_checkpoint(synth: Synth, kind: str) 
     assert admission.CHECKPOINT_POLICY not in top.policies() and top.allowed, top.denied
     never = decide(_entitled_to_two_classes(synth, preempts_own="false"), "training-priority")
     assert admission.CHECKPOINT_POLICY not in never.policies() and never.allowed, never.denied
+    # attack: name a class outside the weights to dodge the rule; the workload policy refuses the class itself
+    spoofed = decide(ns, "bogus-priority")
+    assert any("priority class bogus-priority is not allowed" in m for m in spoofed.denied), spoofed.denied
     # a higher class the team may not use preempts nothing of the team's (inference alone: training is denied)
     alone = ta.namespace(synth, "inference")
     assert alone["metadata"]["labels"][labels.PREEMPTS_OWN_WORK_LABEL] == "true"

@@ -99,6 +99,10 @@ def test_webhook_configuration_has_what_the_api_requires(synth: Synth) -> None:
     assert "caBundle" not in hook["clientConfig"], "cert-manager's cainjector fills it"
     annotation = mwc["metadata"]["annotations"]["cert-manager.io/inject-ca-from"]
     assert annotation == f"{posix_identity.WEBHOOK_NAMESPACE}/{posix_identity.TLS_CERTIFICATE}"
+    # the exec/attach configuration gets its CA the same way (the deploy waits for both bundles)
+    (vwc,) = _by_kind(synth.manifests(), "ValidatingWebhookConfiguration")
+    assert vwc["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == annotation
+    assert all("caBundle" not in h["clientConfig"] for h in vwc["webhooks"])
 
 
 def test_failure_policy_is_the_policy_value(synth: Synth) -> None:

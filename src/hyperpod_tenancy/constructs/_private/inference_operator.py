@@ -415,7 +415,8 @@ def install_inference_operator(
     )
     s3_csi = _irsa(root, "S3CsiRole", cluster, *S3_CSI_SERVICE_ACCOUNT)
     # Model weights are read from the team data bucket (teams/<team>/...): the driver lists and reads under
-    # teams/ only (Mountpoint lists with the mount's prefix, so a listing of the whole bucket is refused). The
+    # teams/ only: Mountpoint mounting a prefix needs s3:ListBucket only under it, scoped with the s3:prefix
+    # condition key (awslabs/mountpoint-s3 doc/CONFIGURATION.md, "IAM permissions"). The
     # driver is one identity for every team: which team's prefix an endpoint mounts is held by admission
     # (k8s/operator_guards.py: modelSourceConfig.modelLocation under the endpoint's own teams/<team>/).
     s3_csi.add_to_policy(
