@@ -99,6 +99,16 @@ def engine_report(data: Path) -> model.Report:
     return engine.compute_report(_config(), MONTH, usage, costs)
 
 
+def test_a_month_without_collection_gaps_says_it_is_complete(engine_report: model.Report) -> None:
+    """The generated month has a node snapshot every 15 minutes and a heartbeat every 5: no gap (see
+    test_chargeback_gaps for a month with one)."""
+    assert engine_report.collection_gaps == ()
+    assert json.loads(report.render(engine_report, "json"))["collectionGaps"] == []
+    markdown = report.render(engine_report, "markdown").decode()
+    assert "- **Collection:** complete: no collector stopped for longer than its threshold" in markdown
+    assert "## Collection gaps" not in markdown
+
+
 @pytest.mark.parametrize("fmt", ["json", "csv", "markdown", "html"])
 def test_the_cli_writes_the_engine_report_deterministically(
     data: Path, engine_report: model.Report, tmp_path: Path, fmt: str
@@ -111,12 +121,13 @@ def test_the_cli_writes_the_engine_report_deterministically(
 
 
 def _synced_raw(data: Path, raw: Path) -> Path:
-    """Lay out ``raw/`` as ``aws s3 sync`` of the report bucket gives it: the operator's Parquet clusterqueue/ beside
+    """Lay out ``raw/`` as ``aws s3 sync`` of the report bucket gives it: the operator's Parquet clusterqueue/ and heartdub/ beside
     the node and eviction JSON lines, each file written by the collector's own functions (``snapshot_lines``,
     ``object_key``), from the same generated month."""
     con = duckdb.connect()
     (raw / "clusterqueue").parent.mkdir(parents=True)
     (raw / "clusterqueue").symlink_to(data / "clusterqueue")
+    (raw / "heartdub").symlink_to(data / "heartdub")
     nodes = con.execute(
         f"SELECT timestamp, instance_group, instance_type, instance_id, status FROM read_parquet("
         f"'{data / 'node'}/**/*.parquet') ORDER BY timestamp, instance_id"
@@ -388,7 +399,7 @@ def test_progress_is_shown_on_request(data: Path) -> None:
         console=Console(file=out, width=100),
         on_step=steps.append,
     )
-    assert steps == ["hourly_usage", "hourly_capacity", "evictions", "cur_costs", "inputs"]
+    assert steps == ["hourly_usage", "hourly_capacity", "evictions", "collection_gaps", "cur_costs", "inputs"]
     assert "chargeback" in out.getvalue() and "done" in out.getvalue()
 
 
@@ -573,7 +584,7 @@ def test_the_platform_policy_gives_the_same_report_as_the_job_config(tmp_path: P
 def test_only_the_month_and_the_one_before_are_read(data: Path, tmp_path: Path) -> None:
     """A usage folder keeps months of snapshots: the queries list only the partitions they need."""
     usage = tmp_path / "usage"
-    for table in ("clusterqueue", "node", "eviction"):
+    for table in ("clusterqueue", "heartdub", "node", "eviction"):
         shutil.copytree(data / table, usage / table)
     junk = usage / "clusterqueue" / "year=2026" / "month=03" / "day=01" / "hour=00" / f"cluster={CLUSTER}"
     junk.mkdir(parents=True)

@@ -96,7 +96,7 @@ def month_data(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 def athena_rows(usage: Path, cur: Path) -> dict[str, tuple[list[str], list[list[str | None]]]]:
     """Query name → (columns, rows as Athena strings) computed by DuckDB over the month's files."""
     con = duckdb.connect()
-    for table in ("clusterqueue", "node", "eviction"):
+    for table in ("clusterqueue", "heartdub", "node", "eviction"):
         if (usage / table).is_dir():
             con.execute(
                 f"CREATE VIEW {table} AS SELECT * FROM read_parquet('{usage / table}/**/*.parquet', "
@@ -226,6 +226,7 @@ def test_lambda_report_equals_the_cli_report_byte_for_byte(
     (message,) = _inbox(job_env["QUEUE"])
     assert f"s3://{BUCKET}/reports/{CLUSTER}/{MONTH}/report.html" in message
     assert "rule reservation, idle owner platform" in message
+    assert "Collection: complete: no collector stopped for longer than its threshold." in message
 
 
 def test_an_old_month_is_reported_without_metrics_and_says_so(

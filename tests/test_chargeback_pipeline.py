@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import fnmatch
 import json
 import shutil
 import subprocess
@@ -18,7 +19,9 @@ from cfn_lint import lint_template
 from synth import TOKEN, new_app, render_intrinsics, resources_of
 
 from hyperpod_tenancy.chargeback.model import BillingRule, config_from_json, team_config_from_json
+from hyperpod_tenancy.chargeback.queries import GAP_THRESHOLD_MINUTES
 from hyperpod_tenancy.constructs.chargeback_pipeline import (
+    COLLECTION_ALARMS,
     COST_ALLOCATION_TAG_KEYS,
     METRIC_NAMESPACE,
     ChargebackPipeline,
@@ -120,7 +123,7 @@ def test_glue_tables_project_partitions_of_the_collector_and_the_cur(synthesized
         t["Properties"]["TableInput"]["Name"]: t["Properties"]["TableInput"]
         for t in resources_of(synthesized.template, "AWS::Glue::Table").values()
     }
-    assert sorted(tables) == ["clusterqueue", "cur", "eviction", "node", "pod", "workload"]
+    assert sorted(tables) == ["clusterqueue", "cur", "eviction", "heartdub", "node", "pod", "workload"]
     node = tables["node"]
     assert node["Parameters"]["projection.enabled"] == "true"
     assert node["Parameters"]["projection.cluster.values"] == "shared-gpu"
@@ -133,6 +136,18 @@ def test_glue_tables_project_partitions_of_the_collector_and_the_cur(synthesized
     )
     assert tables["clusterqueue"]["StorageDescriptor"]["SerdeInfo"]["SerializationLibrary"].endswith(
         "ParquetHiveSerDe"
+    )
+    # the operator's heartbeat is partitioned by the hour only, its cluster a column (its CloudFormation template,
+    # cloudformation/usage-report.yaml HeartdubTable at awslabs/sagemaker-hyperpod-usage-report@e71f39ae)
+    heartbeat = tables["heartdub"]
+    assert [c["Name"] for c in heartbeat["PartitionKeys"]] == ["year", "month", "day", "hour"]
+    assert [(c["Name"], c["Type"]) for c in heartbeat["StorageDescriptor"]["Columns"]] == [
+        ("timestamp", "timestamp"),
+        ("cluster", "string"),
+    ]
+    assert "projection.cluster.type" not in heartbeat["Parameters"]
+    assert json.dumps(heartbeat["Parameters"]["storage.location.template"]).endswith(
+        'raw/heartdub/year=${year}/month=${month}/day=${day}/hour=${hour}/"]]}'
     )
     cur = tables["cur"]
     assert cur["Parameters"]["projection.billing_period.type"] == "date"
@@ -296,6 +311,80 @@ def test_alerts_route_to_the_topic_from_the_cluster_workspace(synthesized: Synth
     assert "sns_configs" in definition and ":shared-gpu-chargeback" in definition
     topic_policy = json.dumps(resources_of(synthesized.template, "AWS::SNS::TopicPolicy"))
     assert "aps.amazonaws.com" in topic_policy and "aws:SourceArn" in topic_policy
+
+
+def test_an_alarm_fires_when_a_collector_stops_writing_for_longer_than_its_gap_threshold(
+    synthesized: Synthesized,
+) -> None:
+    """The node inventory and the operator's heartbeat are watched through S3 request metrics of their prefix,
+    the eviction collector (which writes only evictions) through its successful runs: three periods in a row with
+    nothing, or no data at all, is the gap threshold of the report (queries.GAP_THRESHOLD_MINUTES)."""
+    template = synthesized.template
+    ((_, bucket),) = (
+        (k, r)
+        for k, r in resources_of(template, "AWS::S3::Bucket").items()
+        if "MetricsConfigurations" in r["Properties"]
+    )
+    filters = {m["Id"]: m["Prefix"] for m in bucket["Properties"]["MetricsConfigurations"]}
+    assert filters == {
+        metrics_filter: f"raw/{table}/" for table, metrics_filter in COLLECTION_ALARMS.values()
+    }
+    alarms = {
+        a["Properties"]["AlarmName"]: a["Properties"]
+        for a in resources_of(template, "AWS::CloudWatch::Alarm").values()
+    }
+    assert sorted(alarms) == [
+        "shared-gpu-chargeback-eviction-collector-stopped",
+        "shared-gpu-chargeback-node-inventory-stopped",
+        "shared-gpu-chargeback-usage-report-operator-stopped",
+    ]
+    ((topic_id, _),) = resources_of(template, "AWS::SNS::Topic").items()
+    for name, alarm in alarms.items():
+        assert alarm["ComparisonOperator"] == "LessThanThreshold" and alarm["Threshold"] == 1, name
+        assert (alarm["EvaluationPeriods"], alarm["DatapointsToAlarm"]) == (3, 3), name
+        assert alarm["TreatMissingData"] == "breaching", name
+        assert alarm["AlarmActions"] == [{"Ref": topic_id}], name
+    for collector, (table, metrics_filter) in COLLECTION_ALARMS.items():
+        alarm = alarms[f"shared-gpu-chargeback-{collector}-stopped"]
+        assert (alarm["Namespace"], alarm["MetricName"], alarm["Statistic"]) == (
+            "AWS/S3",
+            "PutRequests",
+            "Sum",
+        )
+        dimensions = {d["Name"]: d["Value"] for d in alarm["Dimensions"]}
+        assert dimensions["FilterId"] == metrics_filter and "Ref" in dimensions["BucketName"]
+        assert 3 * alarm["Period"] == 60 * GAP_THRESHOLD_MINUTES[table]
+    runs = alarms["shared-gpu-chargeback-eviction-collector-stopped"]["Metrics"]
+    (expression,) = [m for m in runs if "Expression" in m]
+    assert expression["Expression"] == "FILL(invocations, 0) - FILL(errors, 0)" and expression["ReturnData"]
+    watched = {m["Id"]: m["MetricStat"]["Metric"]["MetricName"] for m in runs if "MetricStat" in m}
+    assert watched == {"invocations": "Invocations", "errors": "Errors"}
+    assert all(m["MetricStat"]["Period"] * 3 == 15 * 60 for m in runs if "MetricStat" in m)
+
+
+def test_alarms_can_publish_to_the_encrypted_topic(synthesized: Synthesized) -> None:
+    """CloudWatch publishes to a KMS-encrypted topic only with kms:GenerateDataKey* and kms:Decrypt on its key (SNS
+    Developer Guide, "Managing Amazon SNS encryption keys", compatibility with AWS services), and, the topic policy
+    replacing SNS's default one, only where the topic policy lets cloudwatch.amazonaws.com publish: for this
+    account's alarms whose names the pipeline gives."""
+    template = synthesized.template
+    ((_, topic),) = resources_of(template, "AWS::SNS::Topic").items()
+    key_id = topic["Properties"]["KmsMasterKeyId"]["Fn::GetAtt"][0]
+    key_statements = template["Resources"][key_id]["Properties"]["KeyPolicy"]["Statement"]
+    (grant,) = [s for s in key_statements if s.get("Principal") == {"Service": "cloudwatch.amazonaws.com"}]
+    assert sorted(grant["Action"]) == ["kms:Decrypt", "kms:GenerateDataKey*"] and grant["Effect"] == "Allow"
+    ((_, policy),) = resources_of(template, "AWS::SNS::TopicPolicy").items()
+    (publish,) = [
+        s
+        for s in policy["Properties"]["PolicyDocument"]["Statement"]
+        if s.get("Principal") == {"Service": "cloudwatch.amazonaws.com"}
+    ]
+    assert publish["Action"] == "sns:Publish" and publish["Effect"] == "Allow"
+    pattern = render_intrinsics(publish["Condition"]["ArnLike"]["aws:SourceArn"])
+    assert pattern == "arn:aws:cloudwatch:us-east-1:111122223333:alarm:shared-gpu-chargeback-*"
+    assert "aws:SourceAccount" in publish["Condition"]["StringEquals"]
+    names = [a["Properties"]["AlarmName"] for a in resources_of(template, "AWS::CloudWatch::Alarm").values()]
+    assert names and all(fnmatch.fnmatchcase(name, pattern.rsplit(":", 1)[1]) for name in names)
 
 
 def test_cfn_lint_is_clean_on_the_chargeback_and_cluster_stacks(synthesized: Synthesized) -> None:

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import sqlglot
-from chargeback_data import SCHEMAS, cur_line, generate_month, t, write_cur, write_table
+from chargeback_data import SCHEMAS, cur_line, generate_month, heartbeats, t, write_cur, write_table
 
 from hyperpod_tenancy.chargeback import queries
 from hyperpod_tenancy.chargeback.model import Eviction, InstanceTypeCost, SharedCost, gpu_hours
@@ -125,6 +125,12 @@ def usage_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         cluster=CLUSTER,
     )
     write_table(root, "node", [_node("2026-07-01 03:00", "i-9", "ml.p5.48xlarge")], cluster="other")
+    # the operator's heartbeat every 5 minutes, but for 3 hours on the 4th, and exactly one hour on the 20th
+    holes = [("2026-07-04 10:00", "2026-07-04 13:00"), ("2026-07-20 10:05", "2026-07-20 11:00")]
+    write_table(
+        root, "heartdub", heartbeats("2026-06-30 23:00", "2026-08-01 01:00", holes=holes), cluster=CLUSTER
+    )
+    write_table(root, "heartdub", heartbeats("2026-07-04 10:00", "2026-07-04 13:00"), cluster="other")
     write_table(
         root,
         "eviction",
@@ -194,7 +200,7 @@ def test_every_query_is_trino_and_transpiles_to_one_duckdb_statement() -> None:
         assert "{{" not in sql
         sqlglot.parse_one(sql, read="trino", error_level=sqlglot.ErrorLevel.RAISE)
         duck = transpile(sql)
-        assert "GENERATE_SERIES" in duck or name in {"evictions", "cur_costs"}
+        assert "GENERATE_SERIES" in duck or name in {"evictions", "cur_costs", "collection_gaps"}
 
 
 def test_hourly_usage_follows_the_snapshots(usage_dir: Path) -> None:
@@ -300,12 +306,34 @@ def test_a_month_without_cluster_lines_has_no_bill(usage_dir: Path, tmp_path: Pa
     assert costs.instance_types == () and costs.shared == () and costs.bill_total is None
 
 
+def _utc(text: str) -> dt.datetime:
+    return t(text).replace(tzinfo=dt.UTC)
+
+
+def test_collection_gaps_are_the_silences_longer_than_their_threshold(usage_dir: Path) -> None:
+    """A gap is a stretch without a record longer than the threshold: 15 minutes of node snapshots (three runs of
+    the inventory), an hour of the operator's heartbeat; the month's start and end bound the first and last."""
+    usage, _ = run_queries(usage=usage_dir, month=MONTH, cluster=CLUSTER, gpus_per_instance=GPUS)
+    assert [(g.table, g.start, g.end) for g in usage.collection_gaps] == [
+        # the heartbeat stopped for three hours on the 4th; exactly one hour on the 20th is not a gap
+        ("heartdub", _utc("2026-07-04 09:55"), _utc("2026-07-04 13:00")),
+        # the hand-written node snapshots: 01:00 and 03:00 only (June's 23:30 is another month)
+        ("node", _utc("2026-07-01 00:00"), _utc("2026-07-01 01:00")),
+        ("node", _utc("2026-07-01 01:00"), _utc("2026-07-01 03:00")),
+        ("node", _utc("2026-07-01 03:00"), _utc("2026-08-01 00:00")),
+    ]
+    heartbeat = usage.collection_gaps[0]
+    assert heartbeat.minutes == 185
+    assert heartbeat.hours == tuple(_utc(f"2026-07-04 {h}:00") for h in ("09", "10", "11", "12"))
+    assert usage.unchecked_collections == ()
+
+
 def test_athena_string_rows_give_the_same_inputs_as_duckdb_rows(usage_dir: Path, cur_file: Path) -> None:
     usage, costs = run_queries(
         usage=usage_dir, month=MONTH, cluster=CLUSTER, gpus_per_instance=GPUS, cur=cur_file
     )
     con = duckdb.connect()
-    for table in ("clusterqueue", "node", "eviction"):
+    for table in ("clusterqueue", "heartdub", "node", "eviction"):
         con.execute(
             f"CREATE VIEW {table} AS SELECT * FROM read_parquet('{usage_dir / table}/**/*.parquet', "
             "hive_partitioning = true, hive_types_autocast = false)"
@@ -342,7 +370,12 @@ def test_the_bulk_generator_writes_the_hand_written_schema(tmp_path: Path) -> No
         nodes_per_type=4,
         snapshot_minutes=60,
     )
-    assert counts == {"clusterqueue": 28 * 24 * 3 * 2, "node": 28 * 24 * 4 * 4 * 2, "eviction": 6}
+    assert counts == {
+        "clusterqueue": 28 * 24 * 3 * 2,
+        "node": 28 * 24 * 4 * 4 * 2,
+        "heartdub": 28 * 24 * 12,
+        "eviction": 6,
+    }
     for table, schema in SCHEMAS.items():
         first = next((tmp_path / table).rglob("*.parquet"))
         assert pq.read_schema(first).remove_metadata() == schema, table

@@ -39,6 +39,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from hyperpod_tenancy.chargeback import engine, queries
 from hyperpod_tenancy.chargeback.model import ChargebackConfig, CostInputs, Report, UsageInputs
+from hyperpod_tenancy.chargeback.report import COLLECTORS
 
 __all__ = [
     "PROGRESS_THRESHOLD_BYTES",
@@ -51,8 +52,12 @@ __all__ = [
 
 #: Inputs at least this large show a progress display (on a terminal) while the queries run.
 PROGRESS_THRESHOLD_BYTES = 32 * 1024 * 1024
-_USAGE_TABLES = ("clusterqueue", "node", "eviction")
+_USAGE_TABLES = ("clusterqueue", "heartdub", "node", "eviction")
 _REQUIRED_TABLES = ("clusterqueue", "node")
+#: Tables whose gaps ``collection_gaps`` reports; one that is missing here is not checked (the report says so).
+_GAP_TABLES = tuple(queries.GAP_THRESHOLD_MINUTES)
+#: The partition columns a table may have (``heartdub`` has no ``cluster`` partition: a column of it).
+_PARTITIONS = ("year", "month", "day", "hour", "cluster")
 
 
 class OfflineInputError(ValueError):
@@ -211,6 +216,14 @@ def _register_usage(con: duckdb.DuckDBPyConnection, usage: Path, month: str) -> 
                     f"--usage {str(usage)!r}: no {table}/ folder with Parquet, CSV or JSON-lines files (also looked under "
                     f"raw/{table}/); copy the collector's raw/{table}/ there"
                 )
+            if (
+                table in _GAP_TABLES
+            ):  # an empty table, for collection_gaps to read (its gaps are then dropped)
+                typed = dict(queries.COLLECTOR_COLUMNS[table]) | dict.fromkeys(_PARTITIONS, "string")
+                columns = ", ".join(
+                    f"CAST(NULL AS {_DUCKDB_TYPES[kind]}) AS {_ident(name)}" for name, kind in typed.items()
+                )
+                con.execute(f"CREATE VIEW {table} AS SELECT {columns} WHERE false")
             continue
         # timestamps are UTC TIMESTAMPs (a cast of a TIMESTAMP to itself costs nothing, and the view is bound once)
         reader, files = found
@@ -420,13 +433,30 @@ def run_queries(
                 usage_records = queries.usage_records(_fetch(usage_result))
                 results = others.result()
             step("inputs")
-            usage_inputs = queries.usage_inputs(
-                results, gpus_per_instance=gpus_per_instance, usage=usage_records
+            usage_inputs = _unchecked(
+                queries.usage_inputs(results, gpus_per_instance=gpus_per_instance, usage=usage_records),
+                present,
             )
             cost_inputs = queries.cost_inputs(results["cur_costs"])
     finally:
         con.close()
     return usage_inputs, cost_inputs
+
+
+def _unchecked(inputs: UsageInputs, present: set[str]) -> UsageInputs:
+    """Drop the gaps of the tables the folder does not have, and say which were not checked."""
+    missing = [table for table in _GAP_TABLES if table not in present]
+    if not missing:
+        return inputs
+    return dataclasses.replace(
+        inputs,
+        collection_gaps=tuple(g for g in inputs.collection_gaps if g.table in present),
+        unchecked_collections=tuple(
+            f"no {table}/ folder in the usage files: the {COLLECTORS[table].split(' (')[0]}'s collection gaps were "
+            f"not checked; copy raw/{table}/ too"
+            for table in missing
+        ),
+    )
 
 
 def read_prices(path: Path) -> dict[str, Decimal]:

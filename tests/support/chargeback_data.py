@@ -8,7 +8,8 @@ Two writers that must agree on the schema (a test checks they do):
   and deterministic.
 
 Layout: ``<root>/<table>/year=YYYY/month=MM/day=DD/hour=HH/cluster=<name>/*.parquet``, as the usage-report
-operator writes ``raw/<table>/``. ``cluster`` is a partition, not a column of the files.
+operator writes ``raw/<table>/``. ``cluster`` is a partition, not a column of the files, except in the operator's
+heartbeat ``heartdub`` (``year=/month=/day=/hour=/`` only, ``cluster`` a column, as its CloudFormation declares).
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 PARTITIONS = ("year", "month", "day", "hour", "cluster")
+#: The usage-report operator's heartbeat table.
+HEARTBEAT = "heartdub"
 TS = pa.timestamp("us")
 
 #: Data columns of each table (partitions excluded), with the Glue types of the collector's tables.
@@ -53,6 +56,7 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("schedulable", pa.bool_()),
         ]
     ),
+    "heartdub": pa.schema([("timestamp", TS), ("cluster", pa.string())]),
     "eviction": pa.schema(
         [
             ("timestamp", TS),
@@ -92,14 +96,28 @@ def write_table(root: Path, table: str, rows: Iterable[Mapping[str, Any]], *, cl
     Missing columns are NULL (for example the CPU and Neuron columns of a GPU-only example).
     """
     schema = SCHEMAS[table]
-    rows = list(rows)
+    rows = [{"cluster": cluster, **r} for r in rows] if table == HEARTBEAT else list(rows)
     columns: dict[str, list[Any]] = {f.name: [r.get(f.name) for r in rows] for f in schema}
     stamps: list[dt.datetime] = columns["timestamp"]
     data = pa.table(columns, schema=schema)
     for name, fmt in (("year", "%Y"), ("month", "%m"), ("day", "%d"), ("hour", "%H")):
         data = data.append_column(name, pa.array([s.strftime(fmt) for s in stamps], pa.string()))
-    data = data.append_column("cluster", pa.array([cluster] * len(rows), pa.string()))
-    pq.write_to_dataset(data, root / table, partition_cols=list(PARTITIONS))
+    if table != HEARTBEAT:
+        data = data.append_column("cluster", pa.array([cluster] * len(rows), pa.string()))
+    partitions = [p for p in PARTITIONS if table != HEARTBEAT or p != "cluster"]
+    pq.write_to_dataset(data, root / table, partition_cols=partitions)
+
+
+def heartbeats(
+    start: str, end: str, *, minutes: int = 5, holes: Sequence[tuple[str, str]] = ()
+) -> list[dict[str, Any]]:
+    """Rows of the operator's heartbeat every ``minutes`` from ``start`` up to ``end``, none inside a hole
+    ``[from, to)``."""
+    first, last = t(start), t(end)
+    spans = [(t(a), t(b)) for a, b in holes]
+    count = int((last - first).total_seconds() // 60 // minutes)
+    stamps = (first + dt.timedelta(minutes=minutes * i) for i in range(count))
+    return [{"timestamp": s} for s in stamps if not any(a <= s < b for a, b in spans)]
 
 
 def cur_line(
@@ -158,6 +176,8 @@ def generate_month(
     evictions_per_team: int = 2,
     threads: int = 2,
     team_names: Sequence[str] | None = None,
+    heartbeat_minutes: int = 5,
+    holes: Mapping[str, Sequence[tuple[str, str]]] | None = None,
 ) -> dict[str, int]:
     """Write a month of snapshots at scale with DuckDB and return the row count of each table.
 
@@ -165,7 +185,16 @@ def generate_month(
     namespace ``hyperpod-ns-<team>``) holds, per instance type and snapshot, 0, g/2, g or 3g/2 GPUs (an arithmetic
     pattern), of which what exceeds g (a quota of one instance) is borrowed. Every
     instance type has ``nodes_per_type`` instances; one in 50 is in ``DeepHealthCheckInProgress`` on odd days.
+    The operator's heartbeat (``heartdub``) comes every ``heartbeat_minutes``. ``holes`` maps a table to stretches
+    ``[from, to)`` (``YYYY-MM-DD HH:MM``) in which its collector wrote nothing.
     """
+
+    def outside(table: str) -> str:
+        spans = (holes or {}).get(table, ())
+        return (
+            " AND ".join(f"NOT (ts >= TIMESTAMP '{a}' AND ts < TIMESTAMP '{b}')" for a, b in spans) or "true"
+        )
+
     year, number = (int(p) for p in month.split("-"))
     start = dt.datetime(year, number, 1)
     end = dt.datetime(year + number // 12, number % 12 + 1, 1)
@@ -202,6 +231,7 @@ def generate_month(
             CROSS JOIN team_list AS m
             CROSS JOIN types AS ty
           )
+          WHERE {outside("clusterqueue")}
         ) TO '{root / "clusterqueue"}' {copy}
         """
     )
@@ -220,7 +250,21 @@ def generate_month(
             CROSS JOIN range(0, {nodes_per_type}) AS n(node)
             CROSS JOIN types AS ty
           )
+          WHERE {outside("node")}
         ) TO '{root / "node"}' {copy}
+        """
+    )
+    con.execute(
+        f"""
+        COPY (
+          SELECT ts AS "timestamp", '{cluster}' AS cluster, strftime(ts, '%Y') AS year, strftime(ts, '%m') AS month,
+                 strftime(ts, '%d') AS day, strftime(ts, '%H') AS hour
+          FROM (
+            SELECT TIMESTAMP '{start:%Y-%m-%d %H:%M:%S}' + s.beat * INTERVAL {heartbeat_minutes} MINUTE AS ts
+            FROM range(0, {int((end - start).total_seconds() // 60 // heartbeat_minutes)}) AS s(beat)
+          )
+          WHERE {outside(HEARTBEAT)}
+        ) TO '{root / HEARTBEAT}' (FORMAT PARQUET, PARTITION_BY (year, month, day, hour), OVERWRITE_OR_IGNORE)
         """
     )
     con.execute(
@@ -246,7 +290,7 @@ def generate_month(
         table: int(
             con.execute(f"SELECT count(*) FROM read_parquet('{root / table}/**/*.parquet')").fetchone()[0]
         )  # type: ignore[index]
-        for table in ("clusterqueue", "node", "eviction")
+        for table in ("clusterqueue", "node", HEARTBEAT, "eviction")
     }
     con.close()
     return counts

@@ -413,6 +413,7 @@ class _Computation:
         self._team_costs(rows)
         charges = _round(rows, self.config.cluster)
         reconciliation = self._reconcile(charges, types, prices)
+        self.notes += self.inputs.unchecked_collections
         return Report(
             schema_version=SCHEMA_VERSION,
             month=self.month,
@@ -427,6 +428,7 @@ class _Computation:
             preemption_loss_is_upper_bound=any(loss.upper_bound for loss in self.losses),
             notes=tuple(self.notes),
             preemption_losses=self.losses,
+            collection_gaps=self.inputs.collection_gaps,
         )
 
     def _capacity(self) -> dict[tuple[str, dt.datetime], tuple[int, int]]:

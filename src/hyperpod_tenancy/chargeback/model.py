@@ -28,6 +28,7 @@ __all__ = [
     "BillingRule",
     "BillingTerm",
     "ChargebackConfig",
+    "CollectionGap",
     "CostInputs",
     "Eviction",
     "HourlyCapacity",
@@ -205,12 +206,46 @@ class Eviction:
 
 
 @dataclass(frozen=True, kw_only=True)
+class CollectionGap:
+    """A stretch of the month in which one collector wrote nothing for longer than its threshold.
+
+    The SQL (``collection_gaps``) finds it between consecutive records of the collector's table, the month's
+    start and end standing in for records. Inside a gap the last snapshot before it holds (the usage and the
+    capacity are billed as they were last seen): the report lists the gap so that a reader can judge it.
+    """
+
+    #: The table whose records stopped: ``node`` (the platform's node inventory) or ``heartdub`` (the heartbeat
+    #: of the usage-report operator, which writes the ``clusterqueue`` snapshots).
+    table: str
+    #: The last record before the gap (or the month's start).
+    start: dt.datetime
+    #: The first record after it (or the month's end).
+    end: dt.datetime
+
+    @property
+    def minutes(self) -> int:
+        """Length of the gap in whole minutes (rounded down)."""
+        return int((self.end - self.start).total_seconds() // 60)
+
+    @property
+    def hours(self) -> tuple[dt.datetime, ...]:
+        """Every clock hour the gap overlaps (its first hour is the hour of :attr:`start`)."""
+        first = self.start.replace(minute=0, second=0, microsecond=0)
+        count = max(1, -(-int((self.end - first).total_seconds()) // 3600))
+        return tuple(first + dt.timedelta(hours=h) for h in range(count))
+
+
+@dataclass(frozen=True, kw_only=True)
 class UsageInputs:
     """The month's usage data (what the SQL returns)."""
 
     usage: tuple[HourlyUsage, ...]
     capacity: tuple[HourlyCapacity, ...]
     evictions: tuple[Eviction, ...] = ()
+    #: Gaps in the collectors' records (sorted by table, then start).
+    collection_gaps: tuple[CollectionGap, ...] = ()
+    #: Tables whose gaps could not be checked (no such table in the inputs), with the reason.
+    unchecked_collections: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -345,6 +380,9 @@ class Report:
     notes: tuple[str, ...] = ()
     #: Preemption loss per team, instance type and priority class (sorted); the rows carry the per-type sums.
     preemption_losses: tuple[PreemptionLoss, ...] = ()
+    #: Stretches in which a collector wrote nothing for longer than its threshold (billed by holding the last
+    #: snapshot; see :class:`CollectionGap`).
+    collection_gaps: tuple[CollectionGap, ...] = ()
 
 
 def config_to_json(config: ChargebackConfig) -> str:

@@ -18,7 +18,13 @@ per ClusterQueue, instance type and snapshot — ``instance_type`` string, ``tim
 ``namespace`` string (``hyperpod-ns-<team>``), ``resource_version`` string (an integer), ``team`` string,
 ``gpu_total``, ``gpu_borrowed``, ``cpu_total``, ``cpu_borrowed``, ``neuron_core_total``,
 ``neuron_core_borrowed`` double. ``gpu_total`` is what the queue's admitted workloads hold, ``gpu_borrowed``
-the part over its nominal quota. The operator's ``workload`` and ``pod`` tables are not read.
+the part over its nominal quota. The operator writes a snapshot when a queue changes, so a quiet queue has
+none for hours; its liveness is ``heartdub``. The operator's ``workload`` and ``pod`` tables are not read.
+
+``heartdub`` (the operator's heartbeat, unchanged; ``raw/heartdub/year=/month=/day=/hour=/``, no ``cluster``
+partition): ``timestamp`` timestamp, ``cluster`` string. AWS's own report generator counts a clock hour with no
+heartbeat as missing collection (``report_generation/.../report_generator.py`` ``_find_missing_period`` at
+awslabs/sagemaker-hyperpod-usage-report@e71f39ae); the period between heartbeats is not published.
 
 ``node`` (ours; SageMaker ``ListClusterNodes``, one snapshot of the whole cluster at a time, every row of a
 snapshot with the same ``timestamp``): ``timestamp`` timestamp, ``cluster`` string, ``instance_group``
@@ -60,6 +66,7 @@ from importlib import resources
 from typing import Any, NamedTuple
 
 from .model import (
+    CollectionGap,
     CostInputs,
     Eviction,
     HourlyCapacity,
@@ -77,6 +84,7 @@ __all__ = [
     "COST_QUERIES",
     "CUR_CLUSTER_TAG",
     "CUR_TEAM_TAG",
+    "GAP_THRESHOLD_MINUTES",
     "SQL",
     "TABLES",
     "TEAM_TAG_KEY",
@@ -122,7 +130,11 @@ TEAM_TAG_KEY = "hyperpod-tenancy:team"
 #: The CUR ``resource_tags`` key of :data:`TEAM_TAG_KEY`.
 CUR_TEAM_TAG = cur_tag_column(TEAM_TAG_KEY)
 #: The queries whose rows :func:`usage_inputs` reads.
-USAGE_QUERIES = ("hourly_usage", "hourly_capacity", "evictions")
+USAGE_QUERIES = ("hourly_usage", "hourly_capacity", "evictions", "collection_gaps")
+#: Table → the longest stretch without a record that is not a gap (``collection_gaps``), in minutes: three runs of
+#: the 5-minute node inventory; for the operator's heartbeat, whose period is not published, one hour (AWS's own
+#: report generator counts a clock hour without a heartbeat as missing).
+GAP_THRESHOLD_MINUTES: Mapping[str, int] = {"node": 15, "heartdub": 60}
 #: The queries whose rows :func:`cost_inputs` reads.
 COST_QUERIES = ("cur_costs",)
 #: Columns (name, Hive type) of the collector's tables, schema version 1 (the module docstring): the Glue tables
@@ -182,6 +194,10 @@ COLLECTOR_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
         ("schedulable", "boolean"),
         ("gpus", "int"),
     ),
+    "heartdub": (
+        ("timestamp", "timestamp"),
+        ("cluster", "string"),
+    ),
     "eviction": (
         ("timestamp", "timestamp"),
         ("namespace", "string"),
@@ -195,7 +211,7 @@ COLLECTOR_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
     ),
 }
 #: Table placeholder → the table each query reads (a ``{{table}}`` in the SQL).
-TABLES = ("clusterqueue", "node", "eviction", "cur")
+TABLES = ("clusterqueue", "heartdub", "node", "eviction", "cur")
 
 
 def _load_sql() -> dict[str, str]:
@@ -277,6 +293,7 @@ def render(
         "previous_month": _literal(f"{previous.month:02d}"),
         "month_start": f"TIMESTAMP '{start:%Y-%m-%d %H:%M:%S}'",
         "month_end": f"TIMESTAMP '{end:%Y-%m-%d %H:%M:%S}'",
+        **{f"{table}_gap_seconds": str(minutes * 60) for table, minutes in GAP_THRESHOLD_MINUTES.items()},
     }
     return _PLACEHOLDER.sub(lambda m: values[m.group(1)], SQL[name])
 
@@ -353,13 +370,14 @@ def usage_inputs(
 
     Args:
         results: query name → its result (``hourly_usage`` and ``hourly_capacity`` required, ``evictions``
-            optional).
+            optional, and so is ``collection_gaps``).
         gpus_per_instance: GPUs per instance of each instance type (to turn instance-time into GPU-time).
         usage: the ``hourly_usage`` records, when already read with :func:`usage_records` (for example while
             the other queries ran); ``results`` then needs no ``hourly_usage``.
 
     Returns:
-        Usage, capacity and evictions, each in the SQL's order (sorted by hour or time, then keys).
+        Usage, capacity, evictions and collection gaps, each in the SQL's order (sorted by hour or time, then
+        keys).
 
     Raises:
         QueryInputError: a query's result is missing, a column is missing or malformed, or an instance type
@@ -377,9 +395,12 @@ def usage_inputs(
     evictions = tuple(
         _eviction_row(row, i) for i, row in enumerate(results.get("evictions", _NO_RESULT).records())
     )
+    gaps = tuple(
+        _gap_row(row, i) for i, row in enumerate(results.get("collection_gaps", _NO_RESULT).records())
+    )
     if usage is None:
         usage = usage_records(results["hourly_usage"])
-    return UsageInputs(usage=usage, capacity=capacity, evictions=evictions)
+    return UsageInputs(usage=usage, capacity=capacity, evictions=evictions, collection_gaps=gaps)
 
 
 def cost_inputs(result: QueryResult) -> CostInputs:
@@ -527,6 +548,16 @@ def _eviction_row(row: Row, i: int) -> Eviction:
         else _int(row, "checkpoint_interval_minutes", q, i),
         last_checkpoint=None if _is_null(last) else _time(row, "last_checkpoint", q, i),
     )
+
+
+def _gap_row(row: Row, i: int) -> CollectionGap:
+    q = "collection_gaps"
+    table = _text(row, "table_name", q, i)
+    if table not in GAP_THRESHOLD_MINUTES:
+        raise QueryInputError(
+            f"{q} row {i}: table {table!r} is not one of {', '.join(GAP_THRESHOLD_MINUTES)}"
+        )
+    return CollectionGap(table=table, start=_time(row, "gap_start", q, i), end=_time(row, "gap_end", q, i))
 
 
 def _is_null(value: object) -> bool:

@@ -12,6 +12,7 @@ borrowed, idle and lost GPU-hours per team), drawn in pure Python because the La
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import enum
 import html
 import io
@@ -30,7 +31,7 @@ from .model import (
     TeamCharge,
 )
 
-__all__ = ["EXTENSIONS", "Format", "failure", "render"]
+__all__ = ["COLLECTORS", "EXTENSIONS", "Format", "collection", "failure", "render"]
 
 
 class Format(enum.StrEnum):
@@ -183,9 +184,24 @@ def _json(report: Report) -> str:
             }
             for loss in _losses(report)
         ],
+        "collectionGaps": [
+            {
+                "table": gap.table,
+                "collector": COLLECTORS[gap.table],
+                "start": _rfc3339(gap.start),
+                "end": _rfc3339(gap.end),
+                "minutes": gap.minutes,
+                "hours": [_rfc3339(hour) for hour in gap.hours],
+            }
+            for gap in report.collection_gaps
+        ],
         "notes": list(report.notes),
     }
     return _dump(document) + "\n"
+
+
+def _rfc3339(when: dt.datetime) -> str:
+    return when.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 # --- CSV -----------------------------------------------------------------------------------------------
@@ -279,6 +295,43 @@ def failure(report: Report) -> str | None:
     )
 
 
+#: Table of a collection gap → the collector that writes it, as the report names it.
+COLLECTORS = {
+    "node": "node inventory (raw/node/)",
+    "heartdub": "usage-report operator (its heartbeat, raw/heartdub/; it writes the clusterqueue snapshots)",
+}
+
+
+def _gap_rows(report: Report) -> list[list[str]]:
+    return [
+        [
+            COLLECTORS[gap.table],
+            f"{gap.start:%Y-%m-%d %H:%M}",
+            f"{gap.end:%Y-%m-%d %H:%M}",
+            f"{gap.minutes // 60} h {gap.minutes % 60:02d} min",
+            str(len(gap.hours)),
+        ]
+        for gap in report.collection_gaps
+    ]
+
+
+_GAP_HEADER = ["collector", "from (UTC)", "to (UTC)", "length", "clock hours"]
+
+
+def collection(report: Report) -> str:
+    """Return the report's line on collection: complete, or how many gaps, how long, which collectors."""
+    gaps = report.collection_gaps
+    if not gaps:
+        return "complete: no collector stopped for longer than its threshold"
+    stopped = sorted({COLLECTORS[g.table].split(" (")[0] for g in gaps})
+    minutes = sum(g.minutes for g in gaps)
+    return (
+        f"{len(gaps)} gap{'s' if len(gaps) != 1 else ''} ({minutes // 60} h {minutes % 60:02d} min; "
+        f"{', '.join(stopped)}): each is billed as the last snapshot before it, held until the next; see "
+        "Collection gaps"
+    )
+
+
 def _summary_lines(report: Report) -> list[tuple[str, str]]:
     rec = report.reconciliation
     prices = ", ".join(
@@ -323,6 +376,7 @@ def _summary_lines(report: Report) -> list[tuple[str, str]]:
         ("Prices", prices or "none"),
         ("Reconciliation", reconciled),
         ("Preemption loss", loss),
+        ("Collection", collection(report)),
     ]
 
 
@@ -364,6 +418,9 @@ def _markdown(report: Report) -> str:
     if report.preemption_losses:
         lines += ["", "## Preemption loss per priority class", ""]
         lines += _md_table(_LOSS_HEADER, _loss_rows(report), right=3)
+    if report.collection_gaps:
+        lines += ["", "## Collection gaps", ""]
+        lines += _md_table(_GAP_HEADER, _gap_rows(report), right=3)
     if report.notes:
         lines += ["", "## Notes", ""] + [f"- {_md_cell(note)}" for note in report.notes]
     return "\n".join(lines) + "\n"
@@ -450,7 +507,12 @@ def _html(report: Report) -> str:
         lines.append(f'<p class="flagged" role="alert">{_e(failed)}</p>')
     lines.append("<dl>")
     for label, value in _summary_lines(report):
-        flagged = ' class="flagged"' if label == "Reconciliation" and report.reconciliation.flagged else ""
+        flagged = (
+            ' class="flagged"'
+            if (label == "Reconciliation" and report.reconciliation.flagged)
+            or (label == "Collection" and report.collection_gaps)
+            else ""
+        )
         lines.append(f"<dt>{_e(label)}</dt><dd{flagged}>{_e(value)}</dd>")
     lines += ["</dl>", "<h2>Per team</h2>"]
     lines += _html_table(
@@ -471,6 +533,9 @@ def _html(report: Report) -> str:
     if report.preemption_losses:
         lines.append("<h2>Preemption loss per priority class</h2>")
         lines += _html_table(_LOSS_HEADER, _loss_rows(report), right=3)
+    if report.collection_gaps:
+        lines.append("<h2>Collection gaps</h2>")
+        lines += _html_table(_GAP_HEADER, _gap_rows(report), right=3)
     if report.notes:
         lines += ["<h2>Notes</h2>", "<ul>"] + [f"<li>{_e(n)}</li>" for n in report.notes] + ["</ul>"]
     lines += ["</body>", "</html>"]

@@ -27,6 +27,7 @@ from aws_cdk import aws_aps as aps
 from aws_cdk import aws_athena as athena
 from aws_cdk import aws_bcmdataexports as bcm
 from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_events as events
@@ -62,6 +63,7 @@ from hyperpod_tenancy.policy import names
 from hyperpod_tenancy.policy.instance_types import resource_shape
 
 __all__ = [
+    "COLLECTION_ALARMS",
     "COST_ALLOCATION_TAG_KEYS",
     "DATA_EXPORTS_NATIVE_REGIONS",
     "METRIC_NAMESPACE",
@@ -115,8 +117,17 @@ _JSON = {
     "serde": "org.openx.data.jsonserde.JsonSerDe",
 }
 #: Tables the operator writes (Parquet) and the ones this construct's collectors write (JSON lines).
-_OPERATOR_TABLES = ("clusterqueue", "workload", "pod")
+_OPERATOR_TABLES = ("clusterqueue", "workload", "pod", "heartdub")
 _OWN_TABLES = ("node", "eviction")
+#: The operator's heartbeat: partitioned by the hour only, ``cluster`` a column (its CloudFormation template,
+#: cloudformation/usage-report.yaml ``HeartdubTable`` at awslabs/sagemaker-hyperpod-usage-report@e71f39ae).
+_HEARTBEAT = "heartdub"
+#: Collector → (its table, the S3 request-metrics filter of what it writes). A collector that writes nothing for
+#: longer than its table's gap threshold (``queries.GAP_THRESHOLD_MINUTES``) raises an alarm.
+COLLECTION_ALARMS = {
+    "node-inventory": ("node", "raw-node"),
+    "usage-report-operator": (_HEARTBEAT, "raw-heartdub"),
+}
 #: CUR 2.0 columns the chargeback reads, plus the ones that identify a line (research/chargeback.md 1.3).
 _CUR_COLUMNS = (
     ("bill_billing_period_start_date", "timestamp"),
@@ -276,7 +287,9 @@ class ChargebackPipeline(Construct):
     operator (mirrored Helm chart, namespace ``hyperpod-usage-report``, an EKS Pod Identity role that may only
     ``s3:PutObject`` under ``raw/``); a node-inventory Lambda every 5 minutes (``sagemaker:ListClusterNodes`` →
     ``raw/node/``); a Glue database with partition-projected tables (the operator's ``clusterqueue``,
-    ``workload``, ``pod``; ``node``, ``eviction``; the CUR 2.0 export ``cur``); the CUR 2.0 Data Export where the
+    ``workload``, ``pod`` and its heartbeat ``heartdub``; ``node``, ``eviction``; the CUR 2.0 export ``cur``);
+    an alarm per collector that fires when it stops writing for longer than its gap threshold
+    (:attr:`collection_alarms`); the CUR 2.0 Data Export where the
     region supports ``AWS::BCMDataExports::Export`` natively (a warning ``HPT-CHARGEBACK-DATA-EXPORT`` elsewhere);
     an Athena workgroup (results in the bucket, encrypted, a bytes-scanned cutoff per query); the monthly job
     (schedule on the 1st, any past month with ``{"month": "YYYY-MM"}``; a daily run keeps the month's roster of
@@ -397,6 +410,9 @@ class ChargebackPipeline(Construct):
         self.node_inventory = self._create_node_inventory()
         self.eviction_collector = self._create_eviction_collector()
         self.job = self._create_job()
+        #: Collector → the alarm raised when it stops writing (:data:`COLLECTION_ALARMS`, and the eviction
+        #: collector's successful runs), each notifying :attr:`topic`.
+        self.collection_alarms = self._create_collection_alarms()
         self.platform_dashboard = self._create_dashboards()
         workspace = alert_workspace or getattr(cluster, "observability_workspace", None)
         #: Per-team threshold of the same-day preemption alert (each team's rule is in its own stack).
@@ -528,6 +544,11 @@ class ChargebackPipeline(Construct):
             "ReportBucket",
             server_access_logs_bucket=logs_bucket,
             server_access_logs_prefix="reportbucket/",
+            # request metrics of what each collector writes: the alarms of _create_collection_alarms
+            metrics=[
+                s3.BucketMetrics(id=metrics_filter, prefix=f"{_RAW}{table}/")
+                for table, metrics_filter in COLLECTION_ALARMS.values()
+            ],
             lifecycle_rules=[
                 s3.LifecycleRule(id="expire-raw", prefix=_RAW, expiration=raw_retention),
                 s3.LifecycleRule(
@@ -577,6 +598,7 @@ class ChargebackPipeline(Construct):
         for table in _OPERATOR_TABLES + _OWN_TABLES:
             formats = _PARQUET if table in _OPERATOR_TABLES else _JSON
             prefix = f"{_RAW}{table}/"
+            partitions = ("year", "month", "day", "hour") + (() if table == _HEARTBEAT else ("cluster",))
             parameters = {
                 "classification": "parquet" if table in _OPERATOR_TABLES else "json",
                 "projection.enabled": "true",
@@ -592,16 +614,19 @@ class ChargebackPipeline(Construct):
                 "projection.hour.type": "integer",
                 "projection.hour.range": "0,23",
                 "projection.hour.digits": "2",
-                "projection.cluster.type": "enum",
-                "projection.cluster.values": self._name,
+                **(
+                    {"projection.cluster.type": "enum", "projection.cluster.values": self._name}
+                    if "cluster" in partitions
+                    else {}
+                ),
                 "storage.location.template": self._location(prefix)
-                + "year=${year}/month=${month}/day=${day}/hour=${hour}/cluster=${cluster}/",
+                + "".join(f"{p}=${{{p}}}/" for p in partitions),
             }
             tables[table] = self._table(
                 database,
                 table,
                 columns=queries.COLLECTOR_COLUMNS[table],
-                partitions=("year", "month", "day", "hour", "cluster"),
+                partitions=partitions,
                 location=self._location(prefix),
                 formats=formats,
                 parameters=parameters,
@@ -769,17 +794,28 @@ class ChargebackPipeline(Construct):
             description=f"Chargeback notifications of HyperPod cluster {self._name}",
             removal_policy=cdk.RemovalPolicy.RETAIN,
         )
-        # Amazon Managed Prometheus publishes alerts to the encrypted topic
-        key.add_to_resource_policy(
-            iam.PolicyStatement(
-                sid="PrometheusAlerts",
-                principals=[iam.ServicePrincipal("aps.amazonaws.com")],
-                actions=["kms:GenerateDataKey*", "kms:Decrypt"],
-                resources=["*"],
-                conditions={"StringEquals": {"aws:SourceAccount": cdk.Stack.of(self).account}},
-            )
+        # the services that publish to the encrypted topic use its key: Amazon Managed Prometheus (its alerts), and
+        # CloudWatch (the collectors' alarms; SNS Developer Guide, "Managing Amazon SNS encryption keys",
+        # compatibility with AWS services: the statement as documented there, the key encrypting this topic only)
+        publishers = (
+            (
+                "PrometheusAlerts",
+                "aps.amazonaws.com",
+                {"StringEquals": {"aws:SourceAccount": cdk.Stack.of(self).account}},
+            ),
+            ("CloudWatchAlarms", "cloudwatch.amazonaws.com", None),
         )
-        return sns.Topic(
+        for sid, service, conditions in publishers:
+            key.add_to_resource_policy(
+                iam.PolicyStatement(
+                    sid=sid,
+                    principals=[iam.ServicePrincipal(service)],
+                    actions=["kms:GenerateDataKey*", "kms:Decrypt"],
+                    resources=["*"],
+                    conditions=conditions,
+                )
+            )
+        topic = sns.Topic(
             self,
             "Topic",
             topic_name=self.topic_name,
@@ -787,6 +823,86 @@ class ChargebackPipeline(Construct):
             master_key=key,
             enforce_ssl=True,
         )
+        # the topic's policy replaces SNS's default one, so CloudWatch is allowed in by name, for this account's
+        # alarms of this pipeline only
+        stack = cdk.Stack.of(self)
+        topic.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="CloudWatchAlarms",
+                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                actions=["sns:Publish"],
+                resources=[topic.topic_arn],
+                conditions={
+                    "ArnLike": {
+                        "aws:SourceArn": stack.format_arn(
+                            service="cloudwatch",
+                            resource="alarm",
+                            resource_name=names.chargeback_alarm_pattern(self._name),
+                            arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME,
+                        )
+                    },
+                    "StringEquals": {"aws:SourceAccount": stack.account},
+                },
+            )
+        )
+        return topic
+
+    def _create_collection_alarms(self) -> dict[str, cloudwatch.Alarm]:
+        """Create an alarm per collector that fires when it has written nothing for longer than its threshold.
+
+        The node inventory and the operator's heartbeat are seen in S3 request metrics (``PutRequests`` of the
+        bucket's metrics filter on their prefix: 1-minute metrics, "Monitoring metrics with Amazon CloudWatch" in
+        the S3 User Guide); the eviction collector writes only when there is an eviction, so its successful runs
+        (``Invocations`` less ``Errors``) are watched instead. Three periods in a row with nothing fire the alarm,
+        and no data at all counts as nothing (a collector that never started alarms too).
+        """
+        alarms: dict[str, cloudwatch.Alarm] = {}
+        for collector, (table, metrics_filter) in COLLECTION_ALARMS.items():
+            minutes = queries.GAP_THRESHOLD_MINUTES[table]
+            metric = cloudwatch.Metric(
+                namespace="AWS/S3",
+                metric_name="PutRequests",
+                dimensions_map={"BucketName": self.bucket.bucket_name, "FilterId": metrics_filter},
+                statistic="Sum",
+                period=cdk.Duration.minutes(minutes // 3),
+            )
+            alarms[collector] = self._collection_alarm(
+                collector, metric, f"wrote nothing under {_RAW}{table}/ for {minutes} minutes"
+            )
+        runs = cloudwatch.MathExpression(
+            expression="FILL(invocations, 0) - FILL(errors, 0)",
+            using_metrics={
+                "invocations": self.eviction_collector.metric_invocations(statistic="Sum"),
+                "errors": self.eviction_collector.metric_errors(statistic="Sum"),
+            },
+            label="successful runs",
+            period=cdk.Duration.minutes(5),
+        )
+        alarms["eviction-collector"] = self._collection_alarm(
+            "eviction-collector",
+            runs,
+            "had no successful run for 15 minutes (evictions since are not recorded)",
+        )
+        return alarms
+
+    def _collection_alarm(self, collector: str, metric: cloudwatch.IMetric, what: str) -> cloudwatch.Alarm:
+        alarm = cloudwatch.Alarm(
+            self,
+            f"{names.pascal_case(collector)}Stopped",
+            alarm_name=names.chargeback_collector_alarm(self._name, collector),
+            alarm_description=(
+                f"The {collector.replace('-', ' ')} of HyperPod cluster {self._name} {what}: "
+                "the month's report bills the gap by holding the last snapshot and lists it under Collection gaps"
+            ),
+            metric=metric,
+            threshold=1,
+            comparison_operator=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+            evaluation_periods=3,
+            datapoints_to_alarm=3,
+            treat_missing_data=cloudwatch.TreatMissingData.BREACHING,
+        )
+        alarm.add_alarm_action(cloudwatch_actions.SnsAction(self.topic))
+        return alarm
 
     @property
     def topic_name(self) -> str:

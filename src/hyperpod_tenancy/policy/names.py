@@ -234,6 +234,19 @@ def chargeback_team_dashboard(cluster: str, team: str) -> str:
     return f"{chargeback(cluster)}-{team}"
 
 
+def chargeback_collector_alarm(cluster: str, collector: str) -> str:
+    """Name of the alarm raised when a chargeback collector stops writing: ``<cluster>-chargeback-<collector>-stopped``.
+
+    Every such name matches :func:`chargeback_alarm_pattern`.
+    """
+    return f"{chargeback(cluster)}-{collector}-stopped"
+
+
+def chargeback_alarm_pattern(cluster: str) -> str:
+    """Pattern (``*`` wildcard) of every chargeback alarm name of a cluster: ``<cluster>-chargeback-*``."""
+    return f"{chargeback(cluster)}-*"
+
+
 def chargeback_export(cluster: str) -> str:
     """Name of the cluster's CUR 2.0 Data Export: ``<cluster>-chargeback-cur2``."""
     return f"{chargeback(cluster)}-cur2"

@@ -401,6 +401,7 @@ def handler(event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
         "Reconciliation: MISMATCH above tolerance, check the report."
         if flagged
         else "Reconciliation: within tolerance.",
+        f"Collection: {report.collection(result)}.",
         "Configuration: the one recorded with the month's first report."
         if recorded
         else f"Configuration: the deployed one, now recorded as s3://{bucket}/{prefix}{CONFIG_OF_RECORD}.",
