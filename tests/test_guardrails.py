@@ -144,7 +144,9 @@ BAD = [
             "cacheTtlSeconds": 0,
             "imageUri": "webhook:latest",
             "breakGlassGroup": "system:masters",
+            "supplementalGroupsPolicy": "strict",
         },
+        "cluster.kubernetesVersion": "1.32",
         "chargeback.usageReportChart": {},
         "teams[2].identity.groupId": "906754abcd-11111111-aaaa-bbbb-cccc-111111111111",
     },
@@ -192,6 +194,7 @@ BAD = [
         },
         "teams[2].allowedPriorityClasses": ["experimentation"],
         "teams[0].compute.quotas": {P5: 100},
+        "cluster.posixIdentity.supplementalGroupsPolicy": "merge",
     },
     {
         "cluster.instanceGroups": [],

@@ -363,6 +363,8 @@ def test_the_platform_routes_every_path_into_a_pod_through_the_webhook(synth: Sy
     assert role["rules"] == [
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]},
         {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create"]},
+        # supplementalGroupsPolicy: auto reads which nodes support Strict; nothing else of the nodes
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]},
     ]
     (deployment,) = [
         o for o in objects if o["kind"] == "Deployment" and o["metadata"]["name"] == posix_identity.DEPLOYMENT

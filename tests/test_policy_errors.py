@@ -905,6 +905,15 @@ CASES: list[Case] = [
         1,
     ),
     Case(
+        "posix-strict-groups-before-1-33",
+        {"cluster.posixIdentity.supplementalGroupsPolicy": "strict", "cluster.kubernetesVersion": "1.32"},
+        "HPT-POSIX-STRICT-GROUPS-VERSION",
+        "cluster.posixIdentity.supplementalGroupsPolicy",
+        ("`strict` on Kubernetes 1.32", "refuse every pod"),
+        "1.33 or later",
+        1,
+    ),
+    Case(
         "posix-break-glass-everyone",
         {"cluster.posixIdentity.breakGlassGroup": "system:authenticated"},
         "HPT-POSIX-BREAK-GLASS",

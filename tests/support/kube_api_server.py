@@ -1,6 +1,8 @@
 """A stand-in for the part of the Kubernetes API the webhook calls, served over real TLS on loopback.
 
 ``GET /api/v1/namespaces/<ns>/pods/<name>`` answers the Pods put in :attr:`KubeApiServer.pods` (404 otherwise);
+``GET /api/v1/nodes?limit=N[&continue=T]`` lists :attr:`KubeApiServer.nodes` in pages of ``N``, as a ``NodeList``
+with ``metadata.continue`` where more remain (the API server's chunked list);
 ``POST /apis/events.k8s.io/v1/namespaces/<ns>/events`` records the Event (201). Every request must carry
 ``Authorization: Bearer <token>`` with the token of the file the webhook was given (401 otherwise), as the API
 server requires of a service account. Request paths and bodies are kept for the tests to read.
@@ -12,6 +14,7 @@ import json
 import re
 import ssl
 import threading
+import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -27,6 +30,8 @@ class KubeApiServer:
         self.token = token
         #: ``(namespace, name)`` → Pod.
         self.pods: dict[tuple[str, str], dict[str, Any]] = {}
+        #: The cluster's Nodes, in order.
+        self.nodes: list[dict[str, Any]] = []
         #: Events posted, in order.
         self.events: list[dict[str, Any]] = []
         #: ``(method, path)`` of every request.
@@ -57,8 +62,20 @@ class KubeApiServer:
                     return False
                 return True
 
+            def _nodes(self) -> None:
+                query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+                limit = int(query.get("limit", ["0"])[0]) or len(outer.nodes) or 1
+                start = int(query.get("continue", ["0"])[0])
+                page = outer.nodes[start : start + limit]
+                more = start + limit < len(outer.nodes)
+                meta = {"resourceVersion": "1", **({"continue": str(start + limit)} if more else {})}
+                self._answer(200, {"kind": "NodeList", "apiVersion": "v1", "metadata": meta, "items": page})
+
             def do_GET(self) -> None:
                 if not self._authorized():
+                    return
+                if urllib.parse.urlsplit(self.path).path == "/api/v1/nodes":
+                    self._nodes()
                     return
                 match = _POD.match(self.path)
                 pod = outer.pods.get((match[1], match[2])) if match else None

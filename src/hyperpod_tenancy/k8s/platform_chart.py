@@ -12,7 +12,7 @@ from hyperpod_tenancy.k8s.operator_guards import operator_guard_policies
 from hyperpod_tenancy.k8s.posix_identity import posix_identity_policies
 from hyperpod_tenancy.k8s.team_manifests import system_namespace
 from hyperpod_tenancy.k8s.tenant_guards import tenant_guard_policies
-from hyperpod_tenancy.policy import Platform
+from hyperpod_tenancy.policy import Platform, SupplementalGroupsPolicy
 
 __all__ = ["PlatformChart"]
 
@@ -46,7 +46,10 @@ class PlatformChart(ManifestChart):
             *admission_policies(platform),
             *tenant_guard_policies(),
             *operator_guard_policies(),
-            *posix_identity_policies(),
+            *posix_identity_policies(
+                strict_groups=platform.cluster.posix_identity.supplemental_groups_policy
+                is SupplementalGroupsPolicy.STRICT
+            ),
         ]
         manifests += fairness_objects
         super().__init__("platform", manifests=manifests)

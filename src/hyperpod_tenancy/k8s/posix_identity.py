@@ -35,8 +35,9 @@ templates when the workload is created, so their Pods pass.
 What the policy does not see: supplementary groups that the container runtime adds from the image's
 ``/etc/group`` for the container's user (``supplementalGroupsPolicy: Merge``, the Kubernetes default; KEP-3619
 ``Strict`` needs containerd 2.0 or CRI-O 1.31 on the nodes). A crafted image can list its UID in another
-team's group there; the FSx directories of other teams stay closed only if the nodes' runtime honours
-``Strict`` or the images are trusted. See the README's POSIX identity section.
+team's group there. Under ``posixIdentity.supplementalGroupsPolicy: auto`` the webhook sets ``Strict`` while
+every node reports support (``hyperpod_tenancy.webhook.node_features``); under ``strict`` the policy also requires
+it of every pod (:func:`posix_identity_policies` ``strict_groups``). See the README's POSIX identity section.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ from typing import Any
 from hyperpod_tenancy.k8s import fsx_dirs, labels, vap, workloads
 from hyperpod_tenancy.k8s.team_manifests import FSX_CLAIM_NAME
 from hyperpod_tenancy.policy import names
-from hyperpod_tenancy.policy.model import Platform, WebhookFailurePolicy
+from hyperpod_tenancy.policy.model import Platform, SupplementalGroupsPolicy, WebhookFailurePolicy
 
 __all__ = [
     "API_ACCESS_ROLE",
@@ -132,7 +133,7 @@ def _in_namespace(text: str) -> str:
     return f"'pod in namespace ' + request.namespace + ': ' + {text}"
 
 
-def _validations() -> list[dict[str, str]]:
+def _validations(*, strict_groups: bool = False) -> list[dict[str, str]]:
     pod_non_root = f"({_pod_sets('runAsNonRoot')} && {_POD_SC}.runAsNonRoot == true)"
     expected = f"'the team GID ' + {_GID_TEXT}"
     fix = (
@@ -222,6 +223,7 @@ def _validations() -> list[dict[str, str]]:
             "message": "every container must set allowPrivilegeEscalation: false.",
             "reason": "Forbidden",
         },
+        *(_strict_groups_validations() if strict_groups else []),
         {
             "expression": "!has(object.spec.hostUsers) || object.spec.hostUsers == true",
             "messageExpression": _in_namespace(
@@ -234,10 +236,28 @@ def _validations() -> list[dict[str, str]]:
     ]
 
 
-def posix_identity_policies() -> list[dict[str, Any]]:
+def _strict_groups_validations() -> list[dict[str, Any]]:
+    """``supplementalGroupsPolicy: Strict`` at pod level (``posixIdentity.supplementalGroupsPolicy: strict``)."""
+    return [
+        {
+            "expression": f"{_pod_sets('supplementalGroupsPolicy')} && {_POD_SC}.supplementalGroupsPolicy == 'Strict'",
+            "messageExpression": _in_namespace(
+                "'securityContext.supplementalGroupsPolicy must be Strict: otherwise the container runtime adds the "
+                "groups the image lists in /etc/group for its user, which may be the GID of another team. Set it to "
+                "Strict (the POSIX identity webhook does for the workloads it stamps).'"
+            ),
+            "message": "pods in team namespaces must set securityContext.supplementalGroupsPolicy: Strict.",
+            "reason": "Forbidden",
+        }
+    ]
+
+
+def posix_identity_policies(*, strict_groups: bool = False) -> list[dict[str, Any]]:
     """Return the POSIX identity ValidatingAdmissionPolicy and its ``Deny`` binding (tenant namespaces only).
 
-    The same objects for every platform: the team GID comes from the namespace label. See the module docstring.
+    The same objects for every team: the team GID comes from the namespace label. See the module docstring.
+    ``strict_groups`` (``posixIdentity.supplementalGroupsPolicy: strict``) adds the rule that every pod sets
+    ``supplementalGroupsPolicy: Strict``.
     """
     rules = [
         {
@@ -262,7 +282,7 @@ def posix_identity_policies() -> list[dict[str, Any]]:
             match_conditions=[
                 {"name": "not-being-deleted", "expression": "!has(object.metadata.deletionTimestamp)"}
             ],
-            validations=_validations(),
+            validations=_validations(strict_groups=strict_groups),
         ),
         vap.policy_binding(POSIX_IDENTITY_POLICY, ["Deny"]),
     ]
@@ -337,6 +357,7 @@ def webhook_config(platform: Platform) -> dict[str, Any]:
         "exemptUsernames": list(workloads.controller_usernames()),
         "home": {"mountPath": fsx_dirs.HOME_MOUNT_PATH, "claimName": FSX_CLAIM_NAME},
         "teamRecords": {"ssmPath": team_records_path(platform)},
+        "supplementalGroupsPolicy": spec.supplemental_groups_policy.value,
     }
 
 
@@ -574,7 +595,10 @@ def webhook_objects(platform: Platform, target: WebhookDeployment) -> list[dict[
             "metadata": _meta(SERVICE_ACCOUNT),
             "automountServiceAccountToken": False,
         },
-        *webhook_api_access(),
+        *webhook_api_access(
+            read_nodes=platform.cluster.posix_identity.supplemental_groups_policy
+            is SupplementalGroupsPolicy.AUTO
+        ),
         {
             "apiVersion": "v1",
             "kind": "ConfigMap",
@@ -675,14 +699,16 @@ def mutating_webhook_configuration(
     }
 
 
-def webhook_api_access() -> list[dict[str, Any]]:
+def webhook_api_access(*, read_nodes: bool = False) -> list[dict[str, Any]]:
     """Return the ClusterRole and ClusterRoleBinding of the webhook's ServiceAccount: ``get pods``, ``create events``.
 
     A CONNECT request (exec, attach, port-forward, proxy) carries ``PodExecOptions``... as its object, so the
-    webhook reads the Pod to learn whose it is, and it records each break-glass use as an Event on the Pod. Nothing
-    else: no list or watch (it reads one Pod by name per request), no writes to workloads.
+    webhook reads the Pod to learn whose it is, and it records each break-glass use as an Event on the Pod. With
+    ``read_nodes`` (``supplementalGroupsPolicy: auto``) it may also ``list nodes``, to read which support
+    ``supplementalGroupsPolicy``. Nothing else: no watch, no writes to workloads.
     """
     rbac = "rbac.authorization.k8s.io"
+    nodes = [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]}] if read_nodes else []
     return [
         {
             "apiVersion": f"{rbac}/v1",
@@ -691,6 +717,7 @@ def webhook_api_access() -> list[dict[str, Any]]:
             "rules": [
                 {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]},
                 {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create"]},
+                *nodes,
             ],
         },
         {

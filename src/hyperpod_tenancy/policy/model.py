@@ -129,6 +129,24 @@ class CheckpointEnforcement(enum.StrEnum):
     WARN = "warn"
 
 
+class SupplementalGroupsPolicy(enum.StrEnum):
+    """Whether tenant pods run with ``supplementalGroupsPolicy: Strict`` (KEP-3619, beta in Kubernetes 1.33).
+
+    Under Kubernetes' default (``Merge``) the container runtime adds the groups an image's ``/etc/group`` lists
+    for the container's user, which a crafted image can use to join another team's GID. ``Strict`` adds only the
+    pod's own groups; kubelet refuses a pod asking for it on a node whose runtime cannot (containerd 2.0 or CRI-O
+    1.31 are needed; the node reports ``status.features.supplementalGroupsPolicy``).
+    """
+
+    #: The webhook sets ``Strict`` while every node of the cluster reports support, and nothing otherwise.
+    AUTO = "auto"
+    #: The webhook always sets ``Strict`` and the validating policy refuses any other value: for clusters whose
+    #: every node is known to support it (Kubernetes 1.33 or later).
+    STRICT = "strict"
+    #: Never set (the runtime's default merge of the image's groups).
+    MERGE = "merge"
+
+
 class WebhookFailurePolicy(enum.StrEnum):
     """What the API server does with a pod when the POSIX identity webhook does not answer.
 
@@ -271,6 +289,10 @@ class PosixIdentitySpec:
     #: as an ``audit: break-glass`` line and recorded as a Warning Event on the pod. Default: none (only the
     #: person a pod runs as may reach into it; controllers keep their exemptions).
     break_glass_group: str | None = None
+    #: ``auto``: the webhook sets ``supplementalGroupsPolicy: Strict`` on tenant pods while every node reports
+    #: support for it (``status.features.supplementalGroupsPolicy``), so an image's ``/etc/group`` cannot add
+    #: groups; ``strict``: always, and the validating policy requires it; ``merge``: never.
+    supplemental_groups_policy: SupplementalGroupsPolicy = SupplementalGroupsPolicy.AUTO
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -47,6 +47,7 @@ from hyperpod_tenancy.k8s.workloads import WORKLOAD_KINDS, WorkloadKindSpec
 from hyperpod_tenancy.webhook import connect, identity, patch
 from hyperpod_tenancy.webhook.config import NamespaceConfig, WebhookConfig
 from hyperpod_tenancy.webhook.kube import KubeApiUnavailable
+from hyperpod_tenancy.webhook.node_features import NodeFeatures
 from hyperpod_tenancy.webhook.uids import UidCache, UidRangeExhausted, UidStoreUnavailable, UidTable
 
 __all__ = [
@@ -239,12 +240,30 @@ class Admission:
     """Decides AdmissionReviews for one configuration and one UID table."""
 
     def __init__(
-        self, config: WebhookConfig, resolver: UidResolver, pods: connect.PodSource | None = None
+        self,
+        config: WebhookConfig,
+        resolver: UidResolver,
+        pods: connect.PodSource | None = None,
+        nodes: NodeFeatures | None = None,
     ) -> None:
         self.config = config
         self.resolver = resolver
         #: Where Pods are read and Events recorded (None: requests into pods are denied, they cannot be judged).
         self.pods = pods
+        #: Whether every node supports ``supplementalGroupsPolicy: Strict`` (``supplementalGroupsPolicy: auto``).
+        self.nodes = nodes
+
+    def strict_groups(self, req: AdmissionRequest) -> bool:
+        """Whether the request's pod templates get ``supplementalGroupsPolicy: Strict``.
+
+        Under ``strict`` always (the validating policy requires it). Under ``auto`` on CREATE while every node
+        supports it, never on UPDATE: a Job's pod template is immutable, and an UPDATE adding the field (Kueue
+        suspends and resumes Jobs by UPDATE) would be refused once the nodes start to support it.
+        """
+        policy = self.config.supplemental_groups_policy
+        if policy == "strict":
+            return True
+        return policy == "auto" and req.operation == "CREATE" and self.nodes is not None and self.nodes.strict
 
     async def decide(self, req: AdmissionRequest) -> Decision:
         """Decide one request (see the module docstring for the rules)."""
@@ -400,7 +419,7 @@ class Admission:
         if req.operation != "CREATE" or ns is None or req.obj is None:
             return Decision(allowed=True, reason="exempt")
         try:
-            ops = patch.harden(req.obj, kind=kind, gid=ns.gid)
+            ops = patch.harden(req.obj, kind=kind, gid=ns.gid, strict_groups=self.strict_groups(req))
         except patch.MalformedObject:
             # a controller's object the API server accepted; the validating policy judges it unchanged
             return Decision(allowed=True, reason="exempt")
@@ -426,6 +445,7 @@ class Admission:
                 keep=keep,
                 default_queue=ns.local_queue,
                 previous=previous,
+                strict_groups=self.strict_groups(req),
             )
         except patch.Refused as exc:
             return _deny("denied:refused", f"{req.kind} in {req.namespace}: {exc}", person=ident.person)

@@ -56,6 +56,11 @@ Fields:
       sessions do not name the person (see :mod:`hyperpod_tenancy.webhook.identity`), so requests from it are
       denied with an explanation; listing it makes the denial specific instead of "unknown role".
 
+``supplementalGroupsPolicy`` (optional, default ``merge``)
+    ``strict``: every pod template the webhook stamps or hardens gets ``securityContext.supplementalGroupsPolicy:
+    Strict``; ``auto``: the same while every node reports ``status.features.supplementalGroupsPolicy: true``
+    (:mod:`hyperpod_tenancy.webhook.node_features`), nothing otherwise; ``merge``: never.
+
 ``teamRecords`` (optional)
     ``{"ssmPath": "/hyperpod-tenancy/<cluster>/posix-identity/", "refreshSeconds": 60}``: more team namespaces,
     read at run time from the SSM parameters under ``ssmPath`` (``GetParametersByPath``, re-read every
@@ -86,6 +91,7 @@ __all__ = [
     "DEFAULT_REFRESH_SECONDS",
     "ID_MAX",
     "ID_MIN",
+    "SUPPLEMENTAL_GROUPS_POLICIES",
     "IdentityCenterPrincipal",
     "NamespaceConfig",
     "Principal",
@@ -113,6 +119,10 @@ SSO_ROLE_PREFIX = "AWSReservedSSO_"
 _ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::(\d{12}):role/(?:[\w+=,.@-]+/)*([\w+=,.@-]{1,64})$")
 _DOMAIN_ID = re.compile(r"^d-[a-z0-9]{1,62}$")
 _SSM_PATH = re.compile(r"^/(?:[\w.-]+/)+$")
+
+
+#: The values of ``supplementalGroupsPolicy``.
+SUPPLEMENTAL_GROUPS_POLICIES = ("auto", "strict", "merge")
 
 
 class WebhookConfigError(TenancyError):
@@ -203,6 +213,8 @@ class WebhookConfig:
     break_glass_groups: frozenset[str] = frozenset()
     #: Where more team namespaces are read at run time (``None``: only ``namespaces``).
     team_records: TeamRecords | None = None
+    #: ``strict``, ``auto`` or ``merge`` (``supplementalGroupsPolicy``).
+    supplemental_groups_policy: str = "merge"
 
 
 #: A required key that is absent (already reported by :meth:`_Problems.mapping`).
@@ -487,10 +499,16 @@ def parse_config(data: Mapping[str, Any]) -> WebhookConfig:
         "namespaces",
         "teamRecords",
         "breakGlassGroups",
+        "supplementalGroupsPolicy",
     }
-    root = p.mapping(
-        data, "", keys, keys - {"cacheTtlSeconds", "namespaces", "teamRecords", "breakGlassGroups"}
-    )
+    optional = {
+        "cacheTtlSeconds",
+        "namespaces",
+        "teamRecords",
+        "breakGlassGroups",
+        "supplementalGroupsPolicy",
+    }
+    root = p.mapping(data, "", keys, keys - optional)
     if root is None:
         raise WebhookConfigError(p.items)
     version = root.get("version", _MISSING)
@@ -507,6 +525,13 @@ def parse_config(data: Mapping[str, Any]) -> WebhookConfig:
     records = _team_records(p, root.get("teamRecords", _MISSING))
     namespaces = _namespaces(p, root.get("namespaces", _MISSING), uids, optional="teamRecords" in root)
     break_glass = _break_glass(p, root.get("breakGlassGroups", _MISSING))
+    groups_policy = root.get("supplementalGroupsPolicy", "merge")
+    if groups_policy not in SUPPLEMENTAL_GROUPS_POLICIES:
+        p.add(
+            "supplementalGroupsPolicy",
+            f"{groups_policy!r} is not one of {', '.join(SUPPLEMENTAL_GROUPS_POLICIES)}.",
+            "render it from posixIdentity.supplementalGroupsPolicy.",
+        )
     if p.items or uids is None or ttl is None or claim is None:
         raise WebhookConfigError(p.items or ["the configuration is incomplete."])
     return WebhookConfig(
@@ -518,6 +543,7 @@ def parse_config(data: Mapping[str, Any]) -> WebhookConfig:
         namespaces=namespaces,
         break_glass_groups=break_glass,
         team_records=records,
+        supplemental_groups_policy=str(groups_policy),
     )
 
 

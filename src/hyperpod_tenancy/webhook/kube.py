@@ -108,6 +108,26 @@ class KubeApi:
             raise KubeApiUnavailable(f"GET {path} answered {status}")
         return body
 
+    async def list_nodes(self) -> list[dict[str, Any]]:
+        """Return every Node of the cluster (read in pages of 500).
+
+        Raises:
+            KubeApiUnavailable: the API server did not answer or refused the read.
+
+        """
+        nodes: list[dict[str, Any]] = []
+        token = ""
+        while True:
+            query = urllib.parse.urlencode({"limit": 500, **({"continue": token} if token else {})})
+            path = f"/api/v1/nodes?{query}"
+            status, body = await asyncio.to_thread(self._call, "GET", path, None)
+            if status != 200 or not isinstance(body, dict) or not isinstance(body.get("items"), list):
+                raise KubeApiUnavailable(f"GET {path} answered {status}")
+            nodes += [n for n in body["items"] if isinstance(n, dict)]
+            token = str((body.get("metadata") or {}).get("continue") or "")
+            if not token:
+                return nodes
+
     async def record_event(
         self, pod: dict[str, Any], *, reason: str, action: str, note: str, instance: str
     ) -> None:

@@ -4,7 +4,8 @@ For every PodSpec of the object (the paths of :data:`hyperpod_tenancy.k8s.worklo
 Pod's is ``spec``):
 
 * ``securityContext``: ``runAsUser`` = the person's UID, ``runAsGroup`` = ``fsGroup`` = the team GID,
-  ``supplementalGroups`` = ``[GID]``, ``runAsNonRoot: true``;
+  ``supplementalGroups`` = ``[GID]``, ``runAsNonRoot: true``, and ``supplementalGroupsPolicy: Strict`` where the
+  nodes support it (``strict_groups``);
 * a container's own ``securityContext.runAsUser`` (which overrides the pod's) becomes the UID, and every
   container and init container gets ``allowPrivilegeEscalation: false`` (``true`` is refused: a setuid binary
   of the image would run as root);
@@ -57,6 +58,11 @@ _CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
 
 #: A JSON pointer as its segments.
 Path = tuple[str | int, ...]
+
+
+#: The pod-level field, and the value, that keep an image's ``/etc/group`` out of a container's groups.
+STRICT_GROUPS_FIELD = "supplementalGroupsPolicy"
+STRICT = "Strict"
 
 
 class MalformedObject(Exception):  # noqa: N818 - "malformed" is what the client reads
@@ -343,6 +349,7 @@ def _stamp_pod_spec(
     keep: bool,
     claim: str,
     previous: Identity | None = None,
+    strict_groups: bool = False,
 ) -> list[str]:
     sc_path = (*path, "securityContext")
     sc = _typed(spec.get("securityContext"), dict, sc_path) or {}
@@ -376,6 +383,7 @@ def _stamp_pod_spec(
         "fsGroup": ident.gid,
         "supplementalGroups": [ident.gid],
         "runAsNonRoot": True,
+        **({STRICT_GROUPS_FIELD: STRICT} if strict_groups else {}),
     }
     if "securityContext" not in spec:
         patch.put(spec, path, "securityContext", wanted)  # one operation for the common case
@@ -386,15 +394,18 @@ def _stamp_pod_spec(
     return warnings
 
 
-def harden(obj: dict[str, Any], *, kind: WorkloadKindSpec, gid: int) -> list[dict[str, Any]]:
+def harden(
+    obj: dict[str, Any], *, kind: WorkloadKindSpec, gid: int, strict_groups: bool = False
+) -> list[dict[str, Any]]:
     """Fill what a controller's object leaves unset, for a pod of the team: never a person's identity.
 
     Pods and objects a controller creates (job-controller's Pods, the Kubeflow operator's ``init-pytorch``
     container, the inference operator's Deployment) are not a person's: no UID is resolved and nothing they set
     is replaced or refused here. Only what they leave unset is filled: ``allowPrivilegeEscalation: false`` on
     every container and init container, and at pod level ``runAsNonRoot: true`` and the team GID as
-    ``runAsGroup``, ``fsGroup`` and ``supplementalGroups``, so that pods the validating policy would refuse
-    for a missing field run instead. A value the controller sets stays, and the validating policy judges it.
+    ``runAsGroup``, ``fsGroup`` and ``supplementalGroups`` (and ``supplementalGroupsPolicy: Strict`` with
+    ``strict_groups``), so that pods the validating policy would refuse for a missing field run instead. A value
+    the controller sets stays, and the validating policy judges it.
 
     Returns:
         The JSONPatch operations (``obj`` is edited in place).
@@ -414,7 +425,13 @@ def harden(obj: dict[str, Any], *, kind: WorkloadKindSpec, gid: int) -> list[dic
                 patch.put(container, here, "securityContext", {"allowPrivilegeEscalation": False})
             elif "allowPrivilegeEscalation" not in csc:
                 patch.put(csc, (*here, "securityContext"), "allowPrivilegeEscalation", False)
-        defaults = {"runAsNonRoot": True, "runAsGroup": gid, "fsGroup": gid, "supplementalGroups": [gid]}
+        defaults: dict[str, Any] = {
+            "runAsNonRoot": True,
+            "runAsGroup": gid,
+            "fsGroup": gid,
+            "supplementalGroups": [gid],
+            **({STRICT_GROUPS_FIELD: STRICT} if strict_groups else {}),
+        }
         sc_path = (*path, "securityContext")
         sc = _typed(spec.get("securityContext"), dict, sc_path)
         if sc is None:
@@ -460,6 +477,7 @@ def stamp(
     keep: bool,
     default_queue: str | None,
     previous: Identity | None = None,
+    strict_groups: bool = False,
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """Stamp ``ident`` on ``obj`` (edited in place) and return the JSONPatch operations and the warnings.
 
@@ -472,6 +490,8 @@ def stamp(
         default_queue: the LocalQueue to set when ``kueue.x-k8s.io/queue-name`` is absent (None: leave it).
         previous: the identity the object recorded before a re-stamp (an UPDATE by another person that changes
             what runs): its UIDs and home mount are replaced by ``ident``'s instead of being refused.
+        strict_groups: set ``supplementalGroupsPolicy: Strict`` (replacing any other value): the runtime then
+            adds no group the image's ``/etc/group`` lists.
 
     Raises:
         Refused: the object explicitly asks for root, another group or another recorded identity.
@@ -482,7 +502,16 @@ def stamp(
     warnings: list[str] = []
     metadata_paths: dict[Path, None] = {("metadata",): None}
     for path, spec in pod_spec_paths(obj, kind):
-        warnings += _stamp_pod_spec(patch, spec, path, ident, keep=keep, claim=home_claim, previous=previous)
+        warnings += _stamp_pod_spec(
+            patch,
+            spec,
+            path,
+            ident,
+            keep=keep,
+            claim=home_claim,
+            previous=previous,
+            strict_groups=strict_groups,
+        )
         metadata_paths[(*path[:-1], "metadata")] = None
     for metadata in metadata_paths:
         _stamp_annotations(patch, metadata, ident, keep=keep)

@@ -60,6 +60,7 @@ from hyperpod_tenancy.webhook.admission import (
 )
 from hyperpod_tenancy.webhook.config import WebhookConfig
 from hyperpod_tenancy.webhook.kube import KubeApi
+from hyperpod_tenancy.webhook.node_features import REFRESH_SECONDS, NodeFeatures
 from hyperpod_tenancy.webhook.team_records import TeamDirectory
 from hyperpod_tenancy.webhook.uids import UidCache, UidStoreUnavailable, UidTable
 
@@ -92,6 +93,8 @@ CERT_RELOAD_SECONDS = 30.0
 CERT_RELOAD_ENV = "HYPERPOD_TENANCY_WEBHOOK_CERT_RELOAD_SECONDS"
 #: Test-only: seconds to sleep between the reads and the conditional write of a UID allocation.
 ALLOCATION_DELAY_ENV = "HYPERPOD_TENANCY_WEBHOOK_ALLOCATION_DELAY_SECONDS"
+#: Test-only: seconds between listings of the nodes instead of ``node_features.REFRESH_SECONDS``.
+NODE_REFRESH_ENV = "HYPERPOD_TENANCY_WEBHOOK_NODE_REFRESH_SECONDS"
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -361,10 +364,17 @@ def build_app(options: ServeOptions) -> tuple[WebhookApp, UidTable]:
         allocation_delay_seconds=float(os.environ.get(ALLOCATION_DELAY_ENV, "0") or 0),
     )
     resolver = UidResolver(table, UidCache(config.cache_ttl_seconds))
+    nodes: NodeFeatures | None = None
+    if config.supplemental_groups_policy == "auto" and options.kube_api is not None:
+        every = float(os.environ.get(NODE_REFRESH_ENV, "0") or 0) or REFRESH_SECONDS
+        nodes = NodeFeatures(options.kube_api, log=_logger(), refresh_seconds=every)
     app = WebhookApp(
-        Admission(config, resolver, options.kube_api),
+        Admission(config, resolver, options.kube_api, nodes),
         max_body_bytes=options.max_body_bytes,
-        startup=(directory.run,) if directory is not None else (),
+        startup=(
+            *((directory.run,) if directory is not None else ()),  # a Mapping: empty until its first refresh
+            *((nodes.run,) if nodes is not None else ()),
+        ),
     )
     return app, table
 

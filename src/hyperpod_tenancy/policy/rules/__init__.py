@@ -122,6 +122,7 @@ ERROR_RULES: tuple[Rule, ...] = (
     identity.posix_cache_ttl,
     identity.posix_image,
     identity.posix_break_glass_group,
+    identity.posix_strict_groups_version,
     # scheduling
     scheduling.priority_class_count,
     # for each priority class
@@ -169,6 +170,7 @@ WARNING_RULES: tuple[Rule, ...] = (
     security.dedicated_cluster,
     deployment.task_governance_region,
     capacity.unused_instance_type,
+    identity.posix_supplemental_groups,
     chargeback.price_unused,
     *quotas.RULES,
 )

@@ -6,8 +6,8 @@ import re
 from collections.abc import Iterator
 
 from hyperpod_tenancy.policy import names
-from hyperpod_tenancy.policy.model import Platform, Team, WebhookFailurePolicy
-from hyperpod_tenancy.policy.rules._base import Domain, Finding, platform_rule, team_rule
+from hyperpod_tenancy.policy.model import Platform, SupplementalGroupsPolicy, Team, WebhookFailurePolicy
+from hyperpod_tenancy.policy.rules._base import Domain, Finding, Severity, platform_rule, team_rule
 from hyperpod_tenancy.policy.rules._common import REGION, valid_team_name
 
 _SSO_INSTANCE = re.compile(r"^arn:aws[a-z-]*:sso:::instance/(sso)?ins-[a-zA-Z0-9-.]{16}$")
@@ -400,3 +400,71 @@ def posix_break_glass_group(p: Platform) -> Iterator[Finding]:
             f"{group!r} is a group Kubernetes assigns itself (e.g. every authenticated user or service account).",
             "name a group only the platform's on-call people are mapped to (an EKS access entry's kubernetesGroups).",
         )
+
+
+#: First Kubernetes minor version whose API server and kubelet serve ``supplementalGroupsPolicy`` by default
+#: (KEP-3619: alpha behind a feature gate in 1.31, beta and on by default in 1.33).
+STRICT_GROUPS_MIN_VERSION = (1, 33)
+_GROUPS_POLICY = f"{_POSIX}.supplementalGroupsPolicy"
+
+
+def _minor(version: str) -> tuple[int, int]:
+    major, _, minor = version.partition(".")
+    return (int(major), int(minor)) if major.isdigit() and minor.isdigit() else (0, 0)
+
+
+@platform_rule(
+    code="HPT-POSIX-STRICT-GROUPS-VERSION",
+    domain=Domain.IDENTITY,
+    at=_GROUPS_POLICY,
+    reads=("cluster.kubernetesVersion",),
+    failure="every tenant pod refused, or the field silently dropped, on a Kubernetes without the feature",
+    guardrail="`supplementalGroupsPolicy: strict` needs Kubernetes 1.33 or later",
+)
+def posix_strict_groups_version(p: Platform) -> Iterator[Finding]:
+    """Check that ``strict`` is asked for only where the API server and kubelet serve the field by default."""
+    spec = p.cluster.posix_identity
+    if spec.supplemental_groups_policy is not SupplementalGroupsPolicy.STRICT:
+        return
+    if _minor(p.cluster.kubernetes_version) < STRICT_GROUPS_MIN_VERSION:
+        yield Finding(
+            _GROUPS_POLICY,
+            f"`strict` on Kubernetes {p.cluster.kubernetes_version}: supplementalGroupsPolicy is beta and on by "
+            "default from 1.33 only; before, the API server drops the field and the validating policy would refuse "
+            "every pod.",
+            "set `cluster.kubernetesVersion` to 1.33 or later, or `supplementalGroupsPolicy: auto`.",
+        )
+
+
+@platform_rule(
+    code="HPT-POSIX-SUPPLEMENTAL-GROUPS",
+    domain=Domain.IDENTITY,
+    at=_GROUPS_POLICY,
+    reads=("cluster.kubernetesVersion",),
+    failure="an image's /etc/group adding its user to another team's GID, opening that team's FSx directories",
+    guardrail="warning where no pod can get `supplementalGroupsPolicy: Strict` (`merge`, or `auto` before "
+    "Kubernetes 1.33); under `auto` the webhook logs the same code while a node does not support it",
+    severity=Severity.WARNING,
+)
+def posix_supplemental_groups(p: Platform) -> Iterator[Finding]:
+    """Warn where tenant pods can never run with ``supplementalGroupsPolicy: Strict``."""
+    policy = p.cluster.posix_identity.supplemental_groups_policy
+    if policy is SupplementalGroupsPolicy.MERGE:
+        what = "`merge`: tenant pods never ask for supplementalGroupsPolicy: Strict"
+    elif (
+        policy is SupplementalGroupsPolicy.AUTO
+        and _minor(p.cluster.kubernetes_version) < STRICT_GROUPS_MIN_VERSION
+    ):
+        what = (
+            f"`auto` on Kubernetes {p.cluster.kubernetes_version}: no node reports support before 1.33, so the "
+            "webhook never sets supplementalGroupsPolicy: Strict"
+        )
+    else:
+        return
+    yield Finding(
+        _GROUPS_POLICY,
+        f"{what}. The container runtime then adds the groups an image's /etc/group lists for its user, so a "
+        "crafted image can join another team's GID and read its FSx directories.",
+        "run trusted images only, or use Kubernetes 1.33 or later with `supplementalGroupsPolicy: auto` (or "
+        "`strict` once every node reports it: `kubectl get nodes -o jsonpath='{.items[*].status.features}'`).",
+    )
