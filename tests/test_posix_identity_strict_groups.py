@@ -41,7 +41,7 @@ from hyperpod_tenancy.k8s.posix_identity import POSIX_IDENTITY_POLICY
 from hyperpod_tenancy.webhook.node_features import WARNING_CODE
 
 TOKEN = "webhook-service-account-token"
-REFRESH = 0.2
+REFRESH = 0.1
 JOB = kind_named("Job")
 
 
@@ -86,11 +86,26 @@ def auto(
         yield proc
 
 
+def _listed(api: KubeApiServer) -> None:
+    """Wait until a whole listing of the nodes began and ended after now: two more first pages were asked for
+    (the webhook applies a listing before it sleeps and starts the next)."""
+    before = len(api.requests)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        firsts = [
+            p for _, p in api.requests[before:] if p.startswith("/api/v1/nodes?") and "continue=" not in p
+        ]
+        if len(firsts) >= 2:
+            return
+        time.sleep(REFRESH / 2)
+    raise AssertionError("the webhook did not list the nodes twice in 15 s")
+
+
 def _nodes(api: KubeApiServer, nodes: list[dict[str, Any]]) -> None:
-    """Put ``nodes`` in the cluster and wait for the webhook's next listings to have read them."""
+    """Put ``nodes`` in the cluster and wait for the webhook to have read them."""
     api.fail_with = None
     api.nodes = nodes
-    time.sleep(REFRESH * 5)
+    _listed(api)
 
 
 def _policies(server: WebhookProcess, obj: dict[str, Any], **kwargs: Any) -> list[Any]:
@@ -120,7 +135,7 @@ def test_support_unknown_is_support_absent(auto: WebhookProcess, api: KubeApiSer
     assert _policies(auto, workload(JOB), user=sso_user("alice")) == [None]
     _nodes(api, [_node("hyperpod-i-0a", True)])
     api.fail_with = 503
-    time.sleep(REFRESH * 5)
+    _listed(api)
     assert _policies(auto, workload(JOB), user=sso_user("alice")) == [None]
     api.fail_with = None
 
@@ -173,7 +188,7 @@ def test_the_webhook_logs_the_guardrail_code_while_a_node_lacks_it(
 ) -> None:
     _nodes(api, [_node("hyperpod-i-0a", True), _node("hyperpod-i-0b", False)])
     with _server(moto, certs, api, tmp_path, "auto") as proc:
-        time.sleep(REFRESH * 3)
+        _listed(api)
     (line,) = [entry for entry in proc.log_lines() if entry.get("code") == WARNING_CODE]
     assert line["nodes_without"] == ["hyperpod-i-0b"] and line["level"] == "warning"
 
