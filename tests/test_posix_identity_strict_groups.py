@@ -177,6 +177,39 @@ def test_an_update_never_adds_it(auto: WebhookProcess, api: KubeApiServer) -> No
     assert _policies_of(apply_patch(updated, response)) == [None]
 
 
+DEPLOYMENT = kind_named("Deployment")
+
+
+def _template_policy(obj: dict[str, Any]) -> Any:
+    (spec,) = pod_specs_of(obj, DEPLOYMENT)
+    return spec.get("securityContext", {}).get("supplementalGroupsPolicy")
+
+
+@pytest.mark.parametrize("updater", ["alice", "bob"])
+def test_an_update_cannot_take_it_back(auto: WebhookProcess, api: KubeApiServer, updater: str) -> None:
+    """A Deployment's template is mutable: its person, or a teammate, writing Merge into it by UPDATE gets Strict
+    back (the stored object had it). An unchanged UPDATE is left alone."""
+    _nodes(api, [_node("hyperpod-i-0a", True)])
+    deployment = workload(DEPLOYMENT, "inference")
+    created = apply_patch(
+        deployment, auto.client.mutate(review(deployment, user=sso_user("alice", "inference")))
+    )
+    assert _template_policy(created) == "Strict"
+    _nodes(api, [_node("hyperpod-i-0a", False)])  # even once a node no longer supports it
+    unchanged = auto.client.mutate(
+        review(created, user=sso_user("alice", "inference"), operation="UPDATE", old=created)
+    )
+    assert unchanged["allowed"] and "patch" not in unchanged, unchanged
+    merged = copy.deepcopy(created)
+    (spec,) = pod_specs_of(merged, DEPLOYMENT)
+    spec["securityContext"]["supplementalGroupsPolicy"] = "Merge"
+    response = auto.client.mutate(
+        review(merged, user=sso_user(updater, "inference"), operation="UPDATE", old=created)
+    )
+    if response["allowed"]:
+        assert _template_policy(apply_patch(merged, response)) == "Strict"
+
+
 def _policies_of(obj: dict[str, Any]) -> list[Any]:
     return [
         spec.get("securityContext", {}).get("supplementalGroupsPolicy") for spec in pod_specs_of(obj, JOB)

@@ -253,17 +253,23 @@ class Admission:
         #: Whether every node supports ``supplementalGroupsPolicy: Strict`` (``supplementalGroupsPolicy: auto``).
         self.nodes = nodes
 
-    def strict_groups(self, req: AdmissionRequest) -> bool:
+    def strict_groups(self, req: AdmissionRequest, kind: WorkloadKindSpec) -> bool:
         """Whether the request's pod templates get ``supplementalGroupsPolicy: Strict``.
 
         Under ``strict`` always (the validating policy requires it). Under ``auto`` on CREATE while every node
-        supports it, never on UPDATE: a Job's pod template is immutable, and an UPDATE adding the field (Kueue
-        suspends and resumes Jobs by UPDATE) would be refused once the nodes start to support it.
+        supports it. On UPDATE under ``auto`` it is never added (a Job's pod template is immutable, and Kueue
+        suspends and resumes Jobs by UPDATE: adding the field would have them refused once the nodes start to
+        support it), but it is kept where the stored object has it: an UPDATE of a Deployment's template to
+        ``Merge`` gets ``Strict`` back, whoever sends it.
         """
         policy = self.config.supplemental_groups_policy
         if policy == "strict":
             return True
-        return policy == "auto" and req.operation == "CREATE" and self.nodes is not None and self.nodes.strict
+        if policy != "auto":
+            return False
+        if req.operation == "CREATE":
+            return self.nodes is not None and self.nodes.strict
+        return req.old is not None and patch.asks_strict_groups(req.old, kind)
 
     async def decide(self, req: AdmissionRequest) -> Decision:
         """Decide one request (see the module docstring for the rules)."""
@@ -419,7 +425,7 @@ class Admission:
         if req.operation != "CREATE" or ns is None or req.obj is None:
             return Decision(allowed=True, reason="exempt")
         try:
-            ops = patch.harden(req.obj, kind=kind, gid=ns.gid, strict_groups=self.strict_groups(req))
+            ops = patch.harden(req.obj, kind=kind, gid=ns.gid, strict_groups=self.strict_groups(req, kind))
         except patch.MalformedObject:
             # a controller's object the API server accepted; the validating policy judges it unchanged
             return Decision(allowed=True, reason="exempt")
@@ -445,7 +451,7 @@ class Admission:
                 keep=keep,
                 default_queue=ns.local_queue,
                 previous=previous,
-                strict_groups=self.strict_groups(req),
+                strict_groups=self.strict_groups(req, kind),
             )
         except patch.Refused as exc:
             return _deny("denied:refused", f"{req.kind} in {req.namespace}: {exc}", person=ident.person)

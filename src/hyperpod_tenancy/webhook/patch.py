@@ -39,11 +39,14 @@ from hyperpod_tenancy.k8s.labels import QUEUE_NAME_LABEL
 from hyperpod_tenancy.k8s.workloads import WorkloadKindSpec
 
 __all__ = [
+    "STRICT",
+    "STRICT_GROUPS_FIELD",
     "TEAM_VOLUME",
     "Identity",
     "JsonPatch",
     "MalformedObject",
     "Refused",
+    "asks_strict_groups",
     "pod_spec_paths",
     "recorded_identity",
     "stamp",
@@ -441,6 +444,21 @@ def harden(
                 if key not in sc:
                     patch.put(sc, sc_path, key, value)
     return patch.ops
+
+
+def asks_strict_groups(obj: Mapping[str, Any], kind: WorkloadKindSpec) -> bool:
+    """Whether every pod template of ``obj`` (at least one) sets ``supplementalGroupsPolicy: Strict``.
+
+    A malformed object (a stored one the API server accepted) counts as not asking.
+    """
+    try:
+        specs = [spec for _, spec in pod_spec_paths(obj, kind)]
+    except MalformedObject:
+        return False
+    return bool(specs) and all(
+        isinstance(sc := spec.get("securityContext"), Mapping) and sc.get(STRICT_GROUPS_FIELD) == STRICT
+        for spec in specs
+    )
 
 
 def _record(ident: Identity) -> dict[str, str]:
