@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -329,6 +330,9 @@ def test_an_alarm_fires_when_a_collector_stops_writing_for_longer_than_its_gap_t
     assert filters == {
         metrics_filter: f"raw/{table}/" for table, metrics_filter in COLLECTION_ALARMS.values()
     }
+    # S3 API Reference, MetricsConfiguration: "The ID has a 64 character limit and can only contain letters,
+    # numbers, periods, dashes, and underscores."
+    assert all(re.fullmatch(r"[A-Za-z0-9._-]{1,64}", f) for f in filters)
     alarms = {
         a["Properties"]["AlarmName"]: a["Properties"]
         for a in resources_of(template, "AWS::CloudWatch::Alarm").values()
@@ -354,6 +358,8 @@ def test_an_alarm_fires_when_a_collector_stops_writing_for_longer_than_its_gap_t
         dimensions = {d["Name"]: d["Value"] for d in alarm["Dimensions"]}
         assert dimensions["FilterId"] == metrics_filter and "Ref" in dimensions["BucketName"]
         assert 3 * alarm["Period"] == 60 * GAP_THRESHOLD_MINUTES[table]
+        # CloudWatch PutMetricAlarm: Period is 10, 20, 30 or a multiple of 60 seconds
+        assert alarm["Period"] % 60 == 0
     runs = alarms["shared-gpu-chargeback-eviction-collector-stopped"]["Metrics"]
     (expression,) = [m for m in runs if "Expression" in m]
     assert expression["Expression"] == "FILL(invocations, 0) - FILL(errors, 0)" and expression["ReturnData"]
