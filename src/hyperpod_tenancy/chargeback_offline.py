@@ -39,7 +39,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from hyperpod_tenancy.chargeback import engine, queries
 from hyperpod_tenancy.chargeback.model import ChargebackConfig, CostInputs, Report, UsageInputs
-from hyperpod_tenancy.chargeback.report import COLLECTORS
+from hyperpod_tenancy.chargeback.report import COLLECTOR_NAMES
 
 __all__ = [
     "PROGRESS_THRESHOLD_BYTES",
@@ -452,7 +452,7 @@ def _unchecked(inputs: UsageInputs, present: set[str]) -> UsageInputs:
         inputs,
         collection_gaps=tuple(g for g in inputs.collection_gaps if g.table in present),
         unchecked_collections=tuple(
-            f"no {table}/ folder in the usage files: the {COLLECTORS[table].split(' (')[0]}'s collection gaps were "
+            f"no {table}/ folder in the usage files: the {COLLECTOR_NAMES[table]}'s collection gaps were "
             f"not checked; copy raw/{table}/ too"
             for table in missing
         ),

@@ -31,7 +31,7 @@ from .model import (
     TeamCharge,
 )
 
-__all__ = ["COLLECTORS", "EXTENSIONS", "Format", "collection", "failure", "render"]
+__all__ = ["COLLECTORS", "COLLECTOR_NAMES", "EXTENSIONS", "Format", "collection", "failure", "render"]
 
 
 class Format(enum.StrEnum):
@@ -295,10 +295,12 @@ def failure(report: Report) -> str | None:
     )
 
 
-#: Table of a collection gap → the collector that writes it, as the report names it.
+#: Table of a collection gap → the collector that writes it.
+COLLECTOR_NAMES = {"node": "node inventory", "heartdub": "usage-report operator"}
+#: Table of a collection gap → the collector and what it writes, as the report's gap table names it.
 COLLECTORS = {
-    "node": "node inventory (raw/node/)",
-    "heartdub": "usage-report operator (its heartbeat, raw/heartdub/; it writes the clusterqueue snapshots)",
+    "node": f"{COLLECTOR_NAMES['node']} (raw/node/)",
+    "heartdub": f"{COLLECTOR_NAMES['heartdub']} (its heartbeat, raw/heartdub/; it writes the clusterqueue snapshots)",
 }
 
 
@@ -323,7 +325,7 @@ def collection(report: Report) -> str:
     gaps = report.collection_gaps
     if not gaps:
         return "complete: no collector stopped for longer than its threshold"
-    stopped = sorted({COLLECTORS[g.table].split(" (")[0] for g in gaps})
+    stopped = sorted({COLLECTOR_NAMES[g.table] for g in gaps})
     minutes = sum(g.minutes for g in gaps)
     return (
         f"{len(gaps)} gap{'s' if len(gaps) != 1 else ''} ({minutes // 60} h {minutes % 60:02d} min; "
