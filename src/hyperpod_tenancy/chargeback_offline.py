@@ -216,9 +216,8 @@ def _register_usage(con: duckdb.DuckDBPyConnection, usage: Path, month: str) -> 
                     f"--usage {str(usage)!r}: no {table}/ folder with Parquet, CSV or JSON-lines files (also looked under "
                     f"raw/{table}/); copy the collector's raw/{table}/ there"
                 )
-            if (
-                table in _GAP_TABLES
-            ):  # an empty table, for collection_gaps to read (its gaps are then dropped)
+            # a gap table without files: an empty view for collection_gaps to read (its gaps are then dropped)
+            if table in _GAP_TABLES:
                 typed = dict(queries.COLLECTOR_COLUMNS[table]) | dict.fromkeys(_PARTITIONS, "string")
                 columns = ", ".join(
                     f"CAST(NULL AS {_DUCKDB_TYPES[kind]}) AS {_ident(name)}" for name, kind in typed.items()
