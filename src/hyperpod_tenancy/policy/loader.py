@@ -262,15 +262,29 @@ def platform_from_dict(data: object, *, source: str | None = None) -> Platform:
     return _build(data, source, [])
 
 
-class _DuplicateKeyLoader(yaml.SafeLoader):
-    """``SafeLoader`` that records duplicate mapping keys (plain PyYAML silently keeps the last one)."""
+class _DuplicateKeys:
+    """A loader mix-in that records duplicate mapping keys (plain PyYAML silently keeps the last one)."""
+
+    duplicate_keys: list[PolicyIssue]
+
+
+class _FastLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader), _DuplicateKeys):  # type: ignore[misc]
+    """libyaml's parser where PyYAML has it (its wheels do): about ten times the pure-Python parser's speed."""
 
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
-        self.duplicate_keys: list[PolicyIssue] = []
+        self.duplicate_keys = []
 
 
-def _construct_mapping(loader: _DuplicateKeyLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+class _ExactLoader(yaml.SafeLoader, _DuplicateKeys):
+    """The pure-Python parser, for a document libyaml refused: its messages are the ones users search for."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.duplicate_keys = []
+
+
+def _construct_mapping(loader: _FastLoader | _ExactLoader, node: yaml.MappingNode) -> dict[Any, Any]:
     first_line: dict[object, int] = {}
     for key_node, _ in node.value:
         key = loader.construct_object(key_node, deep=True)
@@ -294,13 +308,25 @@ def _construct_mapping(loader: _DuplicateKeyLoader, node: yaml.MappingNode) -> d
     return loader.construct_mapping(node, deep=True)
 
 
-_DuplicateKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+for _loader in (_FastLoader, _ExactLoader):
+    _loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def _load(loader_class: type[_FastLoader | _ExactLoader], text: str) -> tuple[object, list[PolicyIssue]]:
+    loader = loader_class(text)
+    try:
+        return loader.get_single_data(), loader.duplicate_keys
+    finally:
+        loader.dispose()
 
 
 def _parse(text: str, source: str) -> tuple[object, list[PolicyIssue]]:
-    loader = _DuplicateKeyLoader(text)
     try:
-        return loader.get_single_data(), loader.duplicate_keys
+        return _load(_FastLoader, text)
+    except yaml.YAMLError:
+        pass
+    try:
+        return _load(_ExactLoader, text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "(document)"
@@ -320,8 +346,6 @@ def _parse(text: str, source: str) -> tuple[object, list[PolicyIssue]]:
             _YAML,
         )
         raise PolicyError([issue], source) from None
-    finally:
-        loader.dispose()
 
 
 def load_platform(path: str | Path) -> Platform:
