@@ -26,10 +26,12 @@ import csv
 import dataclasses
 import datetime as dt
 import functools
+import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from decimal import Decimal, InvalidOperation
+from fnmatch import fnmatch
 from pathlib import Path
 
 import duckdb
@@ -120,12 +122,21 @@ def _table_files(usage: Path, table: str, months: Sequence[tuple[int, int]]) -> 
 
 
 def _first_format(roots: Sequence[Path]) -> tuple[str, list[str]] | None:
-    """Return (reader, files) of the first file format with files under ``roots``, or None."""
-    for reader, patterns in _READERS:
-        files = sorted(str(f) for root in roots for pattern in patterns for f in root.rglob(pattern))
-        if files:
-            return reader, files
-    return None
+    """Return (reader, files) of the first file format with files under ``roots``, or None.
+
+    Each root is walked once (a month of hourly partitions is thousands of files), every name matched against
+    every reader's patterns.
+    """
+    found: dict[str, list[str]] = {reader: [] for reader, _ in _READERS}
+    for root in roots:
+        for folder, _, names in os.walk(root):
+            for name in names:
+                reader = next(
+                    (r for r, patterns in _READERS if any(fnmatch(name, p) for p in patterns)), None
+                )
+                if reader is not None:
+                    found[reader].append(str(Path(folder, name)))
+    return next(((reader, sorted(found[reader])) for reader, _ in _READERS if found[reader]), None)
 
 
 def _source(table: str, reader: str, files: Sequence[str]) -> str:
