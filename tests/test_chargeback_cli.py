@@ -113,11 +113,10 @@ def test_a_month_without_collection_gaps_says_it_is_complete(engine_report: mode
 def test_the_cli_writes_the_engine_report_deterministically(
     data: Path, engine_report: model.Report, tmp_path: Path, fmt: str
 ) -> None:
-    out1, out2 = tmp_path / "one", tmp_path / "two"
-    assert main(_cli(data, "--format", fmt, "--output", str(out1))) == 0
-    assert main(_cli(data, "--format", fmt, "--output", str(out2))) == 0
-    assert out1.read_bytes() == out2.read_bytes()
-    assert out1.read_bytes() == report.render(engine_report, fmt)
+    # engine_report is computed by a run of its own: bytes equal to its rendering show that two runs agree
+    out = tmp_path / f"report.{fmt}"
+    assert main(_cli(data, "--format", fmt, "--output", str(out))) == 0
+    assert out.read_bytes() == report.render(engine_report, fmt)
 
 
 def _synced_raw(data: Path, raw: Path) -> Path:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -50,11 +51,16 @@ FOURTH_TEAM: dict[str, Any] = {
 Edit = Callable[[dict[str, Any]], None]
 
 
-def reference_data() -> dict[str, Any]:
-    """The parsed ``platform.yaml`` (a fresh copy each call, free to edit)."""
-    data = yaml.safe_load(PLATFORM_YAML.read_text(encoding="utf-8"))
+@cache
+def _parsed_reference() -> dict[str, Any]:
+    data = yaml.load(PLATFORM_YAML.read_text(encoding="utf-8"), Loader=yaml.CSafeLoader)
     assert isinstance(data, dict)
     return data
+
+
+def reference_data() -> dict[str, Any]:
+    """The parsed ``platform.yaml`` (a fresh copy each call, free to edit)."""
+    return copy.deepcopy(_parsed_reference())
 
 
 def variant(name: str, edit: Edit | None = None) -> Platform:
@@ -70,8 +76,9 @@ def platform_with(**changes: Any) -> Platform:
     return variant(f"platform.yaml with {sorted(changes)}", lambda d: d.update(copy.deepcopy(changes)))
 
 
+@cache
 def reference_platform() -> Platform:
-    """``platform.yaml`` as it is: three teams, Task Governance."""
+    """``platform.yaml`` as it is: three teams, Task Governance (loaded once: the policy is frozen)."""
     return load_platform(PLATFORM_YAML)
 
 
