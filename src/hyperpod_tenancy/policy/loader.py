@@ -265,23 +265,17 @@ def platform_from_dict(data: object, *, source: str | None = None) -> Platform:
 class _DuplicateKeys:
     """A loader mix-in that records duplicate mapping keys (plain PyYAML silently keeps the last one)."""
 
-    duplicate_keys: list[PolicyIssue]
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)  # type: ignore[call-arg]  # the loader class it is mixed into
+        self.duplicate_keys: list[PolicyIssue] = []
 
 
-class _FastLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader), _DuplicateKeys):  # type: ignore[misc]
+class _FastLoader(_DuplicateKeys, getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
     """libyaml's parser where PyYAML has it (its wheels do): about ten times the pure-Python parser's speed."""
 
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
-        self.duplicate_keys = []
 
-
-class _ExactLoader(yaml.SafeLoader, _DuplicateKeys):
+class _ExactLoader(_DuplicateKeys, yaml.SafeLoader):
     """The pure-Python parser, for a document libyaml refused: its messages are the ones users search for."""
-
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
-        self.duplicate_keys = []
 
 
 def _construct_mapping(loader: _FastLoader | _ExactLoader, node: yaml.MappingNode) -> dict[Any, Any]:
