@@ -314,5 +314,58 @@ def test_observability_addon_writes_to_managed_prometheus(reference: Synth) -> N
     assert ws_id in json.dumps(obs["Properties"]["ConfigurationValues"])
 
 
+def test_task_governance_is_pinned_to_the_release_that_packages_kueue_0_19_2(reference: Synth) -> None:
+    """SageMaker Developer Guide, "Upgrade the task governance add-on": "Version v1.6.0-eksbuild.1 packages Kueue
+    v0.19.2". Unpinned, EKS installs its default version; before Kueue 0.14 the eviction counter has no
+    ``priority_class`` label, and the preemption alert would select nothing."""
+    _, tg = addon(reference.cluster, "amazon-sagemaker-hyperpod-taskgovernance")
+    assert tg["Properties"]["AddonVersion"] == "v1.6.0-eksbuild.1"
+
+
+def _configuration(obs: dict[str, Any]) -> dict[str, Any]:
+    """The add-on's configuration values (an ``Fn::Sub`` of JSON; the substitutions are workspace attributes)."""
+    text = obs["Properties"]["ConfigurationValues"]["Fn::Sub"][0]
+    return dict(json.loads(text))
+
+
+def test_task_governance_metrics_are_collected_at_a_level_the_add_on_accepts(reference: Synth) -> None:
+    """aws/sagemaker-hyperpod-cluster-setup ``eks/cloudformation/observability-template.yaml``:
+    ``TaskGovernanceMetricLevel`` allows ``DISABLED`` and ``ADVANCED`` only; the preemption alert needs Kueue's
+    series, so it is ``ADVANCED``."""
+    _, obs = addon(reference.cluster, "amazon-sagemaker-hyperpod-observability")
+    providers = _configuration(obs)["metricsProvider"]
+    assert providers["taskGovernanceMetrics"]["level"] == "ADVANCED"
+
+
+def test_the_observability_role_has_the_reference_logs_actions(reference: Synth) -> None:
+    """The reference role (observability-template.yaml, ``HyperPodObservabilityAddonRole``, Sid
+    ``CloudwatchLogsAccess``) and the add-on's troubleshooting page ("Verify Pod Identity association") grant
+    these eleven actions on ``/aws/sagemaker/Clusters/*``; nothing else of CloudWatch Logs."""
+    _, obs = addon(reference.cluster, "amazon-sagemaker-hyperpod-observability")
+    role = obs["Properties"]["PodIdentityAssociations"][0]["RoleArn"]["Fn::GetAtt"][0]
+    statements = [
+        statement
+        for policy in resources_of(reference.cluster, "AWS::IAM::Policy").values()
+        if {"Ref": role} in policy["Properties"]["Roles"]
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    logs = [st for st in statements if any(a.startswith("logs:") for a in _list(st["Action"]))]
+    assert len(logs) == 1
+    assert set(_list(logs[0]["Action"])) == {
+        "logs:CreateLogGroup",
+        "logs:CreateLogStream",
+        "logs:DescribeLogGroups",
+        "logs:DescribeLogStreams",
+        "logs:PutLogEvents",
+        "logs:GetLogEvents",
+        "logs:FilterLogEvents",
+        "logs:GetLogRecord",
+        "logs:StartQuery",
+        "logs:StopQuery",
+        "logs:GetQueryResults",
+    }
+    assert ":log-group:/aws/sagemaker/Clusters/*" in json.dumps(logs[0]["Resource"])
+
+
 def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]

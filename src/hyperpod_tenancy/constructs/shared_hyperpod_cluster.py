@@ -68,6 +68,20 @@ NODE_BOOTSTRAP_ADDONS = frozenset({"vpc-cni", "kube-proxy", "eks-pod-identity-ag
 #: Release name and namespace the HyperPod documentation uses for the dependencies chart.
 HYPERPOD_HELM_RELEASE = "dependencies"
 _OBSERVABILITY_ADDON = "amazon-sagemaker-hyperpod-observability"
+#: The CloudWatch Logs actions of the observability collector's role, as the reference role grants them.
+_OBSERVABILITY_LOGS_ACTIONS = (
+    "CreateLogGroup",
+    "CreateLogStream",
+    "DescribeLogGroups",
+    "DescribeLogStreams",
+    "PutLogEvents",
+    "GetLogEvents",
+    "FilterLogEvents",
+    "GetLogRecord",
+    "StartQuery",
+    "StopQuery",
+    "GetQueryResults",
+)
 _OBSERVABILITY_SERVICE_ACCOUNT = "hyperpod-observability-operator-otel-collector"
 _TRAINING_OPERATOR_SERVICE_ACCOUNT = "hp-training-operator-controller-manager"
 _KUBERNETES_VERSIONS = {
@@ -1224,14 +1238,13 @@ class SharedHyperPodCluster(Construct):
         )
         role.add_to_policy(iam.PolicyStatement(actions=["aps:RemoteWrite"], resources=[workspace.attr_arn]))
         stack = cdk.Stack.of(self)
+        # the logs actions the reference role grants (aws/sagemaker-hyperpod-cluster-setup
+        # eks/cloudformation/observability-template.yaml, HyperPodObservabilityAddonRole, CloudwatchLogsAccess) and
+        # the add-on's troubleshooting page asks for ("Verify Pod Identity association"); a trailing `*` of the
+        # log-group ARN also matches its log streams (IAM User Guide, "Resource" element)
         role.add_to_policy(
             iam.PolicyStatement(
-                actions=[
-                    "logs:CreateLogGroup",
-                    "logs:CreateLogStream",
-                    "logs:DescribeLogStreams",
-                    "logs:PutLogEvents",
-                ],
+                actions=[f"logs:{action}" for action in _OBSERVABILITY_LOGS_ACTIONS],
                 resources=[
                     stack.format_arn(
                         service="logs",
@@ -1256,7 +1269,9 @@ class SharedHyperPodCluster(Construct):
                         },
                         "metricsProvider": {
                             "trainingMetrics": {"level": "BASIC", "scrapeInterval": 30},
-                            "taskGovernanceMetrics": {"level": "BASIC", "scrapeInterval": 30},
+                            # DISABLED or ADVANCED, the only levels the reference template allows for
+                            # this provider (observability-template.yaml, TaskGovernanceMetricLevel)
+                            "taskGovernanceMetrics": {"level": "ADVANCED", "scrapeInterval": 30},
                             "nodeMetrics": {"level": "BASIC", "scrapeInterval": 30},
                             "acceleratedComputeMetrics": {"level": "BASIC", "scrapeInterval": 30},
                         },

@@ -30,10 +30,16 @@ from hyperpod_tenancy.k8s.team_manifests import namespace_label_patch
 from hyperpod_tenancy.policy import FairnessBackend, Platform, Team, names
 from hyperpod_tenancy.policy.changes import BUILTIN_FAIRNESS_WORDING
 
-__all__ = ["ADDON_NAME", "NAMESPACE_WAIT", "TaskGovernanceBackend"]
+__all__ = ["ADDON_NAME", "ADDON_VERSION", "NAMESPACE_WAIT", "TaskGovernanceBackend"]
 
 #: Name of the EKS add-on.
 ADDON_NAME = "amazon-sagemaker-hyperpod-taskgovernance"
+#: The add-on version, pinned: it packages Kueue v0.19.2 (SageMaker Developer Guide, "Upgrade the task governance
+#: add-on", "Upgrade from v1.5 to v1.6"), the Kueue the kueue backend installs and the admission policies, the
+#: fairness tests and the preemption alert are checked against. Without a version EKS installs its default one,
+#: which may be older: Kueue puts ``priority_class`` on ``kueue_evicted_workloads_total`` only from v0.14 (the
+#: alert would match nothing), and v1.3.x still stores Kueue objects as ``v1alpha1``.
+ADDON_VERSION = "v1.6.0-eksbuild.1"
 #: How long a team stack waits for Task Governance to create the team namespace; below the 900 s timeout of
 #: the kubectl provider Lambda that runs the wait.
 NAMESPACE_WAIT = cdk.Duration.minutes(10)
@@ -66,7 +72,11 @@ class TaskGovernanceBackend:
         """Create the add-on, a wait for Kueue's webhook, then the ``ClusterSchedulerConfig``."""
         platform = cluster.platform
         addon = eks_addon(
-            scope, "TaskGovernance", cluster_name=cluster.eks_cluster_name, addon_name=ADDON_NAME
+            scope,
+            "TaskGovernance",
+            cluster_name=cluster.eks_cluster_name,
+            addon_name=ADDON_NAME,
+            addon_version=ADDON_VERSION,
         )
         addon.node.add_dependency(after)
         # Kueue's webhook must serve before the scheduler config and quotas create Kueue objects.
