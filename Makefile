@@ -45,18 +45,18 @@ node: $(NODE_STAMP)
 	@v=$$(node -p process.versions.node) && echo "Node v$$v ($$(command -v node))" \
 		&& [ "$${v%%.*}" -ge $(NODE_MIN_MAJOR) ] || { echo "Node $$v is older than $(NODE_MIN_MAJOR)"; exit 1; }
 
-# the package and what synthesis needs, nothing else
+# the package and what synthesis needs (with the plan's extra: `make synth` writes the plan), nothing else
 $(VENV)/.stamp: pyproject.toml
-	@echo "==> .venv: the package (uv pip install -e .)"
+	@echo "==> .venv: the package and its plan extra (uv pip install -e '.[plan]')"
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --no-compile "uv==$(UV_VERSION)"
-	$(call UV_INSTALL,$(VENV)) -e .
+	$(call UV_INSTALL,$(VENV)) -e ".[plan]"
 	touch $@
 
 # the test and lint tools and the package's extras (the chargeback and webhook commands are tested too)
 $(VENV)/.test-stamp: $(VENV)/.stamp
 	@echo "==> .venv: the extras and the dev group (pytest, cfn-lint, cdk-nag, moto, ruff, mypy, ...)"
-	$(call UV_INSTALL,$(VENV)) --group dev -e ".[chargeback,webhook]"
+	$(call UV_INSTALL,$(VENV)) --group dev -e ".[chargeback,webhook,plan]"
 	touch $@
 
 # network-config-analyzer pins PyYAML 6.0.2, cfn-lint needs >=6.0.3: it lives in its own venv.
@@ -106,8 +106,10 @@ TEST_SETUP := $(VENV)/.test-stamp .venv-nca/.stamp .venv-hyperpod/.stamp .venv-c
 test-setup: setup
 	$(MAKE) --no-print-directory -j4 --output-sync=target $(TEST_SETUP)
 
+# the cloud assembly, then the tenancy plan beside it (cdk.out/plan.md, cdk.out/plan.png)
 synth: setup
 	npx cdk synth --quiet
+	$(VENV)/bin/hyperpod-tenancy plan platform.yaml --markdown cdk.out/plan.md --png cdk.out/plan.png
 
 validate: $(VENV)/.stamp
 	$(VENV)/bin/hyperpod-tenancy validate platform.yaml

@@ -26,7 +26,17 @@ from hyperpod_tenancy.cli import EXTRAS
 from hyperpod_tenancy.policy import Platform
 
 #: What the extras bring: none of it may be a core dependency (nor installed by the core package).
-EXTRA_DISTRIBUTIONS = {"duckdb", "sqlglot", "rich", "uvicorn", "uvloop", "httptools", "orjson", "boto3"}
+EXTRA_DISTRIBUTIONS = {
+    "duckdb",
+    "sqlglot",
+    "rich",
+    "uvicorn",
+    "uvloop",
+    "httptools",
+    "orjson",
+    "boto3",
+    "matplotlib",
+}
 CDK = REPO / "node_modules" / ".bin" / "cdk"
 
 
@@ -178,6 +188,7 @@ def test_validate_needs_no_extra(installed: Path, tmp_path: Path) -> None:
     ("extra", "args"),
     [
         ("chargeback", ["chargeback", "--usage", ".", "--prices", "prices.json", "--month", "2026-07"]),
+        ("plan", ["plan", str(PLATFORM_YAML)]),
         (
             "webhook",
             [

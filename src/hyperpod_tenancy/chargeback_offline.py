@@ -22,7 +22,6 @@ This module is the CLI's: it needs duckdb, sqlglot and rich, which the Lambda do
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import datetime as dt
 import functools
@@ -30,7 +29,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from fnmatch import fnmatch
 from pathlib import Path
 
@@ -40,6 +39,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from hyperpod_tenancy.chargeback import engine, queries
+from hyperpod_tenancy.chargeback import prices as prices_table
 from hyperpod_tenancy.chargeback.model import ChargebackConfig, CostInputs, Report, UsageInputs
 from hyperpod_tenancy.chargeback.report import COLLECTOR_NAMES
 
@@ -470,40 +470,16 @@ def _unchecked(inputs: UsageInputs, present: set[str]) -> UsageInputs:
 
 
 def read_prices(path: Path) -> dict[str, Decimal]:
-    """Read a price table: CSV with a header ``instance_type,usd_per_gpu_hour``, one row per instance type.
+    """Read a price table (:func:`hyperpod_tenancy.chargeback.prices.read_prices`).
 
     Raises:
         OfflineInputError: the file cannot be read, lacks a column, repeats a type or has a bad price.
 
     """
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise OfflineInputError(f"--prices {str(path)!r}: cannot read: {exc.strerror or exc}") from exc
-    reader = csv.DictReader(text.splitlines())
-    fields = set(reader.fieldnames or ())
-    if not {"instance_type", "usd_per_gpu_hour"} <= fields:
-        raise OfflineInputError(
-            f"--prices {str(path)!r}: the header must name instance_type and usd_per_gpu_hour (found "
-            f"{', '.join(sorted(fields)) or 'none'})"
-        )
-    prices: dict[str, Decimal] = {}
-    for line, row in enumerate(reader, start=2):
-        itype = (row["instance_type"] or "").strip()
-        raw = (row["usd_per_gpu_hour"] or "").strip()
-        try:
-            price = Decimal(raw)
-        except InvalidOperation:
-            price = Decimal(-1)
-        if not itype or not price.is_finite() or price < 0:
-            raise OfflineInputError(
-                f"--prices {str(path)!r} line {line}: need an instance type and a price ≥ 0 in USD per GPU-hour, "
-                f"got {itype!r}, {raw!r}"
-            )
-        if itype in prices:
-            raise OfflineInputError(f"--prices {str(path)!r} line {line}: {itype} is listed twice")
-        prices[itype] = price
-    return prices
+        return prices_table.read_prices(path)
+    except prices_table.PriceTableError as exc:
+        raise OfflineInputError(str(exc)) from exc
 
 
 def compute(

@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from hyperpod_tenancy.chargeback import model
-from hyperpod_tenancy.errors import PolicyError, PolicyIssue
+from hyperpod_tenancy.errors import PolicyIssue
+from hyperpod_tenancy.tools._common import PROG, load_policy, plain_table
 
 # The policy modules (pydantic, PyYAML) load only for the commands that read a policy: `chargeback --config`
 # and `webhook serve` start without them.
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
 
 __all__ = ["main"]
 
-PROG = "hyperpod-tenancy"
 #: Exit status: the policy is valid.
 EXIT_OK = 0
 #: Exit status: the policy is invalid or a file cannot be read.
@@ -57,7 +57,11 @@ EXIT_UNRECONCILED = 3
 EXTRAS: dict[str, tuple[str, ...]] = {
     "chargeback": ("duckdb", "sqlglot", "rich"),
     "webhook": ("uvicorn", "uvloop", "httptools", "orjson", "boto3"),
+    "plan": ("matplotlib", "rich"),
 }
+#: The commands of :mod:`hyperpod_tenancy.tools`, one module each: ``add_parser(commands)`` and
+#: ``run(args, out=, err=) -> int`` (each imports what it needs inside ``run``).
+TOOLS = ("plan",)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -81,12 +85,20 @@ def main(argv: list[str] | None = None) -> int:
         "chargeback": lambda a: _chargeback(a, err=sys.stderr),
         "webhook": lambda a: _webhook(a, err=sys.stderr),
     }
+    if args.command in TOOLS:
+        tool = importlib.import_module(f"hyperpod_tenancy.tools.{args.command}")
+        commands[args.command] = lambda a: int(tool.run(a, out=sys.stdout, err=sys.stderr))
     run = commands.get(args.command)
     if run is None:
         parser.print_usage(sys.stderr)
         print(f"{PROG}: error: choose a command, e.g. `{PROG} validate platform.yaml`", file=sys.stderr)
         return EXIT_USAGE
-    if args.command in EXTRAS and not _has_extra(args.command, err=sys.stderr):
+    # `explain --from-file` reads a file, `explain --denial TEXT -n NS` only the message: the Kubernetes client
+    # is needed to read the cluster, and to find the namespace of the kubeconfig's context
+    offline = getattr(args, "from_file", None) is not None or bool(
+        getattr(args, "denial", None) and args.workload is None and args.namespace
+    )
+    if args.command in EXTRAS and not offline and not _has_extra(args.command, err=sys.stderr):
         return EXIT_INVALID
     return run(args)
 
@@ -139,6 +151,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     _chargeback_parser(commands)
     _webhook_parser(commands)
+    for name in TOOLS:
+        importlib.import_module(f"hyperpod_tenancy.tools.{name}").add_parser(commands)
     return parser
 
 
@@ -401,18 +415,7 @@ def _validate(*, path: Path, baseline: Path | None = None, out: TextIO, err: Tex
 
 
 def _load(path: Path, role: str, err: TextIO) -> Platform | None:
-    try:
-        from hyperpod_tenancy.policy.loader import load_platform  # noqa: PLC0415 - see the imports
-
-        return load_platform(path)
-    except PolicyError as exc:
-        if role:
-            print(f"{PROG}: the {role.strip()} policy is invalid, so changes cannot be compared.", file=err)
-        print(str(exc), file=err)
-    except OSError as exc:
-        reason = exc.strerror or str(exc)
-        print(f"{PROG}: error: cannot read {role}policy {str(path)!r}: {reason}.", file=err)
-    return None
+    return load_policy(path, err, role=role)
 
 
 def _summary(
@@ -529,7 +532,4 @@ def _issues(title: str, issues: Sequence[PolicyIssue]) -> list[str]:
 
 
 def _table(rows: list[list[str]]) -> list[str]:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return [
-        "  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows
-    ]
+    return plain_table(rows)

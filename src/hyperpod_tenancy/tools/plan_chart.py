@@ -1,0 +1,176 @@
+"""The plan as a picture: per instance type, who is guaranteed its GPUs and how far each team can burst.
+
+One panel per instance type. Its top bar is the type's GPUs stacked by team guarantee, then the reserved and
+the unallocated ones; below it one row per team: its guarantee (solid) and what it may borrow on top (light),
+the burst ceiling marked and written at its end. Past :data:`MAX_TEAMS_SHOWN` teams on a type, the smaller ones
+share one "others" segment and row, so the chart stays readable at a thousand teams.
+
+Text is placed so that no two labels overlap: a team's name is written inside its segment of the top bar only
+when it fits there (every team is named on its own row anyway), and the numbers sit in their own rows.
+The figure has its own Agg canvas (no pyplot, no display), so this runs in CI and in ``make synth``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import matplotlib as mpl
+from matplotlib import colormaps
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+from matplotlib.ticker import MaxNLocator
+
+from hyperpod_tenancy.tools.tenancy_plan import TeamShare, TenancyPlan, TypeCapacity
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+__all__ = ["MAX_TEAMS_SHOWN", "render_chart", "write_png"]
+
+#: Teams drawn on their own per instance type; the rest are grouped as "others".
+MAX_TEAMS_SHOWN = 8
+_RESERVED = "#6b6b6b"
+_UNALLOCATED = "#ffffff"
+_OTHERS = "#b0b0b0"
+_ROW_INCHES = 0.32
+_WIDTH_INCHES = 10.0
+
+
+@dataclass(frozen=True)
+class _Row:
+    label: str
+    guaranteed: int
+    ceiling: int
+    color: tuple[float, float, float, float]
+    #: For the "others" row: their guarantees are summed, and this is the largest burst ceiling of any one of them.
+    grouped: bool = False
+
+
+def _rows(shares: Sequence[TeamShare]) -> list[_Row]:
+    palette = colormaps["tab10"]
+    shown = shares[:MAX_TEAMS_SHOWN] if len(shares) <= MAX_TEAMS_SHOWN else shares[: MAX_TEAMS_SHOWN - 1]
+    rows = [
+        _Row(s.team, s.guaranteed_gpus, s.burst_ceiling_gpus, palette(i % 10)) for i, s in enumerate(shown)
+    ]
+    rest = shares[len(shown) :]
+    if rest:
+        rows.append(
+            _Row(
+                f"others ({len(rest)} teams)",
+                sum(s.guaranteed_gpus for s in rest),
+                max(s.burst_ceiling_gpus for s in rest),
+                mpl.colors.to_rgba(_OTHERS),
+                grouped=True,
+            )
+        )
+    return rows
+
+
+def _panel(ax: Axes, cap: TypeCapacity, rows: Sequence[_Row]) -> None:
+    per = cap.gpus_per_instance
+    total = cap.gpus
+    y_bar = len(rows) + 0.4
+    left = 0
+    for row in rows:
+        ax.barh(
+            y_bar, row.guaranteed, left=left, height=0.8, color=row.color, edgecolor="white", linewidth=0.5
+        )
+        left += row.guaranteed
+    ax.barh(y_bar, cap.reserved * per, left=left, height=0.8, color=_RESERVED, hatch="//", edgecolor="white")
+    left += cap.reserved * per
+    ax.barh(y_bar, cap.unallocated * per, left=left, height=0.8, color=_UNALLOCATED, edgecolor="#444444")
+    for i, row in enumerate(rows):
+        y = len(rows) - 1 - i
+        ax.barh(y, row.guaranteed, height=0.6, color=row.color)
+        if row.grouped:  # summed guarantees; a burst is one team's, so it is written, not drawn
+            label, end = f"{row.guaranteed:,} in all, each ≤ {row.ceiling:,}", row.guaranteed
+        else:
+            ax.barh(
+                y, row.ceiling - row.guaranteed, left=row.guaranteed, height=0.6, color=row.color, alpha=0.3
+            )
+            ax.plot([row.ceiling, row.ceiling], [y - 0.38, y + 0.38], color="black", linewidth=1.2)
+            label, end = f"{row.ceiling:,} max", row.ceiling
+        ax.text(end + total * 0.01, y, label, va="center", ha="left", fontsize=8)
+    ax.set_yticks([y_bar, *range(len(rows) - 1, -1, -1)], ["all GPUs", *(r.label for r in rows)], fontsize=8)
+    right = total * 1.22 if total else 1
+    ax.set_xlim(0, right)
+    # ticks inside the panel only (a locator's ticks past the edge would still be text objects)
+    ax.set_xticks([t for t in MaxNLocator(nbins=8, integer=True).tick_values(0, right) if 0 <= t <= right])
+    ax.set_ylim(-0.6, y_bar + 0.6)
+    ax.tick_params(axis="x", labelsize=8)
+    ax.set_title(
+        f"{cap.instance_type}: {cap.instances:,} instances x {per} GPUs = {total:,} GPUs "
+        f"({cap.reserved:,} reserved, {cap.unallocated:,} unallocated)",
+        fontsize=9,
+        loc="left",
+    )
+    for spine in ("top", "right"):
+        ax.spines[spine].set_visible(False)
+
+
+def _label_segments(fig: Figure, ax: Axes, rows: Sequence[_Row], y_bar: float) -> None:
+    """Name each team inside its segment of the top bar where the name fits (drawn first to measure)."""
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]  # an Agg canvas (render_chart)
+    left = 0
+    for row in rows:
+        if row.guaranteed:
+            text = ax.text(
+                left + row.guaranteed / 2,
+                y_bar,
+                row.label,
+                ha="center",
+                va="center",
+                fontsize=7,
+                color="white",
+            )
+            box = text.get_window_extent(renderer)
+            start, end = ax.transData.transform([(left, y_bar), (left + row.guaranteed, y_bar)])
+            if box.x0 < start[0] + 2 or box.x1 > end[0] - 2:
+                text.remove()
+        left += row.guaranteed
+
+
+def render_chart(plan: TenancyPlan) -> Figure:
+    """Draw the plan's capacity chart (one panel per instance type with accelerators).
+
+    Returns:
+        The figure; :func:`write_png` saves it.
+
+    """
+    types = [c for c in plan.capacities if c.gpus_per_instance > 0]
+    panels = [(c, _rows(plan.shares_of(c.instance_type))) for c in types]
+    heights = [len(rows) + 2.2 for _, rows in panels] or [1.0]
+    fig = Figure(figsize=(_WIDTH_INCHES, sum(heights) * _ROW_INCHES + 1.4), dpi=100, layout="constrained")
+    FigureCanvasAgg(fig)  # headless: the figure draws on its own Agg canvas, whatever pyplot's backend
+    axes = fig.subplots(len(heights), 1, squeeze=False, gridspec_kw={"height_ratios": heights})[:, 0]
+    for ax, (cap, rows) in zip(axes, panels, strict=False):
+        _panel(ax, cap, rows)
+    if not panels:
+        axes[0].set_axis_off()
+        axes[0].text(0.5, 0.5, "no instance type with GPUs", ha="center", va="center")
+    fig.suptitle(f"Tenancy plan of {plan.platform} (GPUs)", fontsize=11)
+    fig.legend(
+        handles=[
+            Patch(color=colormaps["tab10"](0), label="guaranteed"),
+            Patch(color=colormaps["tab10"](0), alpha=0.3, label="may borrow (reclaimable)"),
+            Patch(facecolor=_RESERVED, hatch="//", edgecolor="white", label="reserved (no quota)"),
+            Patch(facecolor=_UNALLOCATED, edgecolor="#444444", label="unallocated"),
+        ],
+        loc="outside lower center",
+        ncol=4,
+        fontsize=8,
+        frameon=False,
+    )
+    fig.canvas.draw()
+    for ax, (_, rows) in zip(axes, panels, strict=False):
+        _label_segments(fig, ax, rows, len(rows) + 0.4)
+    return fig
+
+
+def write_png(plan: TenancyPlan, path: Path) -> None:
+    """Render the chart and save it as a PNG at ``path``."""
+    render_chart(plan).savefig(path, format="png", metadata={"Software": None})
