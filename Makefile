@@ -56,7 +56,7 @@ $(VENV)/.stamp: pyproject.toml
 # the test and lint tools and the package's extras (the chargeback and webhook commands are tested too)
 $(VENV)/.test-stamp: $(VENV)/.stamp
 	@echo "==> .venv: the extras and the dev group (pytest, cfn-lint, cdk-nag, moto, ruff, mypy, ...)"
-	$(call UV_INSTALL,$(VENV)) --group dev -e ".[chargeback,webhook,plan]"
+	$(call UV_INSTALL,$(VENV)) --group dev -e ".[chargeback,webhook,plan,explain]"
 	touch $@
 
 # network-config-analyzer pins PyYAML 6.0.2, cfn-lint needs >=6.0.3: it lives in its own venv.

@@ -36,6 +36,7 @@ EXTRA_DISTRIBUTIONS = {
     "orjson",
     "boto3",
     "matplotlib",
+    "kubernetes",
 }
 CDK = REPO / "node_modules" / ".bin" / "cdk"
 
@@ -178,6 +179,25 @@ def test_the_compose_yourself_quick_start_synthesizes(
     assert {"AWS::SSO::PermissionSet", "AWS::EKS::AccessEntry", "AWS::IAM::Role"} <= team
 
 
+def test_explaining_a_denial_needs_no_extra(installed: Path, tmp_path: Path) -> None:
+    """A refusal kubectl printed is explained from the message alone: no cluster, so no Kubernetes client."""
+    denial = (REPO / "tests" / "support" / "explain_cases" / "priority_denied.txt").read_text(
+        encoding="utf-8"
+    )
+    args = [
+        "explain",
+        "--denial",
+        denial.strip(),
+        "-n",
+        "hyperpod-ns-research",
+        "--platform",
+        str(PLATFORM_YAML),
+    ]
+    result = _run([str(installed.parent / "hyperpod-tenancy"), *args], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "hyperpod-tenancy-workload-labels" in result.stdout
+
+
 def test_validate_needs_no_extra(installed: Path, tmp_path: Path) -> None:
     result = _run([str(installed.parent / "hyperpod-tenancy"), "validate", str(PLATFORM_YAML)], cwd=tmp_path)
     assert result.returncode == 0, result.stderr
@@ -189,6 +209,7 @@ def test_validate_needs_no_extra(installed: Path, tmp_path: Path) -> None:
     [
         ("chargeback", ["chargeback", "--usage", ".", "--prices", "prices.json", "--month", "2026-07"]),
         ("plan", ["plan", str(PLATFORM_YAML)]),
+        ("explain", ["explain", "my-job", "-n", "hyperpod-ns-research"]),
         (
             "webhook",
             [

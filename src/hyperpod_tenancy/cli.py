@@ -58,10 +58,11 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "chargeback": ("duckdb", "sqlglot", "rich"),
     "webhook": ("uvicorn", "uvloop", "httptools", "orjson", "boto3"),
     "plan": ("matplotlib", "rich"),
+    "explain": ("kubernetes",),
 }
 #: The commands of :mod:`hyperpod_tenancy.tools`, one module each: ``add_parser(commands)`` and
 #: ``run(args, out=, err=) -> int`` (each imports what it needs inside ``run``).
-TOOLS = ("plan",)
+TOOLS = ("plan", "explain")
 
 
 def main(argv: list[str] | None = None) -> int:
