@@ -62,7 +62,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
 }
 #: The commands of :mod:`hyperpod_tenancy.tools`, one module each: ``add_parser(commands)`` and
 #: ``run(args, out=, err=) -> int`` (each imports what it needs inside ``run``).
-TOOLS = ("plan", "explain")
+TOOLS = ("plan", "onboarding", "explain")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import base64
 import json
+import shlex
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
@@ -38,17 +41,31 @@ from hyperpod_tenancy.constructs.backends.task_governance import NAMESPACE_WAIT
 from hyperpod_tenancy.constructs.encryption import encrypt_platform_resources, skip_without_key
 from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
 from hyperpod_tenancy.errors import TenancyError
-from hyperpod_tenancy.k8s import posix_identity
+from hyperpod_tenancy.k8s import onboarding, posix_identity
 from hyperpod_tenancy.k8s.team_chart import TeamChart
 from hyperpod_tenancy.k8s.team_manifests import DEFAULT_SERVICE_ACCOUNT, FsxVolume
 from hyperpod_tenancy.policy import Team, names
 
-__all__ = ["NAMESPACE_WAIT", "TeamTenant"]
+__all__ = ["NAMESPACE_WAIT", "STUDIO_LIFECYCLE_SCRIPT", "TeamTenant", "studio_lifecycle_script"]
 
 #: How long the SSO role lookup waits for Identity Center to provision the role.
 DEFAULT_SSO_ROLE_TIMEOUT = cdk.Duration.minutes(15)
 #: Object actions :meth:`TeamTenant.grant_read_data` grants under the team prefix.
 _READ_OBJECT_ACTIONS = ("s3:GetObject",)
+#: The Studio lifecycle script (its ``HPT_*`` settings are prepended at synth: :func:`studio_lifecycle_script`).
+STUDIO_LIFECYCLE_SCRIPT = Path(__file__).resolve().parent / "assets" / "studio-lifecycle.sh"
+#: ``StudioLifecycleConfigContent`` is base64 of at most 16384 characters (AWS::SageMaker::StudioLifecycleConfig).
+_LIFECYCLE_CONTENT_MAX = 16384
+
+
+def studio_lifecycle_script(facts: onboarding.OnboardingFacts) -> str:
+    """Return the Studio lifecycle script of a team: the asset with the team's ``HPT_*`` settings first."""
+    body = STUDIO_LIFECYCLE_SCRIPT.read_text(encoding="utf-8")
+    shebang, _, rest = body.partition("\n")
+    settings = "".join(
+        f"{key}={shlex.quote(value)}\n" for key, value in onboarding.lifecycle_environment(facts).items()
+    )
+    return f"{shebang}\n# team {facts.team} of platform {facts.platform} (hyperpod-tenancy)\n{settings}{rest}"
 
 
 @jsii.implements(IValidation)
@@ -101,6 +118,9 @@ class TeamTenant(Construct):
         team: name of a team of the cluster's platform policy.
         sso_role_timeout: how long to wait for Identity Center to provision the team's role, at most 1 hour (the
             cluster's shared role-lookup provider gives up after that). Default: 15 minutes.
+        sso_start_url: the AWS access portal URL of the Identity Center instance, which the Studio lifecycle script
+            writes into the members' ``~/.aws/config``. Default: the CDK context ``hyperpod-tenancy:ssoStartUrl``
+            (``cdk.json``), else none (the script then tells the user to run ``aws configure sso``).
 
     Attributes:
         cluster, team, namespace, kubernetes_group, service_account, execution_role, workload_role,
@@ -123,6 +143,7 @@ class TeamTenant(Construct):
         cluster: IHyperPodCluster,
         team: str,
         sso_role_timeout: cdk.Duration | None = None,
+        sso_start_url: str | None = None,
     ) -> None:
         super().__init__(scope, id)
         platform = cluster.platform
@@ -150,6 +171,18 @@ class TeamTenant(Construct):
         self.service_account = DEFAULT_SERVICE_ACCOUNT
         self.node.add_validation(_RequireNetworkPolicyEnforcement(cluster, team))
         encrypt_platform_resources(self, cluster.platform_key)
+        context_url = self.node.try_get_context(onboarding.SSO_START_URL_CONTEXT)
+        context_url = context_url if isinstance(context_url, str) and context_url else None
+        #: What a team member needs (:func:`hyperpod_tenancy.k8s.onboarding.onboarding_facts`): the values of the
+        #: team stack's outputs and of the Studio lifecycle script, the same ones ``hyperpod-tenancy onboarding``
+        #: prints.
+        self.onboarding: onboarding.OnboardingFacts = onboarding.onboarding_facts(
+            platform,
+            team,
+            sso_start_url=sso_start_url or context_url,
+        )
+        #: The Studio lifecycle configurations of the team's domain (JupyterLab, Code Editor; empty without Studio).
+        self.lifecycle_configs: list[sagemaker.CfnStudioLifecycleConfig] = []
 
         #: Studio execution role: S3 under ``teams/<team>/`` and the apps and spaces of the team's own domain only;
         #: trusted by SageMaker from this account only (``aws:SourceAccount``).
@@ -245,6 +278,7 @@ class TeamTenant(Construct):
             description=f"SageMaker Studio of team {self.team.name}",
             allow_all_outbound=True,
         )
+        lifecycle = self._create_lifecycle_configs()
         domain = sagemaker.CfnDomain(
             self,
             "Domain",
@@ -265,6 +299,20 @@ class TeamTenant(Construct):
                 execution_role=self.execution_role.role_arn,
                 # the cluster's API client group admits the apps to the private API endpoint: no rule per team
                 security_groups=[security_group.security_group_id, *([client] if client else [])],
+                # the default lifecycle configuration runs at every app start ("Lifecycle configurations within
+                # Amazon SageMaker Studio"; set as default in DefaultResourceSpec, and listed, as the schema asks)
+                jupyter_lab_app_settings=sagemaker.CfnDomain.JupyterLabAppSettingsProperty(
+                    default_resource_spec=sagemaker.CfnDomain.ResourceSpecProperty(
+                        lifecycle_config_arn=lifecycle["JupyterLab"]
+                    ),
+                    lifecycle_config_arns=[lifecycle["JupyterLab"]],
+                ),
+                code_editor_app_settings=sagemaker.CfnDomain.CodeEditorAppSettingsProperty(
+                    default_resource_spec=sagemaker.CfnDomain.ResourceSpecProperty(
+                        lifecycle_config_arn=lifecycle["CodeEditor"]
+                    ),
+                    lifecycle_config_arns=[lifecycle["CodeEditor"]],
+                ),
             ),
             # the domain's EFS home volume and its spaces' EBS volumes (CfnDomain KmsKeyId)
             kms_key_id=key.use("AWS::SageMaker::Domain").key_arn
@@ -333,6 +381,32 @@ class TeamTenant(Construct):
             self.cluster.allow_api_access_from(self, "StudioApiAccess", peer=security_group)
         self.studio_security_group = security_group
         return domain
+
+    def _create_lifecycle_configs(self) -> dict[str, str]:
+        """Create the team's Studio lifecycle configurations; return their ARNs by app type."""
+        script = studio_lifecycle_script(self.onboarding)
+        content = base64.b64encode(script.encode()).decode()
+        if len(content) > _LIFECYCLE_CONTENT_MAX:  # pragma: no cover - the asset is a few KiB
+            raise TenancyError(
+                f"{self.node.path}: the Studio lifecycle script is {len(content)} characters in base64; "
+                f"StudioLifecycleConfigContent holds at most {_LIFECYCLE_CONTENT_MAX}."
+            )
+        # the tags the stage puts on every team resource are create-only here too: a change replaces the config
+        salt = f"{script}\n{self.team.name}\n{self.team.effective_cost_center}"
+        arns: dict[str, str] = {}
+        for app_type in onboarding.LIFECYCLE_APP_TYPES:
+            config = sagemaker.CfnStudioLifecycleConfig(
+                self,
+                f"StudioLifecycle{app_type}",
+                studio_lifecycle_config_app_type=app_type,
+                studio_lifecycle_config_content=content,
+                studio_lifecycle_config_name=onboarding.lifecycle_config_name(
+                    self.onboarding, app_type, content=salt
+                ),
+            )
+            self.lifecycle_configs.append(config)
+            arns[app_type] = config.attr_studio_lifecycle_config_arn
+        return arns
 
     def _create_permission_set(self) -> tuple[sso.CfnPermissionSet, sso.CfnAssignment]:
         platform = self.cluster.platform

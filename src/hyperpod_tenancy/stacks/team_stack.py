@@ -12,12 +12,20 @@ from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
 from hyperpod_tenancy.constructs.shared_hyperpod_cluster import SharedHyperPodCluster
 from hyperpod_tenancy.constructs.team_chargeback import TeamChargeback
 from hyperpod_tenancy.constructs.team_tenant import TeamTenant
+from hyperpod_tenancy.k8s import onboarding
 
 __all__ = ["TeamStack"]
 
 
 class TeamStack(cdk.Stack):
-    """Stack with the :class:`TeamTenant` of one team.
+    """Stack with the :class:`TeamTenant` of one team, and what a team member needs as its outputs.
+
+    The outputs (:attr:`outputs`) are :func:`hyperpod_tenancy.k8s.onboarding.stack_outputs` of the tenant's
+    onboarding facts, the ones ``hyperpod-tenancy onboarding`` prints: profile, permission set, cluster,
+    namespace, queue, priority classes with their checkpoint rule, FSx and home directories, S3 prefix and Studio
+    domain; and the values known only once deployed (the Identity Center role, the Studio domain's ID and URL),
+    which the command prints as the ``describe-stacks`` call that reads them; the team's permission set may make
+    that call on this stack (``cloudformation:DescribeStacks``, this stack's ARN only).
 
     Args:
         scope: parent (an App or the platform stage).
@@ -26,6 +34,7 @@ class TeamStack(cdk.Stack):
             or one imported with :meth:`SharedHyperPodCluster.from_attributes`.
         team: name of a team of the cluster's platform policy.
         sso_role_timeout: as for :class:`TeamTenant`. Default: 15 minutes.
+        sso_start_url: as for :class:`TeamTenant`. Default: the ``hyperpod-tenancy:ssoStartUrl`` context.
         **kwargs: other ``cdk.Stack`` props (``env`` defaults to the cluster's).
 
     """
@@ -38,19 +47,53 @@ class TeamStack(cdk.Stack):
         cluster: IHyperPodCluster,
         team: str,
         sso_role_timeout: cdk.Duration | None = None,
+        sso_start_url: str | None = None,
         **kwargs: Any,
     ) -> None:
         platform = cluster.platform
         kwargs.setdefault("env", cdk.Environment(account=platform.account, region=platform.region))
         super().__init__(scope, id, **kwargs)
         #: The team's tenant (registered with the cluster when it was created in this app).
+        if sso_start_url is not None:
+            # the tenant reads it from the context (SharedHyperPodCluster.add_team passes no such option)
+            self.node.set_context(onboarding.SSO_START_URL_CONTEXT, sso_start_url)
         self.tenant: TeamTenant = (
             cluster.add_team("Tenant", team=team, scope=self, sso_role_timeout=sso_role_timeout)
             if isinstance(cluster, SharedHyperPodCluster)
             else TeamTenant(self, "Tenant", cluster=cluster, team=team, sso_role_timeout=sso_role_timeout)
         )
+        #: The onboarding outputs by output key.
+        self.outputs: dict[str, cdk.CfnOutput] = self._onboarding_outputs()
         #: The team's part of the chargeback (``None`` until :meth:`add_chargeback`).
         self.chargeback: TeamChargeback | None = None
+
+    def _onboarding_outputs(self) -> dict[str, cdk.CfnOutput]:
+        tenant = self.tenant
+        deployed = {"SsoRoleArn": tenant.sso_role_arn}
+        if tenant.domain is not None:
+            deployed["StudioDomainId"] = tenant.domain.attr_domain_id
+            deployed["StudioUrl"] = tenant.domain.attr_url
+        # members read these outputs themselves (`hyperpod-tenancy onboarding` prints the command): this stack only
+        tenant.allow_in_permission_set(
+            {
+                "Sid": "ReadOwnTeamStackOutputs",
+                "Effect": "Allow",
+                "Action": "cloudformation:DescribeStacks",
+                # arn:<partition>:cloudformation:<region>:<account>:stack/<this stack's name>/<its ID>
+                "Resource": self.format_arn(
+                    service="cloudformation", resource="stack", resource_name=f"{self.stack_name}/*"
+                ),
+            }
+        )
+        return {
+            output.key: cdk.CfnOutput(
+                self,
+                output.key,
+                value=output.value if output.value is not None else deployed[output.key],
+                description=output.description,
+            )
+            for output in onboarding.stack_outputs(tenant.onboarding)
+        }
 
     def add_chargeback(self, pipeline: ChargebackPipeline) -> TeamChargeback:
         """Create the team's part of ``pipeline`` in this stack: its record, dashboard and same-day alert.
