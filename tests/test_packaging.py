@@ -77,7 +77,7 @@ def _dry_run(target: str) -> str:
 def test_make_synth_installs_only_what_synthesis_needs() -> None:
     synth = _dry_run("synth")
     assert (
-        "pip install --quiet --python .venv/bin/python -e \".[plan]\"" in synth
+        'pip install --quiet --python .venv/bin/python -e ".[plan]"' in synth
         and "npm ci" in synth
         and "npx cdk synth" in synth
     )
