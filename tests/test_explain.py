@@ -29,6 +29,7 @@ import platforms
 import pytest
 import yaml
 from cel_admission import evaluate_policies
+from kube_api_server import answer_json
 from kueue_crd_validator import validate_kueue
 from rbac_eval import Authorizer, Request, Subject
 
@@ -394,41 +395,40 @@ def test_not_evaluated_yet(platform: Platform) -> None:
     assert "hyperpod-ns-research-localqueue" in main.fix[0]
 
 
-def test_finished(platform: Platform) -> None:
-    """``Finished=True`` reason ``Succeeded`` with the Job's Complete message (``Job.Finished`` in
-    pkg/controller/jobs/job/job_controller.go, reasons in apis/kueue/v1beta2/workload_types.go)."""
+def _admitted_then(platform: Platform, kind: str, reason: str, message: str) -> Diagnosis:
+    """Diagnose the recorded admitted Workload after Kueue added condition ``kind`` (True) to it."""
     items = load("admitted")
     items[0]["status"]["conditions"].append(
         {
-            "type": "Finished",
+            "type": kind,
             "status": "True",
-            "reason": "Succeeded",
-            "message": "Reached expected number of succeeded pods",
+            "reason": reason,
+            "message": message,
             "lastTransitionTime": "2026-12-02T10:20:00Z",
             "observedGeneration": 1,
         }
     )
     assert validate_kueue([items[0]]) == []
     (main, *_) = diagnose(platform, objects_from_documents(items, asked="train-ok", namespace=None))
+    return main
+
+
+def test_finished(platform: Platform) -> None:
+    """``Finished=True`` reason ``Succeeded`` with the Job's Complete message (``Job.Finished`` in
+    pkg/controller/jobs/job/job_controller.go, reasons in apis/kueue/v1beta2/workload_types.go)."""
+    main = _admitted_then(platform, "Finished", "Succeeded", "Reached expected number of succeeded pods")
     assert main.cause is Cause.FINISHED
     assert "(Succeeded)" in main.summary
 
 
 def test_evicted_without_preemption_is_not_called_a_preemption(platform: Platform) -> None:
     """``Evicted=True`` reason ``PodsReadyTimeout`` (``Exceeded the PodsReady timeout ...``, workload_controller.go)."""
-    items = load("admitted")
-    items[0]["status"]["conditions"].append(
-        {
-            "type": "Evicted",
-            "status": "True",
-            "reason": "PodsReadyTimeout",
-            "message": "Exceeded the PodsReady timeout hyperpod-ns-research/job-train-ok-00065",
-            "lastTransitionTime": "2026-12-02T10:20:00Z",
-            "observedGeneration": 1,
-        }
+    main = _admitted_then(
+        platform,
+        "Evicted",
+        "PodsReadyTimeout",
+        "Exceeded the PodsReady timeout hyperpod-ns-research/job-train-ok-00065",
     )
-    assert validate_kueue([items[0]]) == []
-    (main, *_) = diagnose(platform, objects_from_documents(items, asked="train-ok", namespace=None))
     assert main.cause is Cause.OTHER
     assert "Kueue evicted the job (PodsReadyTimeout); it was not preempted" in main.summary
 
@@ -656,12 +656,7 @@ class FakeKubeApi:
                 pass
 
             def _answer(self, status: int, body: Any) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                answer_json(self, status, body)
 
             def do_GET(self) -> None:
                 token = (self.headers.get("Authorization") or "").removeprefix("Bearer ")

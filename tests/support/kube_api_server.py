@@ -19,6 +19,17 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+
+def answer_json(handler: BaseHTTPRequestHandler, status: int, body: Any) -> None:
+    """Send ``body`` as the JSON answer of ``handler``'s request, with ``status`` (as the API server answers)."""
+    data = json.dumps(body).encode()
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)
+
+
 _POD = re.compile(r"^/api/v1/namespaces/([^/]+)/pods/([^/]+)$")
 _EVENTS = re.compile(r"^/apis/events\.k8s\.io/v1/namespaces/([^/]+)/events$")
 
@@ -45,12 +56,7 @@ class KubeApiServer:
                 pass
 
             def _answer(self, status: int, body: Any) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                answer_json(self, status, body)
 
             def _authorized(self) -> bool:
                 outer.requests.append((self.command, self.path))

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from hyperpod_tenancy.k8s import fsx_dirs, labels, workloads
+from hyperpod_tenancy.k8s import fsx_dirs, labels, team_manifests, workloads
 from hyperpod_tenancy.k8s.team_manifests import FSX_CLAIM_NAME, SYSTEM_NAMESPACE
 from hyperpod_tenancy.policy import names
 from hyperpod_tenancy.policy.model import (
@@ -685,36 +685,21 @@ def archive_job(facts: OnboardingFacts, uid: int) -> dict[str, Any]:
             "ttlSecondsAfterFinished": 86400,
             "template": {
                 "metadata": {"labels": labels.object_labels(facts.team)},
-                "spec": {
-                    "restartPolicy": "Never",
-                    "automountServiceAccountToken": False,
-                    "enableServiceLinks": False,
-                    "securityContext": {
-                        "runAsUser": 0,
-                        "runAsGroup": 0,
-                        "seccompProfile": {"type": "RuntimeDefault"},
+                # root with the default capabilities: it reads and removes files the person owns
+                "spec": team_manifests.fsx_root_pod_spec(
+                    facts.team,
+                    container={
+                        "name": "archive",
+                        "image": fsx_dirs.BUSYBOX_IMAGE,
+                        "command": ["sh", "-c", script],
+                        "securityContext": {"allowPrivilegeEscalation": False},
+                        "resources": {
+                            "requests": {"cpu": "100m", "memory": "64Mi"},
+                            "limits": {"cpu": "1", "memory": "256Mi"},
+                        },
+                        "volumeMounts": [{"name": "fsx-root", "mountPath": names.FSX_MOUNT_PATH}],
                     },
-                    "nodeSelector": {"sagemaker.amazonaws.com/node-health-status": "Schedulable"},
-                    "containers": [
-                        {
-                            "name": "archive",
-                            "image": fsx_dirs.BUSYBOX_IMAGE,
-                            "command": ["sh", "-c", script],
-                            "securityContext": {"allowPrivilegeEscalation": False},
-                            "resources": {
-                                "requests": {"cpu": "100m", "memory": "64Mi"},
-                                "limits": {"cpu": "1", "memory": "256Mi"},
-                            },
-                            "volumeMounts": [{"name": "fsx-root", "mountPath": names.FSX_MOUNT_PATH}],
-                        }
-                    ],
-                    "volumes": [
-                        {
-                            "name": "fsx-root",
-                            "persistentVolumeClaim": {"claimName": names.fsx_root_claim(facts.team)},
-                        }
-                    ],
-                },
+                ),
             },
         },
     }

@@ -69,6 +69,7 @@ __all__ = [
     "accelerator_ceiling",
     "compute_ceiling",
     "fsx_directory_job",
+    "fsx_root_pod_spec",
     "namespace_label_patch",
     "system_namespace",
     "team_manifests",
@@ -693,6 +694,41 @@ def _directory_script(team: Team) -> str:
     )
 
 
+def fsx_root_pod_spec(team: str, *, container: Manifest) -> Manifest:
+    """Return the pod spec of a Job that works on the team's FSx directory as root: ``container`` on ``/fsx``.
+
+    The volume is the team's root claim ``fsx-root-<team>`` (in :data:`SYSTEM_NAMESPACE`, as ``fsx-root``); the
+    pod runs as root with the runtime's seccomp profile, no service account token and no service links, once,
+    on a healthy HyperPod node (the HyperPod AMI has the Lustre client, see :func:`fsx_directory_job`). The
+    container brings its own capabilities and limits.
+    """
+    return {
+        "restartPolicy": "Never",
+        "automountServiceAccountToken": False,
+        "enableServiceLinks": False,
+        "securityContext": {
+            "runAsUser": 0,
+            "runAsGroup": 0,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchExpressions": [
+                                {"key": _HYPERPOD_HEALTH_LABEL, "operator": "In", "values": ["Schedulable"]}
+                            ]
+                        }
+                    ]
+                }
+            }
+        },
+        "containers": [container],
+        "volumes": [{"name": "fsx-root", "persistentVolumeClaim": {"claimName": names.fsx_root_claim(team)}}],
+    }
+
+
 def fsx_directory_job(platform: Platform, team: Team, *, fsx: FsxVolume) -> list[Manifest]:
     """Objects in :data:`SYSTEM_NAMESPACE` that create ``/fsx/<team>`` once (idempotently).
 
@@ -731,51 +767,24 @@ def fsx_directory_job(platform: Platform, team: Team, *, fsx: FsxVolume) -> list
             "ttlSecondsAfterFinished": 600,
             "template": {
                 "metadata": {"labels": _labels(team)},
-                "spec": {
-                    "restartPolicy": "Never",
-                    "automountServiceAccountToken": False,
-                    "enableServiceLinks": False,
-                    "securityContext": {
-                        "runAsUser": 0,
-                        "runAsGroup": 0,
-                        "seccompProfile": {"type": "RuntimeDefault"},
+                "spec": fsx_root_pod_spec(
+                    team.name,
+                    container={
+                        "name": "mkdir",
+                        "image": BUSYBOX_IMAGE,
+                        "command": ["sh", "-c", _directory_script(team)],
+                        "securityContext": {
+                            "allowPrivilegeEscalation": False,
+                            "readOnlyRootFilesystem": True,
+                            "capabilities": {"drop": ["ALL"], "add": ["CHOWN", "FOWNER", "FSETID"]},
+                        },
+                        "resources": {
+                            "requests": {"cpu": "10m", "memory": "16Mi"},
+                            "limits": {"cpu": "100m", "memory": "64Mi"},
+                        },
+                        "volumeMounts": [{"name": "fsx-root", "mountPath": names.FSX_MOUNT_PATH}],
                     },
-                    "affinity": {
-                        "nodeAffinity": {
-                            "requiredDuringSchedulingIgnoredDuringExecution": {
-                                "nodeSelectorTerms": [
-                                    {
-                                        "matchExpressions": [
-                                            {
-                                                "key": _HYPERPOD_HEALTH_LABEL,
-                                                "operator": "In",
-                                                "values": ["Schedulable"],
-                                            }
-                                        ]
-                                    }
-                                ]
-                            }
-                        }
-                    },
-                    "containers": [
-                        {
-                            "name": "mkdir",
-                            "image": BUSYBOX_IMAGE,
-                            "command": ["sh", "-c", _directory_script(team)],
-                            "securityContext": {
-                                "allowPrivilegeEscalation": False,
-                                "readOnlyRootFilesystem": True,
-                                "capabilities": {"drop": ["ALL"], "add": ["CHOWN", "FOWNER", "FSETID"]},
-                            },
-                            "resources": {
-                                "requests": {"cpu": "10m", "memory": "16Mi"},
-                                "limits": {"cpu": "100m", "memory": "64Mi"},
-                            },
-                            "volumeMounts": [{"name": "fsx-root", "mountPath": names.FSX_MOUNT_PATH}],
-                        }
-                    ],
-                    "volumes": [{"name": "fsx-root", "persistentVolumeClaim": {"claimName": claim}}],
-                },
+                ),
             },
         },
     }
