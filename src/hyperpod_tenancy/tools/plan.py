@@ -182,7 +182,7 @@ def _cost_intro(cost: PlanCost) -> str:
     report = cost.report
     prices = ", ".join(f"{t} {_money(p)}" for t, p in sorted(report.gpu_hour_prices.items()))
     return (
-        f"Month {cost.month}, rule `{report.rule.value}`, idle owner `{report.idle_owner}`: every team "
+        f"month {cost.month}, rule `{report.rule.value}`, idle owner `{report.idle_owner}`: every team "
         f"running exactly its guarantee all month, nothing borrowed, no node down, at USD per GPU-hour {prices}."
     )
 
@@ -206,7 +206,10 @@ def text_lines(plan: TenancyPlan, *, limit: int | None = TERMINAL_TEAM_ROWS) -> 
     if plan.cost is None:
         lines.append(f"cost: {plan.cost_note}")
     else:
-        lines += ["cost " + _cost_intro(plan.cost), *plain_table(_cost_rows(plan.cost), right=(2, 3))]
+        lines += [
+            "cost per team, " + _cost_intro(plan.cost),
+            *plain_table(_cost_rows(plan.cost), right=(2, 3)),
+        ]
     warnings = _warning_lines(plan)
     lines.append(f"warnings ({len(warnings)})" if warnings else "warnings: none")
     lines += [f"  {w}" for w in warnings]
@@ -242,7 +245,7 @@ def _print(plan: TenancyPlan, out: TextIO) -> None:
     if plan.cost is None:
         console.print(f"cost: {plan.cost_note}", markup=False, highlight=False)
     else:
-        table("Cost per month: " + _cost_intro(plan.cost), _cost_rows(plan.cost), (2, 3))
+        table("Cost per team, " + _cost_intro(plan.cost), _cost_rows(plan.cost), (2, 3))
     for w in _warning_lines(plan):
         console.print(f"[yellow]warning[/] {w}", markup=True, highlight=False)
 
@@ -282,7 +285,8 @@ def markdown(plan: TenancyPlan, *, chart: str | None = None) -> str:
     if plan.cost is None:
         lines.append(f"No cost: {plan.cost_note}.")
     else:
-        lines += [_cost_intro(plan.cost), "", *_md_table(_cost_rows(plan.cost), (2, 3))]
+        intro = _cost_intro(plan.cost)
+        lines += [intro[:1].upper() + intro[1:], "", *_md_table(_cost_rows(plan.cost), (2, 3))]
     lines += ["", "## Warnings", ""]
     warnings = _warning_lines(plan)
     lines += [f"- {w}" for w in warnings] if warnings else ["None."]
