@@ -215,7 +215,7 @@ class OnboardingFacts:
 
 
 #: Stack ID of the cluster stack in :class:`~hyperpod_tenancy.stacks.PlatformStage`.
-CLUSTER_STACK_ID = "Cluster"
+CLUSTER_STACK_ID = names.CLUSTER_STACK_ID
 #: CDK context key naming the Identity Center access portal URL (``cdk.json`` ``context``), which the policy does
 #: not hold: the team stacks bake it into the Studio lifecycle script and the CLI reads it from ``cdk.json``.
 SSO_START_URL_CONTEXT = "hyperpod-tenancy:ssoStartUrl"
@@ -223,12 +223,12 @@ SSO_START_URL_CONTEXT = "hyperpod-tenancy:ssoStartUrl"
 
 def cluster_stack_name(platform: Platform) -> str:
     """Name of the cluster stack under :class:`~hyperpod_tenancy.stacks.PlatformStage`: ``<platform>-Cluster``."""
-    return "-".join((platform.name, CLUSTER_STACK_ID))
+    return names.stage_stack_name(platform.name, names.CLUSTER_STACK_ID)
 
 
 def team_stack_name(platform: Platform, team: str) -> str:
     """Name of a team's stack under :class:`~hyperpod_tenancy.stacks.PlatformStage`: ``<platform>-Team-<Team>``."""
-    return f"{platform.name}-{names.team_stack_id(team)}"
+    return names.stage_stack_name(platform.name, names.team_stack_id(team))
 
 
 def checkpoint_reasons(platform: Platform, team: Team, class_name: str) -> tuple[str, ...]:
@@ -276,7 +276,7 @@ def onboarding_facts(platform: Platform, team: str, *, sso_start_url: str | None
         key=lambda pc: (-pc.weight, pc.name),
     )
     cluster = platform.cluster.name
-    profile = f"{cluster}-{spec.name}"
+    profile = names.aws_profile(cluster, spec.name)
     return OnboardingFacts(
         platform=platform.name,
         team=spec.name,

@@ -206,6 +206,20 @@ def studio_domain(cluster: str, team: str) -> str:
     return f"{cluster}-{team}"
 
 
+#: Stack ID of the cluster stack of :class:`~hyperpod_tenancy.stacks.PlatformStage`.
+CLUSTER_STACK_ID = "Cluster"
+
+
+def stage_stack_name(platform: str, stack_id: str) -> str:
+    """CloudFormation name of a stack of the platform's stage: ``<platform>-<stack ID>`` (CDK names it by its path)."""
+    return f"{platform}-{stack_id}"
+
+
+def aws_profile(cluster: str, team: str) -> str:
+    """AWS CLI profile of a team member, as onboarding and the Studio script write it: ``<cluster>-<team>``."""
+    return f"{cluster}-{team}"
+
+
 def team_stack_id(team: str) -> str:
     """Stack ID of a team: ``Team-<PascalCase name>`` (stable: changing it replaces the stack)."""
     return "Team-" + pascal_case(team)

@@ -76,7 +76,9 @@ class PlatformStage(cdk.Stage):
         #: The policy the stage was built from.
         self.platform = platform
         #: The shared cluster's stack.
-        self.cluster_stack = ClusterStack(self, "Cluster", platform=platform, cluster_options=cluster_options)
+        self.cluster_stack = ClusterStack(
+            self, names.CLUSTER_STACK_ID, platform=platform, cluster_options=cluster_options
+        )
         if baseline is not None:
             for issue in replacement_warnings(baseline, platform, wording=replacement_wording):
                 warn(self.cluster_stack, issue.code, f"{issue.path}: {issue.message} {issue.fix}")
