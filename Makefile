@@ -31,7 +31,7 @@ NODE_STAMP := $(NODE_PREFIX)/.stamp-$(NODE_VERSION)
 export PATH := $(NODE_PREFIX)/node_modules/node-linux-$(NODE_ARCH)/bin:$(PATH)
 endif
 
-.PHONY: setup test-setup synth test lint typecheck unit clean validate schema promtool node
+.PHONY: setup test-setup synth test lint typecheck unit clean validate schema promtool chromium chargeback-screenshot node docs
 
 $(NODE_STAMP):
 	@command -v npm >/dev/null || { echo "npm not found: install Node.js $(NODE_MIN_MAJOR) or later (it brings npm)"; exit 1; }
@@ -96,13 +96,21 @@ promtool:
 		&& apt-get update -qq && apt-get install -y --no-install-recommends prometheus >/dev/null; } \
 		|| { echo "promtool missing: run 'sudo apt-get install -y prometheus' (the rule tests are skipped without it)"; }
 
+# Chromium (headless, driven by Playwright) lays out the chargeback's HTML report in
+# tests/test_chargeback_report_browser.py; Debian's `chromium` package. Installed as root on a fresh machine, else
+# say how (the browser tests fail without it). After promtool: two apt-gets at once would contend for dpkg's lock.
+chromium: | promtool
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && echo "==> chromium (apt-get install chromium)" \
+		&& apt-get update -qq && apt-get install -y --no-install-recommends chromium >/dev/null; } \
+		|| { echo "chromium missing: run 'sudo apt-get install -y --no-install-recommends chromium' (the report's browser tests fail without it)"; }
+
 # what `make synth` needs: the venv and the Node side install side by side
 setup:
 	$(MAKE) --no-print-directory -j3 --output-sync=target $(VENV)/.stamp node_modules/.stamp
 	$(MAKE) --no-print-directory node
 
 # what `make test` needs on top: the test venvs are independent of each other, so they install side by side
-TEST_SETUP := $(VENV)/.test-stamp .venv-nca/.stamp .venv-hyperpod/.stamp .venv-checkov/.stamp promtool
+TEST_SETUP := $(VENV)/.test-stamp .venv-nca/.stamp .venv-hyperpod/.stamp .venv-checkov/.stamp promtool chromium
 test-setup: setup
 	$(MAKE) --no-print-directory -j4 --output-sync=target $(TEST_SETUP)
 
@@ -117,6 +125,15 @@ validate: $(VENV)/.stamp
 # JSON Schema of platform.yaml, generated from the policy model (tests fail when it is stale)
 schema: $(VENV)/.stamp
 	$(PY) -m hyperpod_tenancy.policy.json_schema schema/platform.schema.json
+
+# the docs' screenshot of the reference month's chargeback report (headless Chromium)
+chargeback-screenshot: $(VENV)/.test-stamp chromium
+	$(PY) tests/support/chargeback_browser.py docs/images/chargeback-report.png
+
+# the documentation site (docs/, Sphinx with MyST) into docs/_build/html, warnings as errors; `make test` builds
+# it too (tests/test_docs.py), with its link check and the docs' offline examples
+docs: $(VENV)/.test-stamp
+	$(VENV)/bin/sphinx-build -W --keep-going -n -q -b html docs docs/_build/html
 
 # `make lint` (typecheck, unit) alone sets up first; `make test` names what each needs instead
 CHECKS_AFTER ?= test-setup

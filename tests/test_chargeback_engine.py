@@ -1,8 +1,8 @@
 """The chargeback engine: worked examples with hand-computed figures, error cases, and Hypothesis properties.
 
-The worked examples start from the Task Governance documentation example (README "The Task Governance
-documentation example, worked through"): team A is guaranteed 6 instances and runs 2, team B is guaranteed 5
-and runs 4, then B's 4-instance job runs on 1 instance of its own guarantee and 3 borrowed from A. Here the
+The worked examples start from the Task Governance documentation example (docs/fairness.md "The Task
+Governance documentation example, worked through"): team A is guaranteed 6 instances and runs 2, team B is
+guaranteed 5 and runs 4, then B's 4-instance job runs on 1 instance of its own guarantee and 3 borrowed from A. Here the
 instances are ml.p5.48xlarge (8 GPUs) in a group of 12 with 1 reserved node, for 10 hours, at $10 a GPU-hour:
 
 * per hour: capacity 96 GPUs; A guaranteed 48, uses 16 (idle 32); B guaranteed 40, uses 64 of which 24

@@ -188,11 +188,11 @@ def test_task_governance_backend_leaves_kueue_objects_to_the_service(reference: 
     ]
 
 
-# ------------------------------------------------------------------ README "Compliance" lists
+# ------------------------------------------------------------------ docs/compliance.md lists
 def _readme_lists() -> str:
     from hyperpod_tenancy.stacks.compliance import END_MARKER, START_MARKER
 
-    text = (platforms.REPO / "README.md").read_text(encoding="utf-8")
+    text = (platforms.REPO / "docs" / "compliance.md").read_text(encoding="utf-8")
     assert text.count(START_MARKER) == 1 and text.count(END_MARKER) == 1
     return text.split(START_MARKER + "\n", 1)[1].split(END_MARKER, 1)[0]
 
@@ -207,7 +207,7 @@ def test_readme_lists_every_accepted_finding_with_its_reason(
         "kueue": acceptances(kueue_reference.app, kueue_reference.templates.values()),
     }
     assert _readme_lists() == compliance_markdown(columns), (
-        "README.md's compliance lists are stale: run `python -m hyperpod_tenancy.stacks.compliance --write README.md`"
+        "docs/compliance.md's lists are stale: run `python -m hyperpod_tenancy.stacks.compliance --write docs/compliance.md`"
     )
     # the lists are not empty and cover the three scanners
     assert {a.scanner for counts in columns.values() for a in counts} == {"checkov", "cdk-nag", "cfn-lint"}

@@ -480,7 +480,7 @@ def test_every_granted_or_governed_kind_has_its_installer_in_the_cluster(
 
 # Kinds of the workload table whose installer the platform does not deploy, with the installer the cluster
 # template would carry: the spaces' operator (no installer modelled: the kind is documented as not granted,
-# README "Submitting work").
+# docs/submitting-work.md).
 NOT_INSTALLED: dict[tuple[str, str], tuple[str, str] | None] = {
     ("workspace.jupyter.org", "workspaces"): None,
 }

@@ -1,6 +1,6 @@
 """The platform's customer-managed key (``encryption.kmsKey``): what uses it, and what its policy grants.
 
-Read from the synthesized templates: every resource the README lists (log groups of every stack, Studio domains,
+Read from the synthesized templates: every resource docs/compliance.md lists (log groups of every stack, Studio domains,
 the data and report buckets, Athena results, FSx, DynamoDB tables) names the key, and the created key's policy
 grants exactly CloudWatch Logs (its service principal, this account's log groups only), the CUR export services
 (through S3) and the account's principals through the services of those resources (``kms:ViaService``), nothing

@@ -1,4 +1,4 @@
-"""The rule registry: the README's guardrail table is current and complete, and rules behave as declared."""
+"""The rule registry: the guardrail table of docs/guardrails.md is current and complete, rules behave as declared."""
 
 from __future__ import annotations
 
@@ -30,14 +30,14 @@ from hyperpod_tenancy.policy.rules import (
 from hyperpod_tenancy.policy.rules._base import platform_rule, run_rules, team_quota_rule, team_rule
 from hyperpod_tenancy.policy.rules._docs import markdown_table
 
-README = REPO / "README.md"
+GUARDRAILS_PAGE = REPO / "docs" / "guardrails.md"
 SRC = REPO / "src/hyperpod_tenancy"
 #: A code as the product writes it (not a prefix such as ``HPT-REPLACE-*`` or ``HPT-...``).
 CODE = re.compile(r"HPT-[A-Z0-9]+(?:-[A-Z0-9]+)*(?![-*A-Z0-9])")
 
 
 def _readme_table() -> str:
-    text = README.read_text(encoding="utf-8")
+    text = GUARDRAILS_PAGE.read_text(encoding="utf-8")
     assert text.count(START_MARKER) == 1
     assert text.count(END_MARKER) == 1
     return text.split(START_MARKER + "\n", 1)[1].split(END_MARKER, 1)[0]
@@ -45,7 +45,7 @@ def _readme_table() -> str:
 
 def test_readme_guardrail_table_is_current() -> None:
     assert _readme_table() == rules.guardrails_markdown(), (
-        "README.md's guardrail table is stale: run `hyperpod-tenancy guardrails --write README.md`"
+        "docs/guardrails.md's guardrail table is stale: run `hyperpod-tenancy guardrails --write docs/guardrails.md`"
     )
 
 

@@ -8,7 +8,7 @@ would give the token anyway; RBAC cannot restrict by ``type``, a ValidatingAdmis
 with a standard CEL engine (tests/support/cel_admission.py) and RBAC with tests/support/rbac_eval.py, on
 both fairness backends.
 
-FSx root squash stays off (decision in README "Security model"): a team's PersistentVolume mounts only the
+FSx root squash stays off (decision in docs/security-model.md): a team's PersistentVolume mounts only the
 Lustre subdirectory ``/fsx/<team>``, so root in a team container is root inside the team's own directory
 only; the last test pins the facts that decision rests on.
 """
@@ -109,7 +109,7 @@ def test_honest_secrets_pass_and_the_token_api_stays_withheld(synth: Synth) -> N
 
 
 def test_root_in_a_team_container_reaches_only_the_team_directory_on_fsx(synth: Synth) -> None:
-    # the facts the "no root squash" decision rests on (README, Security model): the team's only FSx volume
+    # the facts the "no root squash" decision rests on (docs/security-model.md): the team's only FSx volume
     # is a Lustre subdirectory mount of /fsx/<team> (fsx.csi.aws.com mounts <dns>@tcp:/<mountname>; a
     # mountname <mount>/<team> mounts that subdirectory), pre-bound to the team's claim; teams cannot create
     # PersistentVolumes or claims; the platform's root-mounting Job lives in a namespace teams cannot use

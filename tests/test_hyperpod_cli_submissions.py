@@ -9,7 +9,7 @@ pod template), the one container's ``env`` (``--environment``), ``volumes`` with
 (``--volume``), node selectors, and only the Kueue topology annotations, hence the checkpoint declaration
 through the container environment (:data:`hyperpod_tenancy.k8s.labels.CHECKPOINT_DIR_ENV`).
 
-The README's "Submitting work" shows exactly :data:`README_LINES` (checked below).
+The docs page "Submitting work" (docs/submitting-work.md) shows exactly :data:`README_LINES` (checked below).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from hyperpod_tenancy.k8s import admission, kueue, labels, workloads
 from hyperpod_tenancy.k8s.team_manifests import FSX_CLAIM_NAME
 from hyperpod_tenancy.policy import names
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+SUBMITTING_WORK = Path(__file__).resolve().parents[1] / "docs" / "submitting-work.md"
 IMAGE = "111122223333.dkr.ecr.us-east-1.amazonaws.com/train:1"
 _JOB = (
     "hyp create hyp-pytorch-job --job-name {name} --namespace hyperpod-ns-research --image " + IMAGE + " "
@@ -71,7 +71,7 @@ def _line(
     return " ".join(parts)
 
 
-#: The ``hyp`` lines of the README's "Submitting work": research borrows, so all its work declares a
+#: The ``hyp`` lines of docs/submitting-work.md: research borrows, so all its work declares a
 #: checkpoint; ``experimentation`` is preemptible with a 30m bound (platform.yaml).
 README_LINES = {
     "training": _line("llama-ft"),
@@ -468,8 +468,7 @@ def test_spaces_are_neither_granted_nor_governed(reference: Synth, posted: dict[
 
 
 def _readme_hyp_lines() -> list[str]:
-    text = README.read_text()
-    section = text.split("\n## Submitting work\n", 1)[1].split("\n## ", 1)[0]
+    section = SUBMITTING_WORK.read_text()
     lines = []
     for block in re.findall(r"```sh\n(.*?)```", section, flags=re.S):
         for command in block.replace("\\\n", " ").splitlines():
@@ -479,8 +478,8 @@ def _readme_hyp_lines() -> list[str]:
 
 
 def _readme_python() -> str:
-    """The one Python example of the README's "Submitting work" (indented in a list item)."""
-    section = README.read_text().split("\n## Submitting work\n", 1)[1].split("\n## ", 1)[0]
+    """The one Python example of docs/submitting-work.md (indented in a list item)."""
+    section = SUBMITTING_WORK.read_text()
     (block,) = re.findall(r"```python\n(.*?)```", section, flags=re.S)
     return textwrap.dedent(block)
 
@@ -495,7 +494,7 @@ def test_the_readme_sdk_example_creates_the_endpoint_tested_here(
 
 def test_the_readme_shows_exactly_the_hyp_lines_tested_here() -> None:
     shown = [shlex.split(line) for line in _readme_hyp_lines()]
-    assert shown, "README 'Submitting work' shows no hyp line"
+    assert shown, "docs/submitting-work.md shows no hyp line"
     assert sorted(shown) == sorted(shlex.split(line) for line in README_LINES.values())
 
 

@@ -290,7 +290,7 @@ def test_a_teammate_can_submit_a_ray_job_to_your_cluster_as_the_readme_says(
 ) -> None:
     """The hostile case inside a team: ``ray job submit --address http://<your head>:8265`` from a teammate's pod.
 
-    A namespace is one trust zone: the README's security model says a teammate reaches every port of your pods,
+    A namespace is one trust zone: the security model (docs/security-model.md) says a teammate reaches every port of your pods,
     and why (multi-node jobs need every port between their pods; NetworkPolicy cannot select "the same person").
     Another team cannot.
     """
@@ -317,6 +317,6 @@ def test_a_teammate_can_submit_a_ray_job_to_your_cluster_as_the_readme_says(
     ]
     result = _run(tmp_path, reference, _policies(reference), queries=queries)
     assert result.returncode == 0, result.output
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    assert "reach every port of your pods over the network" in readme
-    assert "Ray dashboard and job API on 8265" in readme
+    page = (Path(__file__).resolve().parents[1] / "docs" / "security-model.md").read_text()
+    assert "reach every port of your pods over the network" in page
+    assert "Ray dashboard and job API on 8265" in page

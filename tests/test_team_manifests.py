@@ -109,7 +109,7 @@ def test_namespace_only_with_the_kueue_backend(platform: Platform) -> None:
             assert namespaces == [], "Task Governance creates the namespace"
 
 
-#: The label contract of the reference teams, written out by hand from platform.yaml and the README (namespaces):
+#: The label contract of the reference teams, written out by hand from platform.yaml and docs/constructs.md (namespaces):
 #: every platform class is listed (allowed or denied), borrowing follows ``sharing``, Pod Security enforces
 #: the team's level and warns/audits at ``restricted``.
 PSA = {

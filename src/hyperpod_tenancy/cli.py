@@ -5,8 +5,9 @@ it prints every problem (YAML path, message, fix, rule code) to stderr and exits
 one-screen summary of the cluster, priority classes, teams, promised capacity, warnings and, with
 ``--baseline``, the changes CloudFormation would perform as replacements, and exits 0. Usage errors exit 2.
 
-``hyperpod-tenancy guardrails [--markdown] [--write README.md]`` prints the guardrail table generated from
-the rule registry (:mod:`hyperpod_tenancy.policy.rules`), or rewrites it in the README between its markers.
+``hyperpod-tenancy guardrails [--markdown] [--write docs/guardrails.md]`` prints the guardrail table generated from
+the rule registry (:mod:`hyperpod_tenancy.policy.rules`), or rewrites it in
+``docs/guardrails.md`` between its markers.
 
 ``hyperpod-tenancy chargeback --usage DIR (--cur FILE | --prices FILE) --month YYYY-MM
 [--platform platform.yaml | --config chargeback_config.json] [--format json|csv|html|markdown] [--output FILE]`` computes a month's chargeback report offline, with the
@@ -139,16 +140,16 @@ def _parser() -> argparse.ArgumentParser:
     table = commands.add_parser(
         "guardrails",
         help="print the guardrail table (Markdown) generated from the rule registry",
-        description="Print the guardrail table of README.md, generated from the rule registry.",
+        description="Print the guardrail table of docs/guardrails.md, generated from the rule registry.",
     )
     table.add_argument(
         "--markdown", action="store_true", help="print the Markdown table (the default and only format)"
     )
     table.add_argument(
         "--write",
-        metavar="README",
+        metavar="FILE",
         type=Path,
-        help="replace the table between the guardrail markers of this file instead of printing it",
+        help="replace the table between the guardrail markers of FILE (docs/guardrails.md) instead of printing it",
     )
     _chargeback_parser(commands)
     _webhook_parser(commands)

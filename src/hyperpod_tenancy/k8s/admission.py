@@ -530,7 +530,7 @@ def _checkpoint_validations(platform: Platform) -> list[dict[str, str]]:
                 f"Add annotation {path}: {FSX_ROOT}' + {team_or_placeholder} + '/<job>/ (where the job writes "
                 f"its checkpoints) and {interval}, {env_hint}' + {team_or_placeholder} + ',claim_name="
                 f'{FSX_CLAIM_NAME} and --environment with {{"{dir_env}": "{FSX_ROOT}\' + {team_or_placeholder} + '
-                f'\'/<job>", "{interval_env}": "30m"}} (README, Submitting work).\''
+                f'\'/<job>", "{interval_env}": "30m"}} (docs/submitting-work.md).\''
             ),
             "message": (
                 f"work that can be preempted must declare annotation {path} with its checkpoint "

@@ -37,7 +37,7 @@ What the policy does not see: supplementary groups that the container runtime ad
 ``Strict`` needs containerd 2.0 or CRI-O 1.31 on the nodes). A crafted image can list its UID in another
 team's group there. Under ``posixIdentity.supplementalGroupsPolicy: auto`` the webhook sets ``Strict`` while
 every node reports support (``hyperpod_tenancy.webhook.node_features``); under ``strict`` the policy also requires
-it of every pod (:func:`posix_identity_policies` ``strict_groups``). See the README's POSIX identity section.
+it of every pod (:func:`posix_identity_policies` ``strict_groups``). See docs/posix-identity.md.
 """
 
 from __future__ import annotations

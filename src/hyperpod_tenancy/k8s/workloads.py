@@ -333,7 +333,7 @@ WORKLOAD_KINDS: tuple[WorkloadKindSpec, ...] = (
         pod_specs=(),
     ),
     # HyperPod spaces (`hyp create hyp-space`; sagemaker-hyperpod 3.12.0 sagemaker/hyperpod/cli/constants/
-    # space_constants.py: workspace.jupyter.org/v1alpha1 workspaces). Not granted: see the README, "Spaces".
+    # space_constants.py: workspace.jupyter.org/v1alpha1 workspaces). Not granted: see docs/submitting-work.md, "Spaces".
     WorkloadKindSpec(
         group="workspace.jupyter.org",
         resource="workspaces",

@@ -1,4 +1,4 @@
-"""The README's "Compliance" lists: every scanner finding the templates accept, with its reason, generated.
+"""The "Compliance" lists of ``docs/compliance.md``: every scanner finding the templates accept, with its reason, generated.
 
 Read from what synthesis produced, not from a list kept by hand: checkov skips from each resource's
 ``Metadata.checkov.skip`` in the templates, cdk-nag and cfn-lint acknowledgments from the constructs' policy
@@ -6,9 +6,9 @@ validation metadata (``aws:cdk:acknowledged-rules``, what ``cdk.Validations.ackn
 one rule with one reason are one row, with how many resources (checkov) or findings (acknowledgments) it covers
 on each synthesized platform.
 
-``python -m hyperpod_tenancy.stacks.compliance [PATH] [--write README.md]`` synthesizes the policy (default
+``python -m hyperpod_tenancy.stacks.compliance [PATH] [--write docs/compliance.md]`` synthesizes the policy (default
 ``platform.yaml``) on both fairness backends with the ``cdk.json`` context of the current directory and prints the
-lists, or rewrites them in the README between their markers; a test fails when the README's are stale. (A module of
+lists, or rewrites them in ``docs/compliance.md`` between their markers; a test fails when those are stale. (A module of
 the stacks layer, not a ``hyperpod-tenancy`` command: the CLI stays free of CDK, per the layering contract.)
 """
 
@@ -45,11 +45,9 @@ __all__ = [
     "update_readme",
 ]
 
-#: Line before the generated lists in README.md.
-START_MARKER = (
-    "<!-- compliance:start (generated: python -m hyperpod_tenancy.stacks.compliance --write README.md) -->"
-)
-#: Line after the generated lists in README.md.
+#: Line before the generated lists in docs/compliance.md.
+START_MARKER = "<!-- compliance:start (generated: python -m hyperpod_tenancy.stacks.compliance --write docs/compliance.md) -->"
+#: Line after the generated lists in docs/compliance.md.
 END_MARKER = "<!-- compliance:end -->"
 _ACKNOWLEDGED = "aws:cdk:acknowledged-rules"
 #: Prefixes of acknowledged finding IDs, and the scanner that reports them.
@@ -162,7 +160,7 @@ def compliance_markdown(columns: Mapping[str, collections.Counter[Acceptance]]) 
 
 
 def update_readme(text: str, table: str) -> str:
-    """Return the README ``text`` with its compliance section set to ``table``.
+    """Return ``text`` (``docs/compliance.md``) with its compliance section set to ``table``.
 
     Raises:
         ValueError: the markers are missing or out of order.
@@ -172,7 +170,7 @@ def update_readme(text: str, table: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Print the lists for a policy, or rewrite them in a README; return the exit status (0, or 1 on an error)."""
+    """Print the lists for a policy, or rewrite them in a page; return the exit status (0, or 1 on an error)."""
     parser = argparse.ArgumentParser(
         prog="python -m hyperpod_tenancy.stacks.compliance",
         description="List the checkov skips and cdk-nag/cfn-lint acknowledgments of the policy's templates.",
@@ -180,7 +178,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "path", nargs="?", default="platform.yaml", help="policy file (default: platform.yaml)"
     )
-    parser.add_argument("--write", metavar="README", help="rewrite the lists between this file's markers")
+    parser.add_argument(
+        "--write", metavar="FILE", help="rewrite the lists between the markers of FILE (docs/compliance.md)"
+    )
     args = parser.parse_args(argv)
     try:
         platform = load_platform(args.path)

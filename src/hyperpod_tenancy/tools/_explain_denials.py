@@ -178,7 +178,7 @@ def _policy_diagnosis(platform: Platform, team: Team, denial: Denial) -> Diagnos
             f"annotate the job: hyperpod-tenancy.io/checkpoint-path: {names.fsx_directory(team.name)}/<job>/ and "
             "hyperpod-tenancy.io/checkpoint-interval: 30m (at most the class's maxCheckpointInterval)",
             "or, with `hyp`, set HYPERPOD_TENANCY_CHECKPOINT_DIR and HYPERPOD_TENANCY_CHECKPOINT_INTERVAL in the "
-            "container that mounts the team's FSx claim (README, Submitting work)",
+            "container that mounts the team's FSx claim (docs/submitting-work.md)",
         ]
     elif denial.name == posix_identity.POSIX_IDENTITY_POLICY:
         fix = [

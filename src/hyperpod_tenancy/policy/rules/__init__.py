@@ -7,7 +7,7 @@ the spirit of cdk-nag's one rule per file. This module lists them:
 * :data:`ERROR_RULES` and :data:`WARNING_RULES`, in the order their issues are reported (consecutive rules of
   one scope share one loop, see :func:`~hyperpod_tenancy.policy.rules._base.run_rules`); adding a rule is a
   function in its domain module plus one line here;
-* :data:`GUARDRAILS`, everything the README's guardrail table lists: the rules plus the guardrails enforced
+* :data:`GUARDRAILS`, everything the guardrail table of ``docs/guardrails.md`` lists: the rules plus the guardrails enforced
   elsewhere (loading, ``validate --baseline``, construct validations at synth, admission policies).
 """
 
@@ -178,7 +178,7 @@ WARNING_RULES: tuple[Rule, ...] = (
 #: Every policy rule.
 RULES: tuple[Rule, ...] = ERROR_RULES + WARNING_RULES
 
-#: Every guardrail, as the README's table lists them.
+#: Every guardrail, as the table of docs/guardrails.md lists them.
 GUARDRAILS: tuple[Guardrail, ...] = (
     *deployment.LOADING,
     *RULES,
@@ -218,12 +218,12 @@ def inputs_of(issue: PolicyIssue) -> tuple[str, ...]:
 
 
 def guardrails_markdown() -> str:
-    """Return the README's guardrail table, generated from :data:`GUARDRAILS` (``hyperpod-tenancy guardrails``)."""
+    """Return the guardrail table of ``docs/guardrails.md``, generated from :data:`GUARDRAILS` (``hyperpod-tenancy guardrails``)."""
     return markdown_table(GUARDRAILS)
 
 
 def update_readme(text: str) -> str:
-    """Return ``text`` (a README) with the guardrail table between its markers replaced by the current one.
+    """Return ``text`` (``docs/guardrails.md``) with the guardrail table between its markers replaced by the current one.
 
     Raises:
         ValueError: the markers are missing.

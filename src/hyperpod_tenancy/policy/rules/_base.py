@@ -2,7 +2,8 @@
 
 A :class:`Guardrail` documents one silent failure the platform prevents: its stable code, where it is
 enforced (:class:`Stage`), how hard (:class:`Severity`), its :class:`Domain` and two one-line texts for the
-README. A :class:`Rule` is a guardrail of the policy layer that also carries its check. Checks yield
+guardrail table (docs/guardrails.md). A :class:`Rule` is a guardrail of the policy layer that also carries
+its check. Checks yield
 :class:`Finding` objects (path, message, fix); the rule stamps its own code on them, so a rule can only
 report under its code.
 
@@ -66,7 +67,7 @@ class Stage(enum.Enum):
 
 
 class Domain(enum.Enum):
-    """What a guardrail protects; the README table is grouped by domain in this order."""
+    """What a guardrail protects; the guardrail table (docs/guardrails.md) is grouped by domain in this order."""
 
     CAPACITY = "capacity"
     SCHEDULING = "scheduling"
@@ -122,7 +123,7 @@ class Finding:
 
 @dataclass(frozen=True, kw_only=True)
 class Guardrail:
-    """One silent failure the platform prevents, as the README's guardrail table lists it.
+    """One silent failure the platform prevents, as the guardrail table of docs/guardrails.md lists it.
 
     Attributes:
         code: stable identifier (``HPT-...``; for admission policies the policy's name).

@@ -1,4 +1,4 @@
-"""The README's guardrail table, rendered from the registry."""
+"""The guardrail table of ``docs/guardrails.md``, rendered from the registry."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from hyperpod_tenancy.policy.rules._base import Domain, Guardrail, Stage
 
 __all__ = ["END_MARKER", "START_MARKER", "markdown_table", "replace_between_markers"]
 
-#: Line before the generated table in README.md.
-START_MARKER = "<!-- guardrails:start (generated: hyperpod-tenancy guardrails --write README.md) -->"
-#: Line after the generated table in README.md.
+#: Line before the generated table in docs/guardrails.md.
+START_MARKER = "<!-- guardrails:start (generated: hyperpod-tenancy guardrails --write docs/guardrails.md) -->"
+#: Line after the generated table in docs/guardrails.md.
 END_MARKER = "<!-- guardrails:end -->"
 
 _DOMAINS = list(Domain)
@@ -60,6 +60,6 @@ def replace_between_markers(
     """
     start, end = text.find(start_marker), text.find(end_marker)
     if start < 0 or end < start:
-        raise ValueError(f"the README has no {start_marker!r} ... {end_marker!r} section.")
+        raise ValueError(f"the file has no {start_marker!r} ... {end_marker!r} section.")
     head = text[: start + len(start_marker)]
     return f"{head}\n{table}{text[end:]}"
