@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from chargeback_data import generate_month, heartbeats, write_table
+from chargeback_data import generate_month, heartbeats, month_config, write_table
 
 from hyperpod_tenancy.chargeback import model
 from hyperpod_tenancy.chargeback_offline import run_queries
@@ -40,18 +40,8 @@ def _month(root: Path, holes: dict[str, list[tuple[str, str]]] | None) -> Path:
         evictions_per_team=1,
         holes=holes,
     )
-    config = model.ChargebackConfig(
-        cluster=CLUSTER,
-        terms=(
-            model.BillingTerm(
-                effective_from=dt.date(2026, 1, 1), rule=model.BillingRule.RESERVATION, idle_owner="platform"
-            ),
-        ),
-        teams=tuple(
-            model.TeamConfig(name=f"team-{i:03d}", cost_center=f"cc-{i}", quotas={"ml.g5.12xlarge": 1})
-            for i in range(2)
-        ),
-        gpus_per_instance=GPUS,
+    config = month_config(
+        cluster=CLUSTER, teams=["team-000", "team-001"], quotas={"ml.g5.12xlarge": 1}, gpus=GPUS
     )
     (root / "config.json").write_text(model.config_to_json(config), encoding="utf-8")
     (root / "prices.csv").write_text(

@@ -21,6 +21,7 @@ import platforms
 import pytest
 import scale
 from fairness_interpreters import KueueCohortSimulator, from_task_governance, schedulable_shapes
+from matplotlib.patches import Rectangle
 from matplotlib.text import Text
 
 from hyperpod_tenancy import cli
@@ -247,6 +248,17 @@ def test_no_two_labels_of_the_chart_overlap(teams: int) -> None:
     assert len(boxes) < 80  # readable: the small teams are grouped, not drawn one by one
     if teams == 3:
         assert {"research", "vision", "inference", "108 max", "96 max", "12 max"} <= labels
+
+
+def test_the_chart_draws_no_bar_of_no_gpus() -> None:
+    """The reference platform has no unallocated instance: no zero-width bar (it would show as an edge)."""
+    plan = build_plan(platforms.reference_platform(), month=MONTH)
+    assert any(c.unallocated == 0 for c in plan.capacities if c.gpus_per_instance > 0)
+    figure = plan_chart.render_chart(plan)
+    bars = [p for ax in figure.axes for p in ax.patches if isinstance(p, Rectangle)]
+    assert bars and all(p.get_width() > 0 for p in bars)
+    labels = [t.get_text() for t in figure.findobj(Text)]
+    assert not any(label.startswith("0 max") for label in labels)
 
 
 def test_the_chart_is_a_png(tmp_path: Path) -> None:

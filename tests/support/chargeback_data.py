@@ -24,6 +24,8 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from hyperpod_tenancy.chargeback import model
+
 PARTITIONS = ("year", "month", "day", "hour", "cluster")
 #: The usage-report operator's heartbeat table.
 HEARTBEAT = "heartdub"
@@ -83,6 +85,29 @@ CUR_SCHEMA = pa.schema(
         ("resource_tags", pa.map_(pa.string(), pa.string())),
     ]
 )
+
+
+def month_config(
+    *,
+    cluster: str,
+    teams: Sequence[str],
+    quotas: Mapping[str, int],
+    gpus: Mapping[str, int],
+    rule: model.BillingRule = model.BillingRule.RESERVATION,
+    **options: Any,
+) -> model.ChargebackConfig:
+    """The configuration of a generated month: one term from 2026-01-01 (idle owner ``platform``), team ``i`` with
+    cost center ``cc-<i>`` and ``quotas``; ``options`` are the other :class:`ChargebackConfig` fields."""
+    return model.ChargebackConfig(
+        cluster=cluster,
+        terms=(model.BillingTerm(effective_from=dt.date(2026, 1, 1), rule=rule, idle_owner="platform"),),
+        teams=tuple(
+            model.TeamConfig(name=name, cost_center=f"cc-{i}", quotas=dict(quotas))
+            for i, name in enumerate(teams)
+        ),
+        gpus_per_instance=dict(gpus),
+        **options,
+    )
 
 
 def t(text: str) -> dt.datetime:

@@ -2,11 +2,17 @@
 
 Every rendering is a pure function of the report: rows sorted by cluster, instance type and team, no time of
 rendering, LF line ends, UTF-8. The Lambda and the offline CLI therefore write the same bytes for the
-same month. Numbers are rounded only here, half to even: money to cents, GPU-hours to thousandths, prices to
-ten-thousandths of a dollar per GPU-hour; JSON carries them as numbers with exactly those digits.
+same month. Numbers are rounded only here, half to even. The machine-readable renderings (JSON, CSV) carry
+money to cents, GPU-hours to thousandths and prices to ten-thousandths of a dollar per GPU-hour, as plain
+numbers with exactly those digits. The renderings for people (Markdown, HTML) print GPU-hours to one decimal
+and money to cents, both with thousands separators (``1,234,567.89``), right-aligned in their tables.
 
-The HTML report is one self-contained page with an inline SVG chart per instance type (guaranteed,
-borrowed, idle and lost GPU-hours per team), drawn in pure Python because the Lambda has no plotting library.
+The HTML report is one self-contained page: a summary box (the billing rule and the reconciliation), a legend
+that says what each series means, and per instance type an inline SVG chart (guaranteed, borrowed, lent, idle
+and lost GPU-hours per team, one column per series, one row per team, drawn in pure Python because the Lambda
+has no plotting library) above its table. A bar is drawn and labelled only where its value is not zero at one
+decimal; every label has room of its own, so no two texts overlap. Notes link to the rows they explain and
+back.
 """
 
 from __future__ import annotations
@@ -17,13 +23,15 @@ import enum
 import html
 import io
 import json
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Container, Iterable, Sequence
 from decimal import ROUND_HALF_EVEN, Decimal
 
 from .model import (
     IDLE_ROW,
     SHARED,
     SHARED_COSTS_ROW,
+    BillingRule,
     LossBasis,
     PreemptionLoss,
     Report,
@@ -53,6 +61,7 @@ EXTENSIONS: dict[Format, str] = {
 
 _CENT = Decimal("0.01")
 _MILLI = Decimal("0.001")
+_TENTH = Decimal("0.1")
 _PRICE = Decimal("0.0001")
 
 #: TeamCharge fields in column order, and whether each is money (else GPU-hours).
@@ -102,9 +111,28 @@ def _price(value: Decimal) -> Decimal:
     return value.quantize(_PRICE, rounding=ROUND_HALF_EVEN)
 
 
+def _unsigned_zero(text: str) -> str:
+    """``-0.00`` → ``0.00`` (a negative amount rounded to zero is zero)."""
+    return text[1:] if text.startswith("-") and set(text[1:]) <= {".", "0", ","} else text
+
+
 def _num(value: Decimal, money: bool) -> str:
-    text = format(_money(value) if money else _hours(value), "f")
-    return "0" + text[2:] if text.startswith("-0") and set(text[2:]) <= {".", "0"} else text
+    """Format a number machine-readably: money to cents, GPU-hours to thousandths, no separators."""
+    return _unsigned_zero(format(_money(value) if money else _hours(value), "f"))
+
+
+def _usd(value: Decimal) -> str:
+    """Money for people: cents, thousands separators (``1,234,567.89``)."""
+    return _unsigned_zero(format(_money(value), ",f"))
+
+
+def _gpu_hours(value: Decimal) -> str:
+    """GPU-hours for people: one decimal, thousands separators (``17,856.0``)."""
+    return _unsigned_zero(format(value.quantize(_TENTH, rounding=ROUND_HALF_EVEN), ",f"))
+
+
+def _human(value: Decimal, money: bool) -> str:
+    return _usd(value) if money else _gpu_hours(value)
 
 
 def _camel(name: str) -> str:
@@ -264,7 +292,7 @@ def _loss_rows(report: Report) -> list[list[str]]:
             p.team,
             p.priority_class,
             str(p.evictions),
-            _num(p.lost_gpu_hours, False),
+            _gpu_hours(p.lost_gpu_hours),
             _basis(p),
         ]
         for p in _losses(report)
@@ -334,6 +362,16 @@ def collection(report: Report) -> str:
     )
 
 
+#: What each billing rule means, as the summary states it.
+_RULE_TEXT = {
+    BillingRule.RESERVATION: (
+        "each team pays its guaranteed quota whether it used it or not, plus what it borrowed; a lender is "
+        "credited for the idle guaranteed capacity other teams borrowed from it"
+    ),
+    BillingRule.USAGE: "each team pays the GPU-hours it ran, on its own quota and borrowed alike",
+}
+
+
 def _summary_lines(report: Report) -> list[tuple[str, str]]:
     rec = report.reconciliation
     prices = ", ".join(
@@ -342,7 +380,7 @@ def _summary_lines(report: Report) -> list[tuple[str, str]]:
         for itype in sorted(report.gpu_hour_prices)
     )
     if rec.bill is None:
-        reconciled = f"charged ${_num(rec.charged, True)}; no bill (no CUR): not reconciled"
+        reconciled = f"charged ${_usd(rec.charged)}; no bill (no CUR): not reconciled"
     else:
         share = (
             ""
@@ -351,8 +389,8 @@ def _summary_lines(report: Report) -> list[tuple[str, str]]:
         )
         verdict = "FLAGGED: the mismatch exceeds the tolerance" if rec.flagged else "within tolerance"
         reconciled = (
-            f"charged ${_num(rec.charged, True)} against a bill of ${_num(rec.bill, True)}; "
-            f"difference ${_num(rec.difference or Decimal(0), True)}{share}, {verdict}"
+            f"charged ${_usd(rec.charged)} against a bill of ${_usd(rec.bill)}; "
+            f"difference ${_usd(rec.difference or Decimal(0))}{share}, {verdict}"
         )
     loss = (
         "upper bound (no last-checkpoint time collected for some evictions: the declared checkpoint interval, or the "
@@ -371,7 +409,7 @@ def _summary_lines(report: Report) -> list[tuple[str, str]]:
         f"{idle_owner}; {shared}"
     )
     return [
-        ("Billing rule", report.rule.value),
+        ("Billing rule", f"{report.rule.value}: {_RULE_TEXT[report.rule]}"),
         ("Idle owner", report.idle_owner),
         ("Rows", rows),
         ("Shared costs", report.shared_costs.value),
@@ -382,6 +420,62 @@ def _summary_lines(report: Report) -> list[tuple[str, str]]:
     ]
 
 
+# --- notes and the rows they explain ---------------------------------------------------------------------
+
+#: Short header of each :data:`_COLUMNS` field in the HTML tables (the unit is in the group header above).
+_HEADERS: dict[str, str] = {
+    "guaranteed_gpu_hours": "guaranteed",
+    "used_gpu_hours": "used",
+    "borrowed_gpu_hours": "borrowed",
+    "lent_gpu_hours": "lent",
+    "idle_gpu_hours": "idle",
+    "lost_to_preemption_gpu_hours": "lost",
+    "gpu_charge": "GPU charge",
+    "lender_credit": "lender credit",
+    "shared_charge": "shared",
+    "direct_charge": "direct",
+    "total": "total",
+}
+
+
+def _column_label(name: str, money: bool) -> str:
+    return f"{_HEADERS[name]} ({'USD' if money else 'GPU-hours'})"
+
+
+def _note_rows(report: Report) -> list[tuple[list[TeamCharge], list[str]]]:
+    """For each note, the rows it explains and the instance types it is about.
+
+    A note names a team quoted (``'team-002'``, as the engine writes it) and an instance type as its subject
+    (``ml.p5.48xlarge: ...``); an unquoted word is never taken for a team name.
+    """
+    rows = _rows(report)
+    itypes = sorted({r.instance_type for r in rows})
+    found: list[tuple[list[TeamCharge], list[str]]] = []
+    for note in report.notes:
+        teams = {r.team for r in rows if f"'{r.team}'" in note or f'"{r.team}"' in note}
+        subjects = [t for t in itypes if note.startswith(f"{t}:")]
+        found.append(([r for r in rows if r.team in teams], subjects))
+    return found
+
+
+def _row_notes(report: Report) -> dict[int, list[int]]:
+    """``id(row)`` → the 1-based numbers of the notes that explain it."""
+    marks: dict[int, list[int]] = {}
+    for number, (rows, _) in enumerate(_note_rows(report), start=1):
+        for r in rows:
+            marks.setdefault(id(r), []).append(number)
+    return marks
+
+
+def _type_notes(report: Report) -> dict[str, list[int]]:
+    """Instance type → the 1-based numbers of the notes about it."""
+    marks: dict[str, list[int]] = {}
+    for number, (_, subjects) in enumerate(_note_rows(report), start=1):
+        for itype in subjects:
+            marks.setdefault(itype, []).append(number)
+    return marks
+
+
 # --- Markdown ------------------------------------------------------------------------------------------
 
 
@@ -389,11 +483,19 @@ def _md_cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def _md_table(header: Sequence[str], rows: Iterable[Sequence[str]], right: int) -> list[str]:
+def _md_table(
+    header: Sequence[str], rows: Iterable[Sequence[str]], right: int, upto: int | None = None
+) -> list[str]:
+    """Lay out a table whose columns ``right`` up to ``upto`` (default: the last) are right-aligned numbers."""
+    end = len(header) if upto is None else upto
     lines = ["| " + " | ".join(header) + " |"]
-    lines.append("| " + " | ".join("---" if i < right else "---:" for i in range(len(header))) + " |")
+    lines.append("| " + " | ".join("---:" if right <= i < end else "---" for i in range(len(header))) + " |")
     lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in rows]
     return lines
+
+
+def _md_marks(numbers: Sequence[int]) -> str:
+    return "".join(f" [note {n}]" for n in numbers)
 
 
 def _markdown(report: Report) -> str:
@@ -402,94 +504,283 @@ def _markdown(report: Report) -> str:
         lines += [f"> **{_md_cell(failed)}**", ""]
     lines += [f"- **{label}:** {_md_cell(value)}" for label, value in _summary_lines(report)]
     lines += ["", "## Per team", ""]
+    totals = _team_totals(report)
     lines += _md_table(
         ["team", "cost center", "total (USD)"],
-        ([team, center, _num(total, True)] for team, center, total in _team_totals(report)),
+        [
+            *([team, center, _usd(total)] for team, center, total in totals),
+            ["**all rows**", "", f"**{_usd(sum((t for _, _, t in totals), Decimal(0)))}**"],
+        ],
         right=2,
     )
+    marks = _row_notes(report)
     lines += ["", "## Per team and instance type", ""]
-    header = ["instance type", "team", "cost center", *(name.replace("_", " ") for name, _ in _COLUMNS)]
+    header = ["instance type", "team", "cost center", *(_column_label(n, m) for n, m in _COLUMNS)]
     lines += _md_table(
         header,
         (
-            [r.instance_type, r.team, r.cost_center, *(_num(getattr(r, n), m) for n, m in _COLUMNS)]
+            [
+                r.instance_type,
+                r.team + _md_marks(marks.get(id(r), [])),
+                r.cost_center,
+                *(_human(getattr(r, n), m) for n, m in _COLUMNS),
+            ]
             for r in _rows(report)
         ),
         right=3,
     )
     if report.preemption_losses:
         lines += ["", "## Preemption loss per priority class", ""]
-        lines += _md_table(_LOSS_HEADER, _loss_rows(report), right=3)
+        lines += _md_table(_LOSS_HEADER, _loss_rows(report), right=3, upto=5)
     if report.collection_gaps:
         lines += ["", "## Collection gaps", ""]
         lines += _md_table(_GAP_HEADER, _gap_rows(report), right=3)
     if report.notes:
-        lines += ["", "## Notes", ""] + [f"- {_md_cell(note)}" for note in report.notes]
+        lines += ["", "## Notes", ""]
+        lines += [f"{number}. {_md_cell(note)}" for number, note in enumerate(report.notes, start=1)]
     return "\n".join(lines) + "\n"
 
 
 # --- HTML ----------------------------------------------------------------------------------------------
 
+#: The chart's series: label, TeamCharge field, colour.
 _SERIES = (
     ("guaranteed", "guaranteed_gpu_hours", "#4e79a7"),
     ("borrowed", "borrowed_gpu_hours", "#f28e2b"),
-    ("idle", "idle_gpu_hours", "#bab0ac"),
+    ("lent", "lent_gpu_hours", "#59a14f"),
+    ("idle", "idle_gpu_hours", "#9c9c9c"),
     ("lost", "lost_to_preemption_gpu_hours", "#e15759"),
 )
-_BAR, _GAP, _LABEL_W, _PLOT_W, _VALUE_W = 9, 10, 160, 440, 90
+#: Chart geometry (px): font size, row pitch, bar height, bar track of each column, gap between columns.
+_FONT, _ROW, _BAR, _COL_GAP, _HEAD = 12, 22, 12, 16, 28
+#: The chart's width (px, within a laptop window's page) and the bounds of a column's bar track: the tracks
+#: take what the team names and the value labels leave.
+_CHART_W, _TRACK_MIN, _TRACK_MAX = 1160, 80, 200
+#: Advance widths in ems of DejaVu Sans (Debian's sans-serif, and wider than the sans-serif fonts of other
+#: systems), rounded up: the room reserved for a text in the chart always holds it.
+_ADVANCE = {
+    **dict.fromkeys("0123456789", 0.64),
+    **dict.fromkeys(",.:; ", 0.32),
+    **dict.fromkeys("-()[]", 0.40),
+    **dict.fromkeys("fijlrt", 0.42),
+    **dict.fromkeys("mw", 0.98),
+    **dict.fromkeys("abcdeghknopqsuvxyz", 0.64),
+}
+#: Any other character (capitals, symbols, other scripts).
+_WIDE = 1.0
 
-_CSS = """body{font-family:system-ui,sans-serif;margin:2rem;color:#222}
-table{border-collapse:collapse;margin:1rem 0}th,td{border:1px solid #ccc;padding:.25rem .5rem}
-td.n{text-align:right;font-variant-numeric:tabular-nums}th{background:#f4f4f4}
-.flagged{color:#b00020;font-weight:bold}svg text{font-size:11px;font-family:system-ui,sans-serif}"""
+_CSS = """body{font-family:system-ui,"DejaVu Sans",sans-serif;margin:1.5rem;color:#222;line-height:1.4}
+h1{font-size:1.6rem}h2{font-size:1.25rem;margin-top:2rem}
+table{border-collapse:collapse;margin:.75rem 0;font-size:.875rem}th,td{border:1px solid #ccc;padding:.25rem .45rem;vertical-align:top}
+th{background:#f4f4f4;text-align:left}th.n,td.n{text-align:right;font-variant-numeric:tabular-nums}td.n{white-space:nowrap}
+td.team,th.team{white-space:nowrap}tbody tr:nth-child(even){background:#fafafa}
+tfoot td{font-weight:600;border-top:2px solid #888}tr:target,li:target,h2:target{background:#fff3c4}
+.flagged{color:#b00020;font-weight:bold}
+.summary{border:2px solid #4e79a7;border-radius:6px;background:#f5f8fc;padding:.75rem 1.25rem;margin:1rem 0;max-width:64rem}
+.summary h2{margin:0 0 .5rem}.summary table{margin:.5rem 0;background:#fff}
+dl.facts{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:.3rem 1rem;margin:.5rem 0}
+dl.facts dt{font-weight:600}dl.facts dd{margin:0}
+.legend{max-width:64rem}.legend dl{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:.3rem .75rem}
+.legend dt{font-weight:600;white-space:nowrap}.legend dd{margin:0}
+.swatch{display:inline-block;width:.8rem;height:.8rem;margin-right:.4rem;vertical-align:-.05rem}
+sup{line-height:0}a.note{text-decoration:none;padding:0 .1rem}
+svg.chart{display:block;margin:.5rem 0;max-width:100%;height:auto}svg.chart text{font-family:system-ui,"DejaVu Sans",sans-serif}
+.caption{color:#555;font-size:.9rem;margin:.25rem 0}"""
 
 
 def _e(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
+def _width(text: str, size: float = _FONT) -> float:
+    """Bound from above the width of ``text`` at ``size`` px in the chart's font."""
+    return round(sum(_ADVANCE.get(c, _WIDE) for c in text) * size * 1.05, 1)
+
+
+class _Ids:
+    """Unique HTML ids derived from names (``(idle)`` on ``ml.p5.48xlarge`` → ``row-ml-p5-48xlarge-idle``)."""
+
+    def __init__(self) -> None:
+        self._used: set[str] = set()
+        self._given: dict[tuple[str, ...], str] = {}
+
+    def __call__(self, prefix: str, *names: str) -> str:
+        key = (prefix, *names)
+        if key not in self._given:
+            base = "-".join(
+                [prefix, *(re.sub(r"[^a-z0-9]+", "-", n.lower()).strip("-") or "x" for n in names)]
+            )
+            candidate, n = base, 2
+            while candidate in self._used:
+                candidate, n = f"{base}-{n}", n + 1
+            self._used.add(candidate)
+            self._given[key] = candidate
+        return self._given[key]
+
+
+def _marks(numbers: Sequence[int]) -> str:
+    return "".join(
+        f'<sup><a class="note" href="#note-{n}" aria-label="note {n}">[{n}]</a></sup>' for n in numbers
+    )
+
+
+def _drawn(value: Decimal) -> bool:
+    """Whether a value gets a bar and a label: not zero at one decimal (a ``0.0`` label says nothing)."""
+    return value.quantize(_TENTH, rounding=ROUND_HALF_EVEN) > 0
+
+
 def _chart(instance_type: str, rows: Sequence[TeamCharge]) -> str:
-    peak = max((getattr(r, field) for r in rows for _, field, _ in _SERIES), default=Decimal(0))
-    scale = Decimal(_PLOT_W) / peak if peak > 0 else Decimal(0)
-    group = len(_SERIES) * _BAR + _GAP
-    height = 30 + len(rows) * group + 10
-    width = _LABEL_W + _PLOT_W + _VALUE_W
+    """One row per team, one column per series on one scale; a bar and its label only where not zero."""
+    values = [[Decimal(getattr(r, field)) for _, field, _ in _SERIES] for r in rows]
+    peak = max((v for row in values for v in row), default=Decimal(0))
+    names = max((_width(r.team) for r in rows), default=0.0)
+    labels = max((_width(_gpu_hours(v)) for row in values for v in row if _drawn(v)), default=0.0)
+    heads = max(_width(label) + _FONT + 4 for label, _, _ in _SERIES)
+    left = round(names + 12, 1)
+    room = (_CHART_W - left) / len(_SERIES) - _COL_GAP - 4 - labels
+    track = int(min(max(room, _TRACK_MIN), _TRACK_MAX))
+    scale = Decimal(track) / peak if peak > 0 else Decimal(0)
+    column = max(float(track) + 4 + labels, heads) + _COL_GAP
+    width = round(left + len(_SERIES) * column, 1)
+    height = _HEAD + len(rows) * _ROW + 4
+    title = f"GPU-hours per team on {instance_type}"
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" role="img" aria-label="GPU-hours per team on {_e(instance_type)}">',
-        f"<title>GPU-hours per team on {_e(instance_type)}</title>",
+        f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="{_e(title)}" font-size="{_FONT}">',
+        f"<title>{_e(title)}</title>",
     ]
     for i, (label, _, color) in enumerate(_SERIES):
-        x = _LABEL_W + i * 110
-        parts.append(f'<rect x="{x}" y="4" width="10" height="10" fill="{color}"/>')
-        parts.append(f'<text x="{x + 14}" y="13">{label}</text>')
-    for j, r in enumerate(rows):
-        top = 30 + j * group
+        x = round(left + i * column, 1)
         parts.append(
-            f'<text x="{_LABEL_W - 6}" y="{top + 2 * _BAR + 3}" text-anchor="end">{_e(r.team)}</text>'
+            f'<g class="head"><rect x="{x}" y="6" width="{_FONT - 2}" height="{_FONT - 2}" fill="{color}"/>'
+            f'<text x="{x + _FONT + 2}" y="{6 + _FONT - 2}">{label}</text></g>'
         )
-        for i, (label, field, color) in enumerate(_SERIES):
-            value: Decimal = getattr(r, field)
-            length = (max(value, Decimal(0)) * scale).quantize(Decimal("0.1"), rounding=ROUND_HALF_EVEN)
-            y = top + i * _BAR
+    for j, (r, row) in enumerate(zip(rows, values, strict=True)):
+        top = _HEAD + j * _ROW
+        base = top + (_ROW + _FONT) // 2 - 2
+        parts.append(f'<text class="team" x="{left - 12}" y="{base}" text-anchor="end">{_e(r.team)}</text>')
+        for i, ((label, _, color), value) in enumerate(zip(_SERIES, row, strict=True)):
+            if not _drawn(value):
+                continue
+            x = round(left + i * column, 1)
+            length = max(Decimal(1), (value * scale).quantize(_TENTH, rounding=ROUND_HALF_EVEN))
+            y = top + (_ROW - _BAR) // 2
             parts.append(
-                f'<rect x="{_LABEL_W}" y="{y}" width="{length}" height="{_BAR - 1}" fill="{color}">'
-                f"<title>{_e(r.team)} {label}: {_num(value, False)} GPU-hours</title></rect>"
+                f'<g class="bar"><rect x="{x}" y="{y}" width="{length}" height="{_BAR}" fill="{color}">'
+                f"<title>{_e(r.team)} {label}: {_gpu_hours(value)} GPU-hours</title></rect>"
+                f'<text class="value" x="{round(x + float(length) + 4, 1)}" y="{base}">{_gpu_hours(value)}</text></g>'
             )
-            parts.append(f'<text x="{_LABEL_W + length + 4}" y="{y + _BAR - 1}">{_num(value, False)}</text>')
     parts.append("</svg>")
     return "\n".join(parts)
 
 
-def _html_table(header: Sequence[str], rows: Iterable[Sequence[str]], right: int) -> list[str]:
-    lines = ["<table>", "<tr>" + "".join(f"<th>{_e(h)}</th>" for h in header) + "</tr>"]
-    for row in rows:
-        cells = "".join(
-            f'<td class="n">{_e(c)}</td>' if i >= right else f"<td>{_e(c)}</td>" for i, c in enumerate(row)
+def _legend(report: Report) -> list[str]:
+    """Say what each series of the charts (and each GPU-hour column of the tables) means."""
+    if report.idle_owner == SHARED:
+        owner = "split among the teams by guarantee"
+    else:
+        owner = f"paid by {report.idle_owner}"
+    idle = (
+        "idle guaranteed GPU-hours nobody borrowed, which the team pays under the reservation rule"
+        if report.rule is BillingRule.RESERVATION
+        else "none on a team's row: under the usage rule a team pays only what it ran"
+    )
+    lost = (
+        "GPU-hours of work evictions threw away (the run since the last checkpoint before each eviction"
+        + (
+            "; an upper bound where no checkpoint time was collected)"
+            if report.preemption_loss_is_upper_bound
+            else ")"
         )
-        lines.append(f"<tr>{cells}</tr>")
+    )
+    meaning = {
+        "guaranteed": "the team's quota over the month: the GPU-hours reserved for it",
+        "borrowed": "GPU-hours the team ran beyond its quota, on other teams' idle guarantee or unreserved capacity",
+        "lent": (
+            f"idle guaranteed GPU-hours of the team that other teams borrowed; on the {IDLE_ROW} row, unreserved "
+            "capacity borrowers ran on"
+        ),
+        "idle": f"{idle}; on the {IDLE_ROW} row, capacity no quota covers that nobody ran on, {owner}",
+        "lost": f"{lost}; part of used",
+    }
+    lines = ['<section class="legend" aria-label="Legend">', "<h2>Reading the charts</h2>", "<dl>"]
+    for label, _, color in _SERIES:
+        lines.append(
+            f'<dt><span class="swatch" style="background:{color}"></span>{label}</dt><dd>{_e(meaning[label])}</dd>'
+        )
+    lines += [
+        "</dl>",
+        '<p class="caption">Each chart draws one row per team and one column per series, all on one scale; '
+        "a value that is zero at one decimal has no bar.</p>",
+        "</section>",
+    ]
+    return lines
+
+
+def _summary(report: Report) -> list[str]:
+    """Box the billing rule and the reconciliation at the top, figures right-aligned."""
+    rec = report.reconciliation
+    details = dict(_summary_lines(report))
+    flagged = ' class="flagged"' if rec.flagged else ""
+    lines = [
+        '<section class="summary" id="summary" aria-label="Summary">',
+        "<h2>Summary</h2>",
+        '<dl class="facts">',
+        f"<dt>Billing rule</dt><dd>{_e(details['Billing rule'])}</dd>",
+        f'<dt id="reconciliation">Reconciliation</dt><dd{flagged}>{_e(details["Reconciliation"])}</dd>',
+        "</dl>",
+        "<table>",
+        '<thead><tr><th></th><th class="n">USD</th></tr></thead>',
+        "<tbody>",
+        f'<tr><td>charged to the rows below</td><td class="n">{_usd(rec.charged)}</td></tr>',
+        f'<tr><td>bill (CUR)</td><td class="n">{"none" if rec.bill is None else _usd(rec.bill)}</td></tr>',
+    ]
+    if rec.difference is not None:
+        verdict = "n flagged" if rec.flagged else "n"
+        lines.append(f'<tr><td>difference</td><td class="{verdict}">{_usd(rec.difference)}</td></tr>')
+    lines += ["</tbody>", "</table>", "</section>"]
+    return lines
+
+
+def _html_table(
+    header: Sequence[str],
+    rows: Iterable[Sequence[str]],
+    right: int,
+    *,
+    upto: int | None = None,
+    ids: Sequence[str] | None = None,
+    names: Container[int] = (),
+    foot: Sequence[str] | None = None,
+    group: str | None = None,
+) -> list[str]:
+    """Lay out a table: cells ``right`` up to ``upto`` (default: the last) are numbers, right-aligned.
+
+    Cells ``names`` are names that do not wrap (teams, instance types); every cell is HTML already.
+    """
+    end = len(header) if upto is None else upto
+
+    def cls(i: int) -> str:
+        return ' class="n"' if right <= i < end else ' class="team"' if i in names else ""
+
+    lines = ["<table>", "<thead>"]
+    if group is not None:
+        lines.append(group)
+    lines += ["<tr>" + "".join(f"<th{cls(i)}>{h}</th>" for i, h in enumerate(header)) + "</tr>", "</thead>"]
+    lines.append("<tbody>")
+    for k, row in enumerate(rows):
+        row_id = f' id="{ids[k]}"' if ids is not None else ""
+        lines.append(f"<tr{row_id}>" + "".join(f"<td{cls(i)}>{c}</td>" for i, c in enumerate(row)) + "</tr>")
+    lines.append("</tbody>")
+    if foot is not None:
+        lines.append(
+            "<tfoot><tr>" + "".join(f"<td{cls(i)}>{c}</td>" for i, c in enumerate(foot)) + "</tr></tfoot>"
+        )
     lines.append("</table>")
     return lines
+
+
+def _escaped(rows: Iterable[Sequence[str]]) -> list[list[str]]:
+    return [[_e(c) for c in row] for row in rows]
 
 
 def _html(report: Report) -> str:
@@ -507,38 +798,74 @@ def _html(report: Report) -> str:
     ]
     if (failed := failure(report)) is not None:
         lines.append(f'<p class="flagged" role="alert">{_e(failed)}</p>')
-    lines.append("<dl>")
+    lines += _summary(report)
+    lines.append('<dl class="facts">')
     for label, value in _summary_lines(report):
-        flagged = (
-            ' class="flagged"'
-            if (label == "Reconciliation" and report.reconciliation.flagged)
-            or (label == "Collection" and report.collection_gaps)
-            else ""
-        )
+        if label in {"Billing rule", "Reconciliation"}:
+            continue
+        flagged = ' class="flagged"' if label == "Collection" and report.collection_gaps else ""
         lines.append(f"<dt>{_e(label)}</dt><dd{flagged}>{_e(value)}</dd>")
-    lines += ["</dl>", "<h2>Per team</h2>"]
+    lines.append("</dl>")
+    ids = _Ids()
+    totals = _team_totals(report)
+    lines.append("<h2>Per team</h2>")
     lines += _html_table(
         ["team", "cost center", "total (USD)"],
-        ([team, center, _num(total, True)] for team, center, total in _team_totals(report)),
+        _escaped([team, center, _usd(total)] for team, center, total in totals),
         right=2,
+        names=(0,),
+        ids=[ids("team", team, center) for team, center, _ in totals],
+        foot=["all rows", "", _usd(sum((t for _, _, t in totals), Decimal(0)))],
     )
     rows = _rows(report)
+    marks, type_marks = _row_notes(report), _type_notes(report)
+    lines += _legend(report)
+    hours = sum(1 for _, money in _COLUMNS if not money)
+    group = (
+        '<tr><th colspan="2"></th>'
+        f'<th class="n" colspan="{hours}">GPU-hours</th><th class="n" colspan="{len(_COLUMNS) - hours}">USD</th></tr>'
+    )
     for itype in sorted({r.instance_type for r in rows}):
         of_type = [r for r in rows if r.instance_type == itype]
-        lines.append(f"<h2>{_e(itype)}</h2>")
-        lines.append(_chart(itype, of_type))
+        lines.append(f'<h2 id="{ids("type", itype)}">{_e(itype)}{_marks(type_marks.get(itype, []))}</h2>')
+        if any(_drawn(getattr(r, field)) for r in of_type for _, field, _ in _SERIES):
+            lines.append(_chart(itype, of_type))
+        else:
+            lines.append(f'<p class="caption">No GPU-hours on {_e(itype)}: nothing to chart.</p>')
         lines += _html_table(
-            ["team", "cost center", *(name.replace("_", " ") for name, _ in _COLUMNS)],
-            ([r.team, r.cost_center, *(_num(getattr(r, n), m) for n, m in _COLUMNS)] for r in of_type),
+            ["team", "cost center", *(_HEADERS[name] for name, _ in _COLUMNS)],
+            [
+                [
+                    _e(r.team) + _marks(marks.get(id(r), [])),
+                    _e(r.cost_center),
+                    *(_e(_human(getattr(r, n), m)) for n, m in _COLUMNS),
+                ]
+                for r in of_type
+            ],
             right=2,
+            names=(0,),
+            ids=[ids("row", itype, r.team, r.cost_center) for r in of_type],
+            group=group,
         )
     if report.preemption_losses:
         lines.append("<h2>Preemption loss per priority class</h2>")
-        lines += _html_table(_LOSS_HEADER, _loss_rows(report), right=3)
+        lines += _html_table(
+            [_e(h) for h in _LOSS_HEADER], _escaped(_loss_rows(report)), right=3, upto=5, names=(0, 1, 2)
+        )
     if report.collection_gaps:
         lines.append("<h2>Collection gaps</h2>")
-        lines += _html_table(_GAP_HEADER, _gap_rows(report), right=3)
+        lines += _html_table([_e(h) for h in _GAP_HEADER], _escaped(_gap_rows(report)), right=3)
     if report.notes:
-        lines += ["<h2>Notes</h2>", "<ul>"] + [f"<li>{_e(n)}</li>" for n in report.notes] + ["</ul>"]
+        lines += ['<h2 id="notes">Notes</h2>', "<ol>"]
+        for number, (note, (explained, subjects)) in enumerate(
+            zip(report.notes, _note_rows(report), strict=True), start=1
+        ):
+            links = [
+                f'<a href="#{ids("row", r.instance_type, r.team, r.cost_center)}">{_e(r.team)} on {_e(r.instance_type)}</a>'
+                for r in explained
+            ] + [f'<a href="#{ids("type", itype)}">{_e(itype)}</a>' for itype in subjects]
+            about = f" (see {', '.join(links)})" if links else ""
+            lines.append(f'<li id="note-{number}">{_e(note)}{about}</li>')
+        lines.append("</ol>")
     lines += ["</body>", "</html>"]
     return "\n".join(lines) + "\n"

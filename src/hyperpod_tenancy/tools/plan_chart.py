@@ -6,7 +6,8 @@ the burst ceiling marked and written at its end. Past :data:`MAX_TEAMS_SHOWN` te
 share one "others" segment and row, so the chart stays readable at a thousand teams.
 
 Text is placed so that no two labels overlap: a team's name is written inside its segment of the top bar only
-when it fits there (every team is named on its own row anyway), and the numbers sit in their own rows.
+when it fits there (every team is named on its own row anyway), and the numbers sit in their own rows. As in
+the chargeback report, a segment of no GPUs is neither drawn nor labelled, and counts have thousands separators.
 The figure has its own Agg canvas (no pyplot, no display), so this runs in CI and in ``make synth``.
 """
 
@@ -75,26 +76,47 @@ def _panel(ax: Axes, cap: TypeCapacity, rows: Sequence[_Row]) -> None:
     total = cap.gpus
     y_bar = len(rows) + 0.4
     left = 0
+    # a segment of no GPUs is not drawn (a zero-width bar would still show its edge), nor labelled
     for row in rows:
-        ax.barh(
-            y_bar, row.guaranteed, left=left, height=0.8, color=row.color, edgecolor="white", linewidth=0.5
-        )
+        if row.guaranteed > 0:
+            ax.barh(
+                y_bar,
+                row.guaranteed,
+                left=left,
+                height=0.8,
+                color=row.color,
+                edgecolor="white",
+                linewidth=0.5,
+            )
         left += row.guaranteed
-    ax.barh(y_bar, cap.reserved * per, left=left, height=0.8, color=_RESERVED, hatch="//", edgecolor="white")
+    if cap.reserved > 0:
+        ax.barh(
+            y_bar, cap.reserved * per, left=left, height=0.8, color=_RESERVED, hatch="//", edgecolor="white"
+        )
     left += cap.reserved * per
-    ax.barh(y_bar, cap.unallocated * per, left=left, height=0.8, color=_UNALLOCATED, edgecolor="#444444")
+    if cap.unallocated > 0:
+        ax.barh(y_bar, cap.unallocated * per, left=left, height=0.8, color=_UNALLOCATED, edgecolor="#444444")
     for i, row in enumerate(rows):
         y = len(rows) - 1 - i
-        ax.barh(y, row.guaranteed, height=0.6, color=row.color)
+        if row.guaranteed > 0:
+            ax.barh(y, row.guaranteed, height=0.6, color=row.color)
         if row.grouped:  # summed guarantees; a burst is one team's, so it is written, not drawn
             label, end = f"{row.guaranteed:,} in all, each ≤ {row.ceiling:,}", row.guaranteed
         else:
-            ax.barh(
-                y, row.ceiling - row.guaranteed, left=row.guaranteed, height=0.6, color=row.color, alpha=0.3
-            )
-            ax.plot([row.ceiling, row.ceiling], [y - 0.38, y + 0.38], color="black", linewidth=1.2)
+            if row.ceiling > row.guaranteed:
+                ax.barh(
+                    y,
+                    row.ceiling - row.guaranteed,
+                    left=row.guaranteed,
+                    height=0.6,
+                    color=row.color,
+                    alpha=0.3,
+                )
+            if row.ceiling > 0:
+                ax.plot([row.ceiling, row.ceiling], [y - 0.38, y + 0.38], color="black", linewidth=1.2)
             label, end = f"{row.ceiling:,} max", row.ceiling
-        ax.text(end + total * 0.01, y, label, va="center", ha="left", fontsize=8)
+        if end > 0 or row.ceiling > 0:
+            ax.text(end + total * 0.01, y, label, va="center", ha="left", fontsize=8)
     ax.set_yticks([y_bar, *range(len(rows) - 1, -1, -1)], ["all GPUs", *(r.label for r in rows)], fontsize=8)
     right = total * 1.22 if total else 1
     ax.set_xlim(0, right)
