@@ -209,6 +209,8 @@ def test_validate_needs_no_extra(installed: Path, tmp_path: Path) -> None:
     [
         ("chargeback", ["chargeback", "--usage", ".", "--prices", "prices.json", "--month", "2026-07"]),
         ("plan", ["plan", str(PLATFORM_YAML)]),
+        # a command that needs another command's extra names that extra
+        ("chargeback", ["recommend-quotas", "--usage", ".", str(PLATFORM_YAML)]),
         ("explain", ["explain", "my-job", "-n", "hyperpod-ns-research"]),
         (
             "webhook",

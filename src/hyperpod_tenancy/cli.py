@@ -63,7 +63,9 @@ EXTRAS: dict[str, tuple[str, ...]] = {
 }
 #: The commands of :mod:`hyperpod_tenancy.tools`, one module each: ``add_parser(commands)`` and
 #: ``run(args, out=, err=) -> int`` (each imports what it needs inside ``run``).
-TOOLS = ("plan", "onboarding", "explain")
+TOOLS = ("plan", "onboarding", "explain", "recommend-quotas")
+#: Commands that need another command's extra (command → the extra named in :data:`EXTRAS`).
+COMMAND_EXTRAS: dict[str, str] = {"recommend-quotas": "chargeback"}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -88,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         "webhook": lambda a: _webhook(a, err=sys.stderr),
     }
     if args.command in TOOLS:
-        tool = importlib.import_module(f"hyperpod_tenancy.tools.{args.command}")
+        tool = importlib.import_module(f"hyperpod_tenancy.tools.{args.command.replace('-', '_')}")
         commands[args.command] = lambda a: int(tool.run(a, out=sys.stdout, err=sys.stderr))
     run = commands.get(args.command)
     if run is None:
@@ -100,17 +102,18 @@ def main(argv: list[str] | None = None) -> int:
     offline = getattr(args, "from_file", None) is not None or bool(
         getattr(args, "denial", None) and args.workload is None and args.namespace
     )
-    if args.command in EXTRAS and not offline and not _has_extra(args.command, err=sys.stderr):
+    extra = COMMAND_EXTRAS.get(args.command, args.command)
+    if extra in EXTRAS and not offline and not _has_extra(extra, command=args.command, err=sys.stderr):
         return EXIT_INVALID
     return run(args)
 
 
-def _has_extra(extra: str, *, err: TextIO) -> bool:
+def _has_extra(extra: str, *, command: str | None = None, err: TextIO) -> bool:
     """Whether the modules of ``extra`` are installed; if not, say in one line which extra to install."""
     missing = [module for module in EXTRAS[extra] if importlib.util.find_spec(module) is None]
     if missing:
         print(
-            f"{PROG}: error: `{PROG} {extra}` needs the [{extra}] extra ({', '.join(missing)} not installed): "
+            f"{PROG}: error: `{PROG} {command or extra}` needs the [{extra}] extra ({', '.join(missing)} not installed): "
             f"pip install 'cdk-hyperpod-tenancy[{extra}]'",
             file=err,
         )
@@ -154,7 +157,7 @@ def _parser() -> argparse.ArgumentParser:
     _chargeback_parser(commands)
     _webhook_parser(commands)
     for name in TOOLS:
-        importlib.import_module(f"hyperpod_tenancy.tools.{name}").add_parser(commands)
+        importlib.import_module(f"hyperpod_tenancy.tools.{name.replace('-', '_')}").add_parser(commands)
     return parser
 
 

@@ -1,4 +1,6 @@
-"""The commands that explain the platform to the people who share it: ``plan``, ``onboarding`` and ``explain``.
+"""The commands that explain the platform to the people who share it, and propose changes from its history.
+
+``plan``, ``onboarding``, ``explain`` and ``recommend-quotas`` (a hyphenated command's module has underscores).
 
 One module per command, each with ``add_parser(commands)`` (the subcommand's arguments, for
 :mod:`hyperpod_tenancy.cli`) and ``run(args, *, out, err) -> int`` (the exit status). A module imports only
