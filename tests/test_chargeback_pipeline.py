@@ -496,6 +496,7 @@ def test_outside_native_regions_no_export_and_a_warning_naming_the_alternative(t
         ({"idle_owner": ""}, "idle_owner is empty"),
         ({"cost_centers": {"nobody": "cc"}}, "not teams of the cluster"),
         ({"preemption_alarm_gpu_hours_per_day": 0}, "positive number of GPU-hours"),
+        ({"pending_alarm_minutes": 0}, "positive number of minutes"),
         ({"usage_report_chart": UsageReportChart()}, "exactly one of oci_repository or directory"),
     ],
 )
@@ -517,9 +518,17 @@ needs_promtool = pytest.mark.skipif(
 )
 
 
+def _cluster_rules(synthesized: Synthesized) -> dict[str, Any]:
+    """The chargeback stack's one rule groups namespace: the cluster-wide alerts, no team's."""
+    ((_, rules),) = resources_of(synthesized.template, "AWS::APS::RuleGroupsNamespace").items()
+    assert rules["Properties"]["Name"] == "shared-gpu-chargeback.cluster"
+    assert "hyperpod-ns-" not in rules["Properties"]["Data"]
+    return rules
+
+
 def _team_rules(synthesized: Synthesized, team: str) -> dict[str, Any]:
-    """The rule groups namespace of a team: in its own stack, none in the chargeback stack."""
-    assert not resources_of(synthesized.template, "AWS::APS::RuleGroupsNamespace")
+    """The rule groups namespace of a team: in its own stack, not in the chargeback stack."""
+    _cluster_rules(synthesized)
     stack = synthesized.stage.team_stacks[team].stack_name
     ((_, rules),) = resources_of(synthesized.templates[stack], "AWS::APS::RuleGroupsNamespace").items()
     assert rules["Properties"]["Name"] == f"shared-gpu-chargeback-{team}"
@@ -532,7 +541,192 @@ def _rules_files(synthesized: Synthesized, tmp_path: Path) -> list[str]:
         path = tmp_path / f"rules-{team}.yaml"
         path.write_text(yaml.safe_dump(json.loads(_team_rules(synthesized, team)["Properties"]["Data"])))
         paths.append(str(path))
+    path = tmp_path / "rules-cluster.yaml"
+    path.write_text(yaml.safe_dump(json.loads(_cluster_rules(synthesized)["Properties"]["Data"])))
+    paths.append(str(path))
     return paths
+
+
+def _promtool_test(tmp_path: Path, rules: list[str], series: list[dict[str, str]], alerts: list[Any]) -> None:
+    """Run ``promtool test rules`` on ``rules`` with one test: ``series`` every minute, ``alerts`` checked."""
+    tests = {
+        "rule_files": rules,
+        "evaluation_interval": "1m",
+        "tests": [{"interval": "1m", "input_series": series, "alert_rule_test": alerts}],
+    }
+    path = tmp_path / "rules_test.yaml"
+    path.write_text(yaml.safe_dump(tests))
+    result = subprocess.run(
+        [PROMTOOL or "", "test", "rules", str(path)], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def _rule(synthesized: Synthesized, alert: str, **labels: str) -> dict[str, Any]:
+    resources = [_cluster_rules(synthesized)] + [
+        _team_rules(synthesized, team) for team in sorted(synthesized.stage.team_stacks)
+    ]
+    for resource in resources:
+        for group in json.loads(resource["Properties"]["Data"])["groups"]:
+            for rule in group["rules"]:
+                if rule["alert"] == alert and labels.items() <= rule["labels"].items():
+                    return dict(rule)
+    raise AssertionError(alert, labels)
+
+
+def _expected(rule: dict[str, Any], value: str) -> dict[str, Any]:
+    return {
+        "exp_labels": rule["labels"],
+        "exp_annotations": {
+            k: v.replace('{{ $value | printf "%.0f" }}', value) for k, v in rule["annotations"].items()
+        },
+    }
+
+
+_PENDING = (
+    'kueue_pending_workloads{{cluster_queue="hyperpod-ns-{team}-clusterqueue",status="{status}",'
+    'replica_role="{role}"}}'
+)
+
+
+@needs_promtool
+def test_a_workload_never_admitted_alerts_after_the_teams_threshold(
+    synthesized: Synthesized, tmp_path: Path
+) -> None:
+    # research: one workload pending from t0 and never admitted (Kueue's gauge stays at 1, inadmissible after
+    # its first attempt); vision: a workload admitted after 30 minutes; the follower replica's copy is ignored
+    rule = _rule(synthesized, "HyperPodTenancyWorkloadsWaiting", team="research")
+    assert rule["for"] == "60m"
+    series = [
+        {"series": _PENDING.format(team="research", status="active", role="leader"), "values": "1 0x150"},
+        {
+            "series": _PENDING.format(team="research", status="inadmissible", role="leader"),
+            "values": "0 1x150",
+        },
+        {"series": _PENDING.format(team="vision", status="active", role="leader"), "values": "1x30 0x120"},
+        {"series": _PENDING.format(team="vision", status="active", role="follower"), "values": "1x150"},
+    ]
+    _promtool_test(
+        tmp_path,
+        _rules_files(synthesized, tmp_path),
+        series,
+        [
+            {"eval_time": "59m", "alertname": "HyperPodTenancyWorkloadsWaiting", "exp_alerts": []},
+            {
+                "eval_time": "2h",
+                "alertname": "HyperPodTenancyWorkloadsWaiting",
+                "exp_alerts": [_expected(rule, "1")],
+            },
+        ],
+    )
+
+
+_ATTEMPTS = 'kueue_admission_attempts_total{{result="{result}",replica_role="leader"}}'
+
+
+@needs_promtool
+def test_admission_stalled_alerts_when_queued_work_gets_no_attempt(
+    synthesized: Synthesized, tmp_path: Path
+) -> None:
+    rule = _rule(synthesized, "HyperPodTenancyAdmissionStalled")
+    rules = _rules_files(synthesized, tmp_path)
+    queued = {"series": _PENDING.format(team="research", status="active", role="leader"), "values": "3x60"}
+    # attempts every minute for 20 minutes, then none: stalled from 0h20m, alerting 10m + 5m later
+    stalls = {"series": _ATTEMPTS.format(result="inadmissible"), "values": "0+1x20 20x40"}
+    _promtool_test(
+        tmp_path,
+        rules,
+        [queued, stalls],
+        [
+            {"eval_time": "30m", "alertname": "HyperPodTenancyAdmissionStalled", "exp_alerts": []},
+            {
+                "eval_time": "40m",
+                "alertname": "HyperPodTenancyAdmissionStalled",
+                "exp_alerts": [_expected(rule, "3")],
+            },
+        ],
+    )
+    # the scheduler keeps trying (and failing): no alert
+    trying = {"series": _ATTEMPTS.format(result="inadmissible"), "values": "0+1x60"}
+    _promtool_test(
+        tmp_path,
+        rules,
+        [queued, trying],
+        [{"eval_time": "50m", "alertname": "HyperPodTenancyAdmissionStalled", "exp_alerts": []}],
+    )
+
+
+def _node_series(nodes: dict[str, tuple[str, str, bool]]) -> list[dict[str, str]]:
+    """kube-state-metrics series of ``nodes``: name → (instance type, Ready condition values, HyperPod taint)."""
+    series = []
+    for node, (instance_type, ready, tainted) in nodes.items():
+        series.append(
+            {
+                "series": f'kube_node_labels{{node="{node}",label_node_kubernetes_io_instance_type="{instance_type}"}}',
+                "values": "1x30",
+            }
+        )
+        series.append(
+            {
+                "series": f'kube_node_status_condition{{node="{node}",condition="Ready",status="true"}}',
+                "values": ready,
+            }
+        )
+        series.append({"series": f'kube_node_spec_unschedulable{{node="{node}"}}', "values": "0x30"})
+        if tainted:
+            series.append(
+                {
+                    "series": f'kube_node_spec_taint{{node="{node}",key="sagemaker.amazonaws.com/node-health-status",'
+                    'value="UnschedulablePendingReplacement",effect="NoSchedule"}',
+                    "values": "1x30",
+                }
+            )
+    return series
+
+
+@needs_promtool
+def test_more_unavailable_nodes_of_a_type_than_reserved_alerts(
+    synthesized: Synthesized, tmp_path: Path
+) -> None:
+    # the reference policy reserves 1 ml.p5.48xlarge: one NotReady node is covered, a second (tainted by
+    # HyperPod for replacement) is not; one NotReady ml.g5.12xlarge is within its 1 reserved
+    rule = _rule(synthesized, "HyperPodTenancyNodesUnavailable", instance_type="ml.p5.48xlarge")
+    assert rule["expr"].endswith("> 1")
+    nodes = {
+        "hyperpod-i-0001": ("ml.p5.48xlarge", "0x30", False),
+        "hyperpod-i-0002": ("ml.p5.48xlarge", "1x30", True),
+        "hyperpod-i-0003": ("ml.p5.48xlarge", "1x30", False),
+        "hyperpod-i-0101": ("ml.g5.12xlarge", "0x30", False),
+    }
+    _promtool_test(
+        tmp_path,
+        _rules_files(synthesized, tmp_path),
+        _node_series(nodes),
+        [
+            {"eval_time": "9m", "alertname": "HyperPodTenancyNodesUnavailable", "exp_alerts": []},
+            {
+                "eval_time": "15m",
+                "alertname": "HyperPodTenancyNodesUnavailable",
+                "exp_alerts": [_expected(rule, "2")],
+            },
+            {"eval_time": "15m", "alertname": "HyperPodTenancyNodeTypeUnknown", "exp_alerts": []},
+        ],
+    )
+    # without the instance-type label (not allowlisted in kube-state-metrics) the companion alert fires
+    unknown = _rule(synthesized, "HyperPodTenancyNodeTypeUnknown")
+    unlabelled = [{"series": 'kube_node_labels{node="hyperpod-i-0001"}', "values": "1x40"}]
+    _promtool_test(
+        tmp_path,
+        _rules_files(synthesized, tmp_path),
+        unlabelled,
+        [
+            {
+                "eval_time": "35m",
+                "alertname": "HyperPodTenancyNodeTypeUnknown",
+                "exp_alerts": [_expected(unknown, "")],
+            }
+        ],
+    )
 
 
 @needs_promtool

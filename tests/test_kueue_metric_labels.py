@@ -7,6 +7,13 @@ commit 8eab6877, ``EvictedWorkloadsTotal``) with the labels ``cluster_queue``, `
 ``spec.priorityClassRef.name`` (``patching.PriorityClassName``): the WorkloadPriorityClass, ``<class>-priority``.
 ``replica_role`` is ``leader``, ``follower`` or ``standalone`` (the ``+metricsdoc`` comments of the same file). A
 matcher on any other label name would select nothing, and the alert would never fire.
+
+The waiting and admission-stalled alerts read, from the same file: ``kueue_pending_workloads`` (``PendingWorkloads``,
+a gauge with ``cluster_queue``, ``status`` and ``replica_role``; ``status`` is ``active`` or ``inadmissible``,
+``PendingStatusActive``/``PendingStatusInadmissible``) and ``kueue_admission_attempts_total``
+(``AdmissionAttemptsTotal``, ``result`` and ``replica_role``; ``result`` is ``success`` or ``inadmissible``). The
+node alert reads kube-state-metrics' stable node metrics (``kube_node_status_condition``, ``kube_node_spec_taint``,
+``kube_node_spec_unschedulable``, ``kube_node_labels``), whose label names are checked the same way.
 """
 
 from __future__ import annotations
@@ -26,6 +33,20 @@ KUEUE_0_19_2_LABELS = {
         "priority_class",
         "replica_role",
     },
+    "kueue_pending_workloads": {"cluster_queue", "status", "replica_role"},
+    "kueue_admission_attempts_total": {"result", "replica_role"},
+}
+#: ``status`` values of ``kueue_pending_workloads`` and ``replica_role`` values of every Kueue metric.
+PENDING_STATUSES = {"active", "inadmissible"}
+REPLICA_ROLES = {"leader", "follower", "standalone"}
+#: Label names of the kube-state-metrics node series a rule reads (kubernetes/kube-state-metrics
+#: docs/metrics/cluster/node-metrics.md, all STABLE; the
+#: ``label_*`` names of ``kube_node_labels`` exist only for labels in ``--metric-labels-allowlist``).
+KUBE_STATE_METRICS_LABELS = {
+    "kube_node_status_condition": {"node", "condition", "status"},
+    "kube_node_spec_taint": {"node", "key", "value", "effect"},
+    "kube_node_spec_unschedulable": {"node"},
+    "kube_node_labels": {"node", "label_node_kubernetes_io_instance_type"},
 }
 #: ``reason`` values of ``kueue_evicted_workloads_total`` (its Help text in the same file).
 EVICTION_REASONS = {
@@ -37,7 +58,7 @@ EVICTION_REASONS = {
     "NodeFailures",
     "Deactivated",
 }
-_SELECTOR = re.compile(r"(kueue_[a-z_]+)\{([^}]*)\}")
+_SELECTOR = re.compile(r"\b((?:kueue|kube)_[a-z_]+)(?:\{([^}]*)\})?")
 _MATCHER = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*"([^"]*)"\s*')
 
 
@@ -51,20 +72,39 @@ def _rule_expressions(synth: Synth) -> list[str]:
     return found
 
 
+def _selectors(synth: Synth) -> list[tuple[str, dict[str, tuple[str, str]]]]:
+    found = []
+    for expr in _rule_expressions(synth):
+        for m in _SELECTOR.finditer(expr):
+            body = m[2] or ""
+            matchers = [_MATCHER.fullmatch(part) for part in body.split(",") if body]
+            assert all(matchers), body
+            found.append((m[1], {x[1]: (x[2], x[3]) for x in matchers if x}))
+    return found
+
+
 @pytest.mark.parametrize("backend", ["reference", "kueue_reference"])
 def test_every_kueue_selector_uses_labels_and_values_kueue_writes(
     backend: str, request: pytest.FixtureRequest
 ) -> None:
     synth: Synth = request.getfixturevalue(backend)
-    selectors = [m for expr in _rule_expressions(synth) for m in _SELECTOR.finditer(expr)]
-    assert selectors, "the preemption alert reads kueue_evicted_workloads_total"
+    selectors = _selectors(synth)
+    metrics = {metric for metric, _ in selectors}
+    # the preemption, waiting and admission-stalled alerts, and the node alert
+    assert metrics >= set(KUEUE_0_19_2_LABELS) | set(KUBE_STATE_METRICS_LABELS), metrics
     classes = {f"{c.name}-priority" for c in synth.platform.scheduling.priority_classes}
-    for metric, body in ((m[1], m[2]) for m in selectors):
-        assert metric in KUEUE_0_19_2_LABELS, metric
-        matchers = [_MATCHER.fullmatch(part) for part in body.split(",")]
-        assert all(matchers), body
-        labels = {m[1]: (m[2], m[3]) for m in matchers if m}
-        assert set(labels) <= KUEUE_0_19_2_LABELS[metric], set(labels) - KUEUE_0_19_2_LABELS[metric]
-        assert labels["reason"] == ("=", "Preempted") and "Preempted" in EVICTION_REASONS
-        assert labels["priority_class"][0] == "=" and labels["priority_class"][1] in classes
-        assert labels["replica_role"] == ("!=", "follower")
+    queues = {f"hyperpod-ns-{t.name}-clusterqueue" for t in synth.platform.teams}
+    for metric, labels in selectors:
+        known = {**KUEUE_0_19_2_LABELS, **KUBE_STATE_METRICS_LABELS}
+        assert metric in known, metric
+        assert set(labels) <= known[metric], (metric, set(labels) - known[metric])
+        if metric.startswith("kueue_"):
+            # every Kueue selector skips the follower replica's copy of the series
+            assert labels["replica_role"] == ("!=", "follower") and "follower" in REPLICA_ROLES
+        if "cluster_queue" in labels:
+            assert labels["cluster_queue"][0] == "=" and labels["cluster_queue"][1] in queues
+        if metric == "kueue_evicted_workloads_total":
+            assert labels["reason"] == ("=", "Preempted") and "Preempted" in EVICTION_REASONS
+            assert labels["priority_class"][0] == "=" and labels["priority_class"][1] in classes
+        if metric == "kueue_pending_workloads" and "status" in labels:
+            assert labels["status"][0] == "=" and labels["status"][1] in PENDING_STATUSES

@@ -5,7 +5,9 @@ and Pod snapshots as Parquet under ``raw/``) and adds what it lacks: a node inve
 so that idle and recovering capacity has an owner) and the eviction table. Storage and query are one report
 bucket, a Glue database with partition-projected tables and an Athena workgroup; the monthly job runs the
 chargeback SQL there, applies the engine and writes JSON, CSV and HTML reports. A Prometheus alerting rule on
-Kueue's eviction counter alerts on preemption loss the same day, not at month end.
+Kueue's eviction counter alerts on preemption loss the same day, not at month end; beside it, each team's work
+waiting too long (:func:`waiting_rule`), and cluster-wide Kueue admission stalled and more unavailable nodes of a
+type than it reserves (:func:`cluster_rules`).
 """
 
 from __future__ import annotations
@@ -229,6 +231,7 @@ def preemption_rules(
     *,
     threshold_gpu_hours_per_day: float,
     priority_classes: Mapping[str, Sequence[str]],
+    max_pending_minutes: float | None = None,
 ) -> str:
     """Return the Prometheus rule file (YAML, JSON-formatted) of the same-day preemption alert, one rule per team.
 
@@ -245,6 +248,8 @@ def preemption_rules(
         config: the chargeback configuration (teams, their quotas, GPUs per instance, checkpoint bounds).
         threshold_gpu_hours_per_day: alert when a team's estimated loss over 24 hours exceeds this.
         priority_classes: team → Kueue priority class names (``<class>-priority``) its work may carry.
+        max_pending_minutes: also add, in a second group, each team's :func:`waiting_rule` with this threshold.
+            Default: no waiting rule.
 
     """
     rules = []
@@ -274,8 +279,147 @@ def preemption_rules(
                 },
             }
         )
+    groups: list[dict[str, Any]] = [{"name": "hyperpod-tenancy-preemption", "interval": "1m", "rules": rules}]
+    if max_pending_minutes is not None:
+        groups.append(
+            {
+                "name": "hyperpod-tenancy-waiting",
+                "interval": "1m",
+                "rules": [
+                    waiting_rule(config.cluster, team.name, max_pending_minutes=max_pending_minutes)
+                    for team in sorted(config.teams, key=lambda t: t.name)
+                ],
+            }
+        )
+    return json.dumps({"groups": groups}, indent=2)
+
+
+def waiting_rule(cluster: str, team: str, *, max_pending_minutes: float) -> dict[str, Any]:
+    """Return the alerting rule that fires when a team's ClusterQueue has had work waiting for too long.
+
+    It reads Kueue's gauge ``kueue_pending_workloads`` (kubernetes-sigs/kueue v0.19.2 ``pkg/metrics/metrics.go``,
+    ``PendingWorkloads``: labels ``cluster_queue``, ``status`` (``active`` or ``inadmissible``) and
+    ``replica_role``), which counts every workload not yet admitted, so a workload that is never admitted keeps it
+    above zero and the rule fires. ``kueue_admission_wait_time_seconds`` is observed only at admission and could
+    never fire for such a workload; Kueue 0.19.2 has no metric of the oldest pending workload's age, so the rule
+    is "the queue has not been empty for ``max_pending_minutes``": it fires when one workload waits that long, and
+    also when a steady backlog keeps the queue non-empty that long (the team waits either way). A gap in the series
+    (Kueue restarting) restarts the clock.
+
+    Args:
+        cluster: the cluster name (a label of the alert).
+        team: the team whose ClusterQueue (:func:`~hyperpod_tenancy.policy.names.cluster_queue`) is read.
+        max_pending_minutes: how long the queue may hold pending work before the alert fires.
+
+    """
+    queue = names.cluster_queue(team)
+    minutes = f"{max_pending_minutes:g}"
+    return {
+        "alert": "HyperPodTenancyWorkloadsWaiting",
+        "expr": f'sum(kueue_pending_workloads{{cluster_queue="{queue}",replica_role!="follower"}}) > 0',
+        "for": f"{minutes}m",
+        "labels": {"severity": "warning", "team": team, "cluster": cluster},
+        "annotations": {
+            "summary": f"Team {team} has had workloads waiting for admission for more than {minutes} minutes "
+            '({{ $value | printf "%.0f" }} pending now).',
+            "description": f"ClusterQueue {queue} has not been empty for {minutes} minutes, which includes "
+            "workloads never admitted. Run `hyperpod-tenancy explain` on a waiting workload to see why.",
+        },
+    }
+
+
+#: Label of a HyperPod node's health (the taint and label HyperPod sets; AWS "Resilience-related Kubernetes labels").
+NODE_HEALTH_KEY = "sagemaker.amazonaws.com/node-health-status"
+#: kube-state-metrics' name of the node label ``node.kubernetes.io/instance-type`` in ``kube_node_labels``.
+INSTANCE_TYPE_LABEL = "label_node_kubernetes_io_instance_type"
+#: How long the admission loop may make no attempt while workloads are queued before the alert fires.
+_STALL_WINDOW = "10m"
+#: Rule group name of the cluster-wide alerts (a dot, which no team name has, keeps it apart from the teams').
+CLUSTER_RULES_SUFFIX = ".cluster"
+
+
+def _unhealthy_nodes() -> str:
+    ready = 'kube_node_status_condition{condition="Ready",status="true"} == 0'
+    tainted = f'kube_node_spec_taint{{key="{NODE_HEALTH_KEY}",value!="Schedulable"}}'
+    cordoned = "kube_node_spec_unschedulable == 1"
+    return f"max by (node) ({ready}) or max by (node) ({tainted}) or max by (node) ({cordoned})"
+
+
+def cluster_rules(cluster: str, reserved: Mapping[str, int]) -> str:
+    """Return the Prometheus rule file (YAML, JSON-formatted) of the cluster-wide alerts.
+
+    ``HyperPodTenancyAdmissionStalled``: workloads are queued (``kueue_pending_workloads{status="active"}``, the
+    workloads in the admission heap) and Kueue made no admission attempt for :data:`_STALL_WINDOW`
+    (``kueue_admission_attempts_total``, labels ``result`` and ``replica_role``; both kubernetes-sigs/kueue
+    v0.19.2 ``pkg/metrics/metrics.go``). A workload that fails an attempt moves to ``inadmissible``, so queued
+    work without attempts means the scheduler is not running (its leader lost, a stuck cache), not a full cluster.
+
+    ``HyperPodTenancyNodesUnavailable``: per instance type, more nodes are NotReady or unschedulable than the
+    type's ``reserved`` count (summed over its instance groups), so the team quotas promise capacity that does not
+    exist. A node counts when kube-state-metrics reports ``kube_node_status_condition{condition="Ready",
+    status="true"} == 0``, a ``kube_node_spec_taint`` with key ``sagemaker.amazonaws.com/node-health-status``
+    (HyperPod taints nodes it checks, reboots or replaces) or ``kube_node_spec_unschedulable == 1`` (cordoned);
+    these labels (``node``, ``condition``, ``status``, ``key``, ``value``, ``effect``) are kube-state-metrics'
+    stable ones. The node's type comes from ``kube_node_labels{label_node_kubernetes_io_instance_type}``, which
+    kube-state-metrics exports only for labels in its ``--metric-labels-allowlist``: that the observability add-on
+    allowlists ``node.kubernetes.io/instance-type`` is not confirmed, so ``HyperPodTenancyNodeTypeUnknown`` fires
+    while no node series carries the label (the per-type alert could not fire).
+
+    Args:
+        cluster: the cluster name (a label of every alert).
+        reserved: instance type → nodes kept outside every quota (``cluster.instanceGroups[].reserved``, summed).
+
+    """
+    labels = {"cluster": cluster}
+    rules: list[dict[str, Any]] = [
+        {
+            "alert": "HyperPodTenancyAdmissionStalled",
+            "expr": 'sum(kueue_pending_workloads{status="active",replica_role!="follower"}) > 0 unless on() '
+            f'sum(increase(kueue_admission_attempts_total{{replica_role!="follower"}}[{_STALL_WINDOW}])) > 0',
+            "for": "5m",
+            "labels": {"severity": "critical", **labels},
+            "annotations": {
+                "summary": f"Kueue made no admission attempt in {_STALL_WINDOW} while "
+                '{{ $value | printf "%.0f" }} workloads are queued.',
+                "description": "Check the kueue-controller-manager pods, their logs and leader election; no team's "
+                "work is being admitted.",
+            },
+        }
+    ]
+    for instance_type, count in sorted(reserved.items()):
+        selector = f'{INSTANCE_TYPE_LABEL}="{instance_type}"'
+        rules.append(
+            {
+                "alert": "HyperPodTenancyNodesUnavailable",
+                "expr": f"count(({_unhealthy_nodes()}) and on(node) kube_node_labels{{{selector}}}) > {count}",
+                "for": "10m",
+                "labels": {"severity": "critical", "instance_type": instance_type, **labels},
+                "annotations": {
+                    "summary": f'{{{{ $value | printf "%.0f" }}}} {instance_type} nodes are NotReady or '
+                    f"unschedulable, more than the {count} reserved: team quotas promise capacity that does not "
+                    "exist.",
+                    "description": "Check HyperPod's node recovery (sagemaker.amazonaws.com/node-health-status); "
+                    "lower the quotas of that type or raise reserved if it lasts.",
+                },
+            }
+        )
+    if reserved:
+        rules.append(
+            {
+                "alert": "HyperPodTenancyNodeTypeUnknown",
+                "expr": f'absent(kube_node_labels{{{INSTANCE_TYPE_LABEL}!=""}})',
+                "for": "30m",
+                "labels": {"severity": "warning", **labels},
+                "annotations": {
+                    "summary": "No kube_node_labels series carries node.kubernetes.io/instance-type: the "
+                    "unavailable-nodes alert cannot fire.",
+                    "description": "Add node.kubernetes.io/instance-type to kube-state-metrics' "
+                    "--metric-labels-allowlist (nodes=[...]).",
+                },
+            }
+        )
     return json.dumps(
-        {"groups": [{"name": "hyperpod-tenancy-preemption", "interval": "1m", "rules": rules}]}, indent=2
+        {"groups": [{"name": "hyperpod-tenancy-cluster", "interval": "1m", "rules": rules}]}, indent=2
     )
 
 
@@ -295,7 +439,8 @@ class ChargebackPipeline(Construct):
     (schedule on the 1st, any past month with ``{"month": "YYYY-MM"}``; a daily run keeps the month's roster of
     teams), which bills the team records under :attr:`team_records_path`; an SNS topic (KMS-encrypted,
     TLS-only); the platform's CloudWatch dashboard (search expressions over every team); the routing of the
-    cluster workspace's alerts to the topic; and a custom resource activating the cost allocation tags
+    cluster workspace's alerts to the topic, with the cluster-wide alert rules (:func:`cluster_rules`, rule groups
+    namespace ``<cluster>-chargeback.cluster``); and a custom resource activating the cost allocation tags
     :data:`COST_ALLOCATION_TAG_KEYS`. Nothing here lists a team: each team's record, dashboard and same-day
     preemption alert are created in the team's stack
     (:class:`~hyperpod_tenancy.constructs.team_chargeback.TeamChargeback`, ``TeamStack.add_chargeback``).
@@ -324,6 +469,7 @@ class ChargebackPipeline(Construct):
             cluster's ``observability_workspace`` when it has one; without a workspace there is no same-day alert
             (warning ``HPT-CHARGEBACK-ALERT``).
         preemption_alarm_gpu_hours_per_day: per-team threshold of the same-day alert. Default: 24.
+        pending_alarm_minutes: per-team threshold of the waiting alert (:func:`waiting_rule`). Default: 60.
         bytes_scanned_cutoff: Athena's per-query limit in bytes. Default: 100 GiB.
         raw_retention: how long collected snapshots are kept. Default: 400 days (a year plus re-runs).
         data_export: create the CUR 2.0 Data Export. Default: where the region supports it natively.
@@ -333,7 +479,9 @@ class ChargebackPipeline(Construct):
     Attributes:
         bucket, access_logs_bucket, database, tables, workgroup, topic, job, node_inventory, eviction_collector,
         platform_dashboard, data_export, config: the created resources.
-        alert_workspace, preemption_alarm_gpu_hours_per_day: what the teams' alert rules use.
+        alert_workspace, preemption_alarm_gpu_hours_per_day, pending_alarm_minutes: what the teams' alert rules
+            use.
+        cluster_rule_group: the cluster-wide alerts (:func:`cluster_rules`; ``None`` without a workspace).
 
     """
 
@@ -355,6 +503,7 @@ class ChargebackPipeline(Construct):
         usage_report_chart: UsageReportChart | None = None,
         alert_workspace: aps.CfnWorkspace | None = None,
         preemption_alarm_gpu_hours_per_day: float = 24,
+        pending_alarm_minutes: float = 60,
         bytes_scanned_cutoff: int = 100 * 1024**3,
         raw_retention: cdk.Duration | None = None,
         data_export: bool | None = None,
@@ -382,6 +531,11 @@ class ChargebackPipeline(Construct):
             raise TenancyError(
                 f"{self.node.path}: preemption_alarm_gpu_hours_per_day is {preemption_alarm_gpu_hours_per_day}; "
                 "give a positive number of GPU-hours per team per day."
+            )
+        if pending_alarm_minutes <= 0:
+            raise TenancyError(
+                f"{self.node.path}: pending_alarm_minutes is {pending_alarm_minutes}; give a positive number of "
+                "minutes a team's work may wait for admission."
             )
         if bytes_scanned_cutoff < 10 * 1024**2:
             raise TenancyError(
@@ -417,11 +571,25 @@ class ChargebackPipeline(Construct):
         workspace = alert_workspace or getattr(cluster, "observability_workspace", None)
         #: Per-team threshold of the same-day preemption alert (each team's rule is in its own stack).
         self.preemption_alarm_gpu_hours_per_day = preemption_alarm_gpu_hours_per_day
+        #: Per-team threshold of the waiting alert, in minutes (each team's rule is in its own stack).
+        self.pending_alarm_minutes = pending_alarm_minutes
+        #: The cluster-wide alerts: admission stalled, nodes unavailable per instance type (``None``: no alert).
+        self.cluster_rule_group: aps.CfnRuleGroupsNamespace | None = None
         #: The workspace whose alerts are routed to the topic, where the teams' rules go (``None``: no alert).
         self.alert_workspace: aps.CfnWorkspace | None = None
         if isinstance(workspace, aps.CfnWorkspace):
             self.alert_workspace = workspace
             self._route_alerts(workspace)
+            reserved: dict[str, int] = {}
+            for group in platform.cluster.instance_groups:
+                reserved[group.instance_type] = reserved.get(group.instance_type, 0) + group.reserved
+            self.cluster_rule_group = aps.CfnRuleGroupsNamespace(
+                self,
+                "ClusterAlertRules",
+                name=names.chargeback(self._name) + CLUSTER_RULES_SUFFIX,
+                workspace=workspace.attr_arn,
+                data=cluster_rules(self._name, reserved),
+            )
         else:
             warn(
                 self,

@@ -2,7 +2,8 @@
 
 Everything of the chargeback that exists once per team lives here, so adding or removing a team changes no
 shared stack: the team's record (an SSM parameter the monthly job reads at run time), its CloudWatch dashboard
-and its same-day preemption alert (a rule groups namespace on the cluster's Prometheus workspace).
+and its same-day alerts, preemption loss and work waiting too long (a rule groups namespace on the cluster's
+Prometheus workspace).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ class TeamChargeback(Construct):
     month's roster, so a team removed in the middle of a month is still billed for it; the CloudWatch dashboard
     ``<cluster>-chargeback-<team>`` (monthly GPU-hours used, borrowed, lent and lost to preemption); and, given
     a Prometheus workspace, the rule groups namespace ``<cluster>-chargeback-<team>`` with the team's same-day
-    preemption alert (:func:`~hyperpod_tenancy.constructs.chargeback_pipeline.preemption_rules`), which the
+    preemption and waiting alerts (:func:`~hyperpod_tenancy.constructs.chargeback_pipeline.preemption_rules`), which the
     workspace's alert manager routes to the chargeback topic. The dashboard's first widget is the team's live GPUs
     (in use and borrowed, against its guarantee and ceiling, every 5 minutes), a custom widget drawn by the
     team's own function (:mod:`hyperpod_tenancy.runtime.gpu_widget`); given the team's tenant, its permission set
@@ -61,6 +62,9 @@ class TeamChargeback(Construct):
         alert_workspace: the Prometheus workspace with Kueue's metrics. Default: no alert rule.
         preemption_alarm_gpu_hours_per_day: alert when the team's estimated loss over 24 hours exceeds this.
             Default: 24.
+        pending_alarm_minutes: alert when the team's ClusterQueue has held pending work this long (including
+            work never admitted: :func:`~hyperpod_tenancy.constructs.chargeback_pipeline.waiting_rule`).
+            Default: 60.
         tenant: the team's tenant, whose permission set gets read access to the dashboard. Default: none.
 
     Attributes:
@@ -84,6 +88,7 @@ class TeamChargeback(Construct):
         cost_center: str | None = None,
         alert_workspace: aps.CfnWorkspace | None = None,
         preemption_alarm_gpu_hours_per_day: float = 24,
+        pending_alarm_minutes: float = 60,
         tenant: TeamTenant | None = None,
     ) -> None:
         super().__init__(scope, id)
@@ -139,7 +144,7 @@ class TeamChargeback(Construct):
                     ),
                 },
             )
-        #: The team's same-day preemption alert (``None`` without a workspace).
+        #: The team's same-day preemption and waiting alerts (``None`` without a workspace).
         self.rule_group: aps.CfnRuleGroupsNamespace | None = None
         if alert_workspace is not None:
             classes = [
@@ -154,6 +159,7 @@ class TeamChargeback(Construct):
                     dataclasses.replace(config, teams=(self.team_config,)),
                     threshold_gpu_hours_per_day=preemption_alarm_gpu_hours_per_day,
                     priority_classes={spec.name: classes},
+                    max_pending_minutes=pending_alarm_minutes,
                 ),
             )
 

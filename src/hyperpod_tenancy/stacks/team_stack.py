@@ -111,6 +111,7 @@ class TeamStack(cdk.Stack):
             cost_center=pipeline.cost_center(team),
             alert_workspace=pipeline.alert_workspace,
             preemption_alarm_gpu_hours_per_day=pipeline.preemption_alarm_gpu_hours_per_day,
+            pending_alarm_minutes=pipeline.pending_alarm_minutes,
             tenant=self.tenant,
         )
         return self.chargeback
