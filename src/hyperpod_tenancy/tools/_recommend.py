@@ -42,6 +42,7 @@ from typing import Any
 
 from hyperpod_tenancy.chargeback.model import MS_PER_HOUR
 from hyperpod_tenancy.errors import PolicyError
+from hyperpod_tenancy.policy import names
 from hyperpod_tenancy.policy.model import Platform
 
 __all__ = [
@@ -64,7 +65,7 @@ PERCENTILE = 95
 BORROW_LIMIT_RANGE = (1, 500)
 #: A team is at its ceiling in an hour when it used at least this close to it (GPUs, hour averages).
 CEILING_EPSILON = 0.5
-_PREFIX = "hyperpod-ns-"
+_PREFIX = names.NAMESPACE_PREFIX
 
 
 class RecommendError(ValueError):
