@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
@@ -11,9 +13,21 @@ from hyperpod_tenancy.errors import PolicyError
 if TYPE_CHECKING:
     from hyperpod_tenancy.policy.model import Platform
 
-__all__ = ["PROG", "load_policy", "plain_table"]
+__all__ = ["MONTH", "PROG", "add_prices_argument", "load_policy", "plain_table"]
 
 PROG = "hyperpod-tenancy"
+#: A month on the command line: ``YYYY-MM``.
+MONTH = re.compile(r"\d{4}-(0[1-9]|1[0-2])")
+
+
+def add_prices_argument(parser: argparse.ArgumentParser) -> None:
+    """Add ``--prices FILE``: a price table over the configured ``chargeback.prices``."""
+    parser.add_argument(
+        "--prices",
+        type=Path,
+        metavar="FILE",
+        help="price table CSV instance_type,usd_per_gpu_hour, over the configured chargeback.prices",
+    )
 
 
 def load_policy(path: Path, err: TextIO, *, role: str = "") -> Platform | None:

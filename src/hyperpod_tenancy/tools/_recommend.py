@@ -149,13 +149,9 @@ def percentile(values: Sequence[float], p: int = PERCENTILE) -> float:
 
 
 def _gpus_per_instance(platform: Platform) -> dict[str, int]:
-    from hyperpod_tenancy.policy.instance_types import resource_shape  # noqa: PLC0415
+    from hyperpod_tenancy.tools.tenancy_plan import gpus_per_instance  # noqa: PLC0415
 
-    gpus: dict[str, int] = {}
-    for group in platform.cluster.instance_groups:
-        shape = resource_shape(group)
-        gpus.setdefault(group.instance_type, shape.accelerators if shape is not None else 0)
-    return gpus
+    return gpus_per_instance(platform)
 
 
 def read_history(platform: Platform, *, usage: Path, month: str) -> History:

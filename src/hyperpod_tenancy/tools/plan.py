@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 from collections.abc import Sequence
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from hyperpod_tenancy.tools._common import PROG, load_policy, plain_table
+from hyperpod_tenancy.tools._common import MONTH, PROG, add_prices_argument, load_policy, plain_table
 
 if TYPE_CHECKING:
     from hyperpod_tenancy.tools.tenancy_plan import PlanCost, TenancyPlan
@@ -28,7 +27,6 @@ __all__ = ["add_parser", "markdown", "run", "text_lines"]
 
 #: Team rows printed on a terminal before the rest is left to the Markdown page.
 TERMINAL_TEAM_ROWS = 25
-_MONTH = re.compile(r"\d{4}-(0[1-9]|1[0-2])")
 _EXIT_OK, _EXIT_INVALID = 0, 1
 
 
@@ -50,17 +48,12 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="YYYY-MM",
         help="the month to price (billing term, hours); default: this month (UTC)",
     )
-    plan.add_argument(
-        "--prices",
-        type=Path,
-        metavar="FILE",
-        help="price table CSV instance_type,usd_per_gpu_hour, over the configured chargeback.prices",
-    )
+    add_prices_argument(plan)
 
 
 def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     """Build the plan, print it and write the files asked for; return the exit status."""
-    if args.month is not None and not _MONTH.fullmatch(args.month):
+    if args.month is not None and not MONTH.fullmatch(args.month):
         print(
             f"{PROG}: error: --month {args.month!r} is not a month; write it as YYYY-MM, e.g. 2026-07.",
             file=err,

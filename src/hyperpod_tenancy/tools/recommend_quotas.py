@@ -16,18 +16,16 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import difflib
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from hyperpod_tenancy.tools._common import PROG, load_policy, plain_table
+from hyperpod_tenancy.tools._common import MONTH, PROG, add_prices_argument, load_policy, plain_table
 
 if TYPE_CHECKING:
     from hyperpod_tenancy.tools import _recommend
 
 __all__ = ["add_parser", "run"]
 
-_MONTH = re.compile(r"\d{4}-(0[1-9]|1[0-2])")
 _EXIT_OK, _EXIT_INVALID = 0, 1
 
 
@@ -53,12 +51,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     cmd.add_argument(
         "--month", metavar="YYYY-MM", help="the month of usage to learn from; default: last month (UTC)"
     )
-    cmd.add_argument(
-        "--prices",
-        type=Path,
-        metavar="FILE",
-        help="price table CSV instance_type,usd_per_gpu_hour, over the configured chargeback.prices",
-    )
+    add_prices_argument(cmd)
     cmd.add_argument("--write", type=Path, metavar="FILE", help="also write the proposed policy to FILE")
 
 
@@ -70,7 +63,7 @@ def _last_month(today: dt.date | None = None) -> str:
 def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     """Read the usage, propose the quotas, print the diff, reasoning and bill; return the exit status."""
     month = args.month or _last_month()
-    if not _MONTH.fullmatch(month):
+    if not MONTH.fullmatch(month):
         print(
             f"{PROG}: error: --month {month!r} is not a month; write it as YYYY-MM, e.g. 2026-07.", file=err
         )

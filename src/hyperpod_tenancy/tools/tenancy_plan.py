@@ -53,6 +53,7 @@ __all__ = [
     "TypeCapacity",
     "build_plan",
     "current_month",
+    "gpus_per_instance",
 ]
 
 
@@ -172,7 +173,8 @@ def current_month(today: dt.date | None = None) -> str:
     return f"{day.year:04d}-{day.month:02d}"
 
 
-def _gpus_per_instance(platform: Platform) -> dict[str, int]:
+def gpus_per_instance(platform: Platform) -> dict[str, int]:
+    """Accelerators of one instance per instance type of the cluster (0 for a type without any)."""
     gpus: dict[str, int] = {}
     for group in platform.cluster.instance_groups:
         shape = resource_shape(group)
@@ -315,7 +317,7 @@ def build_plan(
     from hyperpod_tenancy.policy.chargeback import chargeback_config  # noqa: PLC0415
     from hyperpod_tenancy.policy.validation import policy_warnings  # noqa: PLC0415
 
-    gpus = _gpus_per_instance(platform)
+    gpus = gpus_per_instance(platform)
     capacities = _capacities(platform, gpus)
     cost: PlanCost | None = None
     note: str | None = "no `chargeback:` section, so there is no billing rule to price the plan with"
