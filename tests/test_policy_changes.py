@@ -215,3 +215,46 @@ def test_several_replacements_are_listed_in_order(old: Platform) -> None:
     data["teams"] = data["teams"][:2]
     codes = [i.code for i in replacement_warnings(old, platform_from_dict(data))]
     assert codes == ["HPT-REPLACE-CLUSTER", "HPT-REPLACE-VPC", "HPT-REPLACE-TEAM"]
+
+
+# ------------------------------------------------------------------------------------------------ upgrades
+
+
+def test_one_minor_kubernetes_upgrade_warns_what_it_interrupts(old: Platform) -> None:
+    before = changed({"cluster": {"kubernetesVersion": "1.32"}})
+    issue = only(replacement_warnings(before, old))
+    assert (issue.code, issue.path) == ("HPT-UPGRADE-KUBERNETES", "cluster.kubernetesVersion")
+    assert "from '1.32' to '1.33'" in issue.message
+    assert "update-cluster-software" in issue.message and "checkpointed" in issue.fix
+    assert "describe-addon-versions --kubernetes-version 1.33" in issue.fix
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "why"), [("1.31", "1.33", "more than one minor"), ("1.33", "1.32", "a downgrade")]
+)
+def test_kubernetes_changes_eks_refuses_are_named(before: str, after: str, why: str) -> None:
+    issue = only(
+        replacement_warnings(
+            changed({"cluster": {"kubernetesVersion": before}}),
+            changed({"cluster": {"kubernetesVersion": after}}),
+        )
+    )
+    assert issue.code == "HPT-UPGRADE-KUBERNETES"
+    assert why in issue.message and "EKS refuses" in issue.message
+    assert "one minor version at a time" in issue.fix
+
+
+def test_switching_the_fairness_backend_warns_that_queues_are_recreated(old: Platform) -> None:
+    issue = only(replacement_warnings(old, changed(fairnessBackend="kueue")))
+    assert (issue.code, issue.path) == ("HPT-UPGRADE-SCHEDULER", "fairnessBackend")
+    assert "'task-governance' to 'kueue'" in issue.message and "lose their queue" in issue.message
+
+
+def test_another_kueue_chart_warns_on_the_kueue_backend_only(old: Platform) -> None:
+    kueue = changed(fairnessBackend="kueue")
+    newer = changed({"cluster": {"kueueChart": {"version": "0.20.8"}}}, fairnessBackend="kueue")
+    issue = only(replacement_warnings(kueue, newer))
+    assert (issue.code, issue.path) == ("HPT-UPGRADE-SCHEDULER", "cluster.kueueChart.version")
+    assert "from '0.19.2' to '0.20.8'" in issue.message and "release notes" in issue.fix
+    # on Task Governance the chart is not installed: nothing to warn about
+    assert replacement_warnings(old, changed({"cluster": {"kueueChart": {"version": "0.20.8"}}})) == []

@@ -6,7 +6,9 @@ one. :func:`replacement_warnings` compares a deployed policy with a new one and 
 createOnly property behind it and what the replacement destroys, before ``cdk deploy`` does it.
 
 Codes: ``HPT-REPLACE-STACKS``, ``HPT-REPLACE-CLUSTER``, ``HPT-REPLACE-VPC``, ``HPT-REPLACE-FSX``,
-``HPT-REPLACE-TEAM``, ``HPT-REPLACE-PERMISSION-SET``.
+``HPT-REPLACE-TEAM``, ``HPT-REPLACE-PERMISSION-SET``; and what an upgrade interrupts or refuses:
+``HPT-UPGRADE-KUBERNETES`` (a Kubernetes minor version change) and ``HPT-UPGRADE-SCHEDULER`` (another Kueue chart
+version, or the other fairness backend).
 """
 
 from __future__ import annotations
@@ -91,7 +93,78 @@ def replacement_warnings(
     _fsx(old, new, out)
     _teams(old, new, out, wording or _builtin_wording)
     _identity_center(old, new, out)
+    _kubernetes(old, new, out)
+    _scheduler(old, new, out)
     return out
+
+
+def _minor(version: str) -> tuple[int, int] | None:
+    major, _, minor = version.partition(".")
+    return (int(major), int(minor)) if major.isdigit() and minor.isdigit() else None
+
+
+def _kubernetes(old: Platform, new: Platform, out: list[PolicyIssue]) -> None:
+    """Report a Kubernetes version change: EKS updates one minor version at a time and never down."""
+    before, after = old.cluster.kubernetes_version, new.cluster.kubernetes_version
+    a, b = _minor(before), _minor(after)
+    if before == after or a is None or b is None:
+        return
+    if b < a or b[1] - a[1] > 1 or b[0] != a[0]:
+        why = "a downgrade" if b < a else "more than one minor version"
+        out.append(
+            PolicyIssue(
+                "cluster.kubernetesVersion",
+                f"kubernetesVersion changes from {before!r} to {after!r}: {why}, which EKS refuses (an existing "
+                "cluster is updated one minor version at a time and never downgraded), so the cluster stack's "
+                "update fails and rolls back.",
+                f"deploy one minor version at a time ({before!r} to {a[0]}.{a[1] + 1}, then on), or keep {before!r}.",
+                "HPT-UPGRADE-KUBERNETES",
+            )
+        )
+        return
+    out.append(
+        PolicyIssue(
+            "cluster.kubernetesVersion",
+            f"kubernetesVersion changes from {before!r} to {after!r}: EKS updates the control plane in place, then "
+            "the system node group rolls its nodes onto the new version's AMI; the HyperPod nodes keep theirs "
+            "until `aws sagemaker update-cluster-software` patches them, which interrupts the work running on "
+            "them. Add-ons must support the new version.",
+            "deploy in a window; have every team's jobs checkpointed before patching the HyperPod nodes, and "
+            "check each add-on's compatibility (`aws eks describe-addon-versions --kubernetes-version "
+            f"{after}`).",
+            "HPT-UPGRADE-KUBERNETES",
+        )
+    )
+
+
+def _scheduler(old: Platform, new: Platform, out: list[PolicyIssue]) -> None:
+    """Report another fairness backend, or another Kueue chart on the kueue backend (queues, running work)."""
+    if old.fairness_backend != new.fairness_backend:
+        out.append(
+            PolicyIssue(
+                "fairnessBackend",
+                f"fairnessBackend changes from {str(old.fairness_backend)!r} to {str(new.fairness_backend)!r}: the "
+                "old scheduler's queues and priority classes are deleted and the new ones created, so every "
+                "team's pending and running workloads lose their queue; running work is evicted or runs outside "
+                "any quota until resubmitted.",
+                "switch when the teams have drained their queues (or checkpointed), then resubmit.",
+                "HPT-UPGRADE-SCHEDULER",
+            )
+        )
+        return
+    before, after = old.cluster.kueue_chart.version, new.cluster.kueue_chart.version
+    if new.fairness_backend is FairnessBackend.KUEUE and before != after:
+        out.append(
+            PolicyIssue(
+                "cluster.kueueChart.version",
+                f"the Kueue chart changes from {before!r} to {after!r}: its controller and webhooks restart (no "
+                "admission meanwhile), and a new minor version may change its APIs and defaults; this library's "
+                "admission policies and fairness renderings are checked against Kueue 0.19.2.",
+                "read Kueue's release notes of every minor version crossed (their \"Actions Required Before "
+                'Upgrading"), and upgrade while the queues are quiet.',
+                "HPT-UPGRADE-SCHEDULER",
+            )
+        )
 
 
 def _stacks(old: Platform, new: Platform, out: list[PolicyIssue]) -> None:

@@ -187,6 +187,14 @@ REPLACEMENTS = (
         "HPT-REPLACE-PERMISSION-SET",
         "a changed permission set name replaces the team's Identity Center access",
     ),
+    _replacement(
+        "HPT-UPGRADE-KUBERNETES",
+        "a Kubernetes version change EKS refuses (a skipped minor, a downgrade), or one that interrupts nodes",
+    ),
+    _replacement(
+        "HPT-UPGRADE-SCHEDULER",
+        "another fairness backend or Kueue chart deletes or restarts the queues running work depends on",
+    ),
 )
 
 #: Construct validation of :class:`~hyperpod_tenancy.constructs.SharedHyperPodCluster`.
