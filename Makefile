@@ -31,7 +31,7 @@ NODE_STAMP := $(NODE_PREFIX)/.stamp-$(NODE_VERSION)
 export PATH := $(NODE_PREFIX)/node_modules/node-linux-$(NODE_ARCH)/bin:$(PATH)
 endif
 
-.PHONY: setup test-setup synth test lint typecheck unit clean validate schema promtool chromium chargeback-screenshot node docs
+.PHONY: setup test-setup synth test lint typecheck unit clean validate schema promtool chromium jq chargeback-screenshot node docs
 
 $(NODE_STAMP):
 	@command -v npm >/dev/null || { echo "npm not found: install Node.js $(NODE_MIN_MAJOR) or later (it brings npm)"; exit 1; }
@@ -94,7 +94,7 @@ node_modules/.stamp: package.json package-lock.json $(NODE_STAMP)
 promtool:
 	@command -v promtool >/dev/null || { [ "$$(id -u)" = 0 ] && echo "==> promtool (apt-get install prometheus)" \
 		&& apt-get update -qq && apt-get install -y --no-install-recommends prometheus >/dev/null; } \
-		|| { echo "promtool missing: run 'sudo apt-get install -y prometheus' (the rule tests are skipped without it)"; }
+		|| { echo "promtool missing: run 'sudo apt-get install -y prometheus' (the rule tests fail without it)"; }
 
 # Chromium (headless, driven by Playwright) lays out the chargeback's HTML report in
 # tests/test_chargeback_report_browser.py; Debian's `chromium` package. Installed as root on a fresh machine, else
@@ -104,13 +104,20 @@ chromium: | promtool
 		&& apt-get update -qq && apt-get install -y --no-install-recommends chromium >/dev/null; } \
 		|| { echo "chromium missing: run 'sudo apt-get install -y --no-install-recommends chromium' (the report's browser tests fail without it)"; }
 
+# jq runs the offboarding runbook's selectors in tests/test_onboarding.py, as the runbook does; after chromium
+# for the same dpkg lock
+jq: | chromium
+	@command -v jq >/dev/null || { [ "$$(id -u)" = 0 ] && echo "==> jq (apt-get install jq)" \
+		&& apt-get update -qq && apt-get install -y --no-install-recommends jq >/dev/null; } \
+		|| { echo "jq missing: run 'sudo apt-get install -y jq' (the offboarding runbook test fails without it)"; }
+
 # what `make synth` needs: the venv and the Node side install side by side
 setup:
 	$(MAKE) --no-print-directory -j3 --output-sync=target $(VENV)/.stamp node_modules/.stamp
 	$(MAKE) --no-print-directory node
 
 # what `make test` needs on top: the test venvs are independent of each other, so they install side by side
-TEST_SETUP := $(VENV)/.test-stamp .venv-nca/.stamp .venv-hyperpod/.stamp .venv-checkov/.stamp promtool chromium
+TEST_SETUP := $(VENV)/.test-stamp .venv-nca/.stamp .venv-hyperpod/.stamp .venv-checkov/.stamp promtool chromium jq
 test-setup: setup
 	$(MAKE) --no-print-directory -j4 --output-sync=target $(TEST_SETUP)
 

@@ -513,9 +513,18 @@ def test_fails_on_contradictory_props(tmp_path: Path, kwargs: dict[str, Any], me
 # ---------------------------------------------------------------------- the rule file, checked by promtool
 
 PROMTOOL = shutil.which("promtool")
-needs_promtool = pytest.mark.skipif(
-    PROMTOOL is None, reason="promtool not installed (make setup installs it)"
-)
+
+
+@pytest.fixture
+def _promtool() -> None:
+    """Fail (never skip) without promtool: the alerting rules are only checked by it."""
+    if PROMTOOL is None:
+        pytest.fail(
+            "promtool is not installed: run `make promtool` (Debian's prometheus package)", pytrace=False
+        )
+
+
+needs_promtool = pytest.mark.usefixtures("_promtool")
 
 
 def _cluster_rules(synthesized: Synthesized) -> dict[str, Any]:
