@@ -18,7 +18,6 @@ from __future__ import annotations
 import copy
 import json
 import re
-import threading
 import urllib.parse
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -29,7 +28,7 @@ import platforms
 import pytest
 import yaml
 from cel_admission import evaluate_policies
-from kube_api_server import answer_json
+from kube_api_server import ServedOnThread, answer_json
 from kueue_crd_validator import validate_kueue
 from rbac_eval import Authorizer, Request, Subject
 
@@ -643,7 +642,7 @@ def _request_of(method: str, path: str) -> Request:
     return Request("get" if name else "list", resource, group, namespace, name)
 
 
-class FakeKubeApi:
+class FakeKubeApi(ServedOnThread):
     """The recorded objects at the API's paths over HTTP, each request authorized with the rendered RBAC."""
 
     def __init__(self, items: list[dict[str, Any]], authz: Authorizer, users: dict[str, Subject]) -> None:
@@ -696,7 +695,6 @@ class FakeKubeApi:
                     self._answer(200, found)
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     def lookup(self, request: Request, path: str) -> dict[str, Any] | None:
         kinds = {"workloads": "Workload", "clusterqueues": "ClusterQueue", "events": "Event", "pods": "Pod"}
@@ -722,19 +720,6 @@ class FakeKubeApi:
             "metadata": {"resourceVersion": "1"},
             "items": items,
         }
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def __enter__(self) -> FakeKubeApi:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._thread.join()
-        self._server.server_close()
 
 
 def kubeconfig(tmp_path: Path, url: str, token: str, namespace: str | None = None) -> Path:

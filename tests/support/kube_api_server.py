@@ -17,7 +17,7 @@ import threading
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 
 def answer_json(handler: BaseHTTPRequestHandler, status: int, body: Any) -> None:
@@ -34,7 +34,30 @@ _POD = re.compile(r"^/api/v1/namespaces/([^/]+)/pods/([^/]+)$")
 _EVENTS = re.compile(r"^/apis/events\.k8s\.io/v1/namespaces/([^/]+)/events$")
 
 
-class KubeApiServer:
+class ServedOnThread:
+    """A ``ThreadingHTTPServer`` (``self._server``) served on a daemon thread while the context is open."""
+
+    _server: ThreadingHTTPServer
+    #: ``https`` once the socket is wrapped in TLS.
+    scheme = "http"
+
+    @property
+    def url(self) -> str:
+        """``<scheme>://127.0.0.1:<port>``."""
+        return f"{self.scheme}://127.0.0.1:{self._server.server_address[1]}"
+
+    def __enter__(self) -> Self:
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._thread.join()
+        self._server.server_close()
+
+
+class KubeApiServer(ServedOnThread):
     """The fake API server; a context manager (serves on a thread)."""
 
     def __init__(self, *, cert: Path, key: Path, token: str) -> None:
@@ -105,18 +128,4 @@ class KubeApiServer:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(cert, key)
         self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        """``https://127.0.0.1:<port>``."""
-        return f"https://127.0.0.1:{self._server.server_address[1]}"
-
-    def __enter__(self) -> KubeApiServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._thread.join()
-        self._server.server_close()
+        self.scheme = "https"

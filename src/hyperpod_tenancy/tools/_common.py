@@ -13,11 +13,19 @@ from hyperpod_tenancy.errors import PolicyError
 if TYPE_CHECKING:
     from hyperpod_tenancy.policy.model import Platform
 
-__all__ = ["MONTH", "PROG", "add_prices_argument", "load_policy", "plain_table"]
+__all__ = ["MONTH", "PROG", "add_prices_argument", "bad_month", "load_policy", "plain_table"]
 
 PROG = "hyperpod-tenancy"
 #: A month on the command line: ``YYYY-MM``.
 MONTH = re.compile(r"\d{4}-(0[1-9]|1[0-2])")
+
+
+def bad_month(month: str | None, err: TextIO) -> bool:
+    """Whether ``month`` is given and not ``YYYY-MM``; if so, say how to write it (one line on ``err``)."""
+    if month is None or MONTH.fullmatch(month):
+        return False
+    print(f"{PROG}: error: --month {month!r} is not a month; write it as YYYY-MM, e.g. 2026-07.", file=err)
+    return True
 
 
 def add_prices_argument(parser: argparse.ArgumentParser) -> None:

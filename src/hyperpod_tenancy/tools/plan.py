@@ -18,7 +18,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from hyperpod_tenancy.tools._common import MONTH, PROG, add_prices_argument, load_policy, plain_table
+from hyperpod_tenancy.tools._common import PROG, add_prices_argument, bad_month, load_policy, plain_table
 
 if TYPE_CHECKING:
     from hyperpod_tenancy.tools.tenancy_plan import PlanCost, TenancyPlan
@@ -53,11 +53,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     """Build the plan, print it and write the files asked for; return the exit status."""
-    if args.month is not None and not MONTH.fullmatch(args.month):
-        print(
-            f"{PROG}: error: --month {args.month!r} is not a month; write it as YYYY-MM, e.g. 2026-07.",
-            file=err,
-        )
+    if bad_month(args.month, err):
         return _EXIT_INVALID
     platform = load_policy(args.path, err)
     if platform is None:

@@ -19,7 +19,7 @@ import difflib
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from hyperpod_tenancy.tools._common import MONTH, PROG, add_prices_argument, load_policy, plain_table
+from hyperpod_tenancy.tools._common import PROG, add_prices_argument, bad_month, load_policy, plain_table
 
 if TYPE_CHECKING:
     from hyperpod_tenancy.tools import _recommend
@@ -63,10 +63,7 @@ def _last_month(today: dt.date | None = None) -> str:
 def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     """Read the usage, propose the quotas, print the diff, reasoning and bill; return the exit status."""
     month = args.month or _last_month()
-    if not MONTH.fullmatch(month):
-        print(
-            f"{PROG}: error: --month {month!r} is not a month; write it as YYYY-MM, e.g. 2026-07.", file=err
-        )
+    if bad_month(month, err):
         return _EXIT_INVALID
     platform = load_policy(args.path, err)
     if platform is None:
