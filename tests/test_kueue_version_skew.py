@@ -15,15 +15,18 @@ section 1.2). Task Governance's own objects are the add-on's; this checks the on
 from __future__ import annotations
 
 import copy
+import subprocess
 from typing import Any
 
 import pytest
+from hyperpod_sdk import sdk_python
 from kueue_crd_validator import crds_dir, validator_module
 from synth import Synth
 
 from hyperpod_tenancy.k8s import kueue
+from hyperpod_tenancy.policy.changes import HYP_CLI_KUEUE_API_VERSION
 
-V1BETA1 = "kueue.x-k8s.io/v1beta1"
+V1BETA1 = HYP_CLI_KUEUE_API_VERSION
 #: v1beta2 field -> v1beta1 field, per kind, as the conversion webhook maps them (KQ@v0.19.2
 #: apis/kueue/v1beta1/*_conversion.go); only renames of fields the platform renders.
 RENAMES: dict[str, dict[str, str]] = {"ClusterQueue": {"cohortName": "cohort"}}
@@ -109,3 +112,16 @@ def test_the_fields_the_cli_reads_exist_in_v1beta1(crds: dict, kind: str) -> Non
     missing = [p for p in CLI_READS[kind] if not _schema_has(schema, p)]
     assert missing == []
     assert not _schema_has(schema, "spec.resourceGroups[].flavors[].resources[].noSuchField")
+
+
+def test_the_upgrade_warning_names_the_version_the_installed_cli_reads(crds: dict) -> None:
+    """``validate --baseline`` tells an operator upgrading Kueue which version ``hyp`` needs: the real CLI's."""
+    code = (
+        "from sagemaker.hyperpod.cli.constants import kueue_constants as k; "
+        "print(k.KUEUE_CUSTOM_OBJECT_GROUP + '/' + k.KUEUE_CUSTOM_OBJECT_VERSION)"
+    )
+    read = subprocess.run([str(sdk_python()), "-c", code], capture_output=True, text=True, check=True)
+    assert read.stdout.strip() == HYP_CLI_KUEUE_API_VERSION
+    group, version = HYP_CLI_KUEUE_API_VERSION.split("/")
+    for kind in ("Workload", "ClusterQueue", "WorkloadPriorityClass"):
+        assert (group, version, kind) in crds, f"Kueue 0.19.2 no longer serves {kind} at {version}"

@@ -11,6 +11,7 @@ from platforms import reference_data
 
 from hyperpod_tenancy.errors import PolicyIssue
 from hyperpod_tenancy.policy import Platform, load_platform, platform_from_dict, replacement_warnings
+from hyperpod_tenancy.policy.changes import HYP_CLI_KUEUE_API_VERSION
 
 
 @pytest.fixture(scope="module")
@@ -256,5 +257,7 @@ def test_another_kueue_chart_warns_on_the_kueue_backend_only(old: Platform) -> N
     issue = only(replacement_warnings(kueue, newer))
     assert (issue.code, issue.path) == ("HPT-UPGRADE-SCHEDULER", "cluster.kueueChart.version")
     assert "from '0.19.2' to '0.20.8'" in issue.message and "release notes" in issue.fix
+    # the one API version the hyp CLI reads is named, with the command that shows what the new CRDs serve
+    assert HYP_CLI_KUEUE_API_VERSION in issue.fix and "kubectl get crd workloads.kueue.x-k8s.io" in issue.fix
     # on Task Governance the chart is not installed: nothing to warn about
     assert replacement_warnings(old, changed({"cluster": {"kueueChart": {"version": "0.20.8"}}})) == []

@@ -20,7 +20,13 @@ from hyperpod_tenancy.errors import PolicyIssue, TenancyError
 from hyperpod_tenancy.policy import names
 from hyperpod_tenancy.policy.model import FairnessBackend, Platform, Team
 
-__all__ = ["BUILTIN_FAIRNESS_WORDING", "FairnessWording", "replacement_warnings"]
+__all__ = ["BUILTIN_FAIRNESS_WORDING", "HYP_CLI_KUEUE_API_VERSION", "FairnessWording", "replacement_warnings"]
+
+#: The only Kueue API version the HyperPod CLI reads (sagemaker-hyperpod 3.12.0,
+#: ``sagemaker/hyperpod/cli/constants/kueue_constants.py`` ``KUEUE_CUSTOM_OBJECT_VERSION``): ``hyp list-cluster``
+#: reads ClusterQueues, ``hyp create`` checks WorkloadPriorityClasses and ``hyp`` finds Workloads by label through
+#: it. Kueue 0.19.2 still serves it, marked deprecated (``v1beta2`` is the storage version).
+HYP_CLI_KUEUE_API_VERSION = "kueue.x-k8s.io/v1beta1"
 
 
 @dataclass(frozen=True)
@@ -161,7 +167,10 @@ def _scheduler(old: Platform, new: Platform, out: list[PolicyIssue]) -> None:
                 "admission meanwhile), and a new minor version may change its APIs and defaults; this library's "
                 "admission policies and fairness renderings are checked against Kueue 0.19.2.",
                 "read Kueue's release notes of every minor version crossed (their \"Actions Required Before "
-                'Upgrading"), and upgrade while the queues are quiet.',
+                'Upgrading"); check that the new CRDs still serve '
+                f"{HYP_CLI_KUEUE_API_VERSION}, the only version the `hyp` CLI reads (`kubectl get crd "
+                "workloads.kueue.x-k8s.io -o jsonpath='{.spec.versions[?(@.served==true)].name}'`), or `hyp "
+                "list-cluster` and `hyp create`'s priority check fail; and upgrade while the queues are quiet.",
                 "HPT-UPGRADE-SCHEDULER",
             )
         )
