@@ -17,14 +17,19 @@ import pytest
 import yaml
 from aws_cdk.assertions import Annotations, Match, Template
 from cfn_lint import lint_template
+from prometheus_client import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
 from synth import TOKEN, new_app, render_intrinsics, resources_of
 
 from hyperpod_tenancy.chargeback.model import BillingRule, config_from_json, team_config_from_json
 from hyperpod_tenancy.chargeback.queries import GAP_THRESHOLD_MINUTES
 from hyperpod_tenancy.constructs.chargeback_pipeline import (
+    CHECKPOINTS_OVERDUE_SERIES,
     COLLECTION_ALARMS,
     COST_ALLOCATION_TAG_KEYS,
+    EVICTION_COLLECTOR_HANDLER,
     METRIC_NAMESPACE,
+    WEBHOOK_LATENCY_SHARE_OF_TIMEOUT,
     ChargebackPipeline,
     UsageReportChart,
     job_asset_files,
@@ -32,8 +37,10 @@ from hyperpod_tenancy.constructs.chargeback_pipeline import (
 )
 from hyperpod_tenancy.constructs.shared_hyperpod_cluster import SharedHyperPodCluster
 from hyperpod_tenancy.errors import TenancyError
+from hyperpod_tenancy.k8s import posix_identity
 from hyperpod_tenancy.policy import Platform
 from hyperpod_tenancy.stacks import PlatformStage
+from hyperpod_tenancy.webhook.metrics import WebhookMetrics
 
 CHART = UsageReportChart(
     oci_repository="oci://111122223333.dkr.ecr.us-east-1.amazonaws.com/mirror/sagemaker-hyperpod-usage-report"
@@ -268,8 +275,15 @@ def test_schedules_monthly_job_on_the_first_and_inventory_every_five_minutes(
         r["Properties"]["ScheduleExpression"]
         for r in resources_of(synthesized.template, "AWS::Events::Rule").values()
     )
-    # the monthly job, its daily roster; the node inventory and the eviction collector every 5 minutes
-    assert schedules == ["cron(0 6 1 * ? *)", "cron(30 5 * * ? *)", "rate(5 minutes)", "rate(5 minutes)"]
+    # the monthly job, its daily roster; the node inventory and the eviction collector every 5 minutes; the drift
+    # audit (tests/test_drift_audit_lambda.py) once a day
+    assert schedules == [
+        "cron(0 6 1 * ? *)",
+        "cron(30 5 * * ? *)",
+        "rate(1 day)",
+        "rate(5 minutes)",
+        "rate(5 minutes)",
+    ]
 
 
 def test_dashboards_one_per_team_in_its_stack_and_one_for_the_platform(synthesized: Synthesized) -> None:
@@ -336,6 +350,8 @@ def test_an_alarm_fires_when_a_collector_stops_writing_for_longer_than_its_gap_t
     alarms = {
         a["Properties"]["AlarmName"]: a["Properties"]
         for a in resources_of(template, "AWS::CloudWatch::Alarm").values()
+        # the collectors' (the drift audit's is tests/test_drift_audit_lambda.py's)
+        if a["Properties"]["AlarmName"].endswith("-stopped")
     }
     assert sorted(alarms) == [
         "shared-gpu-chargeback-eviction-collector-stopped",
@@ -738,6 +754,237 @@ def test_more_unavailable_nodes_of_a_type_than_reserved_alerts(
     )
 
 
+# ------------------------------------------------------------------ the POSIX identity webhook's alerts
+
+
+def _rendered(rule: dict[str, Any], value: str) -> dict[str, Any]:
+    """The labels and annotations the rule fires with when its expression has ``value``."""
+    return {
+        "exp_labels": rule["labels"],
+        "exp_annotations": {
+            k: re.sub(r"\{\{ \$value \| [^}]* \}\}", value, v) for k, v in rule["annotations"].items()
+        },
+    }
+
+
+def _webhook_exposition() -> list[tuple[str, dict[str, str]]]:
+    """(sample name, labels) of the webhook's own exposition, once a request of each outcome was observed."""
+    metrics = WebhookMetrics(ready=lambda: True, team_namespaces=lambda: 2, team_records_loaded=lambda: True)
+    for result in posix_identity.ADMISSION_OUTCOMES:
+        metrics.observe(path=posix_identity.MUTATE_PATH, result=result, seconds=0.01)
+    text = generate_latest(metrics.registry).decode()
+    return [(s.name, dict(s.labels)) for f in text_string_to_metric_families(text) for s in f.samples]
+
+
+def _series(name: str, labels: dict[str, str], values: str) -> dict[str, str]:
+    """One input series, with the pod label a collector adds to what it scrapes."""
+    body = ",".join(f'{k}="{v}"' for k, v in {**labels, "pod": "posix-identity-webhook-0"}.items())
+    return {"series": f"{name}{{{body}}}", "values": values}
+
+
+def _requests(per_minute: dict[str, float]) -> list[dict[str, str]]:
+    """The exposition's request counters, ``/mutate`` growing by ``per_minute[outcome]``, the rest flat."""
+    return [
+        _series(
+            name,
+            labels,
+            f"0+{per_minute.get(labels['outcome'], 0) if labels['path'] == '/mutate' else 0:g}x40",
+        )
+        for name, labels in _webhook_exposition()
+        if name == posix_identity.ADMISSION_REQUESTS_METRIC
+    ]
+
+
+def _latency(per_minute: float, *, between: tuple[float, float]) -> list[dict[str, str]]:
+    """The exposition's histogram series: ``per_minute`` requests on ``/mutate``, each lasting within ``between``."""
+    histogram = posix_identity.ADMISSION_DURATION_METRIC
+    low, high = between
+    series = []
+    for name, labels in _webhook_exposition():
+        rate = per_minute if labels.get("path") == "/mutate" else 0
+        if name == f"{histogram}_bucket":
+            series.append(_series(name, labels, f"0+{rate if float(labels['le']) >= high else 0:g}x40"))
+        elif name == f"{histogram}_count":
+            series.append(_series(name, labels, f"0+{rate:g}x40"))
+        elif name == f"{histogram}_sum":
+            series.append(_series(name, labels, f"0+{rate * (low + high) / 2:g}x40"))
+    return series
+
+
+@needs_promtool
+def test_webhook_errors_alert_above_the_ratio_and_not_on_denials_or_a_quiet_cluster(
+    synthesized: Synthesized, tmp_path: Path
+) -> None:
+    rule = _rule(synthesized, "HyperPodTenancyWebhookErrors")
+    rules = _rules_files(synthesized, tmp_path)
+    alert = "HyperPodTenancyWebhookErrors"
+    # 10 % of 100 requests a minute are errors (DynamoDB down, say)
+    _promtool_test(
+        tmp_path,
+        rules,
+        _requests({"allowed": 90, "error": 10}),
+        [
+            {"eval_time": "4m", "alertname": alert, "exp_alerts": []},
+            {"eval_time": "15m", "alertname": alert, "exp_alerts": [_rendered(rule, "10%")]},
+        ],
+    )
+    # denials are the webhook doing its job; 1 % errors is below the threshold
+    _promtool_test(
+        tmp_path,
+        rules,
+        _requests({"allowed": 49, "denied": 50, "error": 1}),
+        [{"eval_time": "20m", "alertname": alert, "exp_alerts": []}],
+    )
+    # a quiet cluster: every request fails, but one every two minutes
+    _promtool_test(
+        tmp_path,
+        rules,
+        _requests({"error": 0.5}),
+        [{"eval_time": "20m", "alertname": alert, "exp_alerts": []}],
+    )
+
+
+@needs_promtool
+def test_webhook_p99_latency_alerts_well_below_the_timeout(synthesized: Synthesized, tmp_path: Path) -> None:
+    rule = _rule(synthesized, "HyperPodTenancyWebhookSlow")
+    timeout = synthesized.stage.cluster_stack.cluster.posix_identity.timeout_seconds
+    threshold = timeout * WEBHOOK_LATENCY_SHARE_OF_TIMEOUT
+    assert threshold < timeout / 2 and f" > {threshold:g} and on() " in rule["expr"]
+    assert f"timeoutSeconds is {timeout})" in rule["annotations"]["summary"]
+    rules = _rules_files(synthesized, tmp_path)
+    alert = "HyperPodTenancyWebhookSlow"
+    # 100 requests a minute, each between 2 and 3 s: p99 interpolates to 2.99 s in the (2, 3] bucket
+    assert {2.0, 3.0} <= {float(labels["le"]) for _, labels in _webhook_exposition() if "le" in labels}
+    _promtool_test(
+        tmp_path,
+        rules,
+        _latency(100, between=(2.0, 3.0)),
+        [
+            {"eval_time": "9m", "alertname": alert, "exp_alerts": []},
+            {"eval_time": "20m", "alertname": alert, "exp_alerts": [_rendered(rule, "2.99")]},
+        ],
+    )
+    for fast_or_quiet in (_latency(100, between=(0.005, 0.01)), _latency(0.5, between=(2.0, 3.0))):
+        _promtool_test(
+            tmp_path, rules, fast_or_quiet, [{"eval_time": "20m", "alertname": alert, "exp_alerts": []}]
+        )
+
+
+def _deployment(*, spec: str, available: str, unavailable: str) -> list[dict[str, str]]:
+    """kube-state-metrics' series of the webhook Deployment (namespace and name from the manifests module)."""
+    selector = f'namespace="{posix_identity.WEBHOOK_NAMESPACE}",deployment="{posix_identity.DEPLOYMENT}"'
+    return [
+        {"series": f"kube_deployment_spec_replicas{{{selector}}}", "values": spec},
+        {"series": f"kube_deployment_status_replicas_available{{{selector}}}", "values": available},
+        {"series": f"kube_deployment_status_replicas_unavailable{{{selector}}}", "values": unavailable},
+    ]
+
+
+def _ready() -> list[dict[str, str]]:
+    """The webhook's ready gauge as scraped (its one unlabelled series of the exposition)."""
+    return [
+        _series(name, labels, "1x40")
+        for name, labels in _webhook_exposition()
+        if name == posix_identity.READY_METRIC
+    ]
+
+
+@needs_promtool
+def test_webhook_replicas_unavailable_warns_and_all_unavailable_is_critical(
+    synthesized: Synthesized, tmp_path: Path
+) -> None:
+    some = _rule(synthesized, "HyperPodTenancyWebhookReplicasUnavailable")
+    down = _rule(synthesized, "HyperPodTenancyWebhookDown")
+    assert (some["labels"]["severity"], down["labels"]["severity"]) == ("warning", "critical")
+    rules = _rules_files(synthesized, tmp_path)
+    # one of two replicas unavailable from minute 5: a warning after 10 minutes, never critical
+    one = _deployment(spec="2x40", available="2x5 1x35", unavailable="0x5 1x35")
+    _promtool_test(
+        tmp_path,
+        rules,
+        one + _ready(),
+        [
+            {"eval_time": "12m", "alertname": some["alert"], "exp_alerts": []},
+            {"eval_time": "20m", "alertname": some["alert"], "exp_alerts": [_rendered(some, "1")]},
+            {"eval_time": "20m", "alertname": down["alert"], "exp_alerts": []},
+            {"eval_time": "20m", "alertname": "HyperPodTenancyWebhookMetricsMissing", "exp_alerts": []},
+        ],
+    )
+    # both unavailable: critical after 2 minutes (and no metrics-missing alert: nothing is there to scrape)
+    both = _deployment(spec="2x40", available="0x40", unavailable="2x40")
+    _promtool_test(
+        tmp_path,
+        rules,
+        both,
+        [
+            {"eval_time": "1m", "alertname": down["alert"], "exp_alerts": []},
+            {"eval_time": "5m", "alertname": down["alert"], "exp_alerts": [_rendered(down, "2")]},
+            {"eval_time": "20m", "alertname": "HyperPodTenancyWebhookMetricsMissing", "exp_alerts": []},
+        ],
+    )
+    # all available: silent
+    healthy = _deployment(spec="2x40", available="2x40", unavailable="0x40")
+    _promtool_test(
+        tmp_path,
+        rules,
+        healthy + _ready(),
+        [
+            {"eval_time": "30m", "alertname": some["alert"], "exp_alerts": []},
+            {"eval_time": "30m", "alertname": down["alert"], "exp_alerts": []},
+        ],
+    )
+
+
+@needs_promtool
+def test_webhook_metrics_missing_while_replicas_run_alerts(synthesized: Synthesized, tmp_path: Path) -> None:
+    missing = _rule(synthesized, "HyperPodTenancyWebhookMetricsMissing")
+    unseen = _rule(synthesized, "HyperPodTenancyWebhookDeploymentUnseen")
+    rules = _rules_files(synthesized, tmp_path)
+    healthy = _deployment(spec="2x40", available="2x40", unavailable="0x40")
+    # two replicas available, no webhook series at all: the collector does not scrape them
+    _promtool_test(
+        tmp_path,
+        rules,
+        healthy,
+        [
+            {"eval_time": "10m", "alertname": missing["alert"], "exp_alerts": []},
+            {"eval_time": "20m", "alertname": missing["alert"], "exp_alerts": [_rendered(missing, "2")]},
+            {"eval_time": "35m", "alertname": unseen["alert"], "exp_alerts": []},
+        ],
+    )
+    # scraped: silent
+    _promtool_test(
+        tmp_path,
+        rules,
+        healthy + _ready(),
+        [{"eval_time": "30m", "alertname": missing["alert"], "exp_alerts": []}],
+    )
+    # kube-state-metrics reports no such Deployment: the replica alerts could not fire, which is said
+    _promtool_test(
+        tmp_path,
+        rules,
+        _ready(),
+        [
+            {"eval_time": "25m", "alertname": unseen["alert"], "exp_alerts": []},
+            {
+                "eval_time": "35m",
+                "alertname": unseen["alert"],
+                # absent() carries the selector's equality matchers as labels
+                "exp_alerts": [
+                    {
+                        **_rendered(unseen, ""),
+                        "exp_labels": {
+                            **unseen["labels"],
+                            "namespace": posix_identity.WEBHOOK_NAMESPACE,
+                            "deployment": posix_identity.DEPLOYMENT,
+                        },
+                    }
+                ],
+            },
+        ],
+    )
+
+
 @needs_promtool
 def test_promtool_accepts_the_rule_file(synthesized: Synthesized, tmp_path: Path) -> None:
     result = subprocess.run(
@@ -833,3 +1080,90 @@ def test_props_from_the_policy_give_the_policys_engine_config(tmp_path: Path) ->
         stack, "Chargeback", cluster=_imported_cluster(stack, platform), **pipeline_props(platform)
     )
     assert pipeline.config == chargeback_config(platform)
+
+
+_OVERDUE = 'hyperpod_tenancy_checkpoints_overdue{{cluster="shared-gpu",team="{team}"}}'
+
+
+@needs_promtool
+def test_overdue_checkpoints_alert_after_two_runs_in_a_row(synthesized: Synthesized, tmp_path: Path) -> None:
+    # the eviction collector writes every 5 minutes ("_": no sample in between): research is overdue in the runs
+    # at 5, 10 and 15 minutes; vision at 5 and 15 but not at 10 (one late scan pages nobody)
+    rule = _rule(synthesized, "HyperPodTenancyCheckpointsOverdue", team="research")
+    assert rule["expr"].startswith("min_over_time(hyperpod_tenancy_checkpoints_overdue{")
+    series = [
+        {"series": _OVERDUE.format(team="research"), "values": "0 _x4 1 _x4 1 _x4 1"},
+        {"series": _OVERDUE.format(team="vision"), "values": "0 _x4 2 _x4 0 _x4 2"},
+    ]
+    _promtool_test(
+        tmp_path,
+        _rules_files(synthesized, tmp_path),
+        series,
+        [
+            {"eval_time": "10m", "alertname": "HyperPodTenancyCheckpointsOverdue", "exp_alerts": []},
+            {
+                "eval_time": "15m",
+                "alertname": "HyperPodTenancyCheckpointsOverdue",
+                "exp_alerts": [_expected(rule, "1")],
+            },
+        ],
+    )
+
+
+@needs_promtool
+def test_a_missing_checkpoint_count_alerts_for_the_cluster(synthesized: Synthesized, tmp_path: Path) -> None:
+    rule = _rule(synthesized, "HyperPodTenancyCheckpointSignalMissing")
+    # the collector writes for 20 minutes, then its remote write fails
+    series = [{"series": _OVERDUE.format(team="research"), "values": "0x20"}]
+    _promtool_test(
+        tmp_path,
+        _rules_files(synthesized, tmp_path),
+        series,
+        [
+            {"eval_time": "45m", "alertname": "HyperPodTenancyCheckpointSignalMissing", "exp_alerts": []},
+            {
+                "eval_time": "55m",
+                "alertname": "HyperPodTenancyCheckpointSignalMissing",
+                "exp_alerts": [_expected(rule, "1")],
+            },
+        ],
+    )
+
+
+def test_each_team_alerts_on_its_own_overdue_checkpoints_only(synthesized: Synthesized) -> None:
+    from hyperpod_tenancy.runtime import eviction_collector
+
+    assert eviction_collector.OVERDUE_SERIES == CHECKPOINTS_OVERDUE_SERIES  # what is written is what is read
+    for team in synthesized.stage.team_stacks:
+        rules = [
+            r
+            for g in json.loads(_team_rules(synthesized, team)["Properties"]["Data"])["groups"]
+            for r in g["rules"]
+            if r["alert"] == "HyperPodTenancyCheckpointsOverdue"
+        ]
+        assert [r["labels"]["team"] for r in rules] == [team]
+        assert f'team="{team}"' in rules[0]["expr"] and 'cluster="shared-gpu"' in rules[0]["expr"]
+
+
+def test_the_collector_may_write_the_checkpoint_series_to_the_workspace_only(
+    synthesized: Synthesized,
+) -> None:
+    from synth import render_intrinsics
+
+    template = synthesized.template
+    (function,) = [
+        f["Properties"]
+        for f in resources_of(template, "AWS::Lambda::Function").values()
+        if f["Properties"].get("Handler") == EVICTION_COLLECTOR_HANDLER
+    ]
+    url = render_intrinsics(function["Environment"]["Variables"]["REMOTE_WRITE_URL"])
+    assert str(url).endswith("api/v1/remote_write")
+    statements = [
+        s
+        for p in resources_of(template, "AWS::IAM::Policy").values()
+        for s in p["Properties"]["PolicyDocument"]["Statement"]
+        if "aps:RemoteWrite" in json.dumps(s["Action"])
+    ]
+    ((statement,),) = [statements]
+    assert statement["Action"] == "aps:RemoteWrite" and statement["Sid"] == "CheckpointSeries"
+    assert "*" not in json.dumps(statement["Resource"])

@@ -17,7 +17,13 @@ from hyperpod_tenancy.k8s.operator_guards import operator_guard_policies
 from hyperpod_tenancy.k8s.platform_chart import PlatformChart
 from hyperpod_tenancy.k8s.posix_identity import posix_identity_policies
 from hyperpod_tenancy.k8s.team_chart import TeamChart
-from hyperpod_tenancy.k8s.team_manifests import FsxVolume, fsx_directory_job, system_namespace, team_manifests
+from hyperpod_tenancy.k8s.team_manifests import (
+    FsxVolume,
+    checkpoint_scanner,
+    fsx_directory_job,
+    system_namespace,
+    team_manifests,
+)
 from hyperpod_tenancy.k8s.tenant_guards import tenant_guard_policies
 from hyperpod_tenancy.policy import Platform
 
@@ -37,6 +43,7 @@ def test_team_chart_round_trips_the_rendered_objects(backend: str, request: pyte
         if backend == "kueue_platform":
             expected = expected[:1] + team_objects(platform, team) + expected[1:]
         expected += fsx_directory_job(platform, team, fsx=FSX)
+        expected += checkpoint_scanner(team)
         assert chart.to_json() == expected
         assert {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]} in [
             o["spec"] for o in chart.to_json() if o["kind"] == "NetworkPolicy"

@@ -386,7 +386,8 @@ def test_reachability_rules_accept_the_aws_reference_security_groups() -> None:
 # operator chart kuberay-operator (https://ray-project.github.io/kuberay-helm/); inference.sagemaker.aws.amazon.com:
 # the EKS add-on amazon-sagemaker-hyperpod-inference (charts/inference-operator/config/crd/ are its CRDs,
 # migration/helm_to_addon.sh installs it; test_deploy_rules_inference.py); kueue.x-k8s.io: the Task
-# Governance add-on or the upstream Kueue chart; "", batch, apps, events.k8s.io are built into Kubernetes.
+# Governance add-on or the upstream Kueue chart; "", batch, apps, events.k8s.io and rbac.authorization.k8s.io (the
+# drift audit lists bindings) are built into Kubernetes.
 BUILT_IN = "built-in"
 HYPERPOD_CHART = ("helm", "dependencies")  # release of the HyperPod dependencies chart
 INSTALLERS: dict[tuple[str, str], tuple[tuple[str, str], ...]] = {
@@ -408,7 +409,7 @@ INSTALLERS: dict[tuple[str, str], tuple[tuple[str, str], ...]] = {
     ),
     ("kueue.x-k8s.io", "*"): (("addon", "amazon-sagemaker-hyperpod-taskgovernance"), ("chart", "kueue")),
 }
-BUILT_IN_GROUPS = {"", "batch", "apps", "events.k8s.io"}
+BUILT_IN_GROUPS = {"", "batch", "apps", "events.k8s.io", "rbac.authorization.k8s.io"}
 #: Subchart switches of the HyperPod chart per kubeflow resource (values.yaml conditions in Chart.yaml).
 HYPERPOD_SUBCHART = {"mpijobs": ("mpi-operator", "enabled")}
 HYPERPOD_SUBCHART_DEFAULT = ("trainingOperators", "enabled")

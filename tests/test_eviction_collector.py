@@ -7,12 +7,16 @@ import datetime as dt
 import http.server
 import ipaddress
 import json
+import os
 import re
 import ssl
+import subprocess
+import sys
 import threading
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +28,24 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from moto_server import moto_server, reset
+from prometheus_server import query, running_prometheus
 
-from hyperpod_tenancy.constructs.chargeback_pipeline import METRIC_NAMESPACE
-from hyperpod_tenancy.k8s.labels import CHECKPOINT_INTERVAL_ANNOTATION, CHECKPOINT_INTERVAL_ENV
+from hyperpod_tenancy.chargeback.engine import preemption_loss
+from hyperpod_tenancy.chargeback.model import Eviction, LossBasis
+from hyperpod_tenancy.constructs.chargeback_pipeline import (
+    EVICTION_COLLECTOR_HANDLER,
+    EVICTION_COLLECTOR_MODULES,
+    METRIC_NAMESPACE,
+    runtime_asset_files,
+)
+from hyperpod_tenancy.k8s.labels import (
+    CHECKPOINT_DIR_ENV,
+    CHECKPOINT_INTERVAL_ANNOTATION,
+    CHECKPOINT_INTERVAL_ENV,
+    CHECKPOINT_PATH_ANNOTATION,
+    LAST_CHECKPOINT_ANNOTATION,
+)
+from hyperpod_tenancy.policy import names
 from hyperpod_tenancy.runtime import eviction_collector
 
 CLUSTER = "shared-gpu"
@@ -84,6 +103,8 @@ class FakeApi:
 
     def __init__(self, directory: Path) -> None:
         self.workloads: list[dict[str, Any]] = []
+        #: ClusterQueues served at ``CLUSTER_QUEUES_PATH`` (one page).
+        self.cluster_queues: list[dict[str, Any]] = []
         self.page = 2
         self.requests: list[tuple[str, str]] = []
         cert_file, key_file, self.ca_pem = _certificate(directory)
@@ -93,20 +114,26 @@ class FakeApi:
             def do_GET(self) -> None:
                 api.requests.append((self.path, self.headers.get("Authorization", "")))
                 url = urllib.parse.urlsplit(self.path)
+                if url.path == eviction_collector.CLUSTER_QUEUES_PATH:
+                    self._send({"kind": "ClusterQueueList", "metadata": {}, "items": api.cluster_queues})
+                    return
                 if url.path != eviction_collector.WORKLOADS_PATH:
                     self.send_error(404)
                     return
                 start = int(urllib.parse.parse_qs(url.query).get("continue", ["0"])[0])
                 items = api.workloads[start : start + api.page]
                 more = start + api.page < len(api.workloads)
-                body = json.dumps(
+                self._send(
                     {
                         "apiVersion": "kueue.x-k8s.io/v1beta2",
                         "kind": "WorkloadList",
                         "metadata": {"continue": str(start + api.page)} if more else {},
                         "items": items,
                     }
-                ).encode()
+                )
+
+            def _send(self, answer: dict[str, Any]) -> None:
+                body = json.dumps(answer).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
@@ -478,7 +505,7 @@ def test_the_collector_runs_in_the_vpc_every_five_minutes_with_its_config(
         pipeline_template, "AWS::Lambda::Function", "ChargebackEvictionCollector"
     ).values()
     props = function["Properties"]
-    assert props["Handler"] == "eviction_collector.handler"
+    assert props["Handler"] == EVICTION_COLLECTOR_HANDLER
     assert sorted(props["VpcConfig"]["SubnetIds"]) == ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"]
     env = render_intrinsics(props["Environment"]["Variables"])
     assert (
@@ -562,3 +589,286 @@ def test_the_collectors_access_entry_maps_it_to_a_read_only_group(pipeline_templ
             "name": "hyperpod-tenancy:eviction-collector",
         }
     ]
+
+
+# ---------------------------------------------------------------------- last checkpoint
+def _record(evicted: dict[str, Any]) -> dict[str, Any]:
+    record = eviction_collector.eviction_record(
+        evicted,
+        cluster=CLUSTER,
+        interval_annotation=CHECKPOINT_INTERVAL_ANNOTATION,
+        last_checkpoint_annotation=LAST_CHECKPOINT_ANNOTATION,
+    )
+    assert record is not None
+    return record
+
+
+def test_the_last_checkpoint_is_the_scanners_annotation_on_the_workload_itself() -> None:
+    scanned = workload("w", uid="u", annotations={LAST_CHECKPOINT_ANNOTATION: "2026-07-01T01:50:00Z"})
+    assert _record(scanned)["last_checkpoint"] == "2026-07-01 01:50:00"
+    # bounded by the eviction time: a checkpoint written while the evicted pods stopped saved everything
+    late = workload("w", uid="u", annotations={LAST_CHECKPOINT_ANNOTATION: "2026-07-01T02:04:00Z"})
+    assert _record(late)["last_checkpoint"] == "2026-07-01 02:03:04"
+    # unreadable: not collected (the engine bounds the loss instead)
+    garbled = workload("w", uid="u", annotations={LAST_CHECKPOINT_ANNOTATION: "yesterday"})
+    assert _record(garbled)["last_checkpoint"] is None
+    # without the annotation's name (an older deployment) nothing is read
+    unnamed = eviction_collector.eviction_record(
+        scanned, cluster=CLUSTER, interval_annotation=CHECKPOINT_INTERVAL_ANNOTATION
+    )
+    assert unnamed is not None and unnamed["last_checkpoint"] is None
+
+
+def test_a_last_checkpoint_on_a_pod_template_is_ignored() -> None:
+    """The tenant writes pod templates (Kueue copies them into ``spec.podSets``); only the Workload's own
+    metadata, which only Kueue and the scanner write, is trusted."""
+    forged = workload("w", uid="u", template_annotations={LAST_CHECKPOINT_ANNOTATION: "2026-07-01T02:03:00Z"})
+    assert _record(forged)["last_checkpoint"] is None
+
+
+def test_the_handler_writes_the_last_checkpoint(
+    collector_env: FakeApi, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LAST_CHECKPOINT_ANNOTATION", LAST_CHECKPOINT_ANNOTATION)
+    collector_env.workloads = [
+        workload("w", uid="uid-a", annotations={LAST_CHECKPOINT_ANNOTATION: "2026-07-01T01:50:00Z"})
+    ]
+    (key,) = eviction_collector.handler(EVENT)["keys"]
+    assert _objects()[key][0]["last_checkpoint"] == "2026-07-01 01:50:00"
+
+
+def _eviction(record: dict[str, Any]) -> Eviction:
+    """The engine's view of a record, as the ``evictions`` query hands it over (UTC times)."""
+
+    def when(text: str | None) -> dt.datetime | None:
+        return (
+            None if text is None else dt.datetime.strptime(text, "%Y-%m-%d %H:%M:%S").replace(tzinfo=dt.UTC)
+        )
+
+    started = when(record["admitted_at"])
+    moment = when(record["timestamp"])
+    assert started is not None and moment is not None
+    return Eviction(
+        time=moment,
+        cluster=record["cluster"],
+        team="team-a",
+        instance_type=record["instance_type"],
+        workload=record["workload"],
+        priority_class=record["priority_class"],
+        gpus=record["gpus"],
+        run_started=started,
+        checkpoint_interval_minutes=record["checkpoint_interval_minutes"],
+        last_checkpoint=when(record["last_checkpoint"]),
+    )
+
+
+def test_a_measured_last_checkpoint_bills_the_measured_loss() -> None:
+    declared = {CHECKPOINT_INTERVAL_ANNOTATION: "30m"}
+    measured = _record(
+        workload("w", uid="u", annotations={**declared, LAST_CHECKPOINT_ANNOTATION: "2026-07-01T01:51:04Z"})
+    )
+    # 16 GPUs x 12 minutes since the checkpoint, measured
+    assert preemption_loss(_eviction(measured)) == (Decimal("3.2"), LossBasis.MEASURED)
+    # without the annotation: the declared 30 minutes, an upper bound
+    bounded = _record(workload("w", uid="u", annotations=declared))
+    assert preemption_loss(_eviction(bounded)) == (Decimal(8), LossBasis.DECLARED_INTERVAL)
+
+
+# ---------------------------------------------------------------------- overdue checkpoints
+NOW = dt.datetime(2026, 7, 1, 2, 5, tzinfo=dt.UTC)
+
+
+def running(
+    name: str,
+    *,
+    team: str = "team-a",
+    last: str | None = None,
+    template_last: str | None = None,
+    interval: str | None = "30m",
+    path: str | None = "/fsx/team-a/ckpt",
+    admitted_at: str = "2026-07-01T00:00:00Z",
+    evicted: bool = False,
+) -> dict[str, Any]:
+    """A running Workload of ``team``'s ClusterQueue declaring ``path`` and ``interval`` on its pod template."""
+    template = {
+        k: v
+        for k, v in (
+            (CHECKPOINT_PATH_ANNOTATION, path),
+            (CHECKPOINT_INTERVAL_ANNOTATION, interval),
+            (LAST_CHECKPOINT_ANNOTATION, template_last),
+        )
+        if v is not None
+    }
+    obj = workload(
+        name,
+        uid=f"uid-{name}",
+        evicted_at="2026-07-01T02:00:00Z" if evicted else None,
+        annotations={LAST_CHECKPOINT_ANNOTATION: last} if last else {},
+        template_annotations=template,
+    )
+    obj["status"]["admission"]["clusterQueue"] = names.cluster_queue(team)
+    obj["status"]["conditions"][0]["lastTransitionTime"] = admitted_at
+    return obj
+
+
+def _queue(team: str, borrowed: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ClusterQueue",
+        "metadata": {"name": names.cluster_queue(team)},
+        "spec": {
+            "cohortName": "all",
+            "resourceGroups": [
+                {
+                    "coveredResources": ["nvidia.com/gpu"],
+                    "flavors": [
+                        {
+                            "name": "ml.p5.48xlarge",
+                            "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 8}],
+                        }
+                    ],
+                }
+            ],
+        },
+        "status": {
+            "flavorsUsage": [
+                {
+                    "name": "ml.p5.48xlarge",
+                    "resources": [
+                        {"name": "nvidia.com/gpu", "total": str(8 + borrowed), "borrowed": str(borrowed)}
+                    ],
+                }
+            ]
+        },
+    }
+
+
+OVERDUE_CASES = [
+    running("fresh", last="2026-07-01T01:50:00Z"),  # 15 minutes ago, within 30 + 5
+    running("stale", last="2026-07-01T01:20:00Z"),  # 45 minutes ago: overdue
+    running("never", admitted_at="2026-07-01T01:00:00Z"),  # none for 65 minutes of admission: overdue
+    running("just-admitted", admitted_at="2026-07-01T01:40:00Z"),  # none, but admitted 25 minutes ago
+    # a fresh time on the pod template (the tenant's) is ignored: as good as none
+    running("forged", template_last="2026-07-01T02:04:00Z"),
+    # the annotation of an earlier run, before this admission 10 minutes ago: not yet due
+    running("requeued", last="2026-07-01T00:30:00Z", admitted_at="2026-07-01T01:55:00Z"),
+    running("undeclared", path=None),  # nothing to watch (no directory declared)
+    running("no-interval", interval=None),
+    running("evicted", evicted=True),
+    running("lender", team="team-b", last="2026-07-01T00:00:00Z"),  # team-b does not borrow
+]
+
+
+def test_overdue_checkpoints_count_borrowing_teams_running_work_only() -> None:
+    gauges = eviction_collector.team_gpu_gauges(
+        [_queue("team-a", 8), _queue("team-b", 0)],
+        queue_prefix=names.NAMESPACE_PREFIX,
+        queue_suffix=names.CLUSTER_QUEUE_SUFFIX,
+    )
+    overdue = eviction_collector.checkpoints_overdue(
+        OVERDUE_CASES,
+        gauges,
+        now=NOW,
+        queue_prefix=names.NAMESPACE_PREFIX,
+        queue_suffix=names.CLUSTER_QUEUE_SUFFIX,
+        interval_annotation=CHECKPOINT_INTERVAL_ANNOTATION,
+        last_checkpoint_annotation=LAST_CHECKPOINT_ANNOTATION,
+        path_annotation=CHECKPOINT_PATH_ANNOTATION,
+        dir_env=CHECKPOINT_DIR_ENV,
+    )
+    assert overdue == {"team-a": 3, "team-b": 0}  # stale, never, forged
+
+
+def test_a_checkpoint_declared_in_the_environment_is_watched_too() -> None:
+    obj = running("env", path=None, interval=None)
+    obj["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["env"] = [
+        {"name": CHECKPOINT_DIR_ENV, "value": "/fsx/team-a/ckpt"},
+        {"name": CHECKPOINT_INTERVAL_ENV, "value": "30m"},
+    ]
+    args: dict[str, Any] = {
+        "now": NOW,
+        "queue_prefix": names.NAMESPACE_PREFIX,
+        "queue_suffix": names.CLUSTER_QUEUE_SUFFIX,
+        "interval_annotation": CHECKPOINT_INTERVAL_ANNOTATION,
+        "last_checkpoint_annotation": LAST_CHECKPOINT_ANNOTATION,
+        "path_annotation": CHECKPOINT_PATH_ANNOTATION,
+    }
+    gauges = {"team-a": {"GpusBorrowed": 8}}
+    assert eviction_collector.checkpoints_overdue(
+        [obj], gauges, **args, dir_env=CHECKPOINT_DIR_ENV, interval_env=CHECKPOINT_INTERVAL_ENV
+    ) == {"team-a": 1}
+    # the variables' names not configured: not seen as a declaration
+    assert eviction_collector.checkpoints_overdue([obj], gauges, **args) == {"team-a": 0}
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real Prometheus receiving remote writes, standing in for the alert workspace; yields its base URL."""
+    with running_prometheus(
+        tmp_path_factory.mktemp("workspace"), {"global": {}}, "--web.enable-remote-write-receiver"
+    ) as base:
+        yield base
+
+
+def test_the_overdue_count_reaches_the_workspace(
+    collector_env: FakeApi, workspace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for key, value in {
+        "GAUGE_NAMESPACE": METRIC_NAMESPACE,
+        "TEAM_QUEUE_PREFIX": names.NAMESPACE_PREFIX,
+        "TEAM_QUEUE_SUFFIX": names.CLUSTER_QUEUE_SUFFIX,
+        "LAST_CHECKPOINT_ANNOTATION": LAST_CHECKPOINT_ANNOTATION,
+        "CHECKPOINT_PATH_ANNOTATION": CHECKPOINT_PATH_ANNOTATION,
+        "CHECKPOINT_DIR_ENV": CHECKPOINT_DIR_ENV,
+        "REMOTE_WRITE_URL": f"{workspace}/api/v1/write",
+    }.items():
+        monkeypatch.setenv(key, value)
+    collector_env.cluster_queues = [_queue("team-a", 8), _queue("team-b", 0)]
+    collector_env.workloads = OVERDUE_CASES
+    assert eviction_collector.handler(EVENT)["gauged_teams"] == 2
+
+    def written(team: str, at: dt.datetime = NOW) -> list[float]:
+        selector = f'{eviction_collector.OVERDUE_SERIES}{{cluster="{CLUSTER}",team="{team}"}}'
+        return [float(r["value"][1]) for r in query(workspace, selector, at=at.timestamp())]
+
+    assert written("team-a") == [3.0]
+    assert written("team-b") == [0.0]  # a value for every team: no gap
+    # the live GPU gauges still go to CloudWatch (the dashboards), the count does not
+    cloudwatch = boto3.client("cloudwatch")
+    metrics = cloudwatch.list_metrics(Namespace=METRIC_NAMESPACE)["Metrics"]
+    assert {m["MetricName"] for m in metrics} == set(eviction_collector.GAUGES)
+    # without the scanner's annotation configured there is no count (nothing to judge it by)
+    monkeypatch.delenv("LAST_CHECKPOINT_ANNOTATION")
+    later = NOW + dt.timedelta(hours=1)
+    eviction_collector.handler({"time": later.isoformat()})
+    assert written("team-a", later) == []
+
+
+def test_the_collectors_asset_runs_on_its_own(tmp_path: Path) -> None:
+    """The Lambda's asset imports its handler and the modules it uses from itself, not from the library."""
+    for path, content in runtime_asset_files("The eviction collector", EVICTION_COLLECTOR_MODULES).items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_bytes(content)
+    module, _, function = EVICTION_COLLECTOR_HANDLER.rpartition(".")
+    code = (
+        f"import importlib; m = importlib.import_module({module!r}); assert callable(getattr(m, {function!r})); "
+        "import hyperpod_tenancy; print(hyperpod_tenancy.__file__)"
+    )
+    # the asset's directory is the import root, as /var/task is on Lambda
+    ran = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+    )
+    assert ran.stdout.strip() == str(tmp_path / "hyperpod_tenancy" / "__init__.py")
+
+
+def test_the_constants_shared_with_the_stacks_agree() -> None:
+    from hyperpod_tenancy.constructs.chargeback_pipeline import CHECKPOINTS_OVERDUE_SERIES
+    from hyperpod_tenancy.k8s.team_manifests import CHECKPOINT_SCAN_MINUTES, CHECKPOINT_SCAN_SCHEDULE
+
+    assert CHECKPOINTS_OVERDUE_SERIES == eviction_collector.OVERDUE_SERIES
+    assert CHECKPOINT_SCAN_MINUTES == eviction_collector.DEFAULT_SCAN_MINUTES
+    assert f"*/{CHECKPOINT_SCAN_MINUTES} * * * *" == CHECKPOINT_SCAN_SCHEDULE

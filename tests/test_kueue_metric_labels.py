@@ -14,6 +14,12 @@ a gauge with ``cluster_queue``, ``status`` and ``replica_role``; ``status`` is `
 (``AdmissionAttemptsTotal``, ``result`` and ``replica_role``; ``result`` is ``success`` or ``inadmissible``). The
 node alert reads kube-state-metrics' stable node metrics (``kube_node_status_condition``, ``kube_node_spec_taint``,
 ``kube_node_spec_unschedulable``, ``kube_node_labels``), whose label names are checked the same way.
+
+The POSIX identity webhook's alerts read kube-state-metrics' deployment series (kubernetes/kube-state-metrics
+v2.20.0 ``docs/metrics/workload/deployment-metrics.md``, STABLE; ``internal/store/deployment.go``,
+``descDeploymentLabelsDefaultLabels = namespace, deployment``) of the webhook's Deployment, and the webhook's own
+metrics, whose sample names and labels are taken from a real exposition of
+``hyperpod_tenancy.webhook.metrics.WebhookMetrics`` (the server's code), never retyped.
 """
 
 from __future__ import annotations
@@ -22,7 +28,13 @@ import json
 import re
 
 import pytest
+from prometheus_client import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
 from synth import Synth, resources_of
+
+from hyperpod_tenancy.k8s import posix_identity
+from hyperpod_tenancy.runtime import eviction_collector
+from hyperpod_tenancy.webhook.metrics import WebhookMetrics
 
 #: Label names of each Kueue 0.19.2 metric a rule reads (pkg/metrics/metrics.go @ v0.19.2).
 KUEUE_0_19_2_LABELS = {
@@ -47,7 +59,29 @@ KUBE_STATE_METRICS_LABELS = {
     "kube_node_spec_taint": {"node", "key", "value", "effect"},
     "kube_node_spec_unschedulable": {"node"},
     "kube_node_labels": {"node", "label_node_kubernetes_io_instance_type"},
+    # docs/metrics/workload/deployment-metrics.md (v2.20.0): the webhook Deployment's replicas
+    "kube_deployment_spec_replicas": {"namespace", "deployment"},
+    "kube_deployment_status_replicas_available": {"namespace", "deployment"},
+    "kube_deployment_status_replicas_unavailable": {"namespace", "deployment"},
 }
+
+
+def _webhook_labels() -> dict[str, set[str]]:
+    """Sample name → label names of the webhook's exposition (one request of each outcome observed)."""
+    metrics = WebhookMetrics(ready=lambda: True, team_namespaces=lambda: 1, team_records_loaded=lambda: True)
+    for result in posix_identity.ADMISSION_OUTCOMES:
+        metrics.observe(path=posix_identity.MUTATE_PATH, result=result, seconds=0.01, denial="denied:test")
+    text = generate_latest(metrics.registry).decode()
+    found: dict[str, set[str]] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name.startswith("hyperpod_tenancy_webhook_"):
+                found.setdefault(sample.name, set()).update(sample.labels)
+    return found
+
+
+#: Label names of each webhook sample (``hyperpod_tenancy.webhook.metrics``, from its exposition).
+WEBHOOK_LABELS = _webhook_labels()
 #: ``reason`` values of ``kueue_evicted_workloads_total`` (its Help text in the same file).
 EVICTION_REASONS = {
     "Preempted",
@@ -58,7 +92,9 @@ EVICTION_REASONS = {
     "NodeFailures",
     "Deactivated",
 }
-_SELECTOR = re.compile(r"\b((?:kueue|kube)_[a-z_]+)(?:\{([^}]*)\})?")
+#: Label names of the series the eviction collector writes to the workspace (its ``handler``: ``cluster``, ``team``).
+COLLECTOR_LABELS = {eviction_collector.OVERDUE_SERIES: {"cluster", "team"}}
+_SELECTOR = re.compile(r"\b((?:kueue|kube|hyperpod_tenancy)_[a-z_]+)(?:\{([^}]*)\})?")
 _MATCHER = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*"([^"]*)"\s*')
 
 
@@ -90,12 +126,21 @@ def test_every_kueue_selector_uses_labels_and_values_kueue_writes(
     synth: Synth = request.getfixturevalue(backend)
     selectors = _selectors(synth)
     metrics = {metric for metric, _ in selectors}
-    # the preemption, waiting and admission-stalled alerts, and the node alert
+    # the preemption, waiting and admission-stalled alerts, the node alert and the webhook's alerts
     assert metrics >= set(KUEUE_0_19_2_LABELS) | set(KUBE_STATE_METRICS_LABELS), metrics
+    histogram = posix_identity.ADMISSION_DURATION_METRIC
+    webhook = {
+        posix_identity.ADMISSION_REQUESTS_METRIC,
+        f"{histogram}_bucket",
+        f"{histogram}_count",
+        posix_identity.READY_METRIC,
+    }
+    assert webhook <= metrics and webhook <= set(WEBHOOK_LABELS), metrics
+    assert set(COLLECTOR_LABELS) <= metrics, metrics
     classes = {f"{c.name}-priority" for c in synth.platform.scheduling.priority_classes}
     queues = {f"hyperpod-ns-{t.name}-clusterqueue" for t in synth.platform.teams}
     for metric, labels in selectors:
-        known = {**KUEUE_0_19_2_LABELS, **KUBE_STATE_METRICS_LABELS}
+        known = {**KUEUE_0_19_2_LABELS, **KUBE_STATE_METRICS_LABELS, **WEBHOOK_LABELS, **COLLECTOR_LABELS}
         assert metric in known, metric
         assert set(labels) <= known[metric], (metric, set(labels) - known[metric])
         if metric.startswith("kueue_"):
@@ -108,3 +153,17 @@ def test_every_kueue_selector_uses_labels_and_values_kueue_writes(
             assert labels["priority_class"][0] == "=" and labels["priority_class"][1] in classes
         if metric == "kueue_pending_workloads" and "status" in labels:
             assert labels["status"][0] == "=" and labels["status"][1] in PENDING_STATUSES
+        if metric.startswith("kube_deployment_"):
+            # the webhook's Deployment, by the names the manifests module renders it with
+            assert labels == {
+                "namespace": ("=", posix_identity.WEBHOOK_NAMESPACE),
+                "deployment": ("=", posix_identity.DEPLOYMENT),
+            }
+        if metric in COLLECTOR_LABELS:
+            assert labels["cluster"] == ("=", synth.platform.cluster.name)
+            if "team" in labels:
+                assert labels["team"][0] == "=" and labels["team"][1] in {
+                    t.name for t in synth.platform.teams
+                }
+        if "outcome" in labels and metric == posix_identity.ADMISSION_REQUESTS_METRIC:
+            assert labels["outcome"][0] == "=" and labels["outcome"][1] in posix_identity.ADMISSION_OUTCOMES

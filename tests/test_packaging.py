@@ -44,6 +44,11 @@ def test_app_reports_a_bad_policy_without_traceback_and_synthesizes_nothing(tmp_
     assert not (tmp_path / "out").exists()
 
 
+def _canonical(name: str) -> str:
+    """A distribution name as PEP 503 normalizes it (runs of ``-``, ``_``, ``.`` to ``-``, lower case)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
 def test_the_cli_knows_the_modules_of_every_extra() -> None:
     """``cli.EXTRAS`` (what a command checks before it runs) is the ``[project.optional-dependencies]`` table."""
     import importlib.metadata
@@ -55,8 +60,9 @@ def test_the_cli_knows_the_modules_of_every_extra() -> None:
     assert set(extras) == set(EXTRAS)
     owners = importlib.metadata.packages_distributions()
     for extra, requirements in extras.items():
-        declared = {re.split(r"[ ;<>=!~\[(]", r, maxsplit=1)[0].lower() for r in requirements}
-        checked = {d.lower() for module in EXTRAS[extra] for d in owners[module]}
+        # names compared as PEP 503 normalizes them (prometheus_client's metadata spells its name with "_")
+        declared = {_canonical(re.split(r"[ ;<>=!~\[(]", r, maxsplit=1)[0]) for r in requirements}
+        checked = {_canonical(d) for module in EXTRAS[extra] for d in owners[module]}
         assert checked == declared, extra
 
 

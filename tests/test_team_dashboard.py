@@ -21,7 +21,7 @@ from iam_eval import is_allowed
 from moto_server import moto_server, reset
 from synth import Synth, render_intrinsics, resources_of
 
-from hyperpod_tenancy.constructs.chargeback_pipeline import METRIC_NAMESPACE
+from hyperpod_tenancy.constructs.chargeback_pipeline import EVICTION_COLLECTOR_HANDLER, METRIC_NAMESPACE
 from hyperpod_tenancy.k8s import kueue
 from hyperpod_tenancy.policy import Platform, names
 from hyperpod_tenancy.runtime import eviction_collector, gpu_widget
@@ -173,7 +173,9 @@ def test_the_dashboard_and_its_widget_are_the_teams_own(reference: Synth) -> Non
         assert function["Code"]["ZipFile"] == source and len(source) <= 4096  # CloudFormation's inline limit
         (dashboard,) = resources_of(template, "AWS::CloudWatch::Dashboard").values()
         body = json.loads(render_intrinsics(dashboard["Properties"]["DashboardBody"]))
-        (custom,) = [w for w in body["widgets"] if w["type"] == "custom"]
+        (custom,) = [
+            w for w in body["widgets"] if w["type"] == "custom" and "GPUs now" in w["properties"]["title"]
+        ]
         assert custom["properties"]["endpoint"] == "cfn-token"  # the function of this stack (GetAtt)
 
 
@@ -184,7 +186,7 @@ def test_the_collector_may_publish_the_gauges_and_read_the_queues(reference: Syn
     (collector,) = [
         f["Properties"]
         for f in resources_of(template, "AWS::Lambda::Function").values()
-        if f["Properties"].get("Handler") == "eviction_collector.handler"
+        if f["Properties"].get("Handler") == EVICTION_COLLECTOR_HANDLER
     ]
     variables = collector["Environment"]["Variables"]
     assert variables["GAUGE_NAMESPACE"] == METRIC_NAMESPACE

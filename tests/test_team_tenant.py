@@ -108,11 +108,15 @@ def test_every_team_stack_shares_the_cluster_stacks_one_sso_role_provider(refere
     tokens = []
     for team in reference.platform.hosted_teams:
         t = reference.team(team.name)
-        # the one function of a team stack is its own dashboard's GPU widget (inline code, no asset)
+        # a team stack's only functions are its own dashboard's widgets (inline code, no asset)
         functions = resources_of(t, "AWS::Lambda::Function")
-        assert [f["Properties"]["FunctionName"] for f in functions.values()] == [
-            names.team_gpu_widget(reference.platform.cluster.name, team.name)
-        ]
+        assert sorted(f["Properties"]["FunctionName"] for f in functions.values()) == sorted(
+            [
+                names.team_gpu_widget(reference.platform.cluster.name, team.name),
+                names.team_alert_widget(reference.platform.cluster.name, team.name),
+            ]
+        )
+        assert all("ZipFile" in f["Properties"]["Code"] for f in functions.values())
         assert not resources_of(t, "AWS::StepFunctions::StateMachine")
         _, sso = one(t, "Custom::SsoRoleArn")
         tokens.append(sso["Properties"]["ServiceToken"])

@@ -57,15 +57,16 @@ EXIT_UNRECONCILED = 3
 #: constructs and ``validate`` need none; the commands that run code of their own name theirs.
 EXTRAS: dict[str, tuple[str, ...]] = {
     "chargeback": ("duckdb", "sqlglot", "rich"),
-    "webhook": ("uvicorn", "uvloop", "httptools", "orjson", "boto3"),
+    "webhook": ("uvicorn", "uvloop", "httptools", "orjson", "prometheus_client", "boto3"),
     "plan": ("matplotlib", "rich"),
     "explain": ("kubernetes",),
+    "audit": ("boto3", "kubernetes"),
 }
 #: The commands of :mod:`hyperpod_tenancy.tools`, one module each: ``add_parser(commands)`` and
 #: ``run(args, out=, err=) -> int`` (each imports what it needs inside ``run``).
-TOOLS = ("plan", "onboarding", "explain", "recommend-quotas")
+TOOLS = ("plan", "onboarding", "explain", "recommend-quotas", "probe", "audit")
 #: Commands that need another command's extra (command → the extra named in :data:`EXTRAS`).
-COMMAND_EXTRAS: dict[str, str] = {"recommend-quotas": "chargeback"}
+COMMAND_EXTRAS: dict[str, str] = {"recommend-quotas": "chargeback", "probe": "explain"}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -182,6 +183,13 @@ def _webhook_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser
     )
     serve.add_argument("--host", default="0.0.0.0", help="address to bind (default: all interfaces)")  # noqa: S104
     serve.add_argument(
+        "--metrics-port",
+        type=int,
+        default=None,
+        metavar="PORT",
+        help="plain-HTTP port of GET /metrics (default: 9090; 0: a free port)",
+    )
+    serve.add_argument(
         "--max-body-bytes", type=int, default=None, metavar="N", help="largest request body (default: 6 MiB)"
     )
     serve.add_argument(
@@ -225,6 +233,13 @@ def _webhook(args: argparse.Namespace, *, err: TextIO) -> int:
     if not 0 < args.port < 65536:
         print(f"{PROG}: error: --port {args.port} is not a TCP port (1-65535).", file=err)
         return EXIT_INVALID
+    metrics_port = server.DEFAULT_METRICS_PORT if args.metrics_port is None else args.metrics_port
+    if not 0 <= metrics_port < 65536 or metrics_port == args.port:
+        print(
+            f"{PROG}: error: --metrics-port {metrics_port} is not a TCP port (0-65535) other than --port.",
+            file=err,
+        )
+        return EXIT_INVALID
     options = server.ServeOptions(
         port=args.port,
         tls_cert=args.tls_cert,
@@ -234,8 +249,13 @@ def _webhook(args: argparse.Namespace, *, err: TextIO) -> int:
         host=args.host,
         max_body_bytes=args.max_body_bytes or server.DEFAULT_MAX_BODY_BYTES,
         kube_api=_kube_api(args),
+        metrics_port=metrics_port,
     )
-    server.serve(options)
+    try:
+        server.serve(options)
+    except server.MetricsPortUnavailable as exc:
+        print(f"{PROG}: error: {exc}", file=err)
+        return EXIT_INVALID
     return EXIT_OK
 
 

@@ -240,6 +240,8 @@ class WebhookProcess:
         extra_args: tuple[str, ...] = (),
     ) -> None:
         self.port = port or free_port()
+        #: The plain-HTTP port of ``GET /metrics`` (a free one: replicas and parallel tests never share 9090).
+        self.metrics_port = free_port()
         self.client = Client(self.port, certs.ca)
         self._args = [
             sys.executable,
@@ -259,6 +261,8 @@ class WebhookProcess:
             table,
             "--teams",
             str(config_path),
+            "--metrics-port",
+            str(self.metrics_port),
             *extra_args,
         ]
         self._env = {**os.environ, "PYTHONPATH": str(SRC), **(env or {})}

@@ -6,8 +6,8 @@ so that idle and recovering capacity has an owner) and the eviction table. Stora
 bucket, a Glue database with partition-projected tables and an Athena workgroup; the monthly job runs the
 chargeback SQL there, applies the engine and writes JSON, CSV and HTML reports. A Prometheus alerting rule on
 Kueue's eviction counter alerts on preemption loss the same day, not at month end; beside it, each team's work
-waiting too long (:func:`waiting_rule`), and cluster-wide Kueue admission stalled and more unavailable nodes of a
-type than it reserves (:func:`cluster_rules`).
+waiting too long (:func:`waiting_rule`), and cluster-wide Kueue admission stalled, more unavailable nodes of a
+type than it reserves and the POSIX identity webhook's errors, latency and replicas (:func:`cluster_rules`).
 """
 
 from __future__ import annotations
@@ -55,12 +55,14 @@ from hyperpod_tenancy.constructs._private.annotations import (
     skip_checkov,
     warn,
 )
+from hyperpod_tenancy.constructs._private.cluster_reader import grant_cluster_reads
 from hyperpod_tenancy.constructs._private.kubectl import KUBECTL_WAIT
 from hyperpod_tenancy.constructs._private.principals import pod_identity_principal
 from hyperpod_tenancy.constructs.encryption import encrypt_platform_resources
 from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
+from hyperpod_tenancy.constructs.posix_identity_webhook import PosixIdentityWebhook
 from hyperpod_tenancy.errors import TenancyError
-from hyperpod_tenancy.k8s import labels
+from hyperpod_tenancy.k8s import labels, posix_identity
 from hyperpod_tenancy.policy import names
 from hyperpod_tenancy.policy.instance_types import resource_shape
 
@@ -200,6 +202,30 @@ def _asset_directory(kind: str, files: Mapping[str, bytes]) -> str:
     return str(root)
 
 
+#: Handler of the eviction collector, in its asset's stub package (:func:`runtime_asset_files`).
+EVICTION_COLLECTOR_HANDLER = "hyperpod_tenancy.runtime.eviction_collector.handler"
+#: The runtime modules of the eviction collector's asset: the handler and the ones it imports.
+EVICTION_COLLECTOR_MODULES = ("eviction_collector.py", "kube_api.py", "remote_write.py")
+
+
+def runtime_asset_files(what: str, modules: Sequence[str]) -> dict[str, bytes]:
+    """Files of a Lambda asset: ``modules`` of :mod:`hyperpod_tenancy.runtime` under a stub package.
+
+    The package's own ``__init__`` is replaced by a docstring, so the handler imports its siblings by their
+    package path (as the tests do) and nothing else of the library comes along.
+
+    Args:
+        what: what the asset is, for the stub's docstring.
+        modules: file names in the runtime package (``__init__.py`` is always added).
+
+    """
+    folder = Path(runtime_package.__file__).parent
+    return {
+        "hyperpod_tenancy/__init__.py": f'"""{what} (Lambda asset)."""\n'.encode(),
+        **{f"hyperpod_tenancy/runtime/{m}": (folder / m).read_bytes() for m in ("__init__.py", *modules)},
+    }
+
+
 def _package_files(package: Any, under: str, patterns: Sequence[str]) -> dict[str, bytes]:
     folder = Path(package.__file__).parent
     found: dict[str, bytes] = {}
@@ -232,6 +258,7 @@ def preemption_rules(
     threshold_gpu_hours_per_day: float,
     priority_classes: Mapping[str, Sequence[str]],
     max_pending_minutes: float | None = None,
+    checkpoints: bool = False,
 ) -> str:
     """Return the Prometheus rule file (YAML, JSON-formatted) of the same-day preemption alert, one rule per team.
 
@@ -250,6 +277,7 @@ def preemption_rules(
         priority_classes: team → Kueue priority class names (``<class>-priority``) its work may carry.
         max_pending_minutes: also add, in a second group, each team's :func:`waiting_rule` with this threshold.
             Default: no waiting rule.
+        checkpoints: also add, in a third group, each team's :func:`checkpoint_rule`. Default: no such rule.
 
     """
     rules = []
@@ -291,7 +319,80 @@ def preemption_rules(
                 ],
             }
         )
+    if checkpoints:
+        groups.append(
+            {
+                "name": "hyperpod-tenancy-checkpoints",
+                "interval": "1m",
+                "rules": [
+                    checkpoint_rule(config.cluster, t.name)
+                    for t in sorted(config.teams, key=lambda t: t.name)
+                ],
+            }
+        )
     return json.dumps({"groups": groups}, indent=2)
+
+
+#: The eviction collector's per-team count of overdue checkpoints, written to the workspace every 5 minutes
+#: (:data:`hyperpod_tenancy.runtime.eviction_collector.OVERDUE_SERIES`; labels ``cluster`` and ``team``).
+CHECKPOINTS_OVERDUE_SERIES = "hyperpod_tenancy_checkpoints_overdue"
+#: Window over which every sample of the count must be at least 1: two of the collector's runs, and a minute.
+_OVERDUE_WINDOW = "11m"
+#: How long the count may be missing for the whole cluster before the signal-missing alert fires.
+_OVERDUE_ABSENT_WINDOW = "30m"
+
+
+def checkpoint_rule(cluster: str, team: str) -> dict[str, Any]:
+    """Return the alerting rule that fires when a team's work on borrowed capacity has stopped checkpointing.
+
+    It reads the series :data:`CHECKPOINTS_OVERDUE_SERIES`, which the eviction collector writes to the workspace
+    (Prometheus remote write, :mod:`hyperpod_tenancy.runtime.remote_write`) every 5 minutes for every team:
+    the team's admitted workloads, while its ClusterQueue borrows, that declare a checkpoint directory and have
+    not written it within their declared interval plus one scan of the team's checkpoint scanner
+    (:func:`hyperpod_tenancy.runtime.eviction_collector.checkpoints_overdue`). Kueue has no checkpoint metric: the
+    signal comes from the file system, through the in-cluster scanner's Workload annotation. The rule fires when
+    every sample of the last :data:`_OVERDUE_WINDOW` is at least 1 (two runs in a row: one late scan does not page
+    anyone); a missing series fires the cluster's ``HyperPodTenancyCheckpointSignalMissing`` instead.
+
+    Args:
+        cluster: the cluster name (the series' ``cluster`` label and a label of the alert).
+        team: the team whose count is read.
+
+    """
+    selector = f'{CHECKPOINTS_OVERDUE_SERIES}{{cluster="{cluster}",team="{team}"}}'
+    return {
+        "alert": "HyperPodTenancyCheckpointsOverdue",
+        "expr": f"min_over_time({selector}[{_OVERDUE_WINDOW}]) >= 1",
+        "labels": {"severity": "warning", "team": team, "cluster": cluster},
+        "annotations": {
+            "summary": f'{{{{ $value | printf "%.0f" }}}} workloads of team {team} on borrowed capacity have not '
+            "written their checkpoint directory within their declared interval.",
+            "description": "A reclaim of the borrowed capacity now would lose more than the declared interval. "
+            "Check the job's checkpointing (its hyperpod-tenancy.io/checkpoint-path and the "
+            "hyperpod-tenancy.io/last-checkpoint annotation of its Workload) and the team's checkpoint scanner "
+            "CronJob.",
+        },
+    }
+
+
+def checkpoint_signal_rule(cluster: str) -> dict[str, Any]:
+    """Return the cluster-wide rule that fires when no overdue-checkpoint count reached the workspace.
+
+    The eviction collector writes :data:`CHECKPOINTS_OVERDUE_SERIES` for every team on every run, 0 included; no
+    sample for :data:`_OVERDUE_ABSENT_WINDOW` means its remote write fails (or it stopped, which its own
+    CloudWatch alarm reports too), and no team's :func:`checkpoint_rule` could fire.
+    """
+    return {
+        "alert": "HyperPodTenancyCheckpointSignalMissing",
+        "expr": f'absent_over_time({CHECKPOINTS_OVERDUE_SERIES}{{cluster="{cluster}"}}[{_OVERDUE_ABSENT_WINDOW}])',
+        "labels": {"severity": "warning", "cluster": cluster},
+        "annotations": {
+            "summary": f"No overdue-checkpoint count reached the workspace for {_OVERDUE_ABSENT_WINDOW}: the teams' "
+            "checkpoint alerts cannot fire.",
+            "description": "Check the eviction collector's logs (its remote write to the workspace, aps:RemoteWrite) "
+            "and its <cluster>-chargeback-eviction-collector-stopped alarm.",
+        },
+    }
 
 
 def waiting_rule(cluster: str, team: str, *, max_pending_minutes: float) -> dict[str, Any]:
@@ -345,7 +446,142 @@ def _unhealthy_nodes() -> str:
     return f"max by (node) ({ready}) or max by (node) ({tainted}) or max by (node) ({cordoned})"
 
 
-def cluster_rules(cluster: str, reserved: Mapping[str, int]) -> str:
+#: Window of the webhook's rate alerts.
+_WEBHOOK_WINDOW = "5m"
+#: Share of error outcomes above which ``HyperPodTenancyWebhookErrors`` fires.
+WEBHOOK_ERROR_RATIO = 0.05
+#: Admission requests a minute below which the webhook's ratio and latency alerts stay silent (a quiet cluster's
+#: one failed request is not a 100 % error rate worth waking someone for).
+WEBHOOK_MIN_REQUESTS_PER_MINUTE = 1
+#: The p99 latency alert fires above this share of the webhook's ``timeoutSeconds``: well before the API server
+#: gives up on the webhook (and, with ``failurePolicy: Fail``, refuses the request).
+WEBHOOK_LATENCY_SHARE_OF_TIMEOUT = 0.2
+
+
+def webhook_timeout_seconds(cluster: IHyperPodCluster) -> int:
+    """Return the ``timeoutSeconds`` of the cluster's POSIX identity webhook.
+
+    The construct's (:attr:`PosixIdentityWebhook.timeout_seconds`) when the cluster was created in this app, else
+    the policy's ``cluster.posixIdentity.timeoutSeconds`` (what the construct deploys by default).
+    """
+    webhook = getattr(cluster, "posix_identity", None)
+    if isinstance(webhook, PosixIdentityWebhook):
+        return webhook.timeout_seconds
+    return cluster.platform.cluster.posix_identity.timeout_seconds
+
+
+def _webhook_rules(cluster_labels: Mapping[str, str], *, timeout_seconds: int) -> list[dict[str, Any]]:
+    """Return the POSIX identity webhook's alerts (see :func:`cluster_rules`)."""
+    window = _WEBHOOK_WINDOW
+    requests = posix_identity.ADMISSION_REQUESTS_METRIC
+    buckets = f"{posix_identity.ADMISSION_DURATION_METRIC}_bucket"
+    count = f"{posix_identity.ADMISSION_DURATION_METRIC}_count"
+    per_minute = WEBHOOK_MIN_REQUESTS_PER_MINUTE
+    error = posix_identity.ADMISSION_OUTCOMES[2]
+    busy = f"sum(rate({requests}[{window}])) * 60 >= {per_minute}"
+    busy_observed = f"sum(rate({count}[{window}])) * 60 >= {per_minute}"
+    seconds = round(timeout_seconds * WEBHOOK_LATENCY_SHARE_OF_TIMEOUT, 3)
+    where = f"namespace {posix_identity.WEBHOOK_NAMESPACE}, Deployment {posix_identity.DEPLOYMENT}"
+    deployment = f'namespace="{posix_identity.WEBHOOK_NAMESPACE}",deployment="{posix_identity.DEPLOYMENT}"'
+    unavailable = f"max(kube_deployment_status_replicas_unavailable{{{deployment}}})"
+    fail = (
+        "with failurePolicy Fail every workload and pod creation in every team namespace is refused meanwhile"
+    )
+    see = "docs/operations.md (Alerts) and docs/posix-identity-server.md"
+    return [
+        {
+            "alert": "HyperPodTenancyWebhookErrors",
+            "expr": f'sum(rate({requests}{{outcome="{error}"}}[{window}])) / sum(rate({requests}[{window}])) '
+            f"> {WEBHOOK_ERROR_RATIO:g} and on() {busy}",
+            "for": "5m",
+            "labels": {"severity": "critical", **cluster_labels},
+            "annotations": {
+                "summary": "{{ $value | humanizePercentage }} of the POSIX identity webhook's admission requests "
+                f"failed over {window} (threshold {WEBHOOK_ERROR_RATIO:.0%}).",
+                "description": "Errors are HTTP 5xx answers and denials because a dependency failed (DynamoDB or "
+                "the API server did not answer, the UID range is used up); "
+                f"{fail}. hyperpod_tenancy_webhook_admission_denials_total{{reason}} and the webhook's log "
+                f"(kubectl logs -n {posix_identity.WEBHOOK_NAMESPACE} deployment/{posix_identity.DEPLOYMENT}) "
+                "name the cause; hyperpod_tenancy_webhook_dynamodb_calls_total shows DynamoDB's answers. "
+                f"See {see}.",
+            },
+        },
+        {
+            "alert": "HyperPodTenancyWebhookSlow",
+            "expr": f"histogram_quantile(0.99, sum by (le) (rate({buckets}[{window}]))) > {seconds:g} "
+            f"and on() {busy_observed}",
+            "for": "10m",
+            "labels": {"severity": "warning", **cluster_labels},
+            "annotations": {
+                "summary": "The POSIX identity webhook's p99 admission latency is "
+                '{{ $value | printf "%.2f" }} s, above '
+                f"{seconds:g} s (its timeoutSeconds is {timeout_seconds}).",
+                "description": "Past timeoutSeconds the API server gives up on the webhook and, with failurePolicy "
+                "Fail, refuses the request. Slow answers are DynamoDB lookups and allocations (a cached person "
+                "answers in microseconds): check DynamoDB's latency and throttling "
+                "(hyperpod_tenancy_webhook_dynamodb_calls_total) and the webhook pods' CPU. "
+                f"See {see}.",
+            },
+        },
+        {
+            "alert": "HyperPodTenancyWebhookReplicasUnavailable",
+            "expr": f"{unavailable} > 0",
+            "for": "10m",
+            "labels": {"severity": "warning", **cluster_labels},
+            "annotations": {
+                "summary": '{{ $value | printf "%.0f" }} replicas of the POSIX identity webhook are unavailable '
+                f"({where}).",
+                "description": f"kubectl describe deployment -n {posix_identity.WEBHOOK_NAMESPACE} "
+                f"{posix_identity.DEPLOYMENT} and its pods: a replica not ready usually waits for its "
+                "certificate, DynamoDB (its /readyz) or a system node. One replica left still answers; none "
+                f"left and {fail}.",
+            },
+        },
+        {
+            "alert": "HyperPodTenancyWebhookDown",
+            "expr": f"{unavailable} >= max(kube_deployment_spec_replicas{{{deployment}}}) > 0",
+            "for": "2m",
+            "labels": {"severity": "critical", **cluster_labels},
+            "annotations": {
+                "summary": f"Every replica of the POSIX identity webhook is unavailable ({where}): {fail}.",
+                "description": f"kubectl get pods -n {posix_identity.WEBHOOK_NAMESPACE}; kubectl describe "
+                f"deployment -n {posix_identity.WEBHOOK_NAMESPACE} {posix_identity.DEPLOYMENT}. Team members see "
+                "'failed calling webhook' errors; `hyperpod-tenancy explain` on a refused workload says so. "
+                f"See {see}.",
+            },
+        },
+        {
+            "alert": "HyperPodTenancyWebhookMetricsMissing",
+            "expr": f"max(kube_deployment_status_replicas_available{{{deployment}}}) > 0 "
+            f"and on() absent({posix_identity.READY_METRIC})",
+            "for": "15m",
+            "labels": {"severity": "warning", **cluster_labels},
+            "annotations": {
+                "summary": '{{ $value | printf "%.0f" }} replicas of the POSIX identity webhook are available '
+                "but no webhook metric reaches the workspace: its error and latency alerts cannot fire.",
+                "description": "The collector does not scrape the webhook pods (prometheus.io/scrape, port "
+                f"{posix_identity.METRICS_PORT_NAME} {posix_identity.METRICS_PORT}, path "
+                f"{posix_identity.METRICS_PATH}). Add a scrape job for them to the collector (see "
+                "docs/posix-identity-server.md, Metrics).",
+            },
+        },
+        {
+            "alert": "HyperPodTenancyWebhookDeploymentUnseen",
+            "expr": f"absent(kube_deployment_spec_replicas{{{deployment}}})",
+            "for": "30m",
+            "labels": {"severity": "warning", **cluster_labels},
+            "annotations": {
+                "summary": f"kube-state-metrics reports no Deployment {posix_identity.DEPLOYMENT} in "
+                f"{posix_identity.WEBHOOK_NAMESPACE}: the webhook's replica alerts cannot fire.",
+                "description": "Either the Deployment is gone (its webhook configurations still send every team "
+                "request to it: redeploy the cluster stack) or kube-state-metrics' deployment series do not "
+                "reach the workspace (check the observability add-on).",
+            },
+        },
+    ]
+
+
+def cluster_rules(cluster: str, reserved: Mapping[str, int], *, webhook_timeout_seconds: int) -> str:
     """Return the Prometheus rule file (YAML, JSON-formatted) of the cluster-wide alerts.
 
     ``HyperPodTenancyAdmissionStalled``: workloads are queued (``kueue_pending_workloads{status="active"}``, the
@@ -365,9 +601,38 @@ def cluster_rules(cluster: str, reserved: Mapping[str, int]) -> str:
     allowlists ``node.kubernetes.io/instance-type`` is not confirmed, so ``HyperPodTenancyNodeTypeUnknown`` fires
     while no node series carries the label (the per-type alert could not fire).
 
+    The POSIX identity webhook (``failurePolicy: Fail`` stops every team's pod creation while it errors or is down)
+    has, from its own metrics (:mod:`hyperpod_tenancy.webhook.metrics`; names in
+    :mod:`hyperpod_tenancy.k8s.posix_identity`):
+
+    * ``HyperPodTenancyWebhookErrors`` (critical): over 5 minutes more than :data:`WEBHOOK_ERROR_RATIO` of the
+      admission requests had the outcome ``error`` (an HTTP 5xx, or a denial because DynamoDB or the API server
+      did not answer or the UID range is used up), while at least :data:`WEBHOOK_MIN_REQUESTS_PER_MINUTE` request
+      a minute arrives;
+    * ``HyperPodTenancyWebhookSlow`` (warning): the p99 of the admission latency histogram above
+      :data:`WEBHOOK_LATENCY_SHARE_OF_TIMEOUT` of ``webhook_timeout_seconds``, with the same minimum traffic;
+
+    and from kube-state-metrics' deployment series (kubernetes/kube-state-metrics v2.20.0
+    ``docs/metrics/workload/deployment-metrics.md``, STABLE, labels ``namespace`` and ``deployment``;
+    ``internal/store/deployment.go`` reads ``status.unavailableReplicas``, ``status.availableReplicas``,
+    ``spec.replicas``) of the webhook's Deployment (:data:`~hyperpod_tenancy.k8s.posix_identity.DEPLOYMENT` in
+    :data:`~hyperpod_tenancy.k8s.posix_identity.WEBHOOK_NAMESPACE`):
+
+    * ``HyperPodTenancyWebhookReplicasUnavailable`` (warning): a replica unavailable for 10 minutes;
+    * ``HyperPodTenancyWebhookDown`` (critical): every replica unavailable for 2 minutes;
+    * ``HyperPodTenancyWebhookMetricsMissing`` (warning): replicas are available but no
+      ``hyperpod_tenancy_webhook_ready`` series exists (a gauge every replica exports from its start): that the
+      observability add-on scrapes the pods' ``prometheus.io/*`` annotations is not confirmed, so this fires
+      when it does not (the two webhook alerts above could not fire);
+    * ``HyperPodTenancyWebhookDeploymentUnseen`` (warning): kube-state-metrics reports no such Deployment (it is
+      gone, or those series do not arrive: the replica alerts could not fire).
+
+    ``HyperPodTenancyCheckpointSignalMissing``: :func:`checkpoint_signal_rule`.
+
     Args:
         cluster: the cluster name (a label of every alert).
         reserved: instance type → nodes kept outside every quota (``cluster.instanceGroups[].reserved``, summed).
+        webhook_timeout_seconds: the webhook's ``timeoutSeconds`` (:func:`webhook_timeout_seconds`).
 
     """
     labels = {"cluster": cluster}
@@ -418,6 +683,8 @@ def cluster_rules(cluster: str, reserved: Mapping[str, int]) -> str:
                 },
             }
         )
+    rules += _webhook_rules(labels, timeout_seconds=webhook_timeout_seconds)
+    rules.append(checkpoint_signal_rule(cluster))
     return json.dumps(
         {"groups": [{"name": "hyperpod-tenancy-cluster", "interval": "1m", "rules": rules}]}, indent=2
     )
@@ -580,6 +847,7 @@ class ChargebackPipeline(Construct):
         if isinstance(workspace, aps.CfnWorkspace):
             self.alert_workspace = workspace
             self._route_alerts(workspace)
+            self._write_checkpoint_series(workspace)
             reserved: dict[str, int] = {}
             for group in platform.cluster.instance_groups:
                 reserved[group.instance_type] = reserved.get(group.instance_type, 0) + group.reserved
@@ -588,7 +856,9 @@ class ChargebackPipeline(Construct):
                 "ClusterAlertRules",
                 name=names.chargeback(self._name) + CLUSTER_RULES_SUFFIX,
                 workspace=workspace.attr_arn,
-                data=cluster_rules(self._name, reserved),
+                data=cluster_rules(
+                    self._name, reserved, webhook_timeout_seconds=webhook_timeout_seconds(cluster)
+                ),
             )
         else:
             warn(
@@ -614,6 +884,18 @@ class ChargebackPipeline(Construct):
         self._acknowledge_findings()
 
     # ------------------------------------------------------------------ configuration
+    def _write_checkpoint_series(self, workspace: aps.CfnWorkspace) -> None:
+        """Let the eviction collector write the overdue-checkpoint counts the teams' rule groups alert on."""
+        # the workspace's Prometheus endpoint ends in "/"
+        self.eviction_collector.add_environment(
+            "REMOTE_WRITE_URL", f"{workspace.attr_prometheus_endpoint}api/v1/remote_write"
+        )
+        self.eviction_collector.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="CheckpointSeries", actions=["aps:RemoteWrite"], resources=[workspace.attr_arn]
+            )
+        )
+
     def _config(
         self,
         *,
@@ -1143,9 +1425,9 @@ class ChargebackPipeline(Construct):
         return function
 
     def _create_eviction_collector(self) -> lambda_.Function:
-        runtime = Path(runtime_package.__file__).parent
         directory = _asset_directory(
-            "eviction-collector", {"eviction_collector.py": (runtime / "eviction_collector.py").read_bytes()}
+            "eviction-collector",
+            runtime_asset_files("The eviction collector", EVICTION_COLLECTOR_MODULES),
         )
         security_group = ec2.SecurityGroup(
             self,
@@ -1157,7 +1439,7 @@ class ChargebackPipeline(Construct):
         function = self._function(
             "EvictionCollector",
             code=lambda_.Code.from_asset(directory),
-            handler="eviction_collector.handler",
+            handler=EVICTION_COLLECTOR_HANDLER,
             timeout=cdk.Duration.minutes(2),
             environment={
                 "CLUSTER_NAME": self.cluster.eks_cluster_name,
@@ -1167,6 +1449,10 @@ class ChargebackPipeline(Construct):
                 "LOOKBACK_MINUTES": "15",
                 "CHECKPOINT_INTERVAL_ANNOTATION": labels.CHECKPOINT_INTERVAL_ANNOTATION,
                 "CHECKPOINT_INTERVAL_ENV": labels.CHECKPOINT_INTERVAL_ENV,
+                # the team checkpoint scanners' annotation (measured preemption loss, CheckpointsOverdue gauge)
+                "LAST_CHECKPOINT_ANNOTATION": labels.LAST_CHECKPOINT_ANNOTATION,
+                "CHECKPOINT_PATH_ANNOTATION": labels.CHECKPOINT_PATH_ANNOTATION,
+                "CHECKPOINT_DIR_ENV": labels.CHECKPOINT_DIR_ENV,
                 # the teams' live GPU gauges (in use, borrowed, guarantee, ceiling) for their dashboards
                 "GAUGE_NAMESPACE": METRIC_NAMESPACE,
                 "TEAM_QUEUE_PREFIX": names.NAMESPACE_PREFIX,
@@ -1177,9 +1463,6 @@ class ChargebackPipeline(Construct):
         )
         self.cluster.allow_api_access_from(self, "EvictionCollectorApiAccess", peer=security_group)
         function.add_to_role_policy(
-            iam.PolicyStatement(actions=["eks:DescribeCluster"], resources=[self.cluster.eks_cluster_arn])
-        )
-        function.add_to_role_policy(
             iam.PolicyStatement(
                 sid="Gauges",
                 actions=["cloudwatch:PutMetricData"],
@@ -1188,56 +1471,21 @@ class ChargebackPipeline(Construct):
             )
         )
         self.bucket.grant_put(function, f"{_RAW}eviction/*")
-        role = function.role
-        if role is None:  # pragma: no cover - a Function always has a role here
-            raise TenancyError(f"{self.node.path}: the eviction collector has no role")
-        access_entry = eks.CfnAccessEntry(
+        access_entry, rbac = grant_cluster_reads(
             self,
-            "EvictionCollectorAccess",
-            cluster_name=self.cluster.eks_cluster_name,
-            principal_arn=role.role_arn,
-            type="STANDARD",
-            # no access policy: the group below is bound to a read-only ClusterRole on Workloads and ClusterQueues
-            kubernetes_groups=[EVICTION_COLLECTOR_GROUP],
-        )
-        rbac = eks.KubernetesManifest(
-            self,
-            "EvictionCollectorRbac",
-            cluster=self.cluster.kubernetes,
-            manifest=[
+            "EvictionCollector",
+            cluster=self.cluster,
+            function=function,
+            group=EVICTION_COLLECTOR_GROUP,
+            role_name=EVICTION_COLLECTOR_ROLE,
+            rules=[
                 {
-                    "apiVersion": "rbac.authorization.k8s.io/v1",
-                    "kind": "ClusterRole",
-                    "metadata": {"name": EVICTION_COLLECTOR_ROLE, "labels": labels.object_labels()},
-                    "rules": [
-                        {
-                            "apiGroups": ["kueue.x-k8s.io"],
-                            "resources": ["workloads", "clusterqueues"],
-                            "verbs": ["get", "list"],
-                        }
-                    ],
-                },
-                {
-                    "apiVersion": "rbac.authorization.k8s.io/v1",
-                    "kind": "ClusterRoleBinding",
-                    "metadata": {"name": EVICTION_COLLECTOR_ROLE, "labels": labels.object_labels()},
-                    "roleRef": {
-                        "apiGroup": "rbac.authorization.k8s.io",
-                        "kind": "ClusterRole",
-                        "name": EVICTION_COLLECTOR_ROLE,
-                    },
-                    "subjects": [
-                        {
-                            "apiGroup": "rbac.authorization.k8s.io",
-                            "kind": "Group",
-                            "name": EVICTION_COLLECTOR_GROUP,
-                        }
-                    ],
-                },
+                    "apiGroups": ["kueue.x-k8s.io"],
+                    "resources": ["workloads", "clusterqueues"],
+                    "verbs": ["get", "list"],
+                }
             ],
         )
-        if self.cluster.platform_chart_manifest is not None:
-            rbac.node.add_dependency(self.cluster.platform_chart_manifest)
         schedule = events.Rule(
             self,
             "EvictionCollectorSchedule",

@@ -9,6 +9,11 @@ platform chart) re-checks every Pod. This construct deploys the webhook::
       -> Namespace, ServiceAccount, ConfigMap, cert-manager CA and serving certificate, Deployment, PDB, Service
       -> wait: Deployment ready -> Mutating- and ValidatingWebhookConfiguration -> wait: CA injected (``ready``)
 
+The pods serve Prometheus metrics on a plain-HTTP port of their own (``metrics``,
+:data:`~hyperpod_tenancy.k8s.posix_identity.METRICS_PORT`) with the conventional ``prometheus.io/*`` scrape
+annotations; the cluster-wide alerts of ``ChargebackPipeline`` (``cluster_rules``) read them and
+kube-state-metrics' series of this Deployment.
+
 cert-manager is the cluster's EKS add-on ``cert-manager`` (``SharedHyperPodCluster.cert_manager_addon``, also
 needed by the HyperPod training operator); pass it in ``after`` so the issuers are created once it serves.
 """
@@ -98,7 +103,7 @@ class PosixIdentityWebhook(Construct):
 
     Attributes:
         table, role, image, image_uri, pod_identity, objects, webhook_configuration, deployment_ready, ready,
-        config, failure_policy: see each attribute.
+        config, failure_policy, timeout_seconds: see each attribute.
 
     """
 
@@ -131,6 +136,8 @@ class PosixIdentityWebhook(Construct):
             )
         #: ``failurePolicy`` of the MutatingWebhookConfiguration.
         self.failure_policy: WebhookFailurePolicy = failure_policy
+        #: ``timeoutSeconds`` of both webhook configurations (the cluster's latency alert stays well below it).
+        self.timeout_seconds: int = timeout
         #: The server's configuration file (``--teams``), as rendered into the ConfigMap.
         self.config = posix_identity.webhook_config(platform)
         #: The person -> UID map (partition key ``pk``; retained: people's files carry these UIDs).

@@ -2,8 +2,8 @@
 
 Everything of the chargeback that exists once per team lives here, so adding or removing a team changes no
 shared stack: the team's record (an SSM parameter the monthly job reads at run time), its CloudWatch dashboard
-and its same-day alerts, preemption loss and work waiting too long (a rule groups namespace on the cluster's
-Prometheus workspace).
+and its same-day alerts, preemption loss, work waiting too long and borrowed work whose checkpoints are overdue
+(a rule groups namespace on the cluster's Prometheus workspace).
 """
 
 from __future__ import annotations
@@ -44,12 +44,16 @@ class TeamChargeback(Construct):
     month's roster, so a team removed in the middle of a month is still billed for it; the CloudWatch dashboard
     ``<cluster>-chargeback-<team>`` (monthly GPU-hours used, borrowed, lent and lost to preemption); and, given
     a Prometheus workspace, the rule groups namespace ``<cluster>-chargeback-<team>`` with the team's same-day
-    preemption and waiting alerts (:func:`~hyperpod_tenancy.constructs.chargeback_pipeline.preemption_rules`), which the
-    workspace's alert manager routes to the chargeback topic. The dashboard's first widget is the team's live GPUs
+    preemption, waiting and overdue-checkpoint alerts
+    (:func:`~hyperpod_tenancy.constructs.chargeback_pipeline.preemption_rules`), which the workspace's alert
+    manager routes to the chargeback topic. The dashboard's first widget is the team's live GPUs
     (in use and borrowed, against its guarantee and ceiling, every 5 minutes), a custom widget drawn by the
-    team's own function (:mod:`hyperpod_tenancy.runtime.gpu_widget`); given the team's tenant, its permission set
-    may read the dashboard and invoke that function, and nothing of another team (IAM cannot limit
-    ``cloudwatch:GetMetricData`` to one team's dimensions, so the members get no metric permission at all).
+    team's own function (:mod:`hyperpod_tenancy.runtime.gpu_widget`); given a workspace, the last widget is the
+    state of the team's alerts and of the cluster-wide ones, drawn by a second function of the team's
+    (:mod:`hyperpod_tenancy.runtime.alert_widget`, Amazon Managed Prometheus' ListRules kept to this team's rules
+    and the cluster's). Given the team's tenant, its permission set may read the dashboard and invoke those
+    functions, and nothing of another team (IAM cannot limit ``cloudwatch:GetMetricData`` to one team's
+    dimensions, nor ``aps:ListRules`` to one team's rules, so the members get neither permission at all).
 
     Args:
         scope: parent construct (the team's stack).
@@ -68,8 +72,8 @@ class TeamChargeback(Construct):
         tenant: the team's tenant, whose permission set gets read access to the dashboard. Default: none.
 
     Attributes:
-        record, dashboard, widget, rule_group: the created resources (``rule_group`` is ``None`` without a
-            workspace).
+        record, dashboard, widget, alert_widget, rule_group: the created resources (``alert_widget`` and
+            ``rule_group`` are ``None`` without a workspace).
         team_config: the team's record as the engine reads it.
 
     Raises:
@@ -113,12 +117,48 @@ class TeamChargeback(Construct):
             description=f"Chargeback record of team {spec.name} on HyperPod cluster {name}",
             tier=ssm.ParameterTier.STANDARD,
         )
+        #: The role of the team's widget functions (one role for both: each team costs the account as few IAM
+        #: roles as possible, and both only read what their team's dashboard shows).
+        self.widget_role = iam.Role(
+            self,
+            "WidgetRole",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=f"Dashboard widgets of team {spec.name} on HyperPod cluster {name}",
+            managed_policies=[
+                iam.ManagedPolicy.from_aws_managed_policy_name("service-role/AWSLambdaBasicExecutionRole")
+            ],
+        )
+        acknowledge_role(
+            self.widget_role,
+            managed_policies="AWSLambdaBasicExecutionRole only lets the widget functions write their logs",
+            wildcards="cloudwatch:GetMetricData supports no resource-level permission; the GPU widget reads the "
+            "gauges of its own team only (its environment names the team), and the team members may only "
+            "invoke it, never read metrics themselves",
+        )
         #: The function drawing the team's live GPU widget (reads this team's gauges only).
         self.widget = self._widget(name)
         #: The team's dashboard.
         self.dashboard = self._dashboard(name)
+        #: The function drawing the team's alert-state widget (``None`` without a workspace).
+        self.alert_widget: lambda_.Function | None = None
+        if alert_workspace is not None:
+            self.alert_widget = self._alert_widget(name, alert_workspace)
+            self.dashboard.add_widgets(
+                cloudwatch.CustomWidget(
+                    function_arn=self.alert_widget.function_arn,
+                    title=f"{spec.name}: alerts of the team and of the cluster, now",
+                    width=24,
+                    height=6,
+                    update_on_refresh=True,
+                    update_on_resize=False,
+                    update_on_time_range_change=False,
+                )
+            )
         if tenant is not None:
             stack = cdk.Stack.of(self)
+            widgets = [names.team_gpu_widget(name, spec.name)]
+            if alert_workspace is not None:
+                widgets.append(names.team_alert_widget(name, spec.name))
             tenant.allow_in_permission_set(
                 {
                     "Sid": "ReadTeamDashboard",
@@ -132,19 +172,22 @@ class TeamChargeback(Construct):
                     ),
                 },
                 {
-                    "Sid": "DrawTeamGpuWidget",
+                    "Sid": "DrawTeamWidgets",
                     "Effect": "Allow",
                     "Action": "lambda:InvokeFunction",
-                    # formatted from the fixed name, so a policy reader sees whose function it is
-                    "Resource": stack.format_arn(
-                        service="lambda",
-                        resource="function",
-                        resource_name=names.team_gpu_widget(name, spec.name),
-                        arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME,
-                    ),
+                    # formatted from the fixed names, so a policy reader sees whose functions they are
+                    "Resource": [
+                        stack.format_arn(
+                            service="lambda",
+                            resource="function",
+                            resource_name=function,
+                            arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME,
+                        )
+                        for function in widgets
+                    ],
                 },
             )
-        #: The team's same-day preemption and waiting alerts (``None`` without a workspace).
+        #: The team's same-day preemption, waiting and overdue-checkpoint alerts (``None`` without a workspace).
         self.rule_group: aps.CfnRuleGroupsNamespace | None = None
         if alert_workspace is not None:
             classes = [
@@ -160,6 +203,7 @@ class TeamChargeback(Construct):
                     threshold_gpu_hours_per_day=preemption_alarm_gpu_hours_per_day,
                     priority_classes={spec.name: classes},
                     max_pending_minutes=pending_alarm_minutes,
+                    checkpoints=True,
                 ),
             )
 
@@ -176,33 +220,61 @@ class TeamChargeback(Construct):
         )
 
     def _widget(self, cluster: str) -> lambda_.Function:
-        source = (Path(runtime_package.__file__).parent / "gpu_widget.py").read_text(encoding="utf-8")
+        return self._widget_function(
+            "GpuWidget",
+            module="gpu_widget.py",
+            function_name=names.team_gpu_widget(cluster, self.team_config.name),
+            description=f"Live GPUs of team {self.team_config.name} on {cluster} (custom dashboard widget)",
+            environment={"CLUSTER": cluster, "TEAM": self.team_config.name, "NAMESPACE": METRIC_NAMESPACE},
+            # GetMetricData has no resource-level permission; the code reads this team's dimensions only
+            statement=iam.PolicyStatement(actions=["cloudwatch:GetMetricData"], resources=["*"]),
+        )
+
+    def _alert_widget(self, cluster: str, workspace: aps.CfnWorkspace) -> lambda_.Function:
+        return self._widget_function(
+            "AlertWidget",
+            module="alert_widget.py",
+            function_name=names.team_alert_widget(cluster, self.team_config.name),
+            description=f"Alert state of team {self.team_config.name} on {cluster} (custom dashboard widget)",
+            environment={
+                "TEAM": self.team_config.name,
+                "WORKSPACE_ID": workspace.attr_workspace_id,
+                "REGION": cdk.Stack.of(self).region,
+            },
+            # ListRules is authorized on the workspace; the code keeps this team's rules and the cluster's
+            statement=iam.PolicyStatement(actions=["aps:ListRules"], resources=[workspace.attr_arn]),
+        )
+
+    def _widget_function(
+        self,
+        id: str,
+        *,
+        module: str,
+        function_name: str,
+        description: str,
+        environment: dict[str, str],
+        statement: iam.PolicyStatement,
+    ) -> lambda_.Function:
+        """Create a team's custom-widget function: ``module`` of the runtime package inline, :attr:`widget_role`.
+
+        ``statement`` (the function's one permission) is added to the shared role.
+        """
+        source = (Path(runtime_package.__file__).parent / module).read_text(encoding="utf-8")
         function = lambda_.Function(
             self,
-            "GpuWidget",
+            id,
             runtime=lambda_.Runtime.PYTHON_3_14,
             handler="index.handler",
             code=lambda_.Code.from_inline(source),
             timeout=cdk.Duration.seconds(30),
             memory_size=256,
-            function_name=names.team_gpu_widget(cluster, self.team_config.name),
-            description=f"Live GPUs of team {self.team_config.name} on {cluster} (custom dashboard widget)",
-            environment={"CLUSTER": cluster, "TEAM": self.team_config.name, "NAMESPACE": METRIC_NAMESPACE},
-            log_group=logs.LogGroup(self, "GpuWidgetLogs", retention=logs.RetentionDays.ONE_YEAR),
+            function_name=function_name,
+            description=description,
+            environment=environment,
+            log_group=logs.LogGroup(self, f"{id}Logs", retention=logs.RetentionDays.ONE_YEAR),
+            role=self.widget_role,
         )
-        # GetMetricData has no resource-level permission; the code reads this team's dimensions only
-        function.add_to_role_policy(
-            iam.PolicyStatement(actions=["cloudwatch:GetMetricData"], resources=["*"])
-        )
-        role = function.role
-        if isinstance(role, iam.Role):
-            acknowledge_role(
-                role,
-                managed_policies="AWSLambdaBasicExecutionRole is the managed policy CDK attaches for the function's logs",
-                wildcards="cloudwatch:GetMetricData supports no resource-level permission; the function reads the "
-                "gauges of its own team only (its environment names the team), and the team members may only "
-                "invoke it, never read metrics themselves",
-            )
+        function.add_to_role_policy(statement)
         skip_checkov(
             function,
             ["CKV_AWS_115", "CKV_AWS_116"],
@@ -210,8 +282,8 @@ class TeamChargeback(Construct):
             "the dashboard, so a dead-letter queue would hold nothing, and reserved concurrency would take from the "
             "account's other functions",
         )
-        skip_checkov(function, "CKV_AWS_117", "calls CloudWatch's API only, nothing inside the VPC")
-        skip_checkov(function, "CKV_AWS_173", "the environment holds the cluster and team names, no secret")
+        skip_checkov(function, "CKV_AWS_117", "calls an AWS API only, nothing inside the VPC")
+        skip_checkov(function, "CKV_AWS_173", "the environment holds names and IDs, no secret")
         return function
 
     def _dashboard(self, cluster: str) -> cloudwatch.Dashboard:

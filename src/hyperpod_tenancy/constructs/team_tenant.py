@@ -38,13 +38,20 @@ from hyperpod_tenancy.constructs._private.team_iam import (
 )
 from hyperpod_tenancy.constructs.backends import TeamFairness, backend_for
 from hyperpod_tenancy.constructs.backends.task_governance import NAMESPACE_WAIT
+from hyperpod_tenancy.constructs.drift_audit import (
+    audit_record_parameter,
+    kube_record_parameter,
+    team_expectation,
+)
 from hyperpod_tenancy.constructs.encryption import encrypt_platform_resources, skip_without_key
 from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
 from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.k8s import onboarding, posix_identity
+from hyperpod_tenancy.k8s.audit_record import kube_expectation
 from hyperpod_tenancy.k8s.team_chart import TeamChart
 from hyperpod_tenancy.k8s.team_manifests import DEFAULT_SERVICE_ACCOUNT, FsxVolume
 from hyperpod_tenancy.policy import Team, names
+from hyperpod_tenancy.runtime import drift_audit
 
 __all__ = ["NAMESPACE_WAIT", "STUDIO_LIFECYCLE_SCRIPT", "TeamTenant", "studio_lifecycle_script"]
 
@@ -239,6 +246,19 @@ class TeamTenant(Construct):
             string_value=json.dumps(posix_identity.team_record(platform, spec.name), sort_keys=True),
             description=f"POSIX identity webhook record of team {spec.name} on HyperPod cluster {platform.cluster.name}",
             tier=ssm.ParameterTier.STANDARD,
+        )
+        #: The team's drift audit record: what this stack deployed, read by ``hyperpod-tenancy audit`` and the
+        #: daily audit (:mod:`hyperpod_tenancy.constructs.drift_audit`).
+        self.audit_record = self._audit_record()
+        #: What the team's chart declares (namespace labels, bindings, quotas, limits), which the daily audit
+        #: compares with the cluster (:func:`hyperpod_tenancy.constructs.drift_audit.kube_record_parameter`).
+        self.kube_audit_record = kube_record_parameter(
+            self,
+            "KubernetesAuditRecord",
+            cluster=platform.cluster.name,
+            expectation=kube_expectation(
+                platform, spec, self.chart.to_json(), stack=cdk.Stack.of(self).node.path
+            ),
         )
         #: The team chart applied to the cluster (primary child, ID ``Resource``).
         self.chart_manifest: eks.KubernetesManifest = self._create_chart()
@@ -462,10 +482,36 @@ class TeamTenant(Construct):
                 "TimeoutSeconds": str(int(timeout.to_seconds())),
                 # re-run the lookup whenever the assignment is recreated (the role suffix changes then)
                 "Assignment": assignment.ref,
+                # `cdk deploy -c hyperpod-tenancy:ssoRoleLookup=<new value>` re-runs the lookup (docs/audit.md)
+                **self._lookup_nonce(),
             },
         )
         resource.node.add_dependency(assignment)
         return resource.get_att_string("RoleArn")
+
+    def _audit_record(self) -> ssm.StringParameter:
+        platform = self.cluster.platform
+        expectation = team_expectation(
+            platform,
+            self.team,
+            stack=cdk.Stack.of(self).node.path,
+            permission_set_arn=self.permission_set.attr_permission_set_arn,
+            sso_role_arn=self.sso_role_arn,
+            execution_role_arn=self.execution_role.role_arn,
+            cluster_arn=self.cluster.hyperpod_cluster_arn,
+            compute_quota=self.compute_quota is not None,
+        )
+        return audit_record_parameter(
+            self, "DriftAuditRecord", cluster=platform.cluster.name, expectation=expectation
+        )
+
+    def _lookup_nonce(self) -> dict[str, str]:
+        """``{"Lookup": <value>}`` of the context :data:`~hyperpod_tenancy.runtime.drift_audit.SSO_ROLE_LOOKUP_CONTEXT`.
+
+        Empty without it, so the template does not change until an operator asks for a new lookup.
+        """
+        value = self.node.try_get_context(drift_audit.SSO_ROLE_LOOKUP_CONTEXT)
+        return {} if value is None or value == "" else {"Lookup": str(value)}
 
     def _create_access_entries(self) -> list[eks.CfnAccessEntry]:
         principals = {"SsoAccess": self.sso_role_arn}

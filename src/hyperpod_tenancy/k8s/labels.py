@@ -59,6 +59,17 @@ WEBHOOK_REPORTING_CONTROLLER = "hyperpod-tenancy.io/posix-identity-webhook"
 CHECKPOINT_PATH_ANNOTATION = "hyperpod-tenancy.io/checkpoint-path"
 #: Job/pod annotation with the checkpoint interval, e.g. ``30m`` or ``1h``.
 CHECKPOINT_INTERVAL_ANNOTATION = "hyperpod-tenancy.io/checkpoint-interval"
+#: Workload annotation the team's checkpoint scanner writes (:mod:`hyperpod_tenancy.runtime.checkpoint_scanner`):
+#: the newest modification time under the workload's checkpoint directory, RFC 3339 UTC
+#: (``2026-07-01T02:03:04Z``), never later than the scan. Only the scanner writes it (tenants have no write
+#: verb on Workloads, and Kueue copies no Job annotation of this domain to its Workload); the eviction
+#: collector reads it from the Workload's own metadata, never from a pod template.
+LAST_CHECKPOINT_ANNOTATION = "hyperpod-tenancy.io/last-checkpoint"
+#: Label on every object ``hyperpod-tenancy probe`` creates; its value is the run (8 hex digits), which the clean-up
+#: deletes by (``-l hyperpod-tenancy.io/probe=<run>``).
+PROBE_LABEL = "hyperpod-tenancy.io/probe"
+#: Label of a probe pod saying which part of the run it is (``server``, ``client``); the probe Service selects it.
+PROBE_ROLE_LABEL = "hyperpod-tenancy.io/probe-role"
 #: Container environment variable naming the checkpoint directory: the same declaration as
 #: :data:`CHECKPOINT_PATH_ANNOTATION`, for clients that can set a container's environment but not the
 #: workload's annotations (``hyp create hyp-pytorch-job --environment``). A path *in the container*, under a

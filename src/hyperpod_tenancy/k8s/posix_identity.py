@@ -54,6 +54,10 @@ from hyperpod_tenancy.policy import names
 from hyperpod_tenancy.policy.model import Platform, SupplementalGroupsPolicy, WebhookFailurePolicy
 
 __all__ = [
+    "ADMISSION_DENIALS_METRIC",
+    "ADMISSION_DURATION_METRIC",
+    "ADMISSION_OUTCOMES",
+    "ADMISSION_REQUESTS_METRIC",
     "API_ACCESS_ROLE",
     "CA_CERTIFICATE",
     "CONFIG_FILE",
@@ -63,16 +67,25 @@ __all__ = [
     "CONNECT_WEBHOOK_NAME",
     "CONTAINER_FIELDS",
     "DEPLOYMENT",
+    "DYNAMODB_CALLS_METRIC",
+    "DYNAMODB_OUTCOMES",
+    "METRICS_PATH",
+    "METRICS_PORT",
+    "METRICS_PORT_NAME",
     "MUTATE_PATH",
     "POSIX_GID_ANNOTATION",
     "POSIX_IDENTITY_POLICY",
     "POSIX_UID_ANNOTATION",
     "POSIX_USER_ANNOTATION",
+    "READY_METRIC",
     "REPLICAS",
+    "SCRAPE_ANNOTATIONS",
     "SERVER_PORT",
     "SERVICE",
     "SERVICE_ACCOUNT",
     "SSO_ROLE_PREFIX",
+    "TEAM_NAMESPACES_METRIC",
+    "TEAM_RECORDS_LOADED_METRIC",
     "TLS_CERTIFICATE",
     "VALIDATE_PATH",
     "WEBHOOK_CONFIGURATION",
@@ -325,6 +338,48 @@ CONNECT_SUBRESOURCES = ("pods/exec", "pods/attach", "pods/portforward", "pods/pr
 SERVER_PORT = 8443
 #: Replicas of the Deployment (the PodDisruptionBudget keeps one available during node drains).
 REPLICAS = 2
+#: Plain-HTTP port of the server's Prometheus metrics (``GET`` :data:`METRICS_PATH` only): a port of its own, so
+#: the TLS admission port serves nothing but the API server, and a collector needs no certificate.
+METRICS_PORT = 9090
+#: Name of the container port of :data:`METRICS_PORT` (collectors that select a port by name look for it).
+METRICS_PORT_NAME = "metrics"
+#: Path of the metrics on :data:`METRICS_PORT`.
+METRICS_PATH = "/metrics"
+#: The conventional scrape annotations of the webhook's pods (Prometheus' ``kubernetes_sd`` example relabelling and
+#: the collectors modelled on it read them; whether the HyperPod observability add-on does is not confirmed: the
+#: alert ``HyperPodTenancyWebhookMetricsMissing`` fires when no webhook series arrives).
+SCRAPE_ANNOTATIONS = {
+    "prometheus.io/scrape": "true",
+    "prometheus.io/port": str(METRICS_PORT),
+    "prometheus.io/path": METRICS_PATH,
+}
+
+# The server's metrics (``hyperpod_tenancy.webhook.metrics`` declares them; the cluster alerts read them): here,
+# where both the server and the constructs can import them.
+#: Counter of admission requests, labels ``path`` (:data:`MUTATE_PATH`, :data:`VALIDATE_PATH`) and ``outcome``
+#: (:data:`ADMISSION_OUTCOMES`).
+ADMISSION_REQUESTS_METRIC = "hyperpod_tenancy_webhook_admission_requests_total"
+#: Histogram of the seconds from a request's arrival to its answer, label ``path``.
+ADMISSION_DURATION_METRIC = "hyperpod_tenancy_webhook_admission_duration_seconds"
+#: Counter of denials, labels ``path`` and ``reason`` (the request log's ``reason``, e.g. ``denied:unknown-role``).
+ADMISSION_DENIALS_METRIC = "hyperpod_tenancy_webhook_admission_denials_total"
+#: Counter of DynamoDB API calls, labels ``operation`` (``GetItem``, ``TransactWriteItems``) and ``outcome``
+#: (:data:`DYNAMODB_OUTCOMES`).
+DYNAMODB_CALLS_METRIC = "hyperpod_tenancy_webhook_dynamodb_calls_total"
+#: Gauge: 1 while ``/readyz`` answers 200, else 0 (no labels: present from the process's start).
+READY_METRIC = "hyperpod_tenancy_webhook_ready"
+#: Gauge: the team namespaces served (the configuration's and the team records').
+TEAM_NAMESPACES_METRIC = "hyperpod_tenancy_webhook_team_namespaces"
+#: Gauge: 1 once the team records were read (always 1 without team records).
+TEAM_RECORDS_LOADED_METRIC = "hyperpod_tenancy_webhook_team_records_loaded"
+#: ``outcome`` of :data:`ADMISSION_REQUESTS_METRIC`: ``allowed``; ``denied`` (the webhook's decision, status code
+#: below 500: who asked, or what they asked for); ``error`` (the answer was not the webhook's decision: an HTTP
+#: 5xx, or a denial because a dependency failed: DynamoDB or the API server did not answer, the UID range is used
+#: up; ``status.code`` 5xx); ``invalid`` (HTTP 4xx: not a well-formed AdmissionReview, too large, wrong method).
+ADMISSION_OUTCOMES = ("allowed", "denied", "error", "invalid")
+#: ``outcome`` of :data:`DYNAMODB_CALLS_METRIC`: ``ok``; ``canceled`` (a transaction lost an allocation race,
+#: retried); ``refused`` (another error answer: throttled, access denied); ``unreachable`` (no answer).
+DYNAMODB_OUTCOMES = ("ok", "canceled", "refused", "unreachable")
 #: Prefix of the roles IAM Identity Center provisions for a permission set: ``AWSReservedSSO_<set>_<hash>``.
 SSO_ROLE_PREFIX = "AWSReservedSSO_"
 #: UID/GID the server runs as (the Dockerfile's ``webhook`` user).
@@ -503,13 +558,18 @@ def _deployment(config: dict[str, Any], target: WebhookDeployment) -> dict[str, 
             target.table_name,
             "--teams",
             f"{_CONFIG_DIR}/{CONFIG_FILE}",
+            "--metrics-port",
+            str(METRICS_PORT),
         ],
         "env": [
             {"name": "AWS_REGION", "value": target.region},
             {"name": "AWS_DEFAULT_REGION", "value": target.region},
             {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},
         ],
-        "ports": [{"name": "https", "containerPort": SERVER_PORT, "protocol": "TCP"}],
+        "ports": [
+            {"name": "https", "containerPort": SERVER_PORT, "protocol": "TCP"},
+            {"name": METRICS_PORT_NAME, "containerPort": METRICS_PORT, "protocol": "TCP"},
+        ],
         "livenessProbe": _probe("/healthz", period=10, failures=3),
         "readinessProbe": _probe("/readyz", period=5, failures=2),
         "resources": {"requests": {"cpu": "250m", "memory": "192Mi"}, "limits": {"memory": "384Mi"}},
@@ -536,7 +596,7 @@ def _deployment(config: dict[str, Any], target: WebhookDeployment) -> dict[str, 
             "template": {
                 "metadata": {
                     "labels": {**labels.object_labels(), **selector},
-                    "annotations": {CONFIG_HASH_ANNOTATION: digest},
+                    "annotations": {CONFIG_HASH_ANNOTATION: digest, **SCRAPE_ANNOTATIONS},
                 },
                 "spec": {
                     "serviceAccountName": SERVICE_ACCOUNT,
@@ -572,7 +632,12 @@ def webhook_objects(platform: Platform, target: WebhookDeployment) -> list[dict[
     The Namespace (Pod Security ``restricted``), ServiceAccount, ConfigMap (:func:`webhook_config`), the
     cert-manager issuers and certificates, the Deployment (:data:`REPLICAS` replicas on the system nodes, spread
     over nodes and zones, HTTPS probes on ``/healthz`` and ``/readyz``, non-root with a read-only root file
-    system), its PodDisruptionBudget (``minAvailable: 1``) and the Service (443 to :data:`SERVER_PORT`).
+    system; Prometheus metrics on :data:`METRICS_PORT`, named :data:`METRICS_PORT_NAME`, announced by
+    :data:`SCRAPE_ANNOTATIONS`), its PodDisruptionBudget (``minAvailable: 1``) and the Service (443 to
+    :data:`SERVER_PORT` only: metrics are scraped per pod, a Service would mix the replicas' counters). The namespace
+    has no NetworkPolicy, so nothing stands between a collector and the metrics port; a default-deny policy added
+    there would have to admit the observability add-on's namespace to :data:`METRICS_PORT` (and the API server to
+    :data:`SERVER_PORT`).
     """
     config = webhook_config(platform)
     restricted = "restricted"

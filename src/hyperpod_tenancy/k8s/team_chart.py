@@ -7,7 +7,12 @@ from typing import Any
 
 from hyperpod_tenancy.k8s._manifest_chart import ManifestChart
 from hyperpod_tenancy.k8s.kueue import renders_fairness_of, team_objects
-from hyperpod_tenancy.k8s.team_manifests import FsxVolume, fsx_directory_job, team_manifests
+from hyperpod_tenancy.k8s.team_manifests import (
+    FsxVolume,
+    checkpoint_scanner,
+    fsx_directory_job,
+    team_manifests,
+)
 from hyperpod_tenancy.policy import Platform, Team
 
 __all__ = ["TeamChart"]
@@ -17,7 +22,8 @@ class TeamChart(ManifestChart):
     """A team's namespaced objects, rendered from the policy.
 
     RBAC, default-deny NetworkPolicies, LimitRange, ResourceQuotas, ServiceAccount, the FSx directory job and
-    PV/PVC; the fairness backend's objects right after the Namespace (Kueue: the Namespace, ClusterQueue and
+    PV/PVC, the checkpoint scanner (a CronJob in the platform namespace and its Role on the team's Workloads:
+    :func:`~hyperpod_tenancy.k8s.team_manifests.checkpoint_scanner`); the fairness backend's objects right after the Namespace (Kueue: the Namespace, ClusterQueue and
     LocalQueue).
 
     With Task Governance the service owns the namespace and the queues: the chart leaves them alone and must
@@ -68,6 +74,7 @@ class TeamChart(ManifestChart):
         head = 1 if include_namespace else 0
         manifests = manifests[:head] + list(fairness_objects) + manifests[head:]
         manifests += fsx_directory_job(platform, team, fsx=fsx)
+        manifests += checkpoint_scanner(team)
         super().__init__(team.name, manifests=manifests)
         #: The team the chart was rendered for.
         self.team: Team = team

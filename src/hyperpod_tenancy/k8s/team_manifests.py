@@ -18,6 +18,10 @@ creates ``/fsx/<team>`` owned by ``root:<team GID>`` with mode ``3770`` (setgid 
 per-person home directories ``/fsx/<team>/home`` (mode ``3770``, setgid + sticky) before teams mount it, with the one
 directory mechanism of :mod:`hyperpod_tenancy.k8s.fsx_dirs`.
 
+:func:`checkpoint_scanner` renders the team's checkpoint scanner: a CronJob in :data:`SYSTEM_NAMESPACE` that
+reads ``/fsx/<team>`` read-only every 5 minutes and writes the newest checkpoint time of each running workload to
+its Kueue Workload, with a Role in the team namespace limited to that.
+
 Values of :class:`FsxVolume` may be CDK token strings: they are only ever concatenated, never parsed.
 """
 
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from importlib import resources
 from typing import Any
 
 from hyperpod_tenancy.k8s import labels
@@ -53,6 +58,10 @@ from hyperpod_tenancy.policy.model import (
 __all__ = [
     "ACCELERATOR_QUOTA_NAME",
     "BUSYBOX_IMAGE",
+    "CHECKPOINT_SCANNER_IMAGE",
+    "CHECKPOINT_SCAN_DEADLINE_SECONDS",
+    "CHECKPOINT_SCAN_MINUTES",
+    "CHECKPOINT_SCAN_SCHEDULE",
     "COMPUTE_QUOTA_NAME",
     "DEFAULT_SERVICE_ACCOUNT",
     "EFA_RESOURCE",
@@ -60,6 +69,7 @@ __all__ = [
     "FSX_CSI_DRIVER",
     "HUGEPAGE_RESOURCES",
     "IMDS_CIDR",
+    "NOBODY_UID",
     "OBSERVABILITY_NAMESPACE",
     "SYSTEM_NAMESPACE",
     "SYSTEM_PRIORITY_CLASSES",
@@ -67,9 +77,11 @@ __all__ = [
     "TEAM_ROLE_NAME",
     "FsxVolume",
     "accelerator_ceiling",
+    "checkpoint_scanner",
     "compute_ceiling",
     "fsx_directory_job",
     "fsx_root_pod_spec",
+    "fsx_root_read_only_pod_spec",
     "namespace_label_patch",
     "system_namespace",
     "team_manifests",
@@ -93,6 +105,24 @@ IMDS_CIDR = "169.254.169.254/32"
 OBSERVABILITY_NAMESPACE = "hyperpod-observability"
 #: Name of the Role and RoleBinding granted to a team's group in its namespace.
 TEAM_ROLE_NAME = "hyperpod-tenancy-team-member"
+
+#: The unprivileged UID the checkpoint scanner runs as (``nobody``); its only group is the team's GID.
+NOBODY_UID = 65534
+#: Image of the checkpoint scanner: the stock Python image the POSIX identity webhook's Dockerfile is based on
+#: (``webhook/Dockerfile``, ``FROM``; a test keeps the two equal), from the ECR Public mirror of Docker's
+#: official images the platform's Jobs already pull from (busybox), pinned by tag as the Dockerfile pins it, not
+#: by digest. The scanner is one standard-library file, mounted from a ConfigMap: no image of ours to build or
+#: push.
+CHECKPOINT_SCANNER_IMAGE = "public.ecr.aws/docker/library/python:3.12-slim"
+#: How often the checkpoint scanner runs (cron; every 5 minutes reads the same in any time zone).
+CHECKPOINT_SCAN_SCHEDULE = "*/5 * * * *"
+#: Minutes between two scans: the freshness the eviction collector allows on top of a declared interval.
+CHECKPOINT_SCAN_MINUTES = 5
+#: Longest run of one scan, pod start-up included, in seconds: ended before the next schedule.
+CHECKPOINT_SCAN_DEADLINE_SECONDS = 240
+#: Where the scanner's ConfigMap (its one Python file) is mounted.
+_SCANNER_DIR = "/opt/checkpoint-scanner"
+_SCANNER_FILE = "checkpoint_scanner.py"
 
 _RBAC_GROUP = "rbac.authorization.k8s.io"
 _KUEUE_GROUP = "kueue.x-k8s.io"
@@ -694,23 +724,23 @@ def _directory_script(team: Team) -> str:
     )
 
 
-def fsx_root_pod_spec(team: str, *, container: Manifest) -> Manifest:
-    """Return the pod spec of a Job that works on the team's FSx directory as root: ``container`` on ``/fsx``.
-
-    The volume is the team's root claim ``fsx-root-<team>`` (in :data:`SYSTEM_NAMESPACE`, as ``fsx-root``); the
-    pod runs as root with the runtime's seccomp profile, no service account token and no service links, once,
-    on a healthy HyperPod node (the HyperPod AMI has the Lustre client, see :func:`fsx_directory_job`). The
-    container brings its own capabilities and limits.
-    """
-    return {
+def _fsx_root_spec(
+    team: str,
+    *,
+    container: Manifest,
+    security_context: Manifest,
+    read_only: bool,
+    service_account: str | None,
+) -> Manifest:
+    """Return the pod spec of :func:`fsx_root_pod_spec` and :func:`fsx_root_read_only_pod_spec` (one place)."""
+    claim: Manifest = {"claimName": names.fsx_root_claim(team)}
+    if read_only:
+        claim["readOnly"] = True
+    spec: Manifest = {
         "restartPolicy": "Never",
-        "automountServiceAccountToken": False,
+        "automountServiceAccountToken": service_account is not None,
         "enableServiceLinks": False,
-        "securityContext": {
-            "runAsUser": 0,
-            "runAsGroup": 0,
-            "seccompProfile": {"type": "RuntimeDefault"},
-        },
+        "securityContext": {**security_context, "seccompProfile": {"type": "RuntimeDefault"}},
         "affinity": {
             "nodeAffinity": {
                 "requiredDuringSchedulingIgnoredDuringExecution": {
@@ -725,8 +755,48 @@ def fsx_root_pod_spec(team: str, *, container: Manifest) -> Manifest:
             }
         },
         "containers": [container],
-        "volumes": [{"name": "fsx-root", "persistentVolumeClaim": {"claimName": names.fsx_root_claim(team)}}],
+        "volumes": [{"name": "fsx-root", "persistentVolumeClaim": claim}],
     }
+    if service_account is not None:
+        spec = {"serviceAccountName": service_account, **spec}
+    return spec
+
+
+def fsx_root_pod_spec(team: str, *, container: Manifest) -> Manifest:
+    """Return the pod spec of a Job that works on the team's FSx directory as root: ``container`` on ``/fsx``.
+
+    The volume is the team's root claim ``fsx-root-<team>`` (in :data:`SYSTEM_NAMESPACE`, as ``fsx-root``); the
+    pod runs as root with the runtime's seccomp profile, no service account token and no service links, once,
+    on a healthy HyperPod node (the HyperPod AMI has the Lustre client, see :func:`fsx_directory_job`). The
+    container brings its own capabilities and limits.
+    """
+    return _fsx_root_spec(
+        team,
+        container=container,
+        security_context={"runAsUser": 0, "runAsGroup": 0},
+        read_only=False,
+        service_account=None,
+    )
+
+
+def fsx_root_read_only_pod_spec(
+    team: str, *, container: Manifest, gid: int, service_account: str
+) -> Manifest:
+    """Return the pod spec of a Job that reads the team's FSx directory as the team group: ``container`` on ``/fsx``.
+
+    The read-only variant of :func:`fsx_root_pod_spec`: the same claim and node placement, the claim mounted
+    read-only (``persistentVolumeClaim.readOnly``; mount it ``readOnly`` in the container too), as the
+    unprivileged UID :data:`NOBODY_UID` whose only group is the team's ``gid`` (``runAsNonRoot``), so the kernel
+    lets it into ``/fsx/<team>`` (``3770`` of that group) and no other team's directory. It runs as
+    ``service_account`` with its token mounted, for a container that calls the Kubernetes API.
+    """
+    return _fsx_root_spec(
+        team,
+        container=container,
+        security_context={"runAsUser": NOBODY_UID, "runAsGroup": gid, "runAsNonRoot": True},
+        read_only=True,
+        service_account=service_account,
+    )
 
 
 def fsx_directory_job(platform: Platform, team: Team, *, fsx: FsxVolume) -> list[Manifest]:
@@ -801,4 +871,110 @@ def fsx_directory_job(platform: Platform, team: Team, *, fsx: FsxVolume) -> list
         ),
         _fsx_pvc(platform, team, name=claim, namespace=SYSTEM_NAMESPACE, volume=volume),
         job,
+    ]
+
+
+def checkpoint_scanner(team: Team) -> list[Manifest]:
+    """Render the team's checkpoint scanner: a CronJob in :data:`SYSTEM_NAMESPACE` and its least-privilege RBAC.
+
+    Returns, in apply order: the ServiceAccount ``checkpoint-scan-<team>`` (:func:`~hyperpod_tenancy.policy.names.
+    checkpoint_scanner`) and the ConfigMap holding the scanner (:mod:`hyperpod_tenancy.runtime.checkpoint_scanner`,
+    one standard-library file) in :data:`SYSTEM_NAMESPACE`; a Role of the same name in the team namespace with
+    ``get``, ``list`` and ``patch`` on Kueue ``workloads`` only (list to find them, patch to write
+    :data:`~hyperpod_tenancy.k8s.labels.LAST_CHECKPOINT_ANNOTATION`; RBAC cannot narrow a patch to one
+    annotation, so the scanner's code writes that one key, from its environment) and the RoleBinding granting
+    it to the ServiceAccount; and the CronJob.
+
+    The CronJob runs every :data:`CHECKPOINT_SCAN_MINUTES` minutes (``concurrencyPolicy: Forbid``: never two
+    scans of a team at once; a run that cannot start within 4 minutes of its schedule is skipped, and one that
+    runs longer than :data:`CHECKPOINT_SCAN_DEADLINE_SECONDS`, waiting for a node included, is ended, so a stuck
+    scan never blocks the next ones; the CronJob controller keeps the last successful and the last three failed Jobs
+    to look at, and deletes older ones). Its pod is :func:`fsx_root_read_only_pod_spec`: the team's root claim mounted
+    read-only on ``/fsx``, as UID :data:`NOBODY_UID` with the team's GID as its only group, no capability, no
+    privilege escalation, a read-only root file system, on a healthy HyperPod node (the Lustre client), image
+    :data:`CHECKPOINT_SCANNER_IMAGE`.
+    """
+    name = names.checkpoint_scanner(team.name)
+    source = (resources.files("hyperpod_tenancy.runtime") / _SCANNER_FILE).read_text(encoding="utf-8")
+    env = {
+        "NAMESPACE": names.namespace(team.name),
+        "TEAM_DIRECTORY": names.fsx_directory(team.name),
+        "FSX_ROOT": names.FSX_ROOT,
+        "CLAIM_NAME": FSX_CLAIM_NAME,
+        "PATH_ANNOTATION": labels.CHECKPOINT_PATH_ANNOTATION,
+        "DIR_ENV": labels.CHECKPOINT_DIR_ENV,
+        "LAST_CHECKPOINT_ANNOTATION": labels.LAST_CHECKPOINT_ANNOTATION,
+    }
+    container = {
+        "name": "scan",
+        "image": CHECKPOINT_SCANNER_IMAGE,
+        # isolated mode: no PYTHON* variable, no user site, no script directory on the import path
+        "command": ["python", "-I", f"{_SCANNER_DIR}/{_SCANNER_FILE}"],
+        "env": [{"name": k, "value": v} for k, v in env.items()],
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "runAsNonRoot": True,
+            "capabilities": {"drop": ["ALL"]},
+        },
+        "resources": {
+            "requests": {"cpu": "50m", "memory": "64Mi"},
+            "limits": {"cpu": "500m", "memory": "256Mi"},
+        },
+        "volumeMounts": [
+            {"name": "fsx-root", "mountPath": names.FSX_MOUNT_PATH, "readOnly": True},
+            {"name": "scanner", "mountPath": _SCANNER_DIR, "readOnly": True},
+        ],
+    }
+    pod = fsx_root_read_only_pod_spec(
+        team.name, container=container, gid=team.identity.posix_gid, service_account=name
+    )
+    pod["volumes"].append({"name": "scanner", "configMap": {"name": name}})
+    team_ns = names.namespace(team.name)
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": _meta(name, team, SYSTEM_NAMESPACE),
+            "automountServiceAccountToken": False,
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": _meta(name, team, SYSTEM_NAMESPACE),
+            "data": {_SCANNER_FILE: source},
+        },
+        {
+            "apiVersion": f"{_RBAC_GROUP}/v1",
+            "kind": "Role",
+            "metadata": _meta(name, team, team_ns),
+            "rules": [_rule(_KUEUE_GROUP, ("workloads",), ("get", "list", "patch"))],
+        },
+        {
+            "apiVersion": f"{_RBAC_GROUP}/v1",
+            "kind": "RoleBinding",
+            "metadata": _meta(name, team, team_ns),
+            "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": SYSTEM_NAMESPACE}],
+            "roleRef": {"apiGroup": _RBAC_GROUP, "kind": "Role", "name": name},
+        },
+        {
+            "apiVersion": "batch/v1",
+            "kind": "CronJob",
+            "metadata": _meta(name, team, SYSTEM_NAMESPACE),
+            "spec": {
+                "schedule": CHECKPOINT_SCAN_SCHEDULE,
+                "concurrencyPolicy": "Forbid",
+                "startingDeadlineSeconds": CHECKPOINT_SCAN_DEADLINE_SECONDS,
+                "successfulJobsHistoryLimit": 1,
+                "failedJobsHistoryLimit": 3,
+                "jobTemplate": {
+                    "metadata": {"labels": _labels(team)},
+                    "spec": {
+                        "backoffLimit": 0,
+                        "activeDeadlineSeconds": CHECKPOINT_SCAN_DEADLINE_SECONDS,
+                        "template": {"metadata": {"labels": _labels(team)}, "spec": pod},
+                    },
+                },
+            },
+        },
     ]

@@ -62,6 +62,11 @@ __all__ = [
     "compute_quota",
     "data_prefix",
     "derived_names",
+    "drift_audit_alarm",
+    "drift_audit_kubernetes_record",
+    "drift_audit_kubernetes_records",
+    "drift_audit_record",
+    "drift_audit_records",
     "fsx_directory",
     "fsx_directory_job",
     "fsx_root_claim",
@@ -75,6 +80,7 @@ __all__ = [
     "pascal_case",
     "permission_set",
     "posix_identity_record",
+    "probe_object",
     "prometheus_workspace",
     "queue_reader_cluster_role",
     "scheduler_config",
@@ -174,6 +180,28 @@ def fsx_root_claim(team: str) -> str:
 def fsx_directory_job(team: str) -> str:
     """Job creating ``/fsx/<team>``: ``fsx-dir-<team>``."""
     return f"fsx-dir-{team}"
+
+
+def checkpoint_scanner(team: str) -> str:
+    """Name of a team's checkpoint scanner (CronJob, ConfigMap, ServiceAccount, Role): ``checkpoint-scan-<team>``.
+
+    A CronJob name is at most 52 characters (its Jobs append 11): a longer one is shortened, with a hash of the
+    full name.
+    """
+    name = f"checkpoint-scan-{team}"
+    if len(name) <= 52:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"checkpoint-scan-{team[:26]}-{digest}"
+
+
+def probe_object(run: str, role: str) -> str:
+    """Name of an object of one ``hyperpod-tenancy probe`` run: ``hyperpod-tenancy-probe-<run>-<role>``.
+
+    ``run`` is the run's 8 hex digits and ``role`` a short word (``server``, ``a-client``...), so the name stays a
+    DNS-1035 label well under 63 characters (a Service name; a Job's pods append 6).
+    """
+    return f"{OBJECT_PREFIX}probe-{run}-{role}"
 
 
 def fsx_directory(team: str) -> str:
@@ -285,6 +313,34 @@ def posix_identity_record(cluster: str, team: str) -> str:
     return team_records_path(cluster, "posix-identity") + team
 
 
+def drift_audit_records(cluster: str) -> str:
+    """SSM path of the teams' drift audit records: ``/hyperpod-tenancy/<cluster>/drift-audit/``."""
+    return team_records_path(cluster, "drift-audit")
+
+
+def drift_audit_record(cluster: str, team: str) -> str:
+    """SSM parameter with a team's drift audit record (what its stack deployed): ``.../drift-audit/<team>``."""
+    return drift_audit_records(cluster) + team
+
+
+def drift_audit_kubernetes_records(cluster: str) -> str:
+    """SSM path of the teams' Kubernetes audit records: ``/hyperpod-tenancy/<cluster>/drift-audit-kubernetes/``."""
+    return team_records_path(cluster, "drift-audit-kubernetes")
+
+
+def drift_audit_kubernetes_record(cluster: str, team: str) -> str:
+    """SSM parameter with what a team's chart declares (``.../drift-audit-kubernetes/<team>``)."""
+    return drift_audit_kubernetes_records(cluster) + team
+
+
+def drift_audit_alarm(cluster: str) -> str:
+    """Name of the alarm on the daily drift audit's findings: ``<cluster>-chargeback-drift-audit``.
+
+    It notifies the chargeback topic, which admits CloudWatch alarms matching :func:`chargeback_alarm_pattern` only.
+    """
+    return f"{chargeback(cluster)}-drift-audit"
+
+
 def chargeback_record(cluster: str, team: str) -> str:
     """SSM parameter with a team's chargeback record (cost center, quotas): ``.../chargeback/<team>``."""
     return team_records_path(cluster, "chargeback") + team
@@ -293,6 +349,11 @@ def chargeback_record(cluster: str, team: str) -> str:
 def team_alert_rules(cluster: str, team: str) -> str:
     """Name of a team's rule groups namespace (its same-day preemption alert): ``<cluster>-chargeback-<team>``."""
     return f"{chargeback(cluster)}-{team}"
+
+
+def team_alert_widget(cluster: str, team: str) -> str:
+    """Name of the function drawing a team's alert-state widget: ``<cluster>-<team>-alert-widget``."""
+    return f"{cluster}-{team}-alert-widget"
 
 
 def team_gpu_widget(cluster: str, team: str) -> str:

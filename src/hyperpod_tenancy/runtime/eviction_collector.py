@@ -15,7 +15,7 @@ Record format (version :data:`SCHEMA_VERSION`; JSON lines, the Glue table ``evic
     {"schema_version": 1, "timestamp": "2026-07-01 02:03:04", "cluster": "shared-gpu",
      "namespace": "hyperpod-ns-team-a", "workload": "job-train-1a2b3", "uid": "…",
      "priority_class": "training-priority", "instance_type": "ml.p5.48xlarge", "gpus": 16,
-     "admitted_at": "2026-07-01 00:00:00", "checkpoint_interval_minutes": 30, "last_checkpoint": null}
+     "admitted_at": "2026-07-01 00:00:00", "checkpoint_interval_minutes": 30, "last_checkpoint": "2026-07-01 01:50:00"}
 
 Where each field comes from:
 
@@ -36,127 +36,94 @@ Where each field comes from:
   to its Workload (only ``provreq.kueue.x-k8s.io/`` ones), but the pod template — with its annotations — is
   part of ``spec.podSets[].template``; an annotation on the Job object alone is therefore not seen and the
   field is ``null`` (the engine then uses the class's maximum as an upper bound).
-* ``last_checkpoint``: ``null`` (not collected; the report states the loss as an upper bound).
+* ``last_checkpoint``: the annotation ``hyperpod-tenancy.io/last-checkpoint`` of the Workload's own metadata
+  (RFC 3339), capped at the eviction time; ``null`` where it is missing or unreadable (the engine then bounds the
+  loss by the declared interval: an upper bound, and the report says so per eviction). The team's checkpoint
+  scanner (:mod:`hyperpod_tenancy.runtime.checkpoint_scanner`, a CronJob in the cluster that reads the team's FSx
+  directory, which this function cannot see) writes it every 5 minutes: the newest modification time under the
+  declared checkpoint directory. It is never read from a pod template, whose annotations the tenant writes; the
+  Workload's own annotations only Kueue and the scanner write (the team Role has no write verb on Workloads, and
+  Kueue v0.19.2 copies a Job's annotations to its Workload only for ``provreq.kueue.x-k8s.io/`` keys:
+  ``pkg/controller/jobframework/utils.go`` ``NewWorkload``). The measured loss is therefore exact to one scan
+  period: a checkpoint written in the last 5 minutes before an eviction may not be seen yet, so the measure
+  errs by at most that towards a larger loss, never a smaller one (as does a scanner that stopped, leaving an
+  older time). The time is that of any write under the directory, not of a verified checkpoint.
 
-Authentication is an EKS bearer token: ``k8s-aws-v1.`` + the unpadded base64url of an STS
-``GetCallerIdentity`` URL presigned (SigV4, 60 s) with the header ``x-k8s-aws-id: <cluster>`` signed in — the
-format of aws-iam-authenticator (https://github.com/kubernetes-sigs/aws-iam-authenticator#api-authorization-from-outside-a-cluster)
-that EKS accepts. The endpoint and its CA come from ``eks:DescribeCluster``. The function's role is mapped by an
-EKS access entry to a Kubernetes group bound to a read-only ClusterRole (``get``, ``list`` on workloads and
-clusterqueues).
+The API is read with an EKS bearer token (:mod:`hyperpod_tenancy.runtime.kube_api`, in the asset beside this
+module). The function's role is mapped by an EKS access entry to a Kubernetes group bound to a read-only
+ClusterRole (``get``, ``list`` on workloads and clusterqueues).
 
 It also publishes each team's live GPU gauges (:data:`GAUGES`: in use, borrowed, guarantee and ceiling, from the
 teams' ClusterQueues ``<TEAM_QUEUE_PREFIX><team><TEAM_QUEUE_SUFFIX>``, :func:`team_gpu_gauges`) to the CloudWatch
-namespace ``GAUGE_NAMESPACE`` when that is set (dimensions ``Cluster``, ``Team``), which the teams' dashboards show.
+namespace ``GAUGE_NAMESPACE`` when that is set (dimensions ``Cluster``, ``Team``), which the teams' dashboards show,
+and, when ``LAST_CHECKPOINT_ANNOTATION`` and ``REMOTE_WRITE_URL`` (the alert workspace's remote-write endpoint)
+are set too, each team's count of running workloads that may be on borrowed capacity and have not checkpointed
+within their declared interval (:func:`checkpoints_overdue`), written as the series :data:`OVERDUE_SERIES` with
+Prometheus remote write (:mod:`hyperpod_tenancy.runtime.remote_write`), on which each team's rule group alerts
+(:func:`~hyperpod_tenancy.constructs.chargeback_pipeline.checkpoint_rule`).
 
 Environment: ``CLUSTER_NAME`` (EKS cluster name), ``CLUSTER_LABEL`` (the ``cluster`` partition value, default
 the cluster name), ``BUCKET``, ``PREFIX`` (default ``raw/eviction/``), ``LOOKBACK_MINUTES`` (default 15: three
 schedules, so a failed run is caught up by the next ones), ``API_ENDPOINT`` and ``CA_DATA`` (base64 PEM; both
-optional, they replace ``DescribeCluster``). Only the standard library, botocore and boto3 are imported.
+optional, they replace ``DescribeCluster``), ``LAST_CHECKPOINT_ANNOTATION`` (the scanner's annotation; unset: no
+``last_checkpoint`` and no overdue gauge), ``CHECKPOINT_PATH_ANNOTATION`` and ``CHECKPOINT_DIR_ENV`` (what makes a
+workload one that checkpoints), ``CHECKPOINT_SCAN_MINUTES`` (the scanner's period, default 5),
+``REMOTE_WRITE_URL`` (unset: no overdue count). Only the standard library, botocore,
+boto3 and the package's own :mod:`~hyperpod_tenancy.runtime.remote_write` and :mod:`~hyperpod_tenancy.runtime.kube_api` (in the asset beside this module) are
+imported.
 """
 
 from __future__ import annotations
 
-import base64
 import datetime as dt
 import json
 import logging
 import os
 import re
-import ssl
-import urllib.parse
-import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import boto3
-from botocore.signers import RequestSigner
+
+from hyperpod_tenancy.runtime.kube_api import (
+    cluster_access,  # noqa: F401 - part of this module's interface before the module was shared
+    eks_token,
+    endpoint_and_ca,
+    list_objects,
+)
+from hyperpod_tenancy.runtime.remote_write import Series, push
 
 LOG = logging.getLogger(__name__)
 LOG.setLevel(logging.INFO)
 
 #: Version of the record format above; bump on an incompatible change.
 SCHEMA_VERSION = 1
-#: Prefix of an EKS bearer token (aws-iam-authenticator's ``v1`` token format).
-TOKEN_PREFIX = "k8s-aws-v1."
-#: Header carrying the cluster name, signed into the presigned URL.
-CLUSTER_ID_HEADER = "x-k8s-aws-id"
-#: Lifetime of the presigned URL (EKS refuses tokens older than 15 minutes).
-TOKEN_EXPIRES_SECONDS = 60
 #: The Workload API the collector reads.
 WORKLOADS_PATH = "/apis/kueue.x-k8s.io/v1beta2/workloads"
 #: The ClusterQueue API (the teams' live GPU gauges).
 CLUSTER_QUEUES_PATH = "/apis/kueue.x-k8s.io/v1beta2/clusterqueues"
 #: Live per-team gauges (GPUs, at the run's time): in use, of which borrowed, the guarantee and the ceiling.
 GAUGES = ("GpusInUse", "GpusBorrowed", "GpuGuarantee", "GpuCeiling")
+#: Per-team count of running workloads that may be on borrowed capacity whose checkpoint is overdue
+#: (:func:`checkpoints_overdue`), a Prometheus series written to the workspace (labels ``cluster``, ``team``),
+#: which the teams' rule groups alert on.
+OVERDUE_SERIES = "hyperpod_tenancy_checkpoints_overdue"
+#: The checkpoint scanner's period in minutes (its CronJob runs every 5 minutes).
+DEFAULT_SCAN_MINUTES = 5
 #: A team name (a DNS label) between the ClusterQueue name's prefix and suffix.
 _TEAM = r"(?P<team>[a-z0-9]([-a-z0-9]*[a-z0-9])?)"
 GPU_RESOURCE = "nvidia.com/gpu"
 PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 PREEMPTED = "Preempted"
-_PAGE = 500
 _DURATION = re.compile(r"^\s*(\d+)\s*([smhd]?)\s*$")
 _MINUTES = {"s": 1 / 60, "m": 1, "": 1, "h": 60, "d": 1440}
 
 
 # ---------------------------------------------------------------------- EKS access
-def eks_token(cluster_name: str, *, session: boto3.session.Session | None = None) -> str:
-    """Return an EKS bearer token for ``cluster_name``: a presigned STS ``GetCallerIdentity`` URL, encoded."""
-    session = session or boto3.session.Session()
-    sts = session.client("sts")
-    region = sts.meta.region_name
-    credentials = session.get_credentials()
-    if credentials is None:
-        raise RuntimeError("eviction collector: no AWS credentials to sign the EKS token with")
-    signer = RequestSigner(
-        sts.meta.service_model.service_id, region, "sts", "v4", credentials, session.events
-    )
-    url = signer.generate_presigned_url(
-        {
-            "method": "GET",
-            "url": f"{sts.meta.endpoint_url}/?Action=GetCallerIdentity&Version=2011-06-15",
-            "body": {},
-            "headers": {CLUSTER_ID_HEADER: cluster_name},
-            "context": {},
-        },
-        region_name=region,
-        expires_in=TOKEN_EXPIRES_SECONDS,
-        operation_name="",
-    )
-    return TOKEN_PREFIX + base64.urlsafe_b64encode(url.encode()).decode().rstrip("=")
-
-
-def cluster_access(eks: Any, cluster_name: str) -> tuple[str, str]:
-    """Return the API endpoint and the PEM CA bundle of the cluster (``DescribeCluster``)."""
-    cluster = eks.describe_cluster(name=cluster_name)["cluster"]
-    return str(cluster["endpoint"]), base64.b64decode(cluster["certificateAuthority"]["data"]).decode()
-
-
 def list_workloads(endpoint: str, token: str, ca_pem: str, *, timeout: float = 30) -> list[dict[str, Any]]:
     """Return every Workload of the cluster (all namespaces, all pages), over TLS verified against ``ca_pem``."""
     return list_objects(endpoint, token, ca_pem, WORKLOADS_PATH, timeout=timeout)
-
-
-def list_objects(
-    endpoint: str, token: str, ca_pem: str, path: str, *, timeout: float = 30
-) -> list[dict[str, Any]]:
-    """Return every object of a list ``path`` (all pages), over TLS verified against ``ca_pem``."""
-    context = ssl.create_default_context(cadata=ca_pem)
-    items: list[dict[str, Any]] = []
-    cont = ""
-    while True:
-        query = {"limit": str(_PAGE)} | ({"continue": cont} if cont else {})
-        request = urllib.request.Request(
-            f"{endpoint.rstrip('/')}{path}?{urllib.parse.urlencode(query)}",
-            headers={"Authorization": f"Bearer {token}", "Accept": "application/json"},
-        )
-        with urllib.request.urlopen(request, context=context, timeout=timeout) as response:
-            page = json.load(response)
-        items += page.get("items") or []
-        cont = str((page.get("metadata") or {}).get("continue") or "")
-        if not cont:
-            return items
 
 
 # ---------------------------------------------------------------------- live gauges
@@ -305,15 +272,83 @@ def _pod_gpus(template: Mapping[str, Any]) -> int:
     return total
 
 
+def _declared(workload: Mapping[str, Any], annotation: str, env_name: str | None) -> list[object]:
+    """Values of ``annotation`` on the Workload and its pod-set templates, then of ``env_name`` in their containers."""
+    metadata = workload.get("metadata") or {}
+    pod_sets = (workload.get("spec") or {}).get("podSets") or []
+    annotations = [metadata.get("annotations") or {}] + [
+        ((p.get("template") or {}).get("metadata") or {}).get("annotations") or {} for p in pod_sets
+    ]
+    declared: list[object] = [a.get(annotation) for a in annotations if a.get(annotation)]
+    if env_name:
+        declared += [
+            env.get("value")
+            for p in pod_sets
+            for container in ((p.get("template") or {}).get("spec") or {}).get("containers") or []
+            for env in container.get("env") or []
+            if env.get("name") == env_name and env.get("value")
+        ]
+    return declared
+
+
+def declared_interval(
+    workload: Mapping[str, Any], *, interval_annotation: str, interval_env: str | None = None
+) -> int | None:
+    """Return the checkpoint interval (minutes) a Workload declares, or ``None``.
+
+    Read from ``interval_annotation`` on the Workload or its pod sets' templates, else from the ``interval_env``
+    variable of a pod set's containers (the declaration clients such as ``hyp create hyp-pytorch-job`` make,
+    which admission checks the same way; Kueue copies each pod template's spec, containers and their environment
+    included, into the Workload's pod sets).
+    """
+    return next(
+        (
+            m
+            for text in _declared(workload, interval_annotation, interval_env)
+            if (m := interval_minutes(text)) is not None
+        ),
+        None,
+    )
+
+
+def last_checkpoint(workload: Mapping[str, Any], *, annotation: str) -> dt.datetime | None:
+    """Return the checkpoint scanner's ``annotation`` of the Workload's own metadata (never a pod template's).
+
+    ``None`` where it is missing or not an RFC 3339 time (logged: the scanner writes ``2026-07-01T02:03:04Z``).
+    """
+    text = ((workload.get("metadata") or {}).get("annotations") or {}).get(annotation)
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        return parse_time(text)
+    except ValueError:
+        LOG.warning(
+            "workload %s: annotation %s=%r is not an RFC 3339 time; ignored",
+            _name(workload),
+            annotation,
+            text,
+        )
+        return None
+
+
+def _name(workload: Mapping[str, Any]) -> str:
+    metadata = workload.get("metadata") or {}
+    return f"{metadata.get('namespace', '')}/{metadata.get('name', '')}"
+
+
 def eviction_record(
-    workload: Mapping[str, Any], *, cluster: str, interval_annotation: str, interval_env: str | None = None
+    workload: Mapping[str, Any],
+    *,
+    cluster: str,
+    interval_annotation: str,
+    interval_env: str | None = None,
+    last_checkpoint_annotation: str | None = None,
 ) -> dict[str, Any] | None:
     """Return the record of the workload's current preemption eviction, or ``None`` when it is not evicted by preemption.
 
-    The declared checkpoint interval is read from ``interval_annotation`` on the Workload or its pod sets'
-    templates, else from the ``interval_env`` variable of a pod set's containers (the declaration clients such
-    as ``hyp create hyp-pytorch-job`` make, which admission checks the same way; Kueue copies each pod
-    template's spec, containers and their environment included, into the Workload's pod sets).
+    The declared checkpoint interval is :func:`declared_interval`; the last checkpoint is
+    :func:`last_checkpoint` (``last_checkpoint_annotation`` of the Workload's metadata, ``None``: not read),
+    capped at the eviction time (a checkpoint written while the evicted pods were stopping saved everything).
     """
     evicted = _condition(workload, "Evicted")
     if not evicted or evicted.get("status") != "True" or evicted.get("reason") != PREEMPTED:
@@ -345,19 +380,12 @@ def eviction_record(
             admitted_at = None
     if admitted_at is None and metadata.get("creationTimestamp"):
         admitted_at = parse_time(str(metadata["creationTimestamp"]))
-    annotations = [metadata.get("annotations") or {}] + [
-        ((p.get("template") or {}).get("metadata") or {}).get("annotations") or {} for p in pod_sets
-    ]
-    declared = [a.get(interval_annotation) for a in annotations]
-    if interval_env:
-        declared += [
-            env.get("value")
-            for p in pod_sets
-            for container in ((p.get("template") or {}).get("spec") or {}).get("containers") or []
-            for env in container.get("env") or []
-            if env.get("name") == interval_env
-        ]
-    interval = next((m for text in declared if (m := interval_minutes(text)) is not None), None)
+    interval = declared_interval(workload, interval_annotation=interval_annotation, interval_env=interval_env)
+    checkpoint = (
+        None
+        if last_checkpoint_annotation is None
+        else last_checkpoint(workload, annotation=last_checkpoint_annotation)
+    )
     ref = spec.get("priorityClassRef") or {}
     priority_class = (metadata.get("labels") or {}).get(PRIORITY_CLASS_LABEL) or (
         ref.get("name", "") if ref.get("kind", "WorkloadPriorityClass") == "WorkloadPriorityClass" else ""
@@ -374,8 +402,77 @@ def eviction_record(
         "gpus": gpus,
         "admitted_at": _stamp(admitted_at) if admitted_at else None,
         "checkpoint_interval_minutes": interval,
-        "last_checkpoint": None,
+        "last_checkpoint": None if checkpoint is None else _stamp(min(checkpoint, moment)),
     }
+
+
+# ---------------------------------------------------------------------- overdue checkpoints
+def checkpoints_overdue(
+    workloads: Sequence[Mapping[str, Any]],
+    gauges: Mapping[str, Mapping[str, int]],
+    *,
+    now: dt.datetime,
+    queue_prefix: str,
+    queue_suffix: str,
+    interval_annotation: str,
+    last_checkpoint_annotation: str,
+    path_annotation: str,
+    interval_env: str | None = None,
+    dir_env: str | None = None,
+    scan_minutes: int = DEFAULT_SCAN_MINUTES,
+) -> dict[str, int]:
+    """Team -> running workloads that may be on borrowed capacity and have not checkpointed within their interval.
+
+    Kueue v0.19.2 does not record per workload whether its admission is borrowed quota (the Workload's
+    ``status.admission`` holds the ClusterQueue and the flavors and usage of each pod set only:
+    ``apis/kueue/v1beta2/workload_types.go`` ``Admission``); what it does record is the ClusterQueue's borrowed
+    usage. The practical rule is therefore: the team's ClusterQueue is borrowing GPUs (``GpusBorrowed`` of
+    :func:`team_gpu_gauges` above 0), and the workload is admitted to it (``Admitted`` ``True``, neither
+    ``Evicted`` nor ``Finished``), holds GPUs, and declares a checkpoint directory (``path_annotation`` or
+    ``dir_env``) and interval: in a borrowing ClusterQueue any of its workloads may be the one on borrowed quota
+    and be reclaimed, which is why admission makes every one of them declare a checkpoint there. A workload whose
+    declaration Kueue does not carry (annotations on the Job object only) cannot be watched and is not counted.
+
+    Such a workload is overdue when its ``last_checkpoint_annotation`` (written by the checkpoint scanner from the
+    file system) is older than its interval plus one scan period (``scan_minutes``, the scanner's lag), or, where
+    the annotation is missing or predates the current admission (a requeued workload keeps the annotation of its
+    earlier run), when it was admitted longer ago than that. A scanner that stopped therefore makes every such
+    workload overdue one interval later: the alarm also watches the scanner. Every team of ``gauges`` gets a
+    value, 0 included, so the alarm always has data.
+    """
+    team_queue = re.compile(f"^{re.escape(queue_prefix)}{_TEAM}{re.escape(queue_suffix)}$")
+    overdue = dict.fromkeys(gauges, 0)
+    for workload in workloads:
+        admission = (workload.get("status") or {}).get("admission") or {}
+        match = team_queue.match(str(admission.get("clusterQueue", "")))
+        if match is None or match["team"] not in gauges or gauges[match["team"]].get("GpusBorrowed", 0) <= 0:
+            continue
+        admitted = _condition(workload, "Admitted")
+        if not admitted or admitted.get("status") != "True" or not admitted.get("lastTransitionTime"):
+            continue
+        if any(
+            (c := _condition(workload, kind)) is not None and c.get("status") == "True"
+            for kind in ("Evicted", "Finished")
+        ):
+            continue
+        assignments = admission.get("podSetAssignments") or []
+        if sum(_quantity((a.get("resourceUsage") or {}).get(GPU_RESOURCE, 0)) for a in assignments) <= 0:
+            continue
+        if not _declared(workload, path_annotation, dir_env):
+            continue
+        interval = declared_interval(
+            workload, interval_annotation=interval_annotation, interval_env=interval_env
+        )
+        if interval is None:
+            continue
+        since = parse_time(str(admitted["lastTransitionTime"]))
+        checkpoint = last_checkpoint(workload, annotation=last_checkpoint_annotation)
+        if checkpoint is not None and checkpoint >= since:
+            since = checkpoint
+        if now - since > dt.timedelta(minutes=interval + scan_minutes):
+            overdue[match["team"]] += 1
+            LOG.info("checkpoint overdue: %s (interval %d min, last %s)", _name(workload), interval, since)
+    return overdue
 
 
 def object_key(prefix: str, record: Mapping[str, Any]) -> str:
@@ -395,12 +492,17 @@ def new_evictions(
     since: dt.datetime,
     interval_annotation: str,
     interval_env: str | None = None,
+    last_checkpoint_annotation: str | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Yield the records of preemption evictions later than ``since``, one per workload UID + time, sorted."""
     seen: dict[tuple[str, str], dict[str, Any]] = {}
     for workload in workloads:
         record = eviction_record(
-            workload, cluster=cluster, interval_annotation=interval_annotation, interval_env=interval_env
+            workload,
+            cluster=cluster,
+            interval_annotation=interval_annotation,
+            interval_env=interval_env,
+            last_checkpoint_annotation=last_checkpoint_annotation,
         )
         if record is not None and record["timestamp"] > _stamp(since):
             seen.setdefault((record["uid"], record["timestamp"]), record)
@@ -419,13 +521,10 @@ def handler(event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
     # the platform's checkpoint-interval annotation key (hyperpod_tenancy.k8s.labels), set by the construct
     interval_annotation = os.environ["CHECKPOINT_INTERVAL_ANNOTATION"]
     interval_env = os.environ.get("CHECKPOINT_INTERVAL_ENV")
+    last_checkpoint_annotation = os.environ.get("LAST_CHECKPOINT_ANNOTATION") or None
     prefix = os.environ.get("PREFIX", "raw/eviction/")
     since = snapshot_time(event) - dt.timedelta(minutes=int(os.environ.get("LOOKBACK_MINUTES", "15")))
-    endpoint, ca_data = os.environ.get("API_ENDPOINT", ""), os.environ.get("CA_DATA", "")
-    if endpoint and ca_data:
-        ca_pem = base64.b64decode(ca_data).decode()
-    else:
-        endpoint, ca_pem = cluster_access(boto3.client("eks"), cluster_name)
+    endpoint, ca_pem = endpoint_and_ca(cluster_name)
     workloads = list_workloads(endpoint, eks_token(cluster_name), ca_pem)
     s3 = boto3.client("s3")
     keys = []
@@ -435,6 +534,7 @@ def handler(event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
         since=since,
         interval_annotation=interval_annotation,
         interval_env=interval_env,
+        last_checkpoint_annotation=last_checkpoint_annotation,
     ):
         key = object_key(prefix, record)
         body = json.dumps(record, sort_keys=True, separators=(",", ":")) + "\n"
@@ -451,9 +551,37 @@ def handler(event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
             queue_prefix=os.environ["TEAM_QUEUE_PREFIX"],
             queue_suffix=os.environ["TEAM_QUEUE_SUFFIX"],
         )
+        overdue: dict[str, int] = {}
+        remote_write = os.environ.get("REMOTE_WRITE_URL")
+        if last_checkpoint_annotation and remote_write:
+            overdue = checkpoints_overdue(
+                workloads,
+                gauges,
+                now=snapshot_time(event),
+                queue_prefix=os.environ["TEAM_QUEUE_PREFIX"],
+                queue_suffix=os.environ["TEAM_QUEUE_SUFFIX"],
+                interval_annotation=interval_annotation,
+                last_checkpoint_annotation=last_checkpoint_annotation,
+                path_annotation=os.environ["CHECKPOINT_PATH_ANNOTATION"],
+                interval_env=interval_env,
+                dir_env=os.environ.get("CHECKPOINT_DIR_ENV"),
+                scan_minutes=int(os.environ.get("CHECKPOINT_SCAN_MINUTES", str(DEFAULT_SCAN_MINUTES))),
+            )
         data = gauge_metric_data(gauges, cluster=cluster, timestamp=snapshot_time(event))
         cloudwatch = boto3.client("cloudwatch")
         for start in range(0, len(data), 1000):  # PutMetricData takes at most 1000 entries
             cloudwatch.put_metric_data(Namespace=namespace, MetricData=data[start : start + 1000])
+        if overdue and remote_write:
+            stamp = int(snapshot_time(event).timestamp() * 1000)
+            credentials = boto3.Session().get_credentials()
+            push(
+                remote_write,
+                [
+                    Series(OVERDUE_SERIES, overdue[team], stamp, {"cluster": cluster, "team": team})
+                    for team in sorted(overdue)
+                ],
+                region=os.environ.get("AWS_REGION", "us-east-1"),
+                credentials=None if credentials is None else credentials.get_frozen_credentials(),
+            )
         teams = len(gauges)
     return {"keys": keys, "workloads": len(workloads), "gauged_teams": teams}

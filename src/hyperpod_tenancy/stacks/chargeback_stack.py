@@ -8,6 +8,7 @@ import aws_cdk as cdk
 from constructs import Construct
 
 from hyperpod_tenancy.constructs.chargeback_pipeline import ChargebackPipeline, UsageReportChart
+from hyperpod_tenancy.constructs.drift_audit import DriftAudit
 from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
 from hyperpod_tenancy.policy import Platform, chargeback_config
 
@@ -78,3 +79,6 @@ class ChargebackStack(cdk.Stack):
         self.pipeline = ChargebackPipeline(
             self, "Chargeback", cluster=cluster, **{**pipeline_props(platform), **(pipeline or {})}
         )
+        #: The daily drift audit, alarming on the pipeline's topic (docs/audit.md); it reads the team records,
+        #: so this stack lists no team.
+        self.drift_audit = DriftAudit(self, "DriftAudit", cluster=cluster, topic=self.pipeline.topic)

@@ -13,6 +13,9 @@ Endpoints:
     posted here is allowed unchanged: a validating webhook never patches.
 ``GET /healthz``
     200 while the process serves (liveness).
+``GET /metrics`` (on its own plain-HTTP port, ``--metrics-port``; 404 on this one)
+    The Prometheus metrics of :mod:`hyperpod_tenancy.webhook.metrics`: requests by path and outcome, the
+    admission latency histogram, denials by reason, DynamoDB calls, readiness and the team namespaces.
 ``GET /readyz``
     200 once the configuration is loaded (before the server starts), the team records were read once (with
     ``teamRecords``: :mod:`hyperpod_tenancy.webhook.team_records`) and DynamoDB has answered at least once
@@ -49,7 +52,8 @@ from typing import Any
 
 import orjson
 
-from hyperpod_tenancy.webhook import connect, patch
+from hyperpod_tenancy.k8s import posix_identity
+from hyperpod_tenancy.webhook import connect, patch, uids
 from hyperpod_tenancy.webhook.admission import (
     Admission,
     Decision,
@@ -60,6 +64,7 @@ from hyperpod_tenancy.webhook.admission import (
 )
 from hyperpod_tenancy.webhook.config import WebhookConfig
 from hyperpod_tenancy.webhook.kube import KubeApi
+from hyperpod_tenancy.webhook.metrics import MetricsPortUnavailable, MetricsServer, WebhookMetrics, outcome
 from hyperpod_tenancy.webhook.node_features import REFRESH_SECONDS, NodeFeatures
 from hyperpod_tenancy.webhook.team_records import TeamDirectory
 from hyperpod_tenancy.webhook.uids import UidCache, UidStoreUnavailable, UidTable
@@ -67,7 +72,9 @@ from hyperpod_tenancy.webhook.uids import UidCache, UidStoreUnavailable, UidTabl
 __all__ = [
     "ALLOCATION_DELAY_ENV",
     "DEFAULT_MAX_BODY_BYTES",
+    "DEFAULT_METRICS_PORT",
     "VALIDATE_PATH",
+    "MetricsPortUnavailable",
     "ServeOptions",
     "WebhookApp",
     "build_app",
@@ -79,6 +86,8 @@ __all__ = [
 DEFAULT_MAX_BODY_BYTES = 6 * 1024 * 1024
 #: Path of the validating webhook (requests that reach into a running pod).
 VALIDATE_PATH = "/validate"
+#: Plain-HTTP port of ``GET /metrics`` (the Deployment's ``metrics`` container port).
+DEFAULT_METRICS_PORT = posix_identity.METRICS_PORT
 _ADMISSION_PATHS = ("/mutate", VALIDATE_PATH)
 #: Seconds between DynamoDB checks until ``/readyz`` turns ready.
 READY_RETRY_SECONDS = 2.0
@@ -131,7 +140,7 @@ class _TooLarge(Exception):  # noqa: N818
 
 
 class WebhookApp:
-    """The ASGI application (``/mutate``, ``/validate``, ``/healthz``, ``/readyz``).
+    """The ASGI application (``/mutate``, ``/validate``, ``/healthz``, ``/readyz``) and its :attr:`metrics`.
 
     Args:
         admission: the decision logic.
@@ -155,6 +164,17 @@ class WebhookApp:
         #: Coroutine functions run as background tasks at start-up.
         self.startup = startup
         self._tasks: list[asyncio.Task[None]] = []
+        #: The Prometheus metrics of this app (served by :class:`~hyperpod_tenancy.webhook.metrics.MetricsServer`).
+        self.metrics = WebhookMetrics(
+            ready=lambda: self.ready,
+            team_namespaces=lambda: len(self.admission.config.namespaces),
+            team_records_loaded=lambda: self.teams_loaded,
+        )
+
+    @property
+    def ready(self) -> bool:
+        """Whether ``/readyz`` answers 200 (DynamoDB answered once and the team namespaces are known)."""
+        return self.dynamodb_reached and self.teams_loaded
 
     @property
     def teams_loaded(self) -> bool:
@@ -172,32 +192,52 @@ class WebhookApp:
         started = time.perf_counter()
         path, method = scope["path"], scope["method"]
         fields: dict[str, Any] = {}
+        decision: Decision | None = None
         if path in _ADMISSION_PATHS and method == "POST":
-            status, body, close = await self._mutate(scope, receive, fields, validate=path == VALIDATE_PATH)
+            status, body, close, decision = await self._mutate(
+                scope, receive, fields, validate=path == VALIDATE_PATH
+            )
         elif path in ("/healthz", "/readyz") and method == "GET":
-            ready = path == "/healthz" or (self.dynamodb_reached and self.teams_loaded)
+            ready = path == "/healthz" or self.ready
             status, body, close = (200 if ready else 503), {"ok": ready}, False
         elif path in (*_ADMISSION_PATHS, "/healthz", "/readyz"):
             status, body, close = 405, {"error": f"{method} is not allowed on {path}."}, False
         else:
             status, body, close = (
                 404,
-                {"error": f"no such path {path!r}: use /mutate, /validate, /healthz or /readyz."},
+                {
+                    "error": f"no such path {path!r}: use /mutate, /validate, /healthz or /readyz (GET /metrics is "
+                    "served on the plain-HTTP metrics port, --metrics-port)."
+                },
                 False,
             )
         await _respond(send, status, body, close=close)
         if path in _ADMISSION_PATHS or status >= 400:
-            ms = round((time.perf_counter() - started) * 1000, 3)
+            seconds = time.perf_counter() - started
+            if path in _ADMISSION_PATHS:
+                self._count(path, status, decision, seconds)
+            ms = round(seconds * 1000, 3)
             self.log.info({"method": method, "path": path, "status": status, "ms": ms, **fields})
+
+    def _count(self, path: str, status: int, decision: Decision | None, seconds: float) -> None:
+        """Count one answer of an admission path (:meth:`WebhookMetrics.observe`)."""
+        if decision is None:
+            self.metrics.observe(path=path, result=outcome(status), seconds=seconds)
+            return
+        result = outcome(status, allowed=decision.allowed, code=decision.code)
+        denial = None if decision.allowed else decision.reason
+        self.metrics.observe(path=path, result=result, seconds=seconds, denial=denial)
 
     async def _mutate(
         self, scope: Scope, receive: Receive, fields: dict[str, Any], *, validate: bool
-    ) -> tuple[int, Any, bool]:
+    ) -> tuple[int, Any, bool, Decision | None]:
+        """Answer one AdmissionReview: status, body, whether to close, and the decision (None: none was made)."""
         try:
             raw = await self._body(scope, receive)
         except _TooLarge:
             fields["reason"] = "too-large"
-            return 400, {"error": f"the request body is larger than {self.max_body_bytes} bytes."}, True
+            too_large = {"error": f"the request body is larger than {self.max_body_bytes} bytes."}
+            return 400, too_large, True, None
         try:
             req = parse_review(raw)
             fields.update(uid=req.uid, operation=req.operation, kind=req.kind, namespace=req.namespace)
@@ -211,12 +251,12 @@ class WebhookApp:
         except (MalformedRequest, patch.MalformedObject) as exc:
             fields["reason"] = "malformed"
             fields["error"] = str(exc)
-            return 400, {"error": str(exc)}, False
+            return 400, {"error": str(exc)}, False, None
         except Exception:
             self.log.exception({"message": "unexpected error deciding an AdmissionReview", **fields})
-            return 500, {"error": "internal error; see the webhook's log."}, False
+            return 500, {"error": "internal error; see the webhook's log."}, False, None
         self._note(decision, fields)
-        return 200, review_response(req.uid, decision), False
+        return 200, review_response(req.uid, decision), False, decision
 
     def _note(self, decision: Decision, fields: dict[str, Any]) -> None:
         if self.admission.resolver.reached:
@@ -309,6 +349,8 @@ class ServeOptions:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     #: The API server Pods are read from (None: requests into pods are denied, they cannot be judged).
     kube_api: KubeApi | None = None
+    #: Plain-HTTP port of ``GET /metrics`` (on ``host``; 0: a port the system chooses).
+    metrics_port: int = DEFAULT_METRICS_PORT
 
 
 async def _reload_certificates(
@@ -357,10 +399,12 @@ def build_app(options: ServeOptions) -> tuple[WebhookApp, UidTable]:
             log=_logger(),
         )
         config = dataclasses.replace(config, namespaces=directory)
+    client = uids.dynamodb_client()
     table = UidTable(
         table=options.table,
         first=config.uid_first,
         last=config.uid_last,
+        client=client,
         allocation_delay_seconds=float(os.environ.get(ALLOCATION_DELAY_ENV, "0") or 0),
     )
     resolver = UidResolver(table, UidCache(config.cache_ttl_seconds))
@@ -376,11 +420,19 @@ def build_app(options: ServeOptions) -> tuple[WebhookApp, UidTable]:
             *((nodes.run,) if nodes is not None else ()),
         ),
     )
+    app.metrics.watch_dynamodb(client)
     return app, table
 
 
 def serve(options: ServeOptions) -> None:
-    """Run the webhook until SIGTERM (then return once requests in flight are answered) or SIGINT (blocks)."""
+    """Run the webhook until SIGTERM (then return once requests in flight are answered) or SIGINT (blocks).
+
+    ``GET /metrics`` is served on ``options.metrics_port`` from before the admission port opens until the end.
+
+    Raises:
+        MetricsPortUnavailable: the metrics port cannot be bound.
+
+    """
     import uvicorn  # noqa: PLC0415 - only the serve command loads the server stack
 
     app, table = build_app(options)
@@ -416,8 +468,11 @@ def serve(options: ServeOptions) -> None:
     gc.collect()
     gc.freeze()
     # uvicorn re-raises the SIGTERM it shut down on; a graceful stop is a normal exit (status 0)
+    metrics = MetricsServer(app.metrics, host=options.host, port=options.metrics_port)
+    app.log.info({"message": "metrics served", "port": metrics.port, "path": posix_identity.METRICS_PATH})
     previous = signal.signal(signal.SIGTERM, lambda *_: None)
     try:
         uvicorn.Server(server_config).run()
     finally:
         signal.signal(signal.SIGTERM, previous)
+        metrics.stop()

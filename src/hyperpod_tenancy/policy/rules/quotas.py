@@ -64,8 +64,8 @@ class AccountQuota:
 PLATFORM_ROLES = 40
 #: Pod Identity associations of the shared stacks (webhook, training operator, observability, usage report).
 PLATFORM_POD_IDENTITY_ASSOCIATIONS = 4
-#: Access entries of the shared stacks (the eviction collector; the cluster creator's is EKS's own).
-PLATFORM_ACCESS_ENTRIES = 2
+#: Access entries of the shared stacks (the eviction collector, the drift audit; the cluster creator's is EKS's own).
+PLATFORM_ACCESS_ENTRIES = 3
 #: Stacks of the platform besides the teams' (cluster, chargeback, the CDK bootstrap stack).
 PLATFORM_STACKS = 3
 
@@ -77,7 +77,7 @@ IAM_ROLES = AccountQuota(
     adjustable=True,
     source="https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_iam-quotas.html",
     counts="3 per team (execution role, workload role, the AWSReservedSSO_ role Identity Center provisions), "
-    f"4 with chargeback (the dashboard's GPU widget), + about {PLATFORM_ROLES} for the platform",
+    f"4 with chargeback (the dashboard widgets' one role), + about {PLATFORM_ROLES} for the platform",
 )
 STUDIO_DOMAINS = AccountQuota(
     code="HPT-QUOTA-STUDIO-DOMAINS",

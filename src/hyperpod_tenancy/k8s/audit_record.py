@@ -1,0 +1,44 @@
+"""A team's Kubernetes drift-audit expectation, rendered from the policy and the team's chart.
+
+``hyperpod-tenancy audit`` renders it from ``platform.yaml``; each team stack writes the same rendering to its
+Kubernetes audit record, which the daily audit Lambda compares with the cluster
+(:mod:`hyperpod_tenancy.runtime.kube_drift`). One function builds both, so the two compare the same thing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from hyperpod_tenancy.k8s.labels import namespace_labels
+from hyperpod_tenancy.k8s.posix_identity import WEBHOOK_NAMESPACE
+from hyperpod_tenancy.k8s.team_manifests import SYSTEM_NAMESPACE
+from hyperpod_tenancy.policy import Platform, Team, names
+from hyperpod_tenancy.runtime.kube_drift import AUDITED_KINDS, KubeExpectation
+
+__all__ = ["PLATFORM_NAMESPACES", "kube_expectation"]
+
+#: Namespaces whose service accounts are the cluster's and the platform's own (bindings of theirs are expected).
+PLATFORM_NAMESPACES = frozenset({"kube-system", SYSTEM_NAMESPACE, WEBHOOK_NAMESPACE})
+
+
+def kube_expectation(
+    platform: Platform, team: Team, manifests: Iterable[Mapping[str, Any]], *, stack: str
+) -> KubeExpectation:
+    """Return what ``team``'s chart declares: its namespace labels and the chart's manifests of the audited kinds.
+
+    Args:
+        platform: the policy.
+        team: a hosted team.
+        manifests: the team chart's objects (``TeamChart.to_json()``).
+        stack: the team stack's path (what ``cdk deploy`` takes).
+
+    """
+    return KubeExpectation(
+        team=team.name,
+        stack=stack,
+        namespace=names.namespace(team.name),
+        kubernetes_group=names.kubernetes_group(team.name),
+        labels=namespace_labels(platform, team),
+        objects=[dict(m) for m in manifests if m.get("kind") in AUDITED_KINDS],
+    )
