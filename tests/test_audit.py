@@ -63,14 +63,7 @@ def test_a_platform_matching_its_policy_has_no_aws_finding(moto: str, backend: s
 
 
 def test_permission_set_missing(aws: AwsWorld) -> None:
-    aws.sso.delete_account_assignment(
-        InstanceArn=aws.instance,
-        TargetId=aws.platform.account,
-        TargetType="AWS_ACCOUNT",
-        PermissionSetArn=aws.permission_sets[TEAM],
-        PrincipalType="GROUP",
-        PrincipalId=aws.platform.team(TEAM).identity.group_id,
-    )
+    aws.delete_assignment(TEAM)
     aws.sso.delete_permission_set(InstanceArn=aws.instance, PermissionSetArn=aws.permission_sets[TEAM])
     findings = aws.run()
     assert kinds(findings) == [("permission-set-missing", TEAM)]
@@ -92,14 +85,7 @@ def test_managed_policy_attached_to_a_permission_set(aws: AwsWorld) -> None:
 
 
 def test_assignment_missing(aws: AwsWorld) -> None:
-    aws.sso.delete_account_assignment(
-        InstanceArn=aws.instance,
-        TargetId=aws.platform.account,
-        TargetType="AWS_ACCOUNT",
-        PermissionSetArn=aws.permission_sets[TEAM],
-        PrincipalType="GROUP",
-        PrincipalId=aws.platform.team(TEAM).identity.group_id,
-    )
+    aws.delete_assignment(TEAM)
     findings = aws.run()
     assert kinds(findings) == [("assignment-missing", TEAM)]
     assert findings[0].actual == "no assignment"

@@ -541,18 +541,8 @@ def test_as_nobody_in_the_team_group_an_unreadable_directory_is_reported(certs: 
         with WorkloadApi(certs) as api:
             api.workloads[(NAMESPACE, "w")] = workload("w", path=f"/fsx/{TEAM}/ckpt")
             api.workloads[(NAMESPACE, "x")] = workload("x", path="/fsx/team-b/secret")
-            env = {
-                "NAMESPACE": NAMESPACE,
-                "TEAM_DIRECTORY": str(fsx / TEAM),
-                "FSX_ROOT": names.FSX_ROOT,
-                "CLAIM_NAME": "fsx",
-                "PATH_ANNOTATION": labels.CHECKPOINT_PATH_ANNOTATION,
-                "DIR_ENV": labels.CHECKPOINT_DIR_ENV,
-                "LAST_CHECKPOINT_ANNOTATION": LAST,
-                "KUBERNETES_API": api.url,
-                "TOKEN_FILE": str(base / "token"),
-                "CA_FILE": str(base / "ca.pem"),
-            }
+            # the token and CA copies the unprivileged scanner can read
+            env = _env(api, certs, fsx, base, TOKEN_FILE=str(base / "token"), CA_FILE=str(base / "ca.pem"))
             if os.geteuid() == 0:
                 command = [_interpreter_for_nobody(), "-I", str(script)]
                 ids: dict[str, Any] = {"user": NOBODY_UID, "group": gid, "extra_groups": []}

@@ -117,6 +117,17 @@ class AwsWorld:
                     "CreationTime": NOW,
                 }
 
+    def delete_assignment(self, team: str) -> None:
+        """Remove the assignment of ``team``'s permission set to its group in the platform account."""
+        self.sso.delete_account_assignment(
+            InstanceArn=self.instance,
+            TargetId=self.platform.account,
+            TargetType="AWS_ACCOUNT",
+            PermissionSetArn=self.permission_sets[team],
+            PrincipalType="GROUP",
+            PrincipalId=self.platform.team(team).identity.group_id,
+        )
+
     def new_sso_role(self, team: str) -> dict[str, Any]:
         """Create the role Identity Center provisions for ``team``'s permission set (a new random suffix)."""
         name = self.expectation_name(team)
