@@ -525,6 +525,21 @@ def test_the_function_reaches_the_private_api_endpoint_as_a_read_only_group(refe
     assert {_logical(template, entry), _logical(template, rbac)} <= depends
 
 
+def test_no_two_access_entries_of_the_platform_name_one_principal(reference: Synth) -> None:
+    """EKS API Reference, CreateAccessEntry ``principalArn``: "You can't specify the same ARN in more than one
+    access entry." The audit, the eviction collector and the teams each bring their own principal."""
+    principals = [
+        json.dumps([name, entry["Properties"]["PrincipalArn"]], sort_keys=True)
+        for name, template in reference.templates.items()
+        for entry in resources_of(template, "AWS::EKS::AccessEntry").values()
+    ]
+    assert len(principals) == len(set(principals)), sorted(principals)
+    chargeback = _chargeback(reference)
+    audit_role = _function(chargeback)[1]["Properties"]["Role"]["Fn::GetAtt"][0]
+    entries = resources_of(chargeback, "AWS::EKS::AccessEntry").values()
+    assert sum(audit_role in json.dumps(e["Properties"]["PrincipalArn"]) for e in entries) == 1
+
+
 def _logical(template: dict[str, Any], resource: dict[str, Any]) -> str:
     return next(k for k, v in template["Resources"].items() if v is resource)
 
