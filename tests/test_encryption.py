@@ -16,6 +16,8 @@ import aws_cdk as cdk
 import platforms
 import pytest
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
 from aws_cdk.assertions import Annotations, Match, Template
 from iam_eval import is_allowed
 from synth import TOKEN, Synth, render_intrinsics, resources_of
@@ -23,6 +25,7 @@ from synth import TOKEN, Synth, render_intrinsics, resources_of
 from hyperpod_tenancy.constructs.encryption import (
     SERVICES_BY_RESOURCE_TYPE,
     PlatformKey,
+    encrypt_new_log_groups_and_tables,
     encrypt_platform_resources,
 )
 from hyperpod_tenancy.constructs.shared_hyperpod_cluster import SharedHyperPodCluster
@@ -231,21 +234,28 @@ def test_without_a_key_every_service_keeps_its_aws_managed_key(reference: Synth)
 
 
 # ---------------------------------------------------------------------------------------- DynamoDB tables
-def _table_stack(*, with_key: bool) -> Template:
+def _table_stack(*, with_key: bool, encrypt: Any = encrypt_platform_resources) -> Template:
     platform = platforms.kms_platform() if with_key else platforms.reference_platform()
     stack = cdk.Stack(
         cdk.App(), "Tables", env=cdk.Environment(account=platform.account, region=platform.region)
     )
     key = PlatformKey(stack, "PlatformKey", platform=platform) if with_key else None
-    encrypt_platform_resources(stack, key)
+    encrypt(stack, key)
     dynamodb.Table(
         stack, "Table", partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
     )
     return Template.from_stack(stack)
 
 
-def test_dynamodb_tables_of_the_platform_stacks_are_encrypted_with_the_key() -> None:
-    template = _table_stack(with_key=True)
+#: The aspect of the shared stacks, and the property injection of the stacks that exist once per team.
+ENCRYPTORS = pytest.mark.parametrize(
+    "encrypt", [encrypt_platform_resources, encrypt_new_log_groups_and_tables], ids=["aspect", "injection"]
+)
+
+
+@ENCRYPTORS
+def test_dynamodb_tables_of_the_platform_stacks_are_encrypted_with_the_key(encrypt: Any) -> None:
+    template = _table_stack(with_key=True, encrypt=encrypt)
     (key_id,) = template.find_resources("AWS::KMS::Key")
     template.has_resource_properties(
         "AWS::DynamoDB::Table",
@@ -268,6 +278,39 @@ def test_without_a_key_a_table_records_why_checkov_may_skip_the_key_check() -> N
     (skip,) = table["Metadata"]["checkov"]["skip"]
     assert skip["id"] == "CKV_AWS_119" and "sets no encryption.kmsKey" in skip["comment"]
     assert "SSESpecification" not in table["Properties"]
+
+
+@ENCRYPTORS
+def test_a_log_group_added_later_gets_the_key_and_one_naming_its_own_key_keeps_it(encrypt: Any) -> None:
+    """What a team stack gains after its tenant registered the encryption (an extension's function logs)."""
+    platform = platforms.kms_platform()
+    stack = cdk.Stack(
+        cdk.App(), "Logs", env=cdk.Environment(account=platform.account, region=platform.region)
+    )
+    key = PlatformKey(stack, "PlatformKey", platform=platform)
+    encrypt(stack, key)
+    encrypt(stack, key)  # once per stack, whoever asks again
+    own = kms.Key(stack, "OwnKey")
+    logs.LogGroup(stack, "Added", retention=logs.RetentionDays.ONE_WEEK)
+    logs.LogGroup(stack, "Own", encryption_key=own)
+    template = Template.from_stack(stack)
+    (platform_key_id,) = [k for k in template.find_resources("AWS::KMS::Key") if k.startswith("PlatformKey")]
+    (own_id,) = [k for k in template.find_resources("AWS::KMS::Key") if k.startswith("OwnKey")]
+    groups = {
+        k.rstrip("0123456789ABCDEF"): v["Properties"]
+        for k, v in template.find_resources("AWS::Logs::LogGroup").items()
+    }
+    assert groups["Added"] == {"KmsKeyId": {"Fn::GetAtt": [platform_key_id, "Arn"]}, "RetentionInDays": 7}
+    assert groups["Own"]["KmsKeyId"] == {"Fn::GetAtt": [own_id, "Arn"]}
+
+
+def test_without_a_key_the_team_stacks_log_groups_record_why_checkov_may_skip_the_key_check(
+    reference: Synth,
+) -> None:
+    for name in reference.stage.team_stacks:
+        for group in resources_of(reference.team(name), "AWS::Logs::LogGroup").values():
+            (skip,) = group["Metadata"]["checkov"]["skip"]
+            assert skip["id"] == "CKV_AWS_158" and "sets no encryption.kmsKey" in skip["comment"], name
 
 
 def test_an_imported_cluster_needs_the_arn_of_a_created_key() -> None:

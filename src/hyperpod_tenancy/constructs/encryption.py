@@ -26,7 +26,7 @@ An imported key's policy is the owner's: the cluster warns (``HPT-KMS-IMPORTED-K
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Final
+from typing import Any, Final
 
 import aws_cdk as cdk
 import jsii
@@ -42,7 +42,12 @@ from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.policy import Platform
 from hyperpod_tenancy.policy.model import CREATE_KMS_KEY
 
-__all__ = ["DATA_KEY_ACTIONS", "PlatformKey", "encrypt_platform_resources"]
+__all__ = [
+    "DATA_KEY_ACTIONS",
+    "PlatformKey",
+    "encrypt_new_log_groups_and_tables",
+    "encrypt_platform_resources",
+]
 
 #: What CloudWatch Logs needs on the key (the CloudWatch Logs user guide's key policy).
 LOGS_KEY_ACTIONS: Final = (
@@ -309,6 +314,65 @@ def encrypt_platform_resources(scope: IConstruct, key: PlatformKey | None) -> No
         return
     Construct(stack, _MARKER)
     cdk.Aspects.of(stack).add(_PlatformEncryption(key))
+
+
+@jsii.implements(cdk.IPropertyInjector)
+class _LogGroupKey:
+    """Gives each ``logs.LogGroup`` created under a scope the platform key, unless its props name a key."""
+
+    def __init__(self, key: PlatformKey) -> None:
+        self._key = key
+
+    @property
+    def construct_unique_id(self) -> str:
+        return logs.LogGroup.PROPERTY_INJECTION_ID
+
+    def inject(self, original_props: Any, *, id: str, scope: Construct) -> Any:
+        if original_props.get("encryptionKey") is not None:
+            return original_props
+        return {**original_props, "encryptionKey": self._key.key}
+
+
+@jsii.implements(cdk.IPropertyInjector)
+class _TableKey:
+    """Gives each ``dynamodb.Table`` created under a scope the platform key, unless its props choose encryption."""
+
+    def __init__(self, key: PlatformKey) -> None:
+        self._key = key
+
+    @property
+    def construct_unique_id(self) -> str:
+        return dynamodb.Table.PROPERTY_INJECTION_ID
+
+    def inject(self, original_props: Any, *, id: str, scope: Construct) -> Any:
+        if original_props.get("encryption") is not None or original_props.get("encryptionKey") is not None:
+            return original_props
+        key = self._key.use(dynamodb.CfnTable.CFN_RESOURCE_TYPE_NAME)
+        return {
+            **original_props,
+            "encryption": dynamodb.TableEncryption.CUSTOMER_MANAGED,
+            "encryptionKey": key,
+        }
+
+
+_INJECTION_MARKER = "HyperPodTenancyEncryptionInjection"
+
+
+def encrypt_new_log_groups_and_tables(scope: IConstruct, key: PlatformKey | None) -> None:
+    """Encrypt with ``key`` every ``logs.LogGroup`` and ``dynamodb.Table`` created in ``scope``'s stack from now on.
+
+    The lighter sibling of :func:`encrypt_platform_resources` for stacks that exist once per team: CDK's property
+    injection calls back once per log group or table created, where an aspect calls back for every construct of
+    the stack at synthesis. It covers those two L2 constructs (whoever creates them, after this call) and not a
+    ``CfnLogGroup`` or ``CfnTable`` created directly; a log group or table that names its own key keeps it.
+    ``None`` (no platform key): nothing to inject; the callers skip the checkov finding on the log groups they
+    create (:func:`skip_without_key`). Registered once per stack.
+    """
+    stack = cdk.Stack.of(scope)
+    if key is None or stack.node.try_find_child(_INJECTION_MARKER) is not None:
+        return
+    Construct(stack, _INJECTION_MARKER)
+    cdk.PropertyInjectors.of(stack).add(_LogGroupKey(key), _TableKey(key))
 
 
 def skip_without_key(resources: Iterable[IConstruct], check_id: str, what: str, how: str) -> None:

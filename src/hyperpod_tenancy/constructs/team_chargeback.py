@@ -28,6 +28,7 @@ from hyperpod_tenancy.constructs.chargeback_pipeline import (
     MONTHLY_METRICS,
     preemption_rules,
 )
+from hyperpod_tenancy.constructs.encryption import encrypt_new_log_groups_and_tables, skip_without_key
 from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
 from hyperpod_tenancy.constructs.team_tenant import TeamTenant
 from hyperpod_tenancy.errors import TenancyError
@@ -97,6 +98,8 @@ class TeamChargeback(Construct):
     ) -> None:
         super().__init__(scope, id)
         platform = cluster.platform
+        self._platform_key = cluster.platform_key
+        encrypt_new_log_groups_and_tables(self, self._platform_key)
         try:
             spec = platform.team(team)
         except KeyError:
@@ -271,9 +274,13 @@ class TeamChargeback(Construct):
             function_name=function_name,
             description=description,
             environment=environment,
-            log_group=logs.LogGroup(self, f"{id}Logs", retention=logs.RetentionDays.ONE_YEAR),
+            log_group=(log_group := logs.LogGroup(self, f"{id}Logs", retention=logs.RetentionDays.ONE_YEAR)),
             role=self.widget_role,
         )
+        if self._platform_key is None:  # with a key, the stack's property injection encrypts it
+            skip_without_key(
+                [log_group], "CKV_AWS_158", "the log group", "CloudWatch Logs' service-managed key"
+            )
         function.add_to_role_policy(statement)
         skip_checkov(
             function,

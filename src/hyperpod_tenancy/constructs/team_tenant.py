@@ -43,7 +43,7 @@ from hyperpod_tenancy.constructs.drift_audit import (
     kube_record_parameter,
     team_expectation,
 )
-from hyperpod_tenancy.constructs.encryption import encrypt_platform_resources, skip_without_key
+from hyperpod_tenancy.constructs.encryption import encrypt_new_log_groups_and_tables, skip_without_key
 from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
 from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.k8s import onboarding, posix_identity
@@ -177,7 +177,8 @@ class TeamTenant(Construct):
         #: ServiceAccount of the team's workloads (bound to :attr:`workload_role`).
         self.service_account = DEFAULT_SERVICE_ACCOUNT
         self.node.add_validation(_RequireNetworkPolicyEnforcement(cluster, team))
-        encrypt_platform_resources(self, cluster.platform_key)
+        # once per team: property injection, not an aspect visiting every construct of the stack at synthesis
+        encrypt_new_log_groups_and_tables(self, cluster.platform_key)
         context_url = self.node.try_get_context(onboarding.SSO_START_URL_CONTEXT)
         context_url = context_url if isinstance(context_url, str) and context_url else None
         #: What a team member needs (:func:`hyperpod_tenancy.k8s.onboarding.onboarding_facts`): the values of the

@@ -86,6 +86,11 @@ def skip_checkov(scope: IConstruct, check_ids: str | Iterable[str], reason: str)
     """
     if not reason.strip():
         raise ValueError(f"{scope.node.path}: a checkov skip needs a reason")
+    resources = [
+        (n, _resource_type(n))
+        for n in ([scope] if isinstance(scope, cdk.CfnResource) else scope.node.find_all())
+        if isinstance(n, cdk.CfnResource)
+    ]
     for check_id in _ids(check_ids):
         types = CHECKOV_RESOURCE_TYPES.get(check_id)
         if types is None:
@@ -93,22 +98,41 @@ def skip_checkov(scope: IConstruct, check_ids: str | Iterable[str], reason: str)
                 f"{scope.node.path}: unknown checkov check {check_id!r}; add it to CHECKOV_RESOURCE_TYPES with the "
                 "resource types it reads"
             )
-        targets = [
-            n
-            for n in scope.node.find_all()
-            if isinstance(n, cdk.CfnResource) and n.cfn_resource_type in types
-        ]
+        targets = [resource for resource, resource_type in resources if resource_type in types]
         if not targets:
             raise ValueError(f"{scope.node.path}: no {'/'.join(types)} to skip {check_id} on")
         for resource in targets:
             _record_checkov_skip(resource, check_id, reason)
 
 
+#: CloudFormation type of each generated L1 class (a class constant: read once, not once per resource).
+_L1_TYPES: dict[type, str] = {}
+
+
+def _resource_type(resource: cdk.CfnResource) -> str:
+    cls = type(resource)
+    if (found := _L1_TYPES.get(cls)) is not None:
+        return found
+    found = resource.cfn_resource_type
+    # only a generated L1 class (aws_cdk's, with its CFN_RESOURCE_TYPE_NAME) has one type for all its instances
+    if cls.__module__.startswith("aws_cdk.") and "CFN_RESOURCE_TYPE_NAME" in vars(cls):
+        _L1_TYPES[cls] = found
+    return found
+
+
+#: The checkov skips written so far, by resource (the resource is kept with them, so its ``id`` stays its own).
+_SKIPS: dict[int, tuple[cdk.CfnResource, dict[str, Any]]] = {}
+
+
 def _record_checkov_skip(resource: cdk.CfnResource, check_id: str, reason: str) -> None:
-    current = resource.get_metadata(CHECKOV_METADATA_KEY) or {}
+    known = _SKIPS.get(id(resource))
+    # metadata written before the first skip (by anyone) is read once and merged; later skips only write
+    current = known[1] if known is not None else (resource.get_metadata(CHECKOV_METADATA_KEY) or {})
     skips = [s for s in current.get("skip", []) if s["id"] != check_id]
     skips.append({"id": check_id, "comment": reason})
-    resource.add_metadata(CHECKOV_METADATA_KEY, {**current, "skip": sorted(skips, key=lambda s: s["id"])})
+    value = {**current, "skip": sorted(skips, key=lambda s: s["id"])}
+    _SKIPS[id(resource)] = (resource, value)
+    resource.add_metadata(CHECKOV_METADATA_KEY, value)
 
 
 def _cfn(construct: IConstruct, cls: type[T]) -> T:
