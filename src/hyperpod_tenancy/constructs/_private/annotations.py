@@ -63,8 +63,8 @@ def acknowledge(
 
     ``checkov``: checkov checks of the same concern, skipped with the same reason (:func:`skip_checkov`).
     """
-    for rule_id in _ids(rule_ids):
-        cdk.Validations.of(scope).acknowledge(cdk.Acknowledgment(id=rule_id, reason=reason))
+    if acknowledgments := [cdk.Acknowledgment(id=rule_id, reason=reason) for rule_id in _ids(rule_ids)]:
+        cdk.Validations.of(scope).acknowledge(*acknowledgments)
     if checkov:
         skip_checkov(scope, checkov, reason)
 
