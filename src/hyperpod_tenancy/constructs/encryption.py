@@ -25,7 +25,7 @@ An imported key's policy is the owner's: the cluster warns (``HPT-KMS-IMPORTED-K
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 import aws_cdk as cdk
@@ -317,42 +317,27 @@ def encrypt_platform_resources(scope: IConstruct, key: PlatformKey | None) -> No
 
 
 @jsii.implements(cdk.IPropertyInjector)
-class _LogGroupKey:
-    """Gives each ``logs.LogGroup`` created under a scope the platform key, unless its props name a key."""
+class _KeyInjection:
+    """Adds the platform key to the props of each construct of one L2 type created under a scope.
 
-    def __init__(self, key: PlatformKey) -> None:
-        self._key = key
+    Props that already name any of ``own`` (the construct's own encryption choice) are kept as they are.
+    """
 
-    @property
-    def construct_unique_id(self) -> str:
-        return logs.LogGroup.PROPERTY_INJECTION_ID
-
-    def inject(self, original_props: Any, *, id: str, scope: Construct) -> Any:
-        if original_props.get("encryptionKey") is not None:
-            return original_props
-        return {**original_props, "encryptionKey": self._key.key}
-
-
-@jsii.implements(cdk.IPropertyInjector)
-class _TableKey:
-    """Gives each ``dynamodb.Table`` created under a scope the platform key, unless its props choose encryption."""
-
-    def __init__(self, key: PlatformKey) -> None:
-        self._key = key
+    def __init__(
+        self, construct_unique_id: str, own: tuple[str, ...], add: Callable[[], dict[str, Any]]
+    ) -> None:
+        self._construct_unique_id = construct_unique_id
+        self._own = own
+        self._add = add
 
     @property
     def construct_unique_id(self) -> str:
-        return dynamodb.Table.PROPERTY_INJECTION_ID
+        return self._construct_unique_id
 
     def inject(self, original_props: Any, *, id: str, scope: Construct) -> Any:
-        if original_props.get("encryption") is not None or original_props.get("encryptionKey") is not None:
+        if any(original_props.get(name) is not None for name in self._own):
             return original_props
-        key = self._key.use(dynamodb.CfnTable.CFN_RESOURCE_TYPE_NAME)
-        return {
-            **original_props,
-            "encryption": dynamodb.TableEncryption.CUSTOMER_MANAGED,
-            "encryptionKey": key,
-        }
+        return {**original_props, **self._add()}
 
 
 _INJECTION_MARKER = "HyperPodTenancyEncryptionInjection"
@@ -372,7 +357,19 @@ def encrypt_new_log_groups_and_tables(scope: IConstruct, key: PlatformKey | None
     if key is None or stack.node.try_find_child(_INJECTION_MARKER) is not None:
         return
     Construct(stack, _INJECTION_MARKER)
-    cdk.PropertyInjectors.of(stack).add(_LogGroupKey(key), _TableKey(key))
+    cdk.PropertyInjectors.of(stack).add(
+        _KeyInjection(
+            logs.LogGroup.PROPERTY_INJECTION_ID, ("encryptionKey",), lambda: {"encryptionKey": key.key}
+        ),
+        _KeyInjection(
+            dynamodb.Table.PROPERTY_INJECTION_ID,
+            ("encryption", "encryptionKey"),
+            lambda: {
+                "encryption": dynamodb.TableEncryption.CUSTOMER_MANAGED,
+                "encryptionKey": key.use(dynamodb.CfnTable.CFN_RESOURCE_TYPE_NAME),
+            },
+        ),
+    )
 
 
 def skip_without_key(resources: Iterable[IConstruct], check_id: str, what: str, how: str) -> None:
