@@ -120,19 +120,11 @@ def _resource_type(resource: cdk.CfnResource) -> str:
     return found
 
 
-#: The checkov skips written so far, by resource (the resource is kept with them, so its ``id`` stays its own).
-_SKIPS: dict[int, tuple[cdk.CfnResource, dict[str, Any]]] = {}
-
-
 def _record_checkov_skip(resource: cdk.CfnResource, check_id: str, reason: str) -> None:
-    known = _SKIPS.get(id(resource))
-    # metadata written before the first skip (by anyone) is read once and merged; later skips only write
-    current = known[1] if known is not None else (resource.get_metadata(CHECKOV_METADATA_KEY) or {})
+    current = resource.get_metadata(CHECKOV_METADATA_KEY) or {}
     skips = [s for s in current.get("skip", []) if s["id"] != check_id]
     skips.append({"id": check_id, "comment": reason})
-    value = {**current, "skip": sorted(skips, key=lambda s: s["id"])}
-    _SKIPS[id(resource)] = (resource, value)
-    resource.add_metadata(CHECKOV_METADATA_KEY, value)
+    resource.add_metadata(CHECKOV_METADATA_KEY, {**current, "skip": sorted(skips, key=lambda s: s["id"])})
 
 
 def _cfn(construct: IConstruct, cls: type[T]) -> T:
