@@ -39,11 +39,13 @@ from hyperpod_tenancy.policy.model import (
     WebhookFailurePolicy,
     WorkloadKind,
 )
+from hyperpod_tenancy.policy.selection import SELECTION_CODE, select_teams
 from hyperpod_tenancy.policy.validation import policy_warnings, validate_platform
 
 __all__ = [
     "HYPERPOD_INSTANCE_TYPES",
     "RESOURCE_CATALOGUE",
+    "SELECTION_CODE",
     "BillingRule",
     "BillingTermSpec",
     "ChargebackSpec",
@@ -84,5 +86,6 @@ __all__ = [
     "policy_warnings",
     "replacement_warnings",
     "resource_shape",
+    "select_teams",
     "validate_platform",
 ]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import aws_cdk as cdk
@@ -12,7 +12,7 @@ from hyperpod_tenancy.chargeback.queries import CLUSTER_TAG_KEY
 from hyperpod_tenancy.constructs._private.annotations import warn
 from hyperpod_tenancy.constructs.backends import replacement_wording
 from hyperpod_tenancy.constructs.chargeback_pipeline import TEAM_COST_CENTER_TAG, TEAM_TAG
-from hyperpod_tenancy.policy import Platform, names, replacement_warnings
+from hyperpod_tenancy.policy import Platform, names, replacement_warnings, select_teams
 from hyperpod_tenancy.stacks.chargeback_stack import ChargebackStack
 from hyperpod_tenancy.stacks.cluster_stack import ClusterStack
 from hyperpod_tenancy.stacks.progress import SynthProgress
@@ -53,6 +53,12 @@ class PlatformStage(cdk.Stage):
             the policy has a ``chargeback:`` section.
         progress: write a line per 10 % of the team stacks built to standard error, with the elapsed time
             (:class:`~hyperpod_tenancy.stacks.progress.SynthProgress`). Default: above 50 teams.
+        teams: build only these teams' stacks (names of teams hosted on the cluster, at least one). The shared
+            stacks are the same whichever teams are built, so a pipeline that deploys one team can synthesize the
+            shared stacks and that team alone (``cdk deploy -c teams=research ml-platform/Team-Research``) in
+            seconds, whatever the number of teams. Stacks left out are not deleted by a deploy; they are simply not
+            in the cloud assembly. Default: every hosted team. Raises
+            :class:`~hyperpod_tenancy.errors.PolicyError` for a name that is not a hosted team.
         **kwargs: other ``cdk.Stage`` props (``env`` defaults to the platform's account and region).
 
     """
@@ -67,8 +73,10 @@ class PlatformStage(cdk.Stage):
         cluster_options: Mapping[str, Any] | None = None,
         chargeback: Mapping[str, Any] | None = None,
         progress: bool | None = None,
+        teams: Sequence[str] | None = None,
         **kwargs: Any,
     ) -> None:
+        hosted = platform.hosted_teams if teams is None else select_teams(platform, teams)
         kwargs.setdefault("env", cdk.Environment(account=platform.account, region=platform.region))
         super().__init__(scope, id, **kwargs)
         # team stacks import a few cluster attributes; keep CloudFormation's exports protecting them
@@ -82,10 +90,9 @@ class PlatformStage(cdk.Stage):
         if baseline is not None:
             for issue in replacement_warnings(baseline, platform, wording=replacement_wording):
                 warn(self.cluster_stack, issue.code, f"{issue.path}: {issue.message} {issue.fix}")
-        hosted = platform.hosted_teams
         #: Progress of the team stacks (a line per 10 % on standard error above 50 teams).
         self.progress = SynthProgress(len(hosted), enabled=progress)
-        #: Team stacks by team name.
+        #: Team stacks by team name (the selected teams with ``teams``).
         self.team_stacks: dict[str, TeamStack] = {}
         for done, spec in enumerate(hosted, start=1):
             self.team_stacks[spec.name] = TeamStack(

@@ -233,6 +233,16 @@ CHARGEBACK_PIPELINE: tuple[Guardrail, ...] = (
         failure="without the usage-report operator nothing writes the Kueue snapshots, and every team's usage reads as zero",
         guardrail="warning naming the operator's chart and the report bucket's raw/ prefix it must write to",
     ),
+    Guardrail(
+        code="HPT-TEAM-SELECTION",
+        stage=Stage.SYNTH,
+        severity=Severity.ERROR,
+        domain=Domain.DEPLOYMENT,
+        failure="a misspelt team in `-c teams=` synthesizing the shared stacks alone, whose deploy would drop "
+        "the exports the deployed teams import",
+        guardrail="every selected name must be a hosted team and at least one is named; the error names the "
+        "closest team, before anything is written",
+    ),
 )
 
 #: Reading ``platform.yaml`` (:mod:`hyperpod_tenancy.policy.loader`).
