@@ -86,6 +86,13 @@ def test_the_app_refuses_a_bad_selection_without_traceback_and_synthesizes_nothi
     assert not (tmp_path / "out").exists()
 
 
+def test_the_stage_refuses_a_bad_selection_before_any_stack_exists() -> None:
+    app = cdk.App()
+    with pytest.raises(PolicyError, match="did you mean 'inference'"):
+        PlatformStage(app, "ml-platform", platform=reference_platform(), teams=["inferense"])
+    assert app.node.children == []
+
+
 # ------------------------------------------------------------------------------------------- synthesized
 def _synthesize(
     platform: Platform, outdir: Path, teams: list[str] | None
