@@ -15,7 +15,8 @@ each with CloudFormation's built-in template validation on and off. ``empty`` is
 resource: Python, jsii and node starting, the fixed cost of any CDK app in Python.
 
 The variants run in turn within each round (``--rounds``, default 2), so a drift of the machine's speed touches all
-of them alike; each figure is the median of the rounds.
+of them alike; each figure is the median of the rounds, printed in milliseconds and as a share of the library's
+(the share is the figure to compare between runs: this machine's speed drifts from hour to hour).
 
 Usage::
 
@@ -177,14 +178,18 @@ def main() -> None:
             print(f"# round {round_number} of {args.rounds} done", file=sys.stderr, flush=True)
     print(f"empty app (one stack, one resource), whole process: {statistics.median(empty):.2f} s")
     print(
-        f"{'variant':<8} {'validation':<10} {'ms per team':>12}   (between {args.small} and {args.large} teams)"
+        f"{'variant':<8} {'validation':<10} {'ms per team':>12} {'of library':>11}"
+        f"   (between {args.small} and {args.large} teams)"
     )
     for validate in (True, False):
+        marginal = {}
         for variant in VARIANTS:
             small = statistics.median(seconds[(variant, validate, args.small)])
             large = statistics.median(seconds[(variant, validate, args.large)])
-            marginal = (large - small) / (args.large - args.small) * 1000
-            print(f"{variant:<8} {'on' if validate else 'off':<10} {marginal:12.0f}")
+            marginal[variant] = (large - small) / (args.large - args.small) * 1000
+        for variant in VARIANTS:
+            share = marginal[variant] / marginal["library"]
+            print(f"{variant:<8} {'on' if validate else 'off':<10} {marginal[variant]:12.0f} {share:10.2f}x")
 
 
 if __name__ == "__main__":
