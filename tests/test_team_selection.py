@@ -50,6 +50,12 @@ def test_every_bad_name_is_listed_at_once_with_the_choices() -> None:
     assert "choose from: research, vision, inference." in issues[0]
 
 
+def test_a_number_in_the_context_is_named_not_a_traceback() -> None:
+    """``"teams": [7]`` in ``cdk.json``'s context: the name is read as text and reported."""
+    (issue,) = _issues(reference_platform(), [7])  # type: ignore[list-item]
+    assert "'7' is not a team of platform 'ml-platform'" in issue
+
+
 def test_an_empty_selection_is_refused() -> None:
     """Without a team beside them the shared stacks would lose the exports the deployed teams import."""
     for empty in ("", " , ", []):

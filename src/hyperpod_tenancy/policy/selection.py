@@ -40,7 +40,7 @@ def select_teams(platform: Platform, teams: Sequence[str] | str) -> tuple[Team, 
             dedicated cluster has no stack here). Every bad name is listed at once.
 
     """
-    wanted = [name.strip() for name in (teams.split(",") if isinstance(teams, str) else teams)]
+    wanted = [str(name).strip() for name in (teams.split(",") if isinstance(teams, str) else teams)]
     wanted = [name for name in wanted if name]
     hosted = [team.name for team in platform.hosted_teams]
     dedicated = {team.name for team in platform.dedicated_cluster_teams}
