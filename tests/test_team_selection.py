@@ -3,7 +3,7 @@ shared stacks it writes are the bytes a synthesis of every team writes.
 
 A deploy pipeline that synthesizes one team and deploys the shared stacks with it must not change them: every
 file of each shared stack (template, asset manifest, metadata) and of the selected team's stack is compared with
-the synthesis of the whole reference platform, for each team alone.
+the synthesis of the whole reference platform, for each team alone, and for one team on the Kueue backend.
 """
 
 from __future__ import annotations
@@ -20,7 +20,13 @@ from platforms import PLATFORM_YAML, REPO, reference_data, reference_platform
 from synth import cdk_context
 
 from hyperpod_tenancy.errors import PolicyError
-from hyperpod_tenancy.policy import SELECTION_CODE, Platform, platform_from_dict, select_teams
+from hyperpod_tenancy.policy import (
+    SELECTION_CODE,
+    FairnessBackend,
+    Platform,
+    platform_from_dict,
+    select_teams,
+)
 from hyperpod_tenancy.stacks import PlatformStage
 
 
@@ -118,17 +124,27 @@ def _synthesize(
     }
 
 
+def _kueue_platform() -> Platform:
+    data = reference_data()
+    data["fairnessBackend"] = FairnessBackend.KUEUE.value
+    return platform_from_dict(data)
+
+
 @pytest.fixture(scope="module")
 def everyone(tmp_path_factory: pytest.TempPathFactory) -> tuple[PlatformStage, dict[str, bytes]]:
     return _synthesize(reference_platform(), tmp_path_factory.mktemp("everyone"), None)
 
 
-@pytest.mark.parametrize("team", ["research", "vision", "inference"])
-def test_one_team_alone_writes_the_shared_stacks_byte_for_byte(
-    team: str, everyone: tuple[PlatformStage, dict[str, bytes]], tmp_path: Path
+@pytest.fixture(scope="module")
+def everyone_on_kueue(tmp_path_factory: pytest.TempPathFactory) -> tuple[PlatformStage, dict[str, bytes]]:
+    return _synthesize(_kueue_platform(), tmp_path_factory.mktemp("everyone-kueue"), None)
+
+
+def _assert_alone_is_the_same(
+    platform: Platform, team: str, everyone: tuple[PlatformStage, dict[str, bytes]], tmp_path: Path
 ) -> None:
     full_stage, full = everyone
-    stage, alone = _synthesize(reference_platform(), tmp_path, [team])
+    stage, alone = _synthesize(platform, tmp_path, [team])
     assert list(stage.team_stacks) == [team]
     shared = [full_stage.cluster_stack.artifact_id]
     assert full_stage.chargeback_stack is not None
@@ -143,3 +159,17 @@ def test_one_team_alone_writes_the_shared_stacks_byte_for_byte(
     manifest = json.loads((Path(stage.synth().directory) / "manifest.json").read_text())
     dependencies = manifest["artifacts"][stage.team_stacks[team].artifact_id]["dependencies"]
     assert full_stage.cluster_stack.artifact_id in dependencies
+
+
+@pytest.mark.parametrize("team", ["research", "vision", "inference"])
+def test_one_team_alone_writes_the_shared_stacks_byte_for_byte(
+    team: str, everyone: tuple[PlatformStage, dict[str, bytes]], tmp_path: Path
+) -> None:
+    _assert_alone_is_the_same(reference_platform(), team, everyone, tmp_path)
+
+
+def test_one_team_alone_on_kueue_writes_the_shared_stacks_byte_for_byte(
+    everyone_on_kueue: tuple[PlatformStage, dict[str, bytes]], tmp_path: Path
+) -> None:
+    """The Kueue backend renders the team's queues in the team's chart and the cluster's in the cluster stack."""
+    _assert_alone_is_the_same(_kueue_platform(), "vision", everyone_on_kueue, tmp_path)
