@@ -186,6 +186,7 @@ GUARDRAILS: tuple[Guardrail, ...] = (
     networking.NETWORK_POLICY_ENFORCEMENT,
     security.IMPORTED_KEY_POLICY,
     deployment.NODEGROUP_AMI,
+    deployment.TEAM_SELECTION,
     *deployment.CHARGEBACK_PIPELINE,
     *scheduling.KUEUE_LINTS,
     *scheduling.ADMISSION,

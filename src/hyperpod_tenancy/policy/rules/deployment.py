@@ -207,6 +207,18 @@ NODEGROUP_AMI = Guardrail(
     guardrail="synth error naming the node group and the AL2023 fix",
 )
 
+#: The team selection of a synthesis (:func:`~hyperpod_tenancy.policy.selection.select_teams`, ``-c teams=``).
+TEAM_SELECTION = Guardrail(
+    code="HPT-TEAM-SELECTION",
+    stage=Stage.SYNTH,
+    severity=Severity.ERROR,
+    domain=Domain.DEPLOYMENT,
+    failure="a misspelt team in `-c teams=` synthesizing the shared stacks alone, whose deploy would drop "
+    "the exports the deployed teams import",
+    guardrail="every selected name must be a hosted team and at least one is named; the error names the "
+    "closest team, before anything is written",
+)
+
 #: Synth-time warnings of :class:`~hyperpod_tenancy.constructs.chargeback_pipeline.ChargebackPipeline`.
 CHARGEBACK_PIPELINE: tuple[Guardrail, ...] = (
     Guardrail(
@@ -232,16 +244,6 @@ CHARGEBACK_PIPELINE: tuple[Guardrail, ...] = (
         domain=Domain.CHARGEBACK,
         failure="without the usage-report operator nothing writes the Kueue snapshots, and every team's usage reads as zero",
         guardrail="warning naming the operator's chart and the report bucket's raw/ prefix it must write to",
-    ),
-    Guardrail(
-        code="HPT-TEAM-SELECTION",
-        stage=Stage.SYNTH,
-        severity=Severity.ERROR,
-        domain=Domain.DEPLOYMENT,
-        failure="a misspelt team in `-c teams=` synthesizing the shared stacks alone, whose deploy would drop "
-        "the exports the deployed teams import",
-        guardrail="every selected name must be a hosted team and at least one is named; the error names the "
-        "closest team, before anything is written",
     ),
 )
 
