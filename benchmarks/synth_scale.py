@@ -15,7 +15,8 @@ trips: their number and time), and ``app.synth()`` (node: validations, templates
 CloudFormation's built-in template validation (``App(builtin_cloud_formation_validation=False)``, what
 ``CDK_VALIDATION=false`` does; ``cdk.json``'s ``@aws-cdk/core:validateAgainstDefaultRules`` only makes its findings
 errors instead of warnings, it does not switch it off; the validation is cfn-lint as WebAssembly, run on every
-stack at synth), to read their shares.
+stack at synth), to read their shares. ``--select`` synthesizes the shared stacks and the last team only, as
+``cdk synth -c teams=<team>`` does, with the policy of all N teams (what a deploy of one team costs).
 
 The generated teams are copies of the reference's last team, one ``ml.g5.12xlarge`` each, beside ``research``.
 
@@ -110,7 +111,7 @@ class _JsiiCounter:
 # reads the App's builtinCloudFormationValidation prop and CDK_VALIDATION; --no-validate sets the prop.
 
 
-def measure_one(count: int, *, nag: bool, validate: bool = True) -> dict[str, Any]:
+def measure_one(count: int, *, nag: bool, validate: bool = True, select: bool = False) -> dict[str, Any]:
     """Synthesize ``count`` teams in this process and return the figures (the child's work)."""
     started = time.perf_counter()
     counter = _JsiiCounter()
@@ -126,7 +127,9 @@ def measure_one(count: int, *, nag: bool, validate: bool = True) -> dict[str, An
     with tempfile.TemporaryDirectory() as out:
         context = json.loads((REPO / "cdk.json").read_text())["context"]
         app = cdk.App(outdir=out, context=context, builtin_cloud_formation_validation=validate)
-        stage = PlatformStage(app, platform.name, platform=platform, progress=False)
+        # --select: the shared stacks and the last team only (`-c teams=<team>`), the policy of all `count` teams
+        teams = [platform.hosted_teams[-1].name] if select else None
+        stage = PlatformStage(app, platform.name, platform=platform, progress=False, teams=teams)
         if nag:
             from cdk_nag import AwsSolutionsChecks  # noqa: PLC0415
 
@@ -148,6 +151,7 @@ def measure_one(count: int, *, nag: bool, validate: bool = True) -> dict[str, An
         "teams": count,
         "nag": nag,
         "validate": validate,
+        "select": select,
         "stacks": len(stacks),
         "largest_resources": largest[1][0],
         "largest_resources_stack": largest[0],
@@ -190,7 +194,7 @@ def _tree_rss(pid: int) -> int:
     return total
 
 
-def measure(count: int, *, nag: bool = False, validate: bool = True) -> dict[str, Any]:
+def measure(count: int, *, nag: bool = False, validate: bool = True, select: bool = False) -> dict[str, Any]:
     """Run one child for ``count`` teams; return its figures plus wall time and peak tree memory."""
     command = [
         sys.executable,
@@ -198,6 +202,7 @@ def measure(count: int, *, nag: bool = False, validate: bool = True) -> dict[str
         "--one",
         str(count),
         *(["--nag"] if nag else []),
+        *(["--select"] if select else []),
         *([] if validate else ["--no-validate"]),
     ]
     start = time.perf_counter()
@@ -231,7 +236,7 @@ def row(f: dict[str, Any]) -> str:
     cluster = f"{f['cluster'][0]} res/{f['cluster'][1] / 1024:.0f} KiB"
     chargeback = f"{f['chargeback'][0]} res/{f['chargeback'][1] / 1024:.0f} KiB" if f["chargeback"] else "-"
     return (
-        f"teams={f['teams']:5d}{' +nag' if f['nag'] else ''}{'' if f['validate'] else ' -validate'} wall={f['wall']:6.1f}s peak_tree={f['peak_tree_mib']:5.0f} MiB "
+        f"teams={f['teams']:5d}{' +nag' if f['nag'] else ''}{' one selected' if f['select'] else ''}{'' if f['validate'] else ' -validate'} wall={f['wall']:6.1f}s peak_tree={f['peak_tree_mib']:5.0f} MiB "
         f"stacks={f['stacks']:5d} largest={f['largest_resources']} res ({f['largest_resources_stack']}) / "
         f"{f['largest_bytes'] / 1024:.0f} KiB ({f['largest_bytes_stack']}) cluster={cluster} chargeback={chargeback} | "
         f"import {s['import']:.1f}s policy {s['policy']:.2f}s construct {s['construct']:.1f}s "
@@ -256,6 +261,11 @@ def main() -> None:
         help="synthesize without CloudFormation's built-in template validation (its share of the time)",
     )
     parser.add_argument(
+        "--select",
+        action="store_true",
+        help="synthesize the shared stacks and one team only (-c teams=<team>), the policy of all N teams",
+    )
+    parser.add_argument(
         "--write-platform", nargs=2, metavar=("N", "FILE"), help="write the platform of N teams"
     )
     args = parser.parse_args()
@@ -264,7 +274,9 @@ def main() -> None:
         Path(path).write_text(yaml.safe_dump(platform_with_teams(int(count)), sort_keys=False))
         return
     if args.one is not None:
-        print(json.dumps(measure_one(args.one, nag=args.nag, validate=not args.no_validate)))
+        print(
+            json.dumps(measure_one(args.one, nag=args.nag, validate=not args.no_validate, select=args.select))
+        )
         return
     counts = args.counts or [10, 100, 500, 1000]
     print(
@@ -272,7 +284,7 @@ def main() -> None:
     )
     results = []
     for count in counts:
-        figures = measure(count, nag=args.nag, validate=not args.no_validate)
+        figures = measure(count, nag=args.nag, validate=not args.no_validate, select=args.select)
         results.append(figures)
         print(row(figures), f"[{_load()}]", flush=True)
     if len(results) >= 2:
