@@ -31,6 +31,8 @@ NODE_STAMP := $(NODE_PREFIX)/.stamp-$(NODE_VERSION)
 export PATH := $(NODE_PREFIX)/node_modules/node-linux-$(NODE_ARCH)/bin:$(PATH)
 endif
 
+include tools/control-plane.mk
+
 .PHONY: setup test-setup synth test lint typecheck unit clean validate schema promtool chromium jq chargeback-screenshot node docs
 
 $(NODE_STAMP):
@@ -117,7 +119,8 @@ setup:
 	$(MAKE) --no-print-directory node
 
 # what `make test` needs on top: the test venvs are independent of each other, so they install side by side
-TEST_SETUP := $(VENV)/.test-stamp .venv-nca/.stamp .venv-hyperpod/.stamp .venv-checkov/.stamp promtool chromium jq
+TEST_SETUP := $(VENV)/.test-stamp .venv-nca/.stamp .venv-hyperpod/.stamp .venv-checkov/.stamp promtool chromium jq \
+	$(CONTROL_PLANE)
 test-setup: setup
 	$(MAKE) --no-print-directory -j4 --output-sync=target $(TEST_SETUP)
 
@@ -155,7 +158,7 @@ typecheck: $(LINT_AFTER)
 
 unit: $(CHECKS_AFTER)
 	NCA_BIN=$(abspath .venv-nca/bin/nca) HYPERPOD_SDK_PYTHON=$(abspath .venv-hyperpod/bin/python) \
-		CHECKOV_BIN=$(abspath .venv-checkov/bin/checkov) $(PY) -m pytest -n auto --dist loadfile
+		CHECKOV_BIN=$(abspath .venv-checkov/bin/checkov) $(CONTROL_PLANE_ENV) $(PY) -m pytest -n auto --dist loadfile
 
 # One make builds what each check needs and runs it as soon as that is there: ruff and mypy need only .venv's
 # dev group, so they run while the other test venvs install (network and disk, not CPU); pytest starts when
