@@ -1,13 +1,17 @@
 """Shared fixtures: the platforms of ``tests/support/platforms.py``, synthesized once per session (with CDK's
 built-in template validation, as ``cdk synth`` runs it); a moto server and TLS certificates per module for the
-webhook tests."""
+webhook tests; the real control plane, once per test process."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import platforms
 import pytest
+from control_plane import DEPLOYED_KUBECONFIG, Components, ControlPlane, kueue_configuration
+from kube_client import KubeClient, from_kubeconfig
 from synth import Synth, synthesize
 from webhook_server import Certificates, certificates, serial_moto_server
 
@@ -74,3 +78,48 @@ def moto() -> Iterator[str]:
 def certs(tmp_path_factory: pytest.TempPathFactory) -> Certificates:
     """A CA and a server certificate for 127.0.0.1 of the module's own (the webhook's TLS)."""
     return certificates(tmp_path_factory.mktemp("tls"))
+
+
+# ------------------------------------------------------------------------------------ the real control plane
+
+
+@pytest.fixture(scope="session")
+def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    """etcd, kube-apiserver, kube-controller-manager, kube-scheduler, Kueue v0.19.2 and KWOK on loopback, started
+    once per test process (``tests/support/control_plane.py``) and stopped at its end.
+
+    Kueue runs with the manager configuration the ``kueue`` backend renders for the reference platform. A test
+    that cannot get its control plane fails: it never skips.
+    """
+    platform = platforms.kueue_platform()
+    with ControlPlane(
+        tmp_path_factory.mktemp("control-plane"),
+        Components.from_environment(),
+        kueue_configuration=kueue_configuration(platform),
+        service_cidr=platform.cluster.service_cidr,
+    ) as plane:
+        yield plane
+
+
+@pytest.fixture(scope="session")
+def cluster_api(request: pytest.FixtureRequest) -> KubeClient:
+    """An administrator's client for the non-destructive checks (server-side dry run, SubjectAccessReview).
+
+    The local control plane, or a deployed cluster where ``HYPERPOD_TENANCY_KUBECONFIG`` names a kubeconfig
+    (docs/testing.md, "Against a deployed cluster").
+    """
+    kubeconfig = os.environ.get(DEPLOYED_KUBECONFIG)
+    if kubeconfig:
+        return from_kubeconfig(Path(kubeconfig))
+    plane: ControlPlane = request.getfixturevalue("control_plane")
+    return plane.admin
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A failing test that used the control plane gets the tail of every component's log in its report."""
+    report = yield
+    plane = getattr(item, "funcargs", {}).get("control_plane")
+    if report.failed and isinstance(plane, ControlPlane):
+        report.sections.append(("control plane logs", plane.log_tail()))
+    return report

@@ -1,7 +1,7 @@
 """The POSIX identity webhook as the tests meet it: real server processes on loopback over TLS.
 
 * :func:`serial_moto_server`: DynamoDB from moto in server mode, one request at a time (see there why).
-* :func:`certificates`: a CA and a server certificate for ``127.0.0.1``/``localhost`` (``cryptography``).
+* :func:`certificates`: a CA and a server certificate for ``127.0.0.1``/``localhost`` (:mod:`kube_pki`).
 * :func:`webhook_config`: a configuration document for two teams (the parser's format).
 * :class:`WebhookProcess`: ``hyperpod-tenancy webhook serve`` in a child process (its own interpreter, the
   environment of the test, so boto3 reaches the moto server through ``AWS_ENDPOINT_URL``), stopped with SIGTERM.
@@ -16,9 +16,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import copy
-import datetime
 import http.client
-import ipaddress
 import json
 import os
 import signal
@@ -38,10 +36,7 @@ from typing import Any
 import boto3
 import jsonpatch
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
+from kube_pki import CertificateAuthority
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 from moto_server import moto_server
 from werkzeug.serving import make_server
@@ -97,46 +92,9 @@ class Certificates:
 
 def certificates(directory: Path) -> Certificates:
     """Write a CA and a server certificate (SAN ``127.0.0.1``, ``localhost``) under ``directory``."""
-    now = datetime.datetime.now(datetime.UTC)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "webhook test CA")])
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .sign(ca_key, hashes.SHA256())
-    )
-    key = ec.generate_private_key(ec.SECP256R1())
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "posix-identity-webhook")]))
-        .issuer_name(ca_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName(
-                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
-            ),
-            critical=False,
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
-    paths = Certificates(ca=directory / "ca.pem", cert=directory / "tls.crt", key=directory / "tls.key")
-    paths.ca.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
-    paths.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    paths.key.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
-    )
-    return paths
+    ca = CertificateAuthority(directory, name="webhook test CA", days=1)
+    server = ca.server("tls", common_name="posix-identity-webhook")
+    return Certificates(ca=ca.cert, cert=server.cert, key=server.key)
 
 
 def sso_prefix(team: str) -> str:
