@@ -33,7 +33,7 @@ endif
 
 include tools/control-plane.mk
 
-.PHONY: setup test-setup synth test lint typecheck unit clean validate schema promtool chromium jq chargeback-screenshot node docs
+.PHONY: setup test-setup synth test test-cluster lint typecheck unit clean validate schema promtool chromium jq chargeback-screenshot node docs
 
 $(NODE_STAMP):
 	@command -v npm >/dev/null || { echo "npm not found: install Node.js $(NODE_MIN_MAJOR) or later (it brings npm)"; exit 1; }
@@ -159,6 +159,10 @@ typecheck: $(LINT_AFTER)
 unit: $(CHECKS_AFTER)
 	NCA_BIN=$(abspath .venv-nca/bin/nca) HYPERPOD_SDK_PYTHON=$(abspath .venv-hyperpod/bin/python) \
 		CHECKOV_BIN=$(abspath .venv-checkov/bin/checkov) $(CONTROL_PLANE_ENV) $(PY) -m pytest -n auto --dist loadfile
+
+# only the tests on the real control plane (pytest -m cluster; docs/testing.md)
+test-cluster: $(VENV)/.test-stamp $(CONTROL_PLANE)
+	$(CONTROL_PLANE_ENV) $(PY) -m pytest -m cluster
 
 # One make builds what each check needs and runs it as soon as that is there: ruff and mypy need only .venv's
 # dev group, so they run while the other test venvs install (network and disk, not CPU); pytest starts when

@@ -29,6 +29,7 @@ import base64
 import copy
 import ctypes
 import os
+import shutil
 import signal
 import subprocess
 from collections.abc import Callable, Mapping
@@ -491,19 +492,22 @@ class ControlPlane:
     def _kueue_metrics_certificate(self) -> None:
         if (KUEUE_METRICS_CERTS / "tls.key").exists():
             return
+        # written whole in a folder beside it and renamed: another test process may be doing the same
+        staging = KUEUE_METRICS_CERTS.with_name(f"{KUEUE_METRICS_CERTS.name}.{os.getpid()}")
         try:
-            KUEUE_METRICS_CERTS.mkdir(parents=True, exist_ok=True)
-            ca = CertificateAuthority(KUEUE_METRICS_CERTS / ".ca", name="kueue metrics test CA", days=3650)
+            ca = CertificateAuthority(staging / ".ca", name="kueue metrics test CA", days=3650)
             pair = ca.server("metrics", common_name="kueue-metrics")
-            (KUEUE_METRICS_CERTS / "ca.crt").write_bytes(ca.cert.read_bytes())
-            (KUEUE_METRICS_CERTS / "tls.crt").write_bytes(pair.cert.read_bytes())
-            pair.key.replace(
-                KUEUE_METRICS_CERTS / "tls.key"
-            )  # last: its presence says the folder is complete
+            (staging / "ca.crt").write_bytes(ca.cert.read_bytes())
+            pair.cert.replace(staging / "tls.crt")
+            pair.key.replace(staging / "tls.key")
+            try:
+                staging.rename(KUEUE_METRICS_CERTS)
+            except OSError:  # the other process was first: its certificate serves as well
+                shutil.rmtree(staging, ignore_errors=True)
         except PermissionError as error:
             raise RuntimeError(
                 f"Kueue v0.19.2 reads its metrics certificate from {KUEUE_METRICS_CERTS} (fixed in its main.go when "
-                "its internal certificate management is off): create that folder writable for this user"
+                "its internal certificate management is off): make that folder's parent writable for this user"
             ) from error
 
     def _wait_established(self, crd: str) -> None:
