@@ -2,7 +2,8 @@
 
 * :func:`serial_moto_server`: DynamoDB from moto in server mode, one request at a time (see there why).
 * :func:`certificates`: a CA and a server certificate for ``127.0.0.1``/``localhost`` (``cryptography``).
-* :func:`webhook_config`: a configuration document for two teams (the parser's format).
+* :func:`webhook_config`: a configuration document for two teams (the parser's format);
+  :func:`platform_webhook_config`: the one a synthesized platform renders, with its team records inline.
 * :class:`WebhookProcess`: ``hyperpod-tenancy webhook serve`` in a child process (its own interpreter, the
   environment of the test, so boto3 reaches the moto server through ``AWS_ENDPOINT_URL``), stopped with SIGTERM.
 * :class:`Client`: HTTPS requests that verify the server certificate against the test CA.
@@ -46,9 +47,9 @@ from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoReque
 from moto_server import moto_server
 from werkzeug.serving import make_server
 
-from hyperpod_tenancy.k8s import workloads
+from hyperpod_tenancy.k8s import posix_identity, workloads
 from hyperpod_tenancy.k8s.workloads import WorkloadKindSpec
-from hyperpod_tenancy.policy import names
+from hyperpod_tenancy.policy import Platform, names
 
 ACCOUNT = "111122223333"
 #: Team → GID of the test configuration.
@@ -171,6 +172,23 @@ def webhook_config(*, cache_ttl: int = 300) -> dict[str, Any]:
         "home": {"mountPath": "/home/hyperpod", "claimName": CLAIM},
         "namespaces": namespaces,
     }
+
+
+def platform_webhook_config(
+    platform: Platform, teams: tuple[str, ...] = ("research", "inference")
+) -> dict[str, Any]:
+    """The configuration the cluster stack renders for ``platform`` (:func:`posix_identity.webhook_config`: its
+    UID range, break-glass group, groups policy), with ``teams``' records inline instead of read from SSM (the
+    records each team stack writes, :func:`posix_identity.team_record`)."""
+    config = dict(posix_identity.webhook_config(platform))
+    del config["teamRecords"]
+    config["namespaces"] = {
+        names.namespace(t): {
+            k: v for k, v in posix_identity.team_record(platform, t).items() if k != "namespace"
+        }
+        for t in teams
+    }
+    return config
 
 
 def create_table(name: str | None = None) -> str:

@@ -15,8 +15,8 @@ Rules (the rest of the package supplies the parts):
   allocated (:class:`UidResolver`), and the identity stamped (:func:`~hyperpod_tenancy.webhook.patch.stamp`),
   the queue label defaulted when absent;
 * UPDATE of an object whose stored version (``oldObject``) records an identity, that does not change what its
-  pods run (:func:`~hyperpod_tenancy.webhook.patch.what_runs`: scaling, suspending, ``kubectl rollout
-  restart``, labels and annotations): that identity is kept whoever updates it (an on-call teammate restarting
+  pods run (:func:`~hyperpod_tenancy.webhook.patch.what_runs`: scaling, suspending and ``kubectl rollout
+  restart`` at the exact paths of each kind, the object's own labels and annotations): that identity is kept whoever updates it (an on-call teammate restarting
   an endpoint restarts the same code as the same person), fields it owns are restored if dropped, and a change
   of the record or of the UID is denied. The recorded GID must still be the namespace's;
 * UPDATE that changes what runs (an image, a command, an environment variable, a RayJob's entrypoint): from the
@@ -319,7 +319,7 @@ class Admission:
             )
         except patch.Refused:
             return True  # it asks for another identity: a change
-        return bool(patch.what_runs(candidate) != patch.what_runs(req.old))
+        return bool(patch.what_runs(candidate, kind) != patch.what_runs(req.old, kind))
 
     async def _changed(
         self, req: AdmissionRequest, kind: WorkloadKindSpec, recorded: patch.Identity, ns: NamespaceConfig
