@@ -510,3 +510,53 @@ def values_at(obj: dict[str, Any], dotted: str) -> list[Any]:
 def pod_specs_of(obj: dict[str, Any], kind: WorkloadKindSpec) -> list[dict[str, Any]]:
     """Every PodSpec of ``obj`` at the kind's paths (independent of the webhook's own walker)."""
     return [spec for dotted in kind.pod_specs for spec in values_at(obj, dotted)]
+
+
+#: The break-glass group of the reference platform (``cluster.posixIdentity.breakGlassGroup``).
+ON_CALL = "platform-oncall"
+#: subresource → the options kind the API server sends as ``object``, with typical options.
+CONNECT_OPTIONS: dict[str, dict[str, Any]] = {
+    "exec": {"kind": "PodExecOptions", "stdin": True, "tty": True, "container": "train", "command": ["bash"]},
+    "attach": {"kind": "PodAttachOptions", "stdin": True, "tty": True, "container": "train"},
+    "portforward": {"kind": "PodPortForwardOptions", "ports": [8265]},
+    "proxy": {"kind": "PodProxyOptions", "path": "/api/jobs/"},
+}
+
+
+def connect_review(
+    pod: str, sub: str, *, user: dict[str, Any], namespace: str = names.namespace("research")
+) -> dict[str, Any]:
+    """The AdmissionReview of ``kubectl exec|attach|port-forward`` / an API proxy call to ``pod``."""
+    options = {"apiVersion": "v1", **CONNECT_OPTIONS[sub]}
+    kind = {"group": "", "version": "v1", "kind": options["kind"]}
+    resource = {"group": "", "version": "v1", "resource": "pods"}
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": str(uuid.uuid4()),
+            "kind": kind,
+            "resource": resource,
+            "subResource": sub,
+            "requestKind": kind,
+            "requestResource": resource,
+            "requestSubResource": sub,
+            "name": pod,
+            "namespace": namespace,
+            "operation": "CONNECT",
+            "userInfo": user,
+            "object": options,
+            "oldObject": None,
+            "dryRun": False,
+            "options": None,
+        },
+    }
+
+
+def on_call_user() -> dict[str, Any]:
+    """A platform engineer mapped to the break-glass group by their access entry."""
+    return {
+        "username": f"arn:aws:sts::{ACCOUNT}:assumed-role/PlatformOnCall/oscar",
+        "groups": [ON_CALL, "system:authenticated"],
+        "extra": {"sessionName": ["oscar"]},
+    }

@@ -379,7 +379,8 @@ class Admission:
             audit = {
                 "audit": "break-glass",
                 "subResource": req.sub_resource,
-                "pod": req.name,
+                "pod": connect.target_pod(req.sub_resource, req.name),
+                "name": req.name,
                 "groups": sorted(set(req.groups) & self.config.break_glass_groups),
                 **({"eventError": message} if message else {}),
             }
