@@ -696,7 +696,7 @@ def webhook_objects(platform: Platform, target: WebhookDeployment) -> list[dict[
 
 
 def _webhook_rules() -> list[dict[str, Any]]:
-    """Return one rule per API group of the kinds the platform serves (bare Pods included).
+    """Return one rule per API group of the kinds the platform serves (bare Pods included), and ConfigMaps and Secrets.
 
     :func:`~hyperpod_tenancy.k8s.workloads.served_kinds`: a kind nothing installs is neither granted nor governed,
     so the webhook is not called for it.
@@ -704,6 +704,8 @@ def _webhook_rules() -> list[dict[str, Any]]:
     groups: dict[str, list[str]] = {}
     for kind in workloads.served_kinds():
         groups.setdefault(kind.group, []).append(kind.resource)
+    # the creator of each ConfigMap and Secret is recorded (hyperpod_tenancy.webhook.creators)
+    groups.setdefault("", []).extend(["configmaps", "secrets"])
     return [
         {
             "apiGroups": [group],
