@@ -93,9 +93,7 @@ def honest(kind: WorkloadKindSpec, team: str) -> dict[str, Any]:
             for container in pod_spec["containers"]:
                 container["env"] = _decoy_env()
     if kind.group == "kubeflow.org" or kind.kind == "HyperPodPyTorchJob":
-        spec["runPolicy"] = {"suspend": False, "backoffLimit": 3}
-    if kind.kind == "PyTorchJob":
-        spec["elasticPolicy"] = {"minReplicas": 1, "maxReplicas": 2, "rdzvBackend": "c10d"}
+        _training(spec, kind)
     if kind.kind in ("Deployment", "StatefulSet", "ReplicaSet"):
         spec["replicas"] = 2
     if kind.kind == "Job":
@@ -103,6 +101,17 @@ def honest(kind: WorkloadKindSpec, team: str) -> dict[str, Any]:
     if kind.group == "ray.io":
         _ray(spec, kind, decoys)
     return obj
+
+
+def _training(spec: dict[str, Any], kind: WorkloadKindSpec) -> None:
+    """Kubeflow's and the HyperPod training operator's run and elastic policies."""
+    spec["runPolicy"] = {"suspend": False, "backoffLimit": 3}
+    if kind.kind == "PyTorchJob":
+        spec["elasticPolicy"] = {"minReplicas": 1, "maxReplicas": 2, "rdzvBackend": "c10d"}
+    if kind.kind == "HyperPodPyTorchJob":  # hyp's elastic training (sagemaker-hyperpod 3.12 ElasticPolicy)
+        spec["elasticPolicy"] = {"minReplicas": 1, "maxReplicas": 4, "replicaIncrementStep": 1}
+        for replica in spec["replicaSpecs"]:
+            replica["maxReplicas"] = 4
 
 
 def _ray(spec: dict[str, Any], kind: WorkloadKindSpec, decoys: dict[str, str]) -> None:

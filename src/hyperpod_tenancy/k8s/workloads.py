@@ -160,9 +160,9 @@ class WorkloadKindSpec:
     #: whoever sends it; a key of the same name anywhere else (a label, an environment variable, a free-form map
     #: such as KubeRay's ``rayStartParams``) is what runs. Sources: the API types and CRDs named in
     #: :attr:`pod_specs`; Kubeflow's ``runPolicy.suspend`` and PyTorchJob ``elasticPolicy``; the HyperPod SDK
-    #: ``RunPolicy.suspend``; KubeRay ``ray.io/v1`` ``suspend`` and ``WorkerGroupSpec`` ``replicas``,
-    #: ``minReplicas``, ``maxReplicas``, ``scaleStrategy``, ``suspend``; the HyperPod SDK endpoint models'
-    #: ``replicas``.
+    #: ``RunPolicy.suspend``, ``ReplicaSpec.maxReplicas`` and the ``ElasticPolicy`` bounds; KubeRay ``ray.io/v1``
+    #: ``suspend`` and ``WorkerGroupSpec`` ``replicas``, ``minReplicas``, ``maxReplicas``, ``scaleStrategy``,
+    #: ``suspend``; the HyperPod SDK endpoint models' ``replicas``.
     scale_paths: tuple[str, ...] = ()
 
 
@@ -314,7 +314,13 @@ WORKLOAD_KINDS: tuple[WorkloadKindSpec, ...] = (
         kueue_framework=None,
         team_access=TeamAccess.ALL,
         pod_specs=("spec.replicaSpecs[].template.spec",),
-        scale_paths=("spec.replicaSpecs[].replicas", "spec.runPolicy.suspend"),
+        scale_paths=(
+            "spec.replicaSpecs[].replicas",
+            "spec.replicaSpecs[].maxReplicas",
+            "spec.runPolicy.suspend",
+            "spec.elasticPolicy.minReplicas",
+            "spec.elasticPolicy.maxReplicas",
+        ),
     ),
     WorkloadKindSpec(
         group="ray.io",
