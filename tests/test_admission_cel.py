@@ -122,7 +122,6 @@ def test_every_object_validates_against_kubernetes_1_33(name: str) -> None:
 
 
 def test_policies_fail_closed_and_bind_only_tenant_namespaces() -> None:
-    tenant = {"matchLabels": {"hyperpod-tenancy.io/tenant": "true"}}
     kinds = [(o["kind"], o["metadata"]["name"]) for o in POLICIES]
     names_ = [
         admission.WORKLOAD_POLICY,
@@ -138,10 +137,15 @@ def test_policies_fail_closed_and_bind_only_tenant_namespaces() -> None:
     for obj in POLICIES:
         if obj["kind"] == "ValidatingAdmissionPolicy":
             assert obj["spec"]["failurePolicy"] == "Fail"
-            assert obj["spec"]["matchConstraints"]["namespaceSelector"] == tenant
+            # team namespaces by name, in the first match condition; never by a label
+            assert "namespaceSelector" not in obj["spec"]["matchConstraints"]
+            assert obj["spec"]["matchConditions"][0] == {
+                "name": "in-a-team-namespace",
+                "expression": "request.namespace.startsWith('hyperpod-ns-')",
+            }
         else:
             assert obj["spec"]["policyName"] == obj["metadata"]["name"]
-            assert obj["spec"]["matchResources"] == {"namespaceSelector": tenant}
+            assert "matchResources" not in obj["spec"]
     bindings = {
         o["metadata"]["name"]: o["spec"]["validationActions"] for o in POLICIES if "Binding" in o["kind"]
     }
@@ -211,9 +215,10 @@ def test_expressions_use_only_standard_cel() -> None:
         for v in policy["spec"]["validations"]:
             expressions += [v["expression"], v.get("messageExpression", "''")]
     kinds = len([k for k in workloads.served_kinds() if k.pod_specs])
-    # conditions: 2 + 3 + 1 + 1; validations: 7 + 9 + 3 per kind with pod specs (priority class, GPU
-    # visibility, EFA with accelerators) + 3, each with a messageExpression or ''
-    assert len(expressions) == 7 + 2 * (7 + 9 + 3 * kinds + 3)
+    # conditions: 2 + 3 + 1 + 1, and the team-namespace condition of each of the 4 policies; validations: 7 + 9 +
+    # 3 per kind with pod specs (priority class, GPU visibility, EFA with accelerators) + 3, each with a
+    # messageExpression or ''
+    assert len(expressions) == 7 + 4 + 2 * (7 + 9 + 3 * kinds + 3)
     for expression in expressions:
         assert functions_used(expression) <= STANDARD_CEL_FUNCTIONS, expression
         for forbidden in ("authorizer", "params", "variables."):
@@ -374,13 +379,24 @@ def test_an_arbitrary_owner_does_not_exempt_a_workload() -> None:
         assert not decide(pod, group="", resource="pods").allowed, owner
 
 
-def test_non_tenant_namespace_is_not_checked() -> None:
+def test_a_namespace_not_named_for_a_team_is_not_checked() -> None:
+    """The name decides, not the tenant label: a platform namespace that carries it is still not governed."""
+    ns = namespace("research")
+    ns["metadata"]["name"] = "ml-sandbox"
+    assert ns["metadata"]["labels"]["hyperpod-tenancy.io/tenant"] == "true"
+    decision = evaluate_policies(
+        POLICIES, obj=job(priority=None), namespace=ns, group="batch", resource="jobs"
+    )
+    assert decision.policies() == set()
+
+
+def test_a_team_namespace_without_the_tenant_label_is_still_checked() -> None:
     ns = namespace("research")
     del ns["metadata"]["labels"]["hyperpod-tenancy.io/tenant"]
     decision = evaluate_policies(
         POLICIES, obj=job(priority=None), namespace=ns, group="batch", resource="jobs"
     )
-    assert decision.policies() == set()
+    assert admission.WORKLOAD_POLICY in decision.policies() and not decision.allowed
 
 
 # ------------------------------------------------------------------------------------------- checkpoints

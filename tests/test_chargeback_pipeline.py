@@ -8,6 +8,8 @@ import json
 import re
 import shutil
 import subprocess
+import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +19,11 @@ import pytest
 import yaml
 from aws_cdk.assertions import Annotations, Match, Template
 from cfn_lint import lint_template
+from kube_api_server import KubeApiServer
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from synth import TOKEN, new_app, render_intrinsics, resources_of
+from webhook_server import Certificates, WebhookProcess, create_table, platform_webhook_config
 
 from hyperpod_tenancy.chargeback.model import BillingRule, config_from_json, team_config_from_json
 from hyperpod_tenancy.chargeback.queries import GAP_THRESHOLD_MINUTES
@@ -37,10 +41,12 @@ from hyperpod_tenancy.constructs.chargeback_pipeline import (
 )
 from hyperpod_tenancy.constructs.shared_hyperpod_cluster import SharedHyperPodCluster
 from hyperpod_tenancy.errors import TenancyError
+from hyperpod_tenancy.k8s import labels as k8s_labels
 from hyperpod_tenancy.k8s import posix_identity
-from hyperpod_tenancy.policy import Platform
+from hyperpod_tenancy.policy import Platform, names
 from hyperpod_tenancy.stacks import PlatformStage
 from hyperpod_tenancy.webhook.metrics import WebhookMetrics
+from hyperpod_tenancy.webhook.server import NAMESPACE_REFRESH_ENV
 
 CHART = UsageReportChart(
     oci_repository="oci://111122223333.dkr.ecr.us-east-1.amazonaws.com/mirror/sagemaker-hyperpod-usage-report"
@@ -1167,3 +1173,89 @@ def test_the_collector_may_write_the_checkpoint_series_to_the_workspace_only(
     ((statement,),) = [statements]
     assert statement["Action"] == "aps:RemoteWrite" and statement["Sid"] == "CheckpointSeries"
     assert "*" not in json.dumps(statement["Resource"])
+
+
+def _uncovered_gauge(webhook: WebhookProcess) -> float:
+    """The webhook's own reading of the uncovered team namespaces, scraped from its metrics port."""
+    with urllib.request.urlopen(
+        f"http://127.0.0.1:{webhook.metrics_port}{posix_identity.METRICS_PATH}", timeout=5
+    ) as answer:
+        text = answer.read().decode()
+    (value,) = [
+        s.value
+        for f in text_string_to_metric_families(text)
+        for s in f.samples
+        if s.name == posix_identity.UNCOVERED_NAMESPACES_METRIC
+    ]
+    return float(value)
+
+
+def _settled(webhook: WebhookProcess, want: float) -> float:
+    deadline = time.monotonic() + 20
+    while (value := _uncovered_gauge(webhook)) != want and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return value
+
+
+@needs_promtool
+@pytest.mark.parametrize("backend", ["task-governance", "kueue"])
+def test_a_relabelled_team_namespace_alerts_within_minutes(
+    synthesized: Synthesized, tmp_path: Path, moto: str, certs: Certificates, backend: str
+) -> None:
+    """The real webhook lists the namespaces (a stand-in API server), counts the relabelled one, and the rule fires."""
+    platform = platforms.reference_platform() if backend == "task-governance" else platforms.kueue_platform()
+    teams = ("research", "inference")
+    honest = [
+        {
+            "metadata": {
+                "name": names.namespace(t),
+                "labels": {
+                    k8s_labels.NAMESPACE_NAME_LABEL: names.namespace(t),
+                    **k8s_labels.namespace_labels(platform, platform.team(t)),
+                },
+            }
+        }
+        for t in teams
+    ]
+    relabelled = json.loads(json.dumps(honest))
+    del relabelled[0]["metadata"]["labels"][k8s_labels.TENANT_LABEL]
+    other = {"metadata": {"name": "kube-system", "labels": {}}}
+    (tmp_path / "teams.json").write_text(json.dumps(platform_webhook_config(platform, teams)))
+    (tmp_path / "token").write_text("token\n")
+    with KubeApiServer(cert=certs.cert, key=certs.key, token="token") as api:
+        api.namespaces = [*relabelled, other]
+        extra = (
+            "--kube-api",
+            api.url,
+            "--kube-token-file",
+            str(tmp_path / "token"),
+            "--kube-ca-file",
+            str(certs.ca),
+        )
+        with WebhookProcess(
+            certs=certs,
+            table=create_table(),
+            config_path=tmp_path / "teams.json",
+            extra_args=extra,
+            env={NAMESPACE_REFRESH_ENV: "0.2"},
+        ) as webhook:
+            seen = _settled(webhook, 1)
+            api.namespaces = [*honest, other]
+            healed = _settled(webhook, 0)
+    assert (seen, healed) == (1, 0)
+    rule = _rule(synthesized, "HyperPodTenancyTeamNamespaceUncovered")
+    rules = _rules_files(synthesized, tmp_path)
+    gauge = [(n, ls) for n, ls in _webhook_exposition() if n == posix_identity.UNCOVERED_NAMESPACES_METRIC]
+    assert gauge, "the webhook's exposition has the gauge"
+    for value, fires in ((seen, True), (healed, False)):
+        series = [_series(name, lbls, f"{value:g}x20") for name, lbls in gauge]
+        expected = [_rendered(rule, f"{value:g}")] if fires else []
+        _promtool_test(
+            tmp_path,
+            rules,
+            series,
+            [
+                {"eval_time": "1m", "alertname": rule["alert"], "exp_alerts": []},
+                {"eval_time": "4m", "alertname": rule["alert"], "exp_alerts": expected},
+            ],
+        )

@@ -24,6 +24,7 @@ from rbac_eval import Authorizer, Request, Subject
 from synth import Synth
 from tenant_admission import member, namespace, policies
 
+from hyperpod_tenancy.k8s.labels import CREATED_BY_ANNOTATION
 from hyperpod_tenancy.k8s.team_manifests import DEFAULT_SERVICE_ACCOUNT, FSX_CLAIM_NAME
 from hyperpod_tenancy.policy import Team, names
 
@@ -39,6 +40,13 @@ def secret(name: str, type_: str | None, *, service_account: str | None = None) 
     return obj
 
 
+def created_by(obj: dict[str, Any], user: dict[str, Any]) -> dict[str, Any]:
+    """``obj`` as the POSIX identity webhook returns it at CREATE: its creator recorded."""
+    stamped = copy.deepcopy(obj)
+    stamped["metadata"].setdefault("annotations", {})[CREATED_BY_ANNOTATION] = user["username"]
+    return stamped
+
+
 def admit(
     synth: Synth,
     team: Team,
@@ -46,7 +54,12 @@ def admit(
     *,
     operation: str = "CREATE",
     user: dict[str, Any] | None = None,
+    old: dict[str, Any] | None = None,
 ) -> AdmissionDecision:
+    """The policies' decision on ``obj`` as the webhook passes it on (the creator recorded at CREATE)."""
+    requester = user or member(team.name)
+    if operation == "CREATE":
+        obj = created_by(obj, requester)
     return evaluate_policies(
         policies(synth),
         obj=obj,
@@ -54,7 +67,8 @@ def admit(
         group="",
         resource="secrets",
         operation=operation,
-        user_info=user or member(team.name),
+        user_info=requester,
+        old_object=old,
     )
 
 
@@ -71,10 +85,11 @@ def test_a_team_member_cannot_mint_a_service_account_token_secret(
 def test_an_update_cannot_retarget_a_token_secret(synth: Synth) -> None:
     # attack: edit an existing token Secret's annotation to another ServiceAccount (UPDATE is matched too)
     for team in synth.platform.teams:
-        old = secret("token", SA_TOKEN, service_account="default")
+        old = created_by(secret("token", SA_TOKEN, service_account="default"), member(team.name))
         new = copy.deepcopy(old)
         new["metadata"]["annotations"]["kubernetes.io/service-account.name"] = DEFAULT_SERVICE_ACCOUNT
-        assert not admit(synth, team, new, operation="UPDATE").allowed
+        decision = admit(synth, team, new, operation="UPDATE", old=old)
+        assert not decision.allowed and any(SA_TOKEN in m for m in decision.denied), decision.denied
 
 
 def test_a_team_service_account_token_cannot_mint_one_either(synth: Synth) -> None:

@@ -136,7 +136,7 @@ JUMPSTART = (
 )
 CUSTOM = (
     "hyp create hyp-custom-endpoint --namespace hyperpod-ns-inference --metadata-name llm --endpoint-name llm "
-    "--instance-type ml.g5.12xlarge --model-name llm --model-source-type fsx --model-location llm "
+    "--instance-type ml.g5.12xlarge --model-name llm --model-source-type fsx --model-location inference/models/llm "
     "--fsx-file-system-id fs-0123456789abcdef0 --image-uri 111122223333.dkr.ecr.us-east-1.amazonaws.com/serve:1 "
     "--container-port 8080 --model-volume-mount-name model"
 )
@@ -167,7 +167,7 @@ def _sdk_endpoint(
             "modelName": "llm",
             "modelSourceConfig": {
                 "modelSourceType": "fsx",
-                "modelLocation": "llm",
+                "modelLocation": "inference/models/llm",  # the team's model area (/fsx/<team>/models)
                 "fsxStorage": {"fileSystemId": "fs-0123456789abcdef0"},
             },
             "worker": {

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
+import cel
 import kueue_crd_validator
 import platforms
 import pytest
@@ -144,7 +145,9 @@ def test_every_served_workload_kind_is_mutated_on_create_and_update(synth: Synth
         for resource in rule["resources"]
         if set(rule["operations"]) == {"CREATE", "UPDATE"}
     }
-    assert {(k.group, k.resource) for k in workloads.served_kinds()} == covered
+    # and the ConfigMaps and Secrets whose creator the webhook records (hyperpod_tenancy.webhook.creators)
+    recorded = {("", "configmaps"), ("", "secrets")}
+    assert {(k.group, k.resource) for k in workloads.served_kinds()} | recorded == covered
     assert ("", "pods") in covered
 
 
@@ -166,16 +169,29 @@ def test_namespace_selector_selects_team_namespaces_only(synth: Synth) -> None:
     (hook,) = _mwc(synth)["webhooks"]
     selector = hook["namespaceSelector"]
     validator = kueue_crd_validator.validator_module()
+    conditions = [cel.compile(c["expression"]) for c in hook["matchConditions"]]
+
+    def called(name: str, ns_labels: dict[str, str]) -> bool:
+        """The API server's order: the namespace selector, then every match condition (on the request)."""
+        context = cel.Context({"request": {"namespace": name}})
+        return validator.selector_matches(selector, ns_labels) and all(
+            c.execute(context) is True for c in conditions
+        )
+
     selected = {
         ns["metadata"]["name"]
         for ns in _namespaces(synth)
-        if validator.selector_matches(selector, ns["metadata"]["labels"])
+        if called(ns["metadata"]["name"], ns["metadata"]["labels"])
     }
     assert selected == {f"hyperpod-ns-{t.name}" for t in synth.platform.hosted_teams}
-    # a mislabelled kube-system or webhook namespace is still excluded, by its immutable name label
+    # a mislabelled kube-system or webhook namespace is still excluded, by its name
     for name in ("kube-system", posix_identity.WEBHOOK_NAMESPACE):
         mislabelled = {labels.TENANT_LABEL: "true", labels.NAMESPACE_NAME_LABEL: name}
-        assert not validator.selector_matches(selector, mislabelled), name
+        assert not called(name, mislabelled), name
+    # a team namespace whose labels were rewritten is still selected, by its name
+    for team in synth.platform.hosted_teams:
+        name = f"hyperpod-ns-{team.name}"
+        assert called(name, {labels.NAMESPACE_NAME_LABEL: name}), name
 
 
 def test_team_namespaces_carry_the_labels_the_webhook_and_policy_read(synth: Synth) -> None:

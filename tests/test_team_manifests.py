@@ -368,6 +368,7 @@ def test_directory_script_creates_the_directory_idempotently(tmp_path: Path) -> 
             f"{tmp_path} 0:0 755",
             f"{target} 0:{gid} 3770",
             f"{target}/home 0:{gid} 3770",
+            f"{target}/models 0:{gid} 3770",
         ]
         if os.geteuid() == 0:
             st = target.stat()
@@ -375,3 +376,5 @@ def test_directory_script_creates_the_directory_idempotently(tmp_path: Path) -> 
             assert stat.S_IMODE(st.st_mode) == 0o3770
             home = (target / "home").stat()
             assert (home.st_uid, home.st_gid, stat.S_IMODE(home.st_mode)) == (0, gid, 0o3770)
+            models = (target / "models").stat()
+            assert (models.st_uid, models.st_gid, stat.S_IMODE(models.st_mode)) == (0, gid, 0o3770)

@@ -2,7 +2,8 @@
 
 ``GET /api/v1/namespaces/<ns>/pods/<name>`` answers the Pods put in :attr:`KubeApiServer.pods` (404 otherwise);
 ``GET /api/v1/nodes?limit=N[&continue=T]`` lists :attr:`KubeApiServer.nodes` in pages of ``N``, as a ``NodeList``
-with ``metadata.continue`` where more remain (the API server's chunked list);
+with ``metadata.continue`` where more remain (the API server's chunked list), and ``GET /api/v1/namespaces`` lists
+:attr:`KubeApiServer.namespaces` the same way;
 ``POST /apis/events.k8s.io/v1/namespaces/<ns>/events`` records the Event (201). Every request must carry
 ``Authorization: Bearer <token>`` with the token of the file the webhook was given (401 otherwise), as the API
 server requires of a service account. Request paths and bodies are kept for the tests to read.
@@ -66,6 +67,8 @@ class KubeApiServer(ServedOnThread):
         self.pods: dict[tuple[str, str], dict[str, Any]] = {}
         #: The cluster's Nodes, in order.
         self.nodes: list[dict[str, Any]] = []
+        #: Namespaces ``GET /api/v1/namespaces`` lists.
+        self.namespaces: list[dict[str, Any]] = []
         #: Events posted, in order.
         self.events: list[dict[str, Any]] = []
         #: ``(method, path)`` of every request.
@@ -91,20 +94,24 @@ class KubeApiServer(ServedOnThread):
                     return False
                 return True
 
-            def _nodes(self) -> None:
+            def _list(self, kind: str, items: list[dict[str, Any]]) -> None:
                 query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
-                limit = int(query.get("limit", ["0"])[0]) or len(outer.nodes) or 1
+                limit = int(query.get("limit", ["0"])[0]) or len(items) or 1
                 start = int(query.get("continue", ["0"])[0])
-                page = outer.nodes[start : start + limit]
-                more = start + limit < len(outer.nodes)
+                page = items[start : start + limit]
+                more = start + limit < len(items)
                 meta = {"resourceVersion": "1", **({"continue": str(start + limit)} if more else {})}
-                self._answer(200, {"kind": "NodeList", "apiVersion": "v1", "metadata": meta, "items": page})
+                self._answer(200, {"kind": kind, "apiVersion": "v1", "metadata": meta, "items": page})
 
             def do_GET(self) -> None:
                 if not self._authorized():
                     return
-                if urllib.parse.urlsplit(self.path).path == "/api/v1/nodes":
-                    self._nodes()
+                collection = urllib.parse.urlsplit(self.path).path
+                if collection == "/api/v1/nodes":
+                    self._list("NodeList", outer.nodes)
+                    return
+                if collection == "/api/v1/namespaces":
+                    self._list("NamespaceList", outer.namespaces)
                     return
                 match = _POD.match(self.path)
                 pod = outer.pods.get((match[1], match[2])) if match else None

@@ -2,7 +2,8 @@
 
 * :func:`serial_moto_server`: DynamoDB from moto in server mode, one request at a time (see there why).
 * :func:`certificates`: a CA and a server certificate for ``127.0.0.1``/``localhost`` (:mod:`kube_pki`).
-* :func:`webhook_config`: a configuration document for two teams (the parser's format).
+* :func:`webhook_config`: a configuration document for two teams (the parser's format);
+  :func:`platform_webhook_config`: the one a synthesized platform renders, with its team records inline.
 * :class:`WebhookProcess`: ``hyperpod-tenancy webhook serve`` in a child process (its own interpreter, the
   environment of the test, so boto3 reaches the moto server through ``AWS_ENDPOINT_URL``), stopped with SIGTERM.
 * :class:`Client`: HTTPS requests that verify the server certificate against the test CA.
@@ -41,9 +42,9 @@ from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoReque
 from moto_server import moto_server
 from werkzeug.serving import make_server
 
-from hyperpod_tenancy.k8s import workloads
+from hyperpod_tenancy.k8s import posix_identity, workloads
 from hyperpod_tenancy.k8s.workloads import WorkloadKindSpec
-from hyperpod_tenancy.policy import names
+from hyperpod_tenancy.policy import Platform, names
 
 ACCOUNT = "111122223333"
 #: Team → GID of the test configuration.
@@ -129,6 +130,23 @@ def webhook_config(*, cache_ttl: int = 300) -> dict[str, Any]:
         "home": {"mountPath": "/home/hyperpod", "claimName": CLAIM},
         "namespaces": namespaces,
     }
+
+
+def platform_webhook_config(
+    platform: Platform, teams: tuple[str, ...] = ("research", "inference")
+) -> dict[str, Any]:
+    """The configuration the cluster stack renders for ``platform`` (:func:`posix_identity.webhook_config`: its
+    UID range, break-glass group, groups policy), with ``teams``' records inline instead of read from SSM (the
+    records each team stack writes, :func:`posix_identity.team_record`)."""
+    config = dict(posix_identity.webhook_config(platform))
+    del config["teamRecords"]
+    config["namespaces"] = {
+        names.namespace(t): {
+            k: v for k, v in posix_identity.team_record(platform, t).items() if k != "namespace"
+        }
+        for t in teams
+    }
+    return config
 
 
 def create_table(name: str | None = None) -> str:
@@ -450,3 +468,53 @@ def values_at(obj: dict[str, Any], dotted: str) -> list[Any]:
 def pod_specs_of(obj: dict[str, Any], kind: WorkloadKindSpec) -> list[dict[str, Any]]:
     """Every PodSpec of ``obj`` at the kind's paths (independent of the webhook's own walker)."""
     return [spec for dotted in kind.pod_specs for spec in values_at(obj, dotted)]
+
+
+#: The break-glass group of the reference platform (``cluster.posixIdentity.breakGlassGroup``).
+ON_CALL = "platform-oncall"
+#: subresource → the options kind the API server sends as ``object``, with typical options.
+CONNECT_OPTIONS: dict[str, dict[str, Any]] = {
+    "exec": {"kind": "PodExecOptions", "stdin": True, "tty": True, "container": "train", "command": ["bash"]},
+    "attach": {"kind": "PodAttachOptions", "stdin": True, "tty": True, "container": "train"},
+    "portforward": {"kind": "PodPortForwardOptions", "ports": [8265]},
+    "proxy": {"kind": "PodProxyOptions", "path": "/api/jobs/"},
+}
+
+
+def connect_review(
+    pod: str, sub: str, *, user: dict[str, Any], namespace: str = names.namespace("research")
+) -> dict[str, Any]:
+    """The AdmissionReview of ``kubectl exec|attach|port-forward`` / an API proxy call to ``pod``."""
+    options = {"apiVersion": "v1", **CONNECT_OPTIONS[sub]}
+    kind = {"group": "", "version": "v1", "kind": options["kind"]}
+    resource = {"group": "", "version": "v1", "resource": "pods"}
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": str(uuid.uuid4()),
+            "kind": kind,
+            "resource": resource,
+            "subResource": sub,
+            "requestKind": kind,
+            "requestResource": resource,
+            "requestSubResource": sub,
+            "name": pod,
+            "namespace": namespace,
+            "operation": "CONNECT",
+            "userInfo": user,
+            "object": options,
+            "oldObject": None,
+            "dryRun": False,
+            "options": None,
+        },
+    }
+
+
+def on_call_user() -> dict[str, Any]:
+    """A platform engineer mapped to the break-glass group by their access entry."""
+    return {
+        "username": f"arn:aws:sts::{ACCOUNT}:assumed-role/PlatformOnCall/oscar",
+        "groups": [ON_CALL, "system:authenticated"],
+        "extra": {"sessionName": ["oscar"]},
+    }

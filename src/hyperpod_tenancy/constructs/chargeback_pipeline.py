@@ -566,6 +566,23 @@ def _webhook_rules(cluster_labels: Mapping[str, str], *, timeout_seconds: int) -
             },
         },
         {
+            "alert": "HyperPodTenancyTeamNamespaceUncovered",
+            "expr": f"max({posix_identity.UNCOVERED_NAMESPACES_METRIC}) > 0",
+            "for": "2m",
+            "labels": {"severity": "critical", **cluster_labels},
+            "annotations": {
+                "summary": '{{ $value | printf "%.0f" }} team namespaces carry labels other than the platform '
+                "set (tenant, team, POSIX GID) or have no team record: the admission rules do not judge them as "
+                "set up.",
+                "description": "The policies and webhooks still match every team namespace by name, but "
+                "what they check there (the team's GID and S3 prefix, Kueue managing its jobs) is read from "
+                "those labels. The webhook's log names the namespaces and labels (code HPT-NAMESPACE-UNCOVERED; "
+                f"kubectl logs -n {posix_identity.WEBHOOK_NAMESPACE} deployment/{posix_identity.DEPLOYMENT}). "
+                "Redeploy the team's stack, which writes the labels back, and find what rewrote them. "
+                f"See {see}.",
+            },
+        },
+        {
             "alert": "HyperPodTenancyWebhookDeploymentUnseen",
             "expr": f"absent(kube_deployment_spec_replicas{{{deployment}}})",
             "for": "30m",

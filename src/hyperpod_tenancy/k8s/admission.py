@@ -1,8 +1,8 @@
 """ValidatingAdmissionPolicies keeping tenant work on its own queue, entitled priority, checkpoints and pods.
 
 Cluster-wide objects that read everything team-specific from the namespace (``namespaceObject``) through the
-label contract of :mod:`hyperpod_tenancy.k8s.labels`, so adding a team never changes them. They are bound
-only to namespaces labelled ``hyperpod-tenancy.io/tenant: "true"`` and match every kind of the one table of
+label contract of :mod:`hyperpod_tenancy.k8s.labels`, so adding a team never changes them. They apply
+only in team namespaces, selected by name (:func:`hyperpod_tenancy.k8s.vap.team_namespace_condition`), and match every kind of the one table of
 workload kinds, :data:`hyperpod_tenancy.k8s.workloads.WORKLOAD_KINDS` (batch Jobs, the Kubeflow and MPI
 operator kinds, KubeRay, the HyperPod PyTorch job, apps controllers and Pods).
 
@@ -75,7 +75,7 @@ from typing import Any
 
 from hyperpod_tenancy.k8s import labels, vap, workloads
 from hyperpod_tenancy.k8s.team_manifests import EFA_RESOURCE, FSX_CLAIM_NAME, SYSTEM_PRIORITY_CLASSES
-from hyperpod_tenancy.k8s.vap import ADMISSION_API_VERSION, tenant_namespace_selector
+from hyperpod_tenancy.k8s.vap import ADMISSION_API_VERSION
 from hyperpod_tenancy.k8s.workloads import WorkloadKindSpec
 from hyperpod_tenancy.policy import names
 from hyperpod_tenancy.policy.instance_types import resource_shape
@@ -94,7 +94,6 @@ __all__ = [
     "WORKLOAD_RESOURCES",
     "admission_policies",
     "interval_regex",
-    "tenant_namespace_selector",
 ]
 
 #: Policy (and binding) checking the Kueue labels, owner references and finalizers of tenant workloads.

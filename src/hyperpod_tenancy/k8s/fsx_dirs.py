@@ -40,6 +40,8 @@ __all__ = [
     "HOME_MODE",
     "HOME_MOUNT_PATH",
     "HOME_PARENT_MODE",
+    "MODELS_DIRECTORY",
+    "MODELS_MODE",
     "SQUATTED_EXIT_CODE",
     "TEAM_DIRECTORY_MODE",
     "TEAM_MOUNT_PATH",
@@ -62,6 +64,12 @@ TEAM_DIRECTORY_MODE = "3770"
 FSX_ROOT_MODE = "755"
 #: Mode of ``/fsx/<team>/home``: setgid + sticky (only a directory's owner may rename or remove it) + ``rwxrwx---``.
 HOME_PARENT_MODE = "3770"
+#: Directory under a team's directory for the team's shared models, the only FSx place an inference endpoint may
+#: load a model from (``modelSourceConfig.modelLocation`` ``<team>/models/...``): ``/fsx/<team>/models``.
+MODELS_DIRECTORY = "models"
+#: Mode of ``/fsx/<team>/models``: setgid + sticky + ``rwxrwx---``, like ``home``'s parent: every teammate may add
+#: a model, none may rename or remove another's.
+MODELS_MODE = "3770"
 #: Mode of ``/fsx/<team>/home/<uid>``: the person only.
 HOME_MODE = "700"
 #: Where a person's home directory is mounted in their workload's containers (and ``HOME`` points).

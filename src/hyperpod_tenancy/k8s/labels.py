@@ -65,6 +65,14 @@ CHECKPOINT_INTERVAL_ANNOTATION = "hyperpod-tenancy.io/checkpoint-interval"
 #: verb on Workloads, and Kueue copies no Job annotation of this domain to its Workload); the eviction
 #: collector reads it from the Workload's own metadata, never from a pod template.
 LAST_CHECKPOINT_ANNOTATION = "hyperpod-tenancy.io/last-checkpoint"
+#: Annotation the POSIX identity webhook writes on every ConfigMap and Secret of a team namespace at CREATE: the
+#: ``request.userInfo.username`` of who created it (whatever the object said), kept on every UPDATE. Only that
+#: requester may update or delete the object (``hyperpod-tenancy-tenant-config-owners``), unless it was created with
+#: :data:`TEAM_SHARED_LABEL`.
+CREATED_BY_ANNOTATION = "hyperpod-tenancy.io/created-by"
+#: Label (value ``"true"``), set at CREATE and fixed from then on, that makes a ConfigMap or Secret the team's: any
+#: teammate may then update or delete it.
+TEAM_SHARED_LABEL = "hyperpod-tenancy.io/team-shared"
 #: Label on every object ``hyperpod-tenancy probe`` creates; its value is the run (8 hex digits), which the clean-up
 #: deletes by (``-l hyperpod-tenancy.io/probe=<run>``).
 PROBE_LABEL = "hyperpod-tenancy.io/probe"

@@ -27,14 +27,19 @@ config/crd/inference.sagemaker.aws.amazon.com_inferenceendpointconfigs.yaml`` at
   ``hyperpod-tenancy.io/team``): ``modelSourceConfig.s3Storage`` with a ``modelLocation`` elsewhere (the S3
   Mountpoint CSI driver reads it with its own role, which may read every team's prefix),
   ``dataCapture.s3Uri`` and ``tlsConfig.tlsCertificateOutputS3Uri`` (written with the operator's execution
-  role).
+  role);
+* an FSx model source (``modelSourceConfig.fsxStorage``, or ``modelSourceType: fsx``) with a ``modelLocation``
+  outside the team's shared model area ``<team>/models`` of the file system (``/fsx/<team>/models``, which the
+  FSx directory Job creates), or with a ``..`` segment: the operator mounts that directory into the endpoint's
+  pods, which the webhook only hardens (they run as the worker image's non-root user with the team GID), so a
+  teammate's home directory or another team's files must never be a model location.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from hyperpod_tenancy.k8s import labels, vap, workloads
+from hyperpod_tenancy.k8s import fsx_dirs, labels, vap, workloads
 from hyperpod_tenancy.policy import names
 
 __all__ = ["OPERATOR_FIELDS_POLICY", "operator_guard_policies"]
@@ -63,6 +68,19 @@ def _ray_head_checks(head: str) -> str:
 def _autoscaler_checks(spec: str) -> str:
     opts = f"{spec}.autoscalerOptions"
     return f"(!has({opts}) || (!has({opts}.securityContext) && !has({opts}.volumeMounts)))"
+
+
+def _fsx_source(source: str) -> str:
+    """CEL: the model source at ``source`` reads from FSx (an ``fsxStorage`` block, or ``modelSourceType: fsx``)."""
+    return (
+        f"(has({source}.fsxStorage) || (has({source}.modelSourceType) && {source}.modelSourceType == 'fsx'))"
+    )
+
+
+def _fsx_under_models(location: str) -> str:
+    """CEL: ``location`` is under ``<team>/models`` (an optional leading ``/``) and has no ``..`` segment."""
+    area = f"'^/?' + {_TEAM} + {_q('/' + fsx_dirs.MODELS_DIRECTORY + '(/|$)')}"
+    return f"({_HAS_TEAM} && {location}.matches({area}) && !{location}.matches('(^|/)[.][.](/|$)'))"
 
 
 def _s3_under_team(value: str) -> str:
@@ -115,6 +133,19 @@ def _validations() -> list[dict[str, str]]:
             f" + ({_HAS_TEAM} ? {_PREFIX} : 'teams/<team>/') + ' of the data bucket: the S3 Mountpoint driver "
             "reads the model with a role that may read the prefix of every team.'",
             "message": "InferenceEndpointConfig: modelSourceConfig.modelLocation must be under teams/<team>/.",
+            "reason": "Forbidden",
+        },
+        {
+            "expression": f"!{_is('inferenceendpointconfigs')} || !has({iec}.modelSourceConfig) || "
+            f"!{_fsx_source(f'{iec}.modelSourceConfig')} || (has({iec}.modelSourceConfig.modelLocation) && "
+            f"{_fsx_under_models(f'{iec}.modelSourceConfig.modelLocation')})",
+            "messageExpression": "'InferenceEndpointConfig: an FSx modelSourceConfig.modelLocation must be under '"
+            f" + ({_HAS_TEAM} ? {_TEAM} : '<team>') + {_q('/' + fsx_dirs.MODELS_DIRECTORY + '/')} + ', the "
+            "team\\'s shared model area (/fsx/<team>/models), with no .. segment: the operator mounts it into the "
+            "endpoint\\'s pods outside the POSIX identity webhook, so a home directory or another team\\'s files "
+            "must never be a model location.'",
+            "message": "InferenceEndpointConfig: an FSx modelSourceConfig.modelLocation must be under "
+            "<team>/models/, never a home directory.",
             "reason": "Forbidden",
         },
         {

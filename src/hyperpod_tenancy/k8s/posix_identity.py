@@ -87,6 +87,7 @@ __all__ = [
     "TEAM_NAMESPACES_METRIC",
     "TEAM_RECORDS_LOADED_METRIC",
     "TLS_CERTIFICATE",
+    "UNCOVERED_NAMESPACES_METRIC",
     "VALIDATE_PATH",
     "WEBHOOK_CONFIGURATION",
     "WEBHOOK_NAME",
@@ -372,6 +373,9 @@ READY_METRIC = "hyperpod_tenancy_webhook_ready"
 TEAM_NAMESPACES_METRIC = "hyperpod_tenancy_webhook_team_namespaces"
 #: Gauge: 1 once the team records were read (always 1 without team records).
 TEAM_RECORDS_LOADED_METRIC = "hyperpod_tenancy_webhook_team_records_loaded"
+#: Gauge of the team namespaces the admission rules do not cover as set up (labels rewritten, no team record):
+#: :mod:`hyperpod_tenancy.webhook.namespace_coverage`.
+UNCOVERED_NAMESPACES_METRIC = "hyperpod_tenancy_webhook_uncovered_team_namespaces"
 #: ``outcome`` of :data:`ADMISSION_REQUESTS_METRIC`: ``allowed``; ``denied`` (the webhook's decision, status code
 #: below 500: who asked, or what they asked for); ``error`` (the answer was not the webhook's decision: an HTTP
 #: 5xx, or a denial because a dependency failed: DynamoDB or the API server did not answer, the UID range is used
@@ -692,7 +696,7 @@ def webhook_objects(platform: Platform, target: WebhookDeployment) -> list[dict[
 
 
 def _webhook_rules() -> list[dict[str, Any]]:
-    """Return one rule per API group of the kinds the platform serves (bare Pods included).
+    """Return one rule per API group of the kinds the platform serves (bare Pods included), and ConfigMaps and Secrets.
 
     :func:`~hyperpod_tenancy.k8s.workloads.served_kinds`: a kind nothing installs is neither granted nor governed,
     so the webhook is not called for it.
@@ -700,6 +704,8 @@ def _webhook_rules() -> list[dict[str, Any]]:
     groups: dict[str, list[str]] = {}
     for kind in workloads.served_kinds():
         groups.setdefault(kind.group, []).append(kind.resource)
+    # the creator of each ConfigMap and Secret is recorded (hyperpod_tenancy.webhook.creators)
+    groups.setdefault("", []).extend(["configmaps", "secrets"])
     return [
         {
             "apiGroups": [group],
@@ -717,10 +723,11 @@ def mutating_webhook_configuration(
 ) -> dict[str, Any]:
     """Return the MutatingWebhookConfiguration calling the webhook on every workload kind in team namespaces only.
 
-    ``namespaceSelector`` requires the tenant label and excludes, by their immutable
-    ``kubernetes.io/metadata.name`` label, ``kube-system``, the webhook's own namespace and
-    ``excluded_namespaces`` (so the webhook can never block its own pods or the control plane's, even if a
-    namespace were mislabelled). cert-manager's CA injector fills ``caBundle`` from the serving certificate
+    Team namespaces are selected by name, in a match condition
+    (:func:`hyperpod_tenancy.k8s.vap.team_namespace_condition`: a rewritten namespace label switches nothing
+    off), and ``namespaceSelector`` excludes, by their immutable ``kubernetes.io/metadata.name`` label,
+    ``kube-system``, the webhook's own namespace and ``excluded_namespaces`` (so the webhook can never block its
+    own pods or the control plane's). cert-manager's CA injector fills ``caBundle`` from the serving certificate
     (annotation ``cert-manager.io/inject-ca-from``). ``sideEffects: NoneOnDryRun``: the only write, a person's
     first UID, is never made on a dry run (the server looks the UID up and tells a person without one to submit
     for real); ``reinvocationPolicy:
@@ -753,11 +760,11 @@ def mutating_webhook_configuration(
                     }
                 },
                 "namespaceSelector": {
-                    "matchLabels": {labels.TENANT_LABEL: "true"},
                     "matchExpressions": [
                         {"key": labels.NAMESPACE_NAME_LABEL, "operator": "NotIn", "values": excluded}
                     ],
                 },
+                "matchConditions": [vap.team_namespace_condition()],
                 "rules": _webhook_rules(),
             }
         ],
@@ -770,7 +777,9 @@ def webhook_api_access(*, read_nodes: bool = False) -> list[dict[str, Any]]:
     A CONNECT request (exec, attach, port-forward, proxy) carries ``PodExecOptions``... as its object, so the
     webhook reads the Pod to learn whose it is, and it records each break-glass use as an Event on the Pod. With
     ``read_nodes`` (``supplementalGroupsPolicy: auto``) it may also ``list nodes``, to read which support
-    ``supplementalGroupsPolicy``. Nothing else: no watch, no writes to workloads.
+    ``supplementalGroupsPolicy``. It may ``list namespaces``, to count the team namespaces the admission rules do
+    not cover as set up (:mod:`hyperpod_tenancy.webhook.namespace_coverage`). Nothing else: no watch, no writes
+    to workloads.
     """
     rbac = "rbac.authorization.k8s.io"
     nodes = [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]}] if read_nodes else []
@@ -782,6 +791,7 @@ def webhook_api_access(*, read_nodes: bool = False) -> list[dict[str, Any]]:
             "rules": [
                 {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]},
                 {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create"]},
+                {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list"]},
                 *nodes,
             ],
         },

@@ -38,6 +38,8 @@ from hyperpod_tenancy.k8s.fsx_dirs import (
     FSX_ROOT_MODE,
     HOME_DIRECTORY,
     HOME_PARENT_MODE,
+    MODELS_DIRECTORY,
+    MODELS_MODE,
     TEAM_DIRECTORY_MODE,
     ensure_directory_script,
 )
@@ -711,7 +713,7 @@ def system_namespace() -> Manifest:
 
 
 def _directory_script(team: Team) -> str:
-    """Return the FSx directory Job's script: ``/fsx/<team>`` and ``/fsx/<team>/home`` through :mod:`.fsx_dirs`."""
+    """Return the FSx directory Job's script: ``/fsx/<team>``, its ``home`` and ``models`` through :mod:`.fsx_dirs`."""
     path = names.fsx_directory(team.name)
     gid = team.identity.posix_gid
     return ensure_directory_script(
@@ -719,6 +721,7 @@ def _directory_script(team: Team) -> str:
             (names.FSX_MOUNT_PATH, 0, 0, FSX_ROOT_MODE),
             (path, 0, gid, TEAM_DIRECTORY_MODE),
             (f"{path}/{HOME_DIRECTORY}", 0, gid, HOME_PARENT_MODE),
+            (f"{path}/{MODELS_DIRECTORY}", 0, gid, MODELS_MODE),
         ],
         owner="set",
     )

@@ -32,6 +32,15 @@ an object's fields. Two policies close what a field can open, bound (like the wo
   undo withholding ``serviceaccounts/token`` from teams. Only kube-controller-manager (whose token
   controller maintains such Secrets; ``system:kube-controller-manager``) is exempt.
 
+* :data:`CONFIG_OWNER_POLICY`: a ConfigMap or Secret is its creator's. Pods read them (``envFrom``, a mounted
+  script), so a teammate who edited one a teammate's pods read would run their edit as that teammate. The
+  POSIX identity webhook records who created each (annotation ``hyperpod-tenancy.io/created-by``, the
+  requester's ``request.userInfo.username``) and keeps the record on every UPDATE; this policy requires the
+  record at CREATE to name the requester, lets only that requester UPDATE or DELETE the object unless it was
+  created with the label ``hyperpod-tenancy.io/team-shared: "true"`` (then any teammate may), and refuses a
+  change of the record or of that label. An object without a record (``kube-root-ca.crt``, or one made before
+  the record existed) may be changed only by the controllers (:data:`CONFIG_CONTROLLERS`).
+
 Related holes closed by RBAC, not here: teams have no verbs on ``endpoints``/``endpointslices`` (a
 selector-less Service with hand-written endpoints would reach any address) nor on ``services/status``
 (``status.loadBalancer.ingress``, the other half of CVE-2020-8554).
@@ -41,9 +50,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from hyperpod_tenancy.k8s import vap, workloads
+from hyperpod_tenancy.k8s import labels, vap, workloads
 
 __all__ = [
+    "CONFIG_CONTROLLERS",
+    "CONFIG_OWNER_POLICY",
     "SECRET_POLICY",
     "SERVICE_ACCOUNT_TOKEN_TYPE",
     "SERVICE_POLICY",
@@ -60,6 +71,18 @@ SERVICE_ACCOUNT_TOKEN_TYPE = "kubernetes.io/service-account-token"  # noqa: S105
 #: Identity of kube-controller-manager's own client, under which its token controller runs.
 TOKEN_CONTROLLER_USERNAME = "system:kube-controller-manager"  # noqa: S105 - a user name
 
+
+#: Policy (and binding) keeping a ConfigMap or Secret its creator's.
+CONFIG_OWNER_POLICY = "hyperpod-tenancy-tenant-config-owners"
+#: Who may change a ConfigMap or Secret whatever its record: the controllers of the workload table (the MPI
+#: operator's hostfile, the garbage collector) and two of kube-controller-manager's (their service accounts on
+#: EKS, ``--use-service-account-credentials``): the root CA publisher, which writes ``kube-root-ca.crt`` into every
+#: namespace, and the namespace controller, which deletes a namespace's contents.
+CONFIG_CONTROLLERS: tuple[str, ...] = (
+    *workloads.controller_usernames(),
+    "system:serviceaccount:kube-system:root-ca-cert-publisher",
+    "system:serviceaccount:kube-system:namespace-controller",
+)
 
 _q = vap.cel_quote
 
@@ -120,8 +143,52 @@ def _secret_validations() -> list[dict[str, str]]:
     ]
 
 
+def _meta_value(obj: str, field: str, key: str) -> str:
+    """CEL: ``obj.metadata.<field>[key]``, or ``''`` when absent."""
+    return f"((has({obj}.metadata.{field}) && {_q(key)} in {obj}.metadata.{field}) ? {obj}.metadata.{field}[{_q(key)}] : '')"
+
+
+def _config_owner_validations() -> list[dict[str, str]]:
+    def creator(obj: str) -> str:
+        return _meta_value(obj, "annotations", labels.CREATED_BY_ANNOTATION)
+
+    def shared(obj: str) -> str:
+        return f"({_meta_value(obj, 'labels', labels.TEAM_SHARED_LABEL)} == 'true')"
+
+    what = "request.resource.resource == 'secrets' ? 'Secret ' : 'ConfigMap '"
+    return [
+        {
+            "expression": f"request.operation != 'CREATE' || {creator('object')} == request.userInfo.username",
+            "messageExpression": f"({what}) + object.metadata.name + ' carries no record of who created it (annotation "
+            f"{labels.CREATED_BY_ANNOTATION}, which the POSIX identity webhook writes): it cannot be created "
+            "while the webhook does not answer. Retry; if it persists, tell the platform team.'",
+            "message": f"the {labels.CREATED_BY_ANNOTATION} record must name the requester at CREATE.",
+            "reason": "Forbidden",
+        },
+        {
+            "expression": f"request.operation == 'CREATE' || ({creator('oldObject')} != '' && "
+            f"({creator('oldObject')} == request.userInfo.username || {shared('oldObject')}))",
+            "messageExpression": f"({what}) + oldObject.metadata.name + ' was created by ' + "
+            f"({creator('oldObject')} == '' ? 'nobody on record' : {creator('oldObject')}) + ': only they may "
+            "change or delete it, because pods that read it run as them. Ask them, or create your own; a "
+            f'ConfigMap or Secret for the whole team is created with the label {labels.TEAM_SHARED_LABEL}: "true".\'',
+            "message": "only the creator of a ConfigMap or Secret may change or delete it (unless it is team-shared).",
+            "reason": "Forbidden",
+        },
+        {
+            "expression": f"request.operation != 'UPDATE' || ({creator('object')} == {creator('oldObject')} && "
+            f"{shared('object')} == {shared('oldObject')})",
+            "messageExpression": f"({what}) + object.metadata.name + ': the {labels.CREATED_BY_ANNOTATION} "
+            f"record and the {labels.TEAM_SHARED_LABEL} label are set at creation and never change. Create a "
+            "new object instead.'",
+            "message": "the creator record and the team-shared label of a ConfigMap or Secret never change.",
+            "reason": "Forbidden",
+        },
+    ]
+
+
 def tenant_guard_policies() -> list[dict[str, Any]]:
-    """Return the Service and Secret policies and their ``Deny`` bindings (cluster-scoped, same for every platform)."""
+    """Return the Service, Secret and config-owner policies and their ``Deny`` bindings (the same on every platform)."""
     inference_operators = tuple(c.username for c in workloads.INFERENCE_OPERATORS)
     return [
         vap.policy(
@@ -138,4 +205,19 @@ def tenant_guard_policies() -> list[dict[str, Any]]:
             validations=_secret_validations(),
         ),
         vap.policy_binding(SECRET_POLICY, ["Deny"]),
+        vap.policy(
+            CONFIG_OWNER_POLICY,
+            rules=[
+                {
+                    "apiGroups": [""],
+                    "apiVersions": ["v1"],
+                    "operations": ["CREATE", "UPDATE", "DELETE"],
+                    "resources": ["configmaps", "secrets"],
+                    "scope": "Namespaced",
+                }
+            ],
+            match_conditions=[vap.not_sent_by("not-a-controller", CONFIG_CONTROLLERS)],
+            validations=_config_owner_validations(),
+        ),
+        vap.policy_binding(CONFIG_OWNER_POLICY, ["Deny"]),
     ]

@@ -1,8 +1,11 @@
 """Building blocks shared by every ValidatingAdmissionPolicy the platform renders.
 
-Every policy is cluster-scoped, bound only to tenant namespaces (label ``hyperpod-tenancy.io/tenant:
-"true"``), ``failurePolicy: Fail`` explicitly, and written in standard CEL so that the tests can evaluate
-it outside Kubernetes. :mod:`hyperpod_tenancy.k8s.admission` (workloads) and
+Every policy is cluster-scoped, applies only in team namespaces, ``failurePolicy: Fail`` explicitly, and is
+written in standard CEL so that the tests can evaluate it outside Kubernetes. Team namespaces are selected by
+the name the platform assigns them (:data:`~hyperpod_tenancy.policy.names.NAMESPACE_PREFIX`), in the first match
+condition of every policy (:func:`team_namespace_condition`), never by a label: on Task Governance the service
+owns the team namespaces, and whatever rewrote a label would switch every rule off. A label selector cannot
+match a prefix, and a list of teams in a shared object would have to change with every team. :mod:`hyperpod_tenancy.k8s.admission` (workloads) and
 :mod:`hyperpod_tenancy.k8s.tenant_guards` (Services, Secrets) build on these functions.
 """
 
@@ -12,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from hyperpod_tenancy.k8s import labels
+from hyperpod_tenancy.policy import names
 
 __all__ = [
     "ADMISSION_API_VERSION",
@@ -20,7 +24,8 @@ __all__ = [
     "not_sent_by",
     "policy",
     "policy_binding",
-    "tenant_namespace_selector",
+    "team_namespace_condition",
+    "team_namespace_expression",
 ]
 
 #: API version of the policies and bindings (GA since Kubernetes 1.30).
@@ -48,9 +53,22 @@ def not_sent_by(name: str, usernames: Sequence[str]) -> dict[str, str]:
     return {"name": name, "expression": f"!(request.userInfo.username in {cel_list(usernames)})"}
 
 
-def tenant_namespace_selector() -> dict[str, Any]:
-    """Label selector of tenant namespaces (``hyperpod-tenancy.io/tenant: "true"``)."""
-    return {"matchLabels": {labels.TENANT_LABEL: "true"}}
+#: Name of the match condition that selects team namespaces (:func:`team_namespace_condition`).
+TEAM_NAMESPACE_CONDITION = "in-a-team-namespace"
+
+
+def team_namespace_expression() -> str:
+    """CEL: the request is in a team namespace (its name starts with the platform's team namespace prefix).
+
+    ``request.namespace`` is the name the API server routes the request by, empty for a cluster-scoped object;
+    only the platform's team stacks (and Task Governance for them) create namespaces of that name.
+    """
+    return f"request.namespace.startsWith({cel_quote(names.NAMESPACE_PREFIX)})"
+
+
+def team_namespace_condition() -> dict[str, str]:
+    """Return the match condition that selects team namespaces by name (policies and webhooks alike)."""
+    return {"name": TEAM_NAMESPACE_CONDITION, "expression": team_namespace_expression()}
 
 
 def policy(
@@ -60,9 +78,11 @@ def policy(
     match_conditions: list[dict[str, str]],
     validations: list[dict[str, str]],
 ) -> dict[str, Any]:
-    """Render a ValidatingAdmissionPolicy on ``rules`` in tenant namespaces, ``failurePolicy: Fail``.
+    """Render a ValidatingAdmissionPolicy on ``rules`` in team namespaces, ``failurePolicy: Fail``.
 
-    It carries the platform's managed-by label (:func:`hyperpod_tenancy.k8s.labels.object_labels`).
+    Team namespaces are selected by :func:`team_namespace_condition`, the first match condition, ahead of
+    ``match_conditions``. It carries the platform's managed-by label
+    (:func:`hyperpod_tenancy.k8s.labels.object_labels`).
     """
     return {
         "apiVersion": ADMISSION_API_VERSION,
@@ -70,15 +90,19 @@ def policy(
         "metadata": {"name": name, "labels": labels.object_labels()},
         "spec": {
             "failurePolicy": "Fail",
-            "matchConstraints": {"namespaceSelector": tenant_namespace_selector(), "resourceRules": rules},
-            "matchConditions": match_conditions,
+            "matchConstraints": {"resourceRules": rules},
+            "matchConditions": [team_namespace_condition(), *match_conditions],
             "validations": validations,
         },
     }
 
 
 def policy_binding(name: str, actions: Sequence[str]) -> dict[str, Any]:
-    """Render the binding of policy ``name`` to tenant namespaces with ``validationActions`` ``actions``."""
+    """Render the binding of policy ``name`` with ``validationActions`` ``actions``.
+
+    No ``matchResources``: the binding validates whatever the policy matches, and the policy's match condition
+    keeps it to team namespaces.
+    """
     return {
         "apiVersion": ADMISSION_API_VERSION,
         "kind": "ValidatingAdmissionPolicyBinding",
@@ -86,6 +110,5 @@ def policy_binding(name: str, actions: Sequence[str]) -> dict[str, Any]:
         "spec": {
             "policyName": name,
             "validationActions": list(actions),
-            "matchResources": {"namespaceSelector": tenant_namespace_selector()},
         },
     }

@@ -154,6 +154,25 @@ class WorkloadKindSpec:
     #: ``workerGroupSpecs``, RayJob ``rayClusterSpec`` and ``submitterPodTemplate``), and the batch/apps/core
     #: API types.
     pod_specs: tuple[str, ...]
+    #: The exact fields that scale, pause or resume the workload without changing what its pods run, as dotted
+    #: paths in the syntax of :attr:`pod_specs`: replica counts, autoscaler bounds, ``suspend``. An UPDATE that
+    #: changes only these (and the restart annotation of a pod template) keeps the workload's recorded identity
+    #: whoever sends it; a key of the same name anywhere else (a label, an environment variable, a free-form map
+    #: such as KubeRay's ``rayStartParams``) is what runs. Sources: the API types and CRDs named in
+    #: :attr:`pod_specs`; Kubeflow's ``runPolicy.suspend`` and PyTorchJob ``elasticPolicy``; the HyperPod SDK
+    #: ``RunPolicy.suspend``, ``ReplicaSpec.maxReplicas`` and the ``ElasticPolicy`` bounds; KubeRay ``ray.io/v1``
+    #: ``suspend`` and ``WorkerGroupSpec`` ``replicas``, ``minReplicas``, ``maxReplicas``, ``scaleStrategy``,
+    #: ``suspend``; the HyperPod SDK endpoint models' ``replicas``.
+    scale_paths: tuple[str, ...] = ()
+
+
+def _kubeflow_scale(replica_specs: str, *extra: str) -> tuple[str, ...]:
+    return (f"spec.{replica_specs}{{}}.replicas", "spec.runPolicy.suspend", *extra)
+
+
+def _ray_worker_scale(groups: str) -> tuple[str, ...]:
+    fields = ("replicas", "minReplicas", "maxReplicas", "scaleStrategy", "suspend")
+    return tuple(f"{groups}[].{f}" for f in fields)
 
 
 #: Kubernetes' own controllers (kube-controller-manager, one service account per controller on EKS).
@@ -233,6 +252,7 @@ WORKLOAD_KINDS: tuple[WorkloadKindSpec, ...] = (
         kueue_framework="batch/job",
         team_access=TeamAccess.ALL,
         pod_specs=("spec.template.spec",),
+        scale_paths=("spec.suspend",),
     ),
     WorkloadKindSpec(
         group="kubeflow.org",
@@ -242,6 +262,9 @@ WORKLOAD_KINDS: tuple[WorkloadKindSpec, ...] = (
         kueue_framework="kubeflow.org/pytorchjob",
         team_access=TeamAccess.ALL,
         pod_specs=("spec.pytorchReplicaSpecs{}.template.spec",),
+        scale_paths=_kubeflow_scale(
+            "pytorchReplicaSpecs", "spec.elasticPolicy.minReplicas", "spec.elasticPolicy.maxReplicas"
+        ),
     ),
     WorkloadKindSpec(
         group="kubeflow.org",
@@ -251,6 +274,7 @@ WORKLOAD_KINDS: tuple[WorkloadKindSpec, ...] = (
         kueue_framework="kubeflow.org/tfjob",
         team_access=TeamAccess.ALL,
         pod_specs=("spec.tfReplicaSpecs{}.template.spec",),
+        scale_paths=_kubeflow_scale("tfReplicaSpecs"),
     ),
     WorkloadKindSpec(
         group="kubeflow.org",
@@ -260,6 +284,7 @@ WORKLOAD_KINDS: tuple[WorkloadKindSpec, ...] = (
         kueue_framework="kubeflow.org/xgboostjob",
         team_access=TeamAccess.ALL,
         pod_specs=("spec.xgbReplicaSpecs{}.template.spec",),
+        scale_paths=_kubeflow_scale("xgbReplicaSpecs"),
     ),
     WorkloadKindSpec(
         group="kubeflow.org",
@@ -269,6 +294,7 @@ WORKLOAD_KINDS: tuple[WorkloadKindSpec, ...] = (
         kueue_framework="kubeflow.org/paddlejob",
         team_access=TeamAccess.ALL,
         pod_specs=("spec.paddleReplicaSpecs{}.template.spec",),
+        scale_paths=_kubeflow_scale("paddleReplicaSpecs"),
     ),
     WorkloadKindSpec(
         group="kubeflow.org",
@@ -278,6 +304,7 @@ WORKLOAD_KINDS: tuple[WorkloadKindSpec, ...] = (
         kueue_framework="kubeflow.org/mpijob",
         team_access=TeamAccess.ALL,
         pod_specs=("spec.mpiReplicaSpecs{}.template.spec",),
+        scale_paths=_kubeflow_scale("mpiReplicaSpecs"),
     ),
     WorkloadKindSpec(
         group="sagemaker.amazonaws.com",
@@ -287,6 +314,13 @@ WORKLOAD_KINDS: tuple[WorkloadKindSpec, ...] = (
         kueue_framework=None,
         team_access=TeamAccess.ALL,
         pod_specs=("spec.replicaSpecs[].template.spec",),
+        scale_paths=(
+            "spec.replicaSpecs[].replicas",
+            "spec.replicaSpecs[].maxReplicas",
+            "spec.runPolicy.suspend",
+            "spec.elasticPolicy.minReplicas",
+            "spec.elasticPolicy.maxReplicas",
+        ),
     ),
     WorkloadKindSpec(
         group="ray.io",
@@ -300,6 +334,7 @@ WORKLOAD_KINDS: tuple[WorkloadKindSpec, ...] = (
             "spec.rayClusterSpec.workerGroupSpecs[].template.spec",
             "spec.submitterPodTemplate.spec",
         ),
+        scale_paths=("spec.suspend", *_ray_worker_scale("spec.rayClusterSpec.workerGroupSpecs")),
     ),
     WorkloadKindSpec(
         group="ray.io",
@@ -309,6 +344,7 @@ WORKLOAD_KINDS: tuple[WorkloadKindSpec, ...] = (
         kueue_framework="ray.io/raycluster",
         team_access=TeamAccess.ALL,
         pod_specs=("spec.headGroupSpec.template.spec", "spec.workerGroupSpecs[].template.spec"),
+        scale_paths=("spec.suspend", *_ray_worker_scale("spec.workerGroupSpecs")),
     ),
     # The HyperPod inference operator's kinds: what `hyp create hyp-jumpstart-endpoint` and
     # `hyp create hyp-custom-endpoint` post (sagemaker-hyperpod 3.12.0 sagemaker/hyperpod/inference/config/
@@ -322,6 +358,7 @@ WORKLOAD_KINDS: tuple[WorkloadKindSpec, ...] = (
         kueue_framework=None,
         team_access=TeamAccess.INFERENCE,
         pod_specs=(),
+        scale_paths=("spec.replicas",),
     ),
     WorkloadKindSpec(
         group="inference.sagemaker.aws.amazon.com",
@@ -331,6 +368,7 @@ WORKLOAD_KINDS: tuple[WorkloadKindSpec, ...] = (
         kueue_framework=None,
         team_access=TeamAccess.INFERENCE,
         pod_specs=(),
+        scale_paths=("spec.replicas",),
     ),
     # HyperPod spaces (`hyp create hyp-space`; sagemaker-hyperpod 3.12.0 sagemaker/hyperpod/cli/constants/
     # space_constants.py: workspace.jupyter.org/v1alpha1 workspaces). Not granted: see docs/submitting-work.md, "Spaces".
@@ -351,6 +389,7 @@ WORKLOAD_KINDS: tuple[WorkloadKindSpec, ...] = (
         kueue_framework="deployment",
         team_access=TeamAccess.INFERENCE,
         pod_specs=("spec.template.spec",),
+        scale_paths=("spec.replicas",),
     ),
     WorkloadKindSpec(
         group="apps",
@@ -360,6 +399,7 @@ WORKLOAD_KINDS: tuple[WorkloadKindSpec, ...] = (
         kueue_framework="statefulset",
         team_access=TeamAccess.NONE,
         pod_specs=("spec.template.spec",),
+        scale_paths=("spec.replicas",),
     ),
     WorkloadKindSpec(
         group="apps",
@@ -369,6 +409,7 @@ WORKLOAD_KINDS: tuple[WorkloadKindSpec, ...] = (
         kueue_framework=None,
         team_access=TeamAccess.NONE,
         pod_specs=("spec.template.spec",),
+        scale_paths=("spec.replicas",),
     ),
     WorkloadKindSpec(
         group="",

@@ -58,10 +58,16 @@ WHAT_TO_DO: dict[str, str] = {
         "through the inference operator."
     ),
     "hyperpod-tenancy-tenant-secrets": "Use an `Opaque` Secret; workloads get their AWS access through Pod Identity.",
+    "hyperpod-tenancy-tenant-config-owners": (
+        "Ask the person who created the ConfigMap or Secret (annotation `hyperpod-tenancy.io/created-by`) to change "
+        "it, or create your own. Create what the whole team maintains with the label "
+        '`hyperpod-tenancy.io/team-shared: "true"`; the record and the label cannot change afterwards.'
+    ),
     "hyperpod-tenancy-operator-fields": (
         "Remove the field the message names: no `enableIngress` or autoscaler `securityContext`/`volumeMounts` on "
-        "Ray, no init containers or volumes on an InferenceEndpointConfig, and S3 locations under "
-        "`s3://<data bucket>/teams/<team>/`."
+        "Ray, no init containers or volumes on an InferenceEndpointConfig, S3 locations under "
+        "`s3://<data bucket>/teams/<team>/`, and an FSx model location under `<team>/models/` "
+        "(`/fsx/<team>/models`)."
     ),
     "hyperpod-tenancy-posix-identity": (
         "Remove `runAsUser`, `runAsGroup`, `fsGroup` and `supplementalGroups` from the pod spec (the POSIX "

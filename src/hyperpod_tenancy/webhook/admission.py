@@ -5,6 +5,8 @@ Rules (the rest of the package supplies the parts):
 * a request that reaches into a running pod (CONNECT of ``pods/exec``, ``attach``, ``portforward``, ``proxy``;
   UPDATE of ``pods/ephemeralcontainers``): decided by :mod:`hyperpod_tenancy.webhook.connect` (only the pod's
   recorded person, controllers and the break-glass group; never patched);
+* CREATE or UPDATE of a ConfigMap or Secret: the creator is recorded, or the stored record kept
+  (:mod:`hyperpod_tenancy.webhook.creators`), whoever sends it;
 * not CREATE/UPDATE, another subresource, or a kind absent from the workload table: allowed, unchanged;
 * a controller (``exemptUsernames``): allowed, exempt by who sends the request, never by what the object says.
   Its identity is not resolved and nothing it sets is replaced; on CREATE in a team namespace the fields it
@@ -15,8 +17,8 @@ Rules (the rest of the package supplies the parts):
   allocated (:class:`UidResolver`), and the identity stamped (:func:`~hyperpod_tenancy.webhook.patch.stamp`),
   the queue label defaulted when absent;
 * UPDATE of an object whose stored version (``oldObject``) records an identity, that does not change what its
-  pods run (:func:`~hyperpod_tenancy.webhook.patch.what_runs`: scaling, suspending, ``kubectl rollout
-  restart``, labels and annotations): that identity is kept whoever updates it (an on-call teammate restarting
+  pods run (:func:`~hyperpod_tenancy.webhook.patch.what_runs`: scaling, suspending and ``kubectl rollout
+  restart`` at the exact paths of each kind, the object's own labels and annotations): that identity is kept whoever updates it (an on-call teammate restarting
   an endpoint restarts the same code as the same person), fields it owns are restored if dropped, and a change
   of the record or of the UID is denied. The recorded GID must still be the namespace's;
 * UPDATE that changes what runs (an image, a command, an environment variable, a RayJob's entrypoint): from the
@@ -44,7 +46,7 @@ from typing import Any
 import orjson
 
 from hyperpod_tenancy.k8s.workloads import WORKLOAD_KINDS, WorkloadKindSpec
-from hyperpod_tenancy.webhook import connect, identity, patch
+from hyperpod_tenancy.webhook import connect, creators, identity, patch
 from hyperpod_tenancy.webhook.config import NamespaceConfig, WebhookConfig
 from hyperpod_tenancy.webhook.kube import KubeApiUnavailable
 from hyperpod_tenancy.webhook.node_features import NodeFeatures
@@ -275,6 +277,10 @@ class Admission:
         """Decide one request (see the module docstring for the rules)."""
         if connect.governs(resource=req.resource, sub_resource=req.sub_resource, operation=req.operation):
             return await self._reach(req)
+        if creators.governs(
+            group=req.group, resource=req.resource, sub_resource=req.sub_resource, operation=req.operation
+        ):
+            return _record_creator(req)
         kind = _KINDS.get((req.group, req.kind))
         if req.operation not in ("CREATE", "UPDATE") or req.sub_resource or kind is None:
             return Decision(allowed=True, reason="not-governed")
@@ -319,7 +325,7 @@ class Admission:
             )
         except patch.Refused:
             return True  # it asks for another identity: a change
-        return bool(patch.what_runs(candidate) != patch.what_runs(req.old))
+        return bool(patch.what_runs(candidate, kind) != patch.what_runs(req.old, kind))
 
     async def _changed(
         self, req: AdmissionRequest, kind: WorkloadKindSpec, recorded: patch.Identity, ns: NamespaceConfig
@@ -379,7 +385,8 @@ class Admission:
             audit = {
                 "audit": "break-glass",
                 "subResource": req.sub_resource,
-                "pod": req.name,
+                "pod": connect.target_pod(req.sub_resource, req.name),
+                "name": req.name,
                 "groups": sorted(set(req.groups) & self.config.break_glass_groups),
                 **({"eventError": message} if message else {}),
             }
@@ -463,6 +470,14 @@ class Admission:
             person=ident.person,
             posix_uid=ident.uid,
         )
+
+
+def _record_creator(req: AdmissionRequest) -> Decision:
+    """Record the creator of a ConfigMap or Secret, or keep the stored record (:mod:`.creators`)."""
+    if req.obj is None:
+        return Decision(allowed=True, reason="not-governed")
+    ops = creators.record_ops(req.obj, operation=req.operation, username=req.username, old=req.old)
+    return Decision(allowed=True, reason="creator-recorded" if ops else "creator-kept", ops=ops)
 
 
 def _deny(reason: str, message: str, *, code: int = 403, person: str | None = None) -> Decision:

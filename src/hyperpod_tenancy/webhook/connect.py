@@ -22,9 +22,12 @@ Rules, in order:
    namespace's people, unless one of its containers runs as a UID of the person range: that would be someone's
    identity without saying whose, so it is denied.
 
-A pod that does not exist is allowed (the API server answers 404 itself). When the API server does not answer
-the read, the request is denied with 503 (nothing is opened that cannot be checked). When the Event of a
-break-glass use cannot be written, the use is allowed and the audit line says the Event is missing.
+The pod is the one the API server will reach: a ``pods/proxy`` request names it as ``pod``, ``pod:port`` or
+``scheme:pod:port`` (:func:`target_pod`, parsed as kubernetes' ``SplitSchemeNamePort`` does). A pod that cannot
+be found, or a name the API server would not accept, is refused, for break-glass too (what cannot be read
+cannot be recorded). When the API server does not answer the read, the request is denied with 503 (nothing is
+opened that cannot be checked). When the Event of a break-glass use cannot be written, the use is allowed and
+the audit line says the Event is missing.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ __all__ = [
     "decide_reach",
     "governs",
     "pod_uids",
+    "target_pod",
 ]
 
 #: Subresources whose CONNECT reaches a running container.
@@ -51,6 +55,25 @@ CONNECT_SUBRESOURCES = frozenset({"exec", "attach", "portforward", "proxy"})
 #: The subresource ``kubectl debug`` updates to add a container to a running pod.
 EPHEMERAL_SUBRESOURCE = "ephemeralcontainers"
 _CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
+#: Schemes a ``pods/proxy`` name may carry (kubernetes ``k8s.io/apimachinery/pkg/util/net/port_split.go``).
+_PROXY_SCHEMES = frozenset({"", "http", "https"})
+
+
+def target_pod(sub_resource: str, name: str) -> str | None:
+    """Return the name of the pod a request reaches, or None when the API server would not accept the name.
+
+    ``pods/proxy`` names the pod as ``pod``, ``pod:port`` or ``scheme:pod:port`` (the API server's
+    ``ResourceLocation`` of pods, ``pkg/registry/core/pod/strategy.go``, splits it with ``SplitSchemeNamePort``:
+    one to three parts, a non-empty name, a scheme of ``http``, ``https`` or none). Every other subresource
+    names the pod itself.
+    """
+    if sub_resource != "proxy":
+        return name or None
+    parts = name.split(":")
+    if len(parts) > 3:
+        return None
+    scheme, pod = (parts[0], parts[1]) if len(parts) == 3 else ("", parts[0])
+    return pod if pod and scheme in _PROXY_SCHEMES else None
 
 
 class PodSource(Protocol):
@@ -129,12 +152,11 @@ async def decide_reach(
     if username in config.exempt_usernames:
         return True, "exempt", "", None
     pod = stored_pod
-    if pod is None and name:
-        if pods is None:
-            return False, "denied:no-api", f"cannot {what} pod {name}: the webhook cannot read pods.", None
-        pod = await pods.get_pod(namespace, name)
     if pod is None:
-        return True, "no-pod", "", None
+        found = await _find_pod(pods, namespace=namespace, sub_resource=sub_resource, name=name, what=what)
+        if isinstance(found, tuple):
+            return found
+        pod, name = found, target_pod(sub_resource, name) or name
     glass = sorted(set(groups) & config.break_glass_groups)
     if glass:
         note = f"{username} used break-glass group {glass[0]} to {what} this pod"
@@ -147,6 +169,26 @@ async def decide_reach(
     if isinstance(who, identity.Denied):
         return False, f"denied:{who.reason}", f"cannot {what} pod {name}: {who.message}", None
     return _person_rule(config, pod, name=name, what=what, person=who.key)
+
+
+async def _find_pod(
+    pods: PodSource | None, *, namespace: str, sub_resource: str, name: str, what: str
+) -> dict[str, Any] | tuple[bool, str, str, str | None]:
+    """Return the pod a request reaches (read from the API server), or the denial when there is none."""
+    target = target_pod(sub_resource, name)
+    if target is None:
+        return False, "denied:bad-name", f"cannot {what} {name!r}: that names no pod.", None
+    if pods is None:
+        return False, "denied:no-api", f"cannot {what} pod {target}: the webhook cannot read pods.", None
+    pod = await pods.get_pod(namespace, target)
+    if pod is None:
+        return (
+            False,
+            "denied:no-pod",
+            f"cannot {what} pod {target}: it does not exist in {namespace}, so whose it is cannot be checked.",
+            None,
+        )
+    return pod
 
 
 async def _break_glass(

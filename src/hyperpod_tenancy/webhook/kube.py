@@ -115,18 +115,30 @@ class KubeApi:
             KubeApiUnavailable: the API server did not answer or refused the read.
 
         """
-        nodes: list[dict[str, Any]] = []
+        return await self._list("/api/v1/nodes")
+
+    async def list_namespaces(self) -> list[dict[str, Any]]:
+        """Return every Namespace of the cluster (read in pages of 500).
+
+        Raises:
+            KubeApiUnavailable: the API server did not answer or refused the read.
+
+        """
+        return await self._list("/api/v1/namespaces")
+
+    async def _list(self, collection: str) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
         token = ""
         while True:
             query = urllib.parse.urlencode({"limit": 500, **({"continue": token} if token else {})})
-            path = f"/api/v1/nodes?{query}"
+            path = f"{collection}?{query}"
             status, body = await asyncio.to_thread(self._call, "GET", path, None)
             if status != 200 or not isinstance(body, dict) or not isinstance(body.get("items"), list):
                 raise KubeApiUnavailable(f"GET {path} answered {status}")
-            nodes += [n for n in body["items"] if isinstance(n, dict)]
+            items += [n for n in body["items"] if isinstance(n, dict)]
             token = str((body.get("metadata") or {}).get("continue") or "")
             if not token:
-                return nodes
+                return items
 
     async def record_event(
         self, pod: dict[str, Any], *, reason: str, action: str, note: str, instance: str

@@ -21,6 +21,10 @@ Metrics (names from :mod:`hyperpod_tenancy.k8s.posix_identity`, which the cluste
     Gauges read at scrape time: ``/readyz``'s answer (1 or 0), the team namespaces served, whether the team records
     were read. ``hyperpod_tenancy_webhook_ready`` has no label, so it exists from the process's start: the alert
     that no webhook series arrives reads it.
+``hyperpod_tenancy_webhook_uncovered_team_namespaces``
+    Gauge of the team namespaces (by name) whose labels differ from what the platform set or that no team record
+    describes (:mod:`hyperpod_tenancy.webhook.namespace_coverage`, listed every minute); the alert
+    ``HyperPodTenancyTeamNamespaceUncovered`` fires on it.
 ``process_*``, ``python_*``
     ``prometheus_client``'s process (memory, CPU, open files), platform and garbage-collector collectors.
 
@@ -133,6 +137,7 @@ class WebhookMetrics:
         ready: whether ``/readyz`` answers 200 (read at scrape time).
         team_namespaces: how many team namespaces are served (read at scrape time).
         team_records_loaded: whether the team records were read (read at scrape time).
+        uncovered_namespaces: how many team namespaces the rules do not cover as set up (read at scrape time).
 
     """
 
@@ -142,6 +147,7 @@ class WebhookMetrics:
         ready: Callable[[], bool],
         team_namespaces: Callable[[], int],
         team_records_loaded: Callable[[], bool],
+        uncovered_namespaces: Callable[[], int] = lambda: 0,
     ) -> None:
         # no ``*_created`` series beside each counter: nothing reads them (the process has no other metrics user)
         disable_created_metrics()  # type: ignore[no-untyped-call]  # prometheus_client 0.26 leaves it unannotated
@@ -180,6 +186,11 @@ class WebhookMetrics:
                 names.TEAM_RECORDS_LOADED_METRIC,
                 "1 once the team records were read (always 1 without team records).",
                 lambda: float(team_records_loaded()),
+            ),
+            (
+                names.UNCOVERED_NAMESPACES_METRIC,
+                "Team namespaces the admission rules do not cover as set up (labels rewritten, no team record).",
+                lambda: float(uncovered_namespaces()),
             ),
         )
         for name, documentation, read in gauges:

@@ -29,6 +29,7 @@ Jobs are immutable). A value of the wrong JSON type is a :class:`MalformedObject
 
 from __future__ import annotations
 
+import copy
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -544,34 +545,53 @@ def _default_queue(patch: JsonPatch, queue: str) -> None:
         patch.set(("metadata", "labels", QUEUE_NAME_LABEL), queue)
 
 
-#: Fields that scale or pause a workload without changing what its pods run (replica counts, autoscaler bounds,
-#: KubeRay's ``scaleStrategy`` (``workersToDelete``), ``suspend``), ignored by :func:`what_runs`.
-SCALE_FIELDS = frozenset({"replicas", "minReplicas", "maxReplicas", "suspend", "scaleStrategy"})
 #: The pod-template annotation ``kubectl rollout restart`` sets: a restart of the same code.
 RESTARTED_AT_ANNOTATION = "kubectl.kubernetes.io/restartedAt"
 
 
-def _without_scale(node: Any) -> Any:
-    if isinstance(node, dict):
-        return {
-            k: _without_scale(v)
-            for k, v in node.items()
-            if k not in SCALE_FIELDS and k != RESTARTED_AT_ANNOTATION
-        }
-    if isinstance(node, list):
-        return [_without_scale(v) for v in node]
-    return node
+def _nodes_at(root: Any, dotted: str) -> list[Any]:
+    """Return the nodes at a table path (``[]`` every item, ``{}`` every value), skipping other shapes."""
+    nodes: list[Any] = [root]
+    for segment in dotted.split("."):
+        name = segment.removesuffix("[]").removesuffix("{}")
+        found: list[Any] = []
+        for node in nodes:
+            child = node.get(name) if isinstance(node, dict) else None
+            if segment.endswith("[]") and isinstance(child, list):
+                found += child
+            elif segment.endswith("{}") and isinstance(child, dict):
+                found += list(child.values())
+            elif not segment.endswith(("[]", "{}")) and child is not None:
+                found.append(child)
+        nodes = found
+    return nodes
 
 
-def what_runs(obj: Mapping[str, Any]) -> Any:
-    """Return the part of an object that decides what its pods run: its ``spec`` without scale fields.
+def what_runs(obj: Mapping[str, Any], kind: WorkloadKindSpec) -> Any:
+    """Return the part of an object that decides what its pods run: its ``spec`` without its scale fields.
 
     Everything under ``spec`` counts (the pod templates, and fields outside them that reach the pods: a RayJob's
-    ``entrypoint`` and ``runtimeEnvYAML``, KubeRay's ``autoscalerOptions``, ``rayStartParams``...), except
-    :data:`SCALE_FIELDS` and the restart annotation :data:`RESTARTED_AT_ANNOTATION`: scaling, suspending and
-    restarting run the same code.
+    ``entrypoint`` and ``runtimeEnvYAML``, KubeRay's ``autoscalerOptions``, ``rayStartParams``...), except the
+    kind's :attr:`~hyperpod_tenancy.k8s.workloads.WorkloadKindSpec.scale_paths` and the restart annotation
+    :data:`RESTARTED_AT_ANNOTATION` of each pod template: scaling, suspending and restarting run the same code.
+    Only those exact paths are ignored: a key of the same name elsewhere (a label, an environment variable, a
+    free-form map such as ``rayStartParams``, whose values KubeRay writes into the pod's ``ray start`` command
+    line) is part of what runs.
     """
-    return _without_scale(obj.get("spec"))
+    root = {"spec": copy.deepcopy(obj.get("spec"))}
+    for dotted in kind.scale_paths:
+        parent, _, leaf = dotted.rpartition(".")
+        for node in _nodes_at(root, parent):
+            if isinstance(node, dict):
+                node.pop(leaf, None)
+    for dotted in kind.pod_specs:
+        template = dotted.rpartition(".")[0]
+        if not template:  # a bare Pod: its metadata is outside the spec
+            continue
+        for node in _nodes_at(root, f"{template}.metadata.annotations"):
+            if isinstance(node, dict):
+                node.pop(RESTARTED_AT_ANNOTATION, None)
+    return root["spec"]
 
 
 def recorded_identity(obj: Mapping[str, Any]) -> Identity | None:

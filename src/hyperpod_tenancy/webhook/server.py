@@ -65,6 +65,8 @@ from hyperpod_tenancy.webhook.admission import (
 from hyperpod_tenancy.webhook.config import WebhookConfig
 from hyperpod_tenancy.webhook.kube import KubeApi
 from hyperpod_tenancy.webhook.metrics import MetricsPortUnavailable, MetricsServer, WebhookMetrics, outcome
+from hyperpod_tenancy.webhook.namespace_coverage import REFRESH_SECONDS as COVERAGE_REFRESH_SECONDS
+from hyperpod_tenancy.webhook.namespace_coverage import NamespaceCoverage
 from hyperpod_tenancy.webhook.node_features import REFRESH_SECONDS, NodeFeatures
 from hyperpod_tenancy.webhook.team_records import TeamDirectory
 from hyperpod_tenancy.webhook.uids import UidCache, UidStoreUnavailable, UidTable
@@ -104,6 +106,8 @@ CERT_RELOAD_ENV = "HYPERPOD_TENANCY_WEBHOOK_CERT_RELOAD_SECONDS"
 ALLOCATION_DELAY_ENV = "HYPERPOD_TENANCY_WEBHOOK_ALLOCATION_DELAY_SECONDS"
 #: Test-only: seconds between listings of the nodes instead of ``node_features.REFRESH_SECONDS``.
 NODE_REFRESH_ENV = "HYPERPOD_TENANCY_WEBHOOK_NODE_REFRESH_SECONDS"
+#: Test-only: seconds between listings of the namespaces instead of ``namespace_coverage.REFRESH_SECONDS``.
+NAMESPACE_REFRESH_ENV = "HYPERPOD_TENANCY_WEBHOOK_NAMESPACE_REFRESH_SECONDS"
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -147,6 +151,7 @@ class WebhookApp:
         max_body_bytes: the largest request body read.
         startup: coroutine functions run as background tasks from the ASGI lifespan start-up (also settable
             as :attr:`startup` before the server starts).
+        uncovered_namespaces: how many team namespaces the rules do not cover as set up (the metric's reading).
 
     """
 
@@ -156,6 +161,7 @@ class WebhookApp:
         *,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         startup: tuple[Callable[[], Coroutine[Any, Any, None]], ...] = (),
+        uncovered_namespaces: Callable[[], int] = lambda: 0,
     ) -> None:
         self.admission = admission
         self.max_body_bytes = max_body_bytes
@@ -169,6 +175,7 @@ class WebhookApp:
             ready=lambda: self.ready,
             team_namespaces=lambda: len(self.admission.config.namespaces),
             team_records_loaded=lambda: self.teams_loaded,
+            uncovered_namespaces=uncovered_namespaces,
         )
 
     @property
@@ -412,13 +419,21 @@ def build_app(options: ServeOptions) -> tuple[WebhookApp, UidTable]:
     if config.supplemental_groups_policy == "auto" and options.kube_api is not None:
         every = float(os.environ.get(NODE_REFRESH_ENV, "0") or 0) or REFRESH_SECONDS
         nodes = NodeFeatures(options.kube_api, log=_logger(), refresh_seconds=every)
+    coverage: NamespaceCoverage | None = None
+    if options.kube_api is not None:
+        every = float(os.environ.get(NAMESPACE_REFRESH_ENV, "0") or 0) or COVERAGE_REFRESH_SECONDS
+        coverage = NamespaceCoverage(
+            options.kube_api, config.namespaces, log=_logger(), refresh_seconds=every
+        )
     app = WebhookApp(
         Admission(config, resolver, options.kube_api, nodes),
         max_body_bytes=options.max_body_bytes,
         startup=(
             *((directory.run,) if directory is not None else ()),  # a Mapping: empty until its first refresh
             *((nodes.run,) if nodes is not None else ()),
+            *((coverage.run,) if coverage is not None else ()),
         ),
+        uncovered_namespaces=(lambda: len(coverage.uncovered)) if coverage is not None else (lambda: 0),
     )
     app.metrics.watch_dynamodb(client)
     return app, table
