@@ -18,6 +18,7 @@ from cel_admission import STANDARD_CEL_FUNCTIONS, AdmissionDecision, evaluate_po
 
 from hyperpod_tenancy.k8s import admission, workloads
 from hyperpod_tenancy.k8s.labels import namespace_labels
+from hyperpod_tenancy.k8s.platform_chart import PlatformChart
 from hyperpod_tenancy.policy import Platform, names
 
 PLATFORM = platforms.reference_platform()
@@ -215,10 +216,11 @@ def test_expressions_use_only_standard_cel() -> None:
         for v in policy["spec"]["validations"]:
             expressions += [v["expression"], v.get("messageExpression", "''")]
     kinds = len([k for k in workloads.served_kinds() if k.pod_specs])
-    # conditions: 2 + 3 + 1 + 1, and the team-namespace condition of each of the 4 policies; validations: 7 + 9 +
-    # 3 per kind with pod specs (priority class, GPU visibility, EFA with accelerators) + 3, each with a
-    # messageExpression or ''
-    assert len(expressions) == 7 + 4 + 2 * (7 + 9 + 3 * kinds + 3)
+    # conditions: 2 + 2 + 1 + 1 (whether work can be preempted is part of each checkpoint validation: match
+    # conditions see no namespaceObject), and the team-namespace condition of each of the 4 policies;
+    # validations: 7 + 9 + 3 per kind with pod specs (priority class, GPU visibility, EFA with accelerators) + 3,
+    # each with a messageExpression or ''
+    assert len(expressions) == 6 + 4 + 2 * (7 + 9 + 3 * kinds + 3)
     for expression in expressions:
         assert functions_used(expression) <= STANDARD_CEL_FUNCTIONS, expression
         for forbidden in ("authorizer", "params", "variables."):
@@ -420,7 +422,7 @@ def test_preemptible_class_with_checkpoint_is_allowed() -> None:
 
 def test_non_preemptible_class_of_a_team_that_does_not_borrow_needs_no_checkpoint() -> None:
     decision = decide(job("inference", priority="inference-priority", annotations={}), team="inference")
-    assert admission.CHECKPOINT_POLICY not in decision.policies()
+    assert admission.CHECKPOINT_POLICY not in decision.failed_policies()
     assert decision.allowed
 
 
@@ -519,3 +521,18 @@ def test_every_validation_can_fail_and_pass() -> None:
             context = {"namespaceObject": ns, "request": request, "oldObject": None}
             results = {cel.evaluate(validation["expression"], {**context, "object": s}) for s in samples}
             assert results == {True, False}, validation["expression"]
+
+
+@pytest.mark.parametrize("name", platforms.FAIRNESS_PLATFORM_NAMES)
+def test_no_match_condition_reads_the_namespace(name: str) -> None:
+    """The API server evaluates match conditions without ``namespaceObject`` (k8s.io/apiserver
+    ``admission/plugin/webhook/matchconditions``: no namespace is passed), and an error there refuses the request
+    under ``failurePolicy: Fail``: every honest job was refused when the checkpoint policy asked the namespace
+    whether work can be preempted in a match condition (seen on the real control plane,
+    ``tests/test_cluster_workload.py``)."""
+    for obj in PlatformChart(platforms.fairness_platform(name)).to_json():
+        conditions = obj.get("spec", {}).get("matchConditions", [])
+        conditions += [c for hook in obj.get("webhooks", []) for c in hook.get("matchConditions", [])]
+        assert not [c["name"] for c in conditions if "namespaceObject" in c["expression"]], obj["metadata"][
+            "name"
+        ]

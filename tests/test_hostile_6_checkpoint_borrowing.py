@@ -49,7 +49,7 @@ def test_non_preemptible_work_of_a_borrowing_team_must_checkpoint(synth: Synth, 
 
 def test_a_team_that_does_not_borrow_needs_no_checkpoint_for_a_non_preemptible_class(synth: Synth) -> None:
     decision = ta.decide(synth, ta.deployment(), team="inference")
-    assert admission.CHECKPOINT_POLICY not in decision.policies()
+    assert admission.CHECKPOINT_POLICY not in decision.failed_policies()
     assert decision.allowed, decision.denied
 
 
@@ -91,16 +91,16 @@ def test_work_its_own_team_may_preempt_must_checkpoint(synth: Synth, kind: str) 
         for m in denied
     ), denied
     top = decide(ns, "inference-priority")
-    assert admission.CHECKPOINT_POLICY not in top.policies() and top.allowed, top.denied
+    assert admission.CHECKPOINT_POLICY not in top.failed_policies() and top.allowed, top.denied
     never = decide(_entitled_to_two_classes(synth, preempts_own="false"), "training-priority")
-    assert admission.CHECKPOINT_POLICY not in never.policies() and never.allowed, never.denied
+    assert admission.CHECKPOINT_POLICY not in never.failed_policies() and never.allowed, never.denied
     # attack: name a class outside the weights to dodge the rule; the workload policy refuses the class itself
     spoofed = decide(ns, "bogus-priority")
     assert any("priority class bogus-priority is not allowed" in m for m in spoofed.denied), spoofed.denied
     # a higher class the team may not use preempts nothing of the team's (inference alone: training is denied)
     alone = ta.namespace(synth, "inference")
     assert alone["metadata"]["labels"][labels.PREEMPTS_OWN_WORK_LABEL] == "true"
-    assert admission.CHECKPOINT_POLICY not in decide(alone, "inference-priority").policies()
+    assert admission.CHECKPOINT_POLICY not in decide(alone, "inference-priority").failed_policies()
 
 
 def test_a_preemptible_class_still_needs_a_checkpoint_where_the_team_does_not_borrow(synth: Synth) -> None:

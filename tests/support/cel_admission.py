@@ -82,6 +82,10 @@ class AdmissionDecision:
         """Names of the policies that matched the request."""
         return {o.policy for o in self.outcomes}
 
+    def failed_policies(self) -> set[str]:
+        """Names of the policies that matched and failed (denied or warned)."""
+        return {o.policy for o in self.outcomes if o.failures}
+
 
 def _selector_matches(selector: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
     assert not selector.get("matchExpressions"), "simulator only models matchLabels"
@@ -102,6 +106,20 @@ def _program(expression: str) -> cel.Program:
 
 def _evaluate(expression: str, context: cel.Context) -> Any:
     return _program(expression).execute(context)
+
+
+def _match(spec: Mapping[str, Any], context: cel.Context, outcome: PolicyOutcome) -> bool:
+    """Whether every match condition holds; one that errors refuses the request (``failurePolicy: Fail``)."""
+    for condition in spec.get("matchConditions", []):
+        try:
+            result = _evaluate(condition["expression"], context)
+        except Exception as error:  # any evaluation error is the server's "resulted in error"
+            if spec.get("failurePolicy", "Fail") == "Fail":
+                outcome.failures.append(f"match condition {condition['name']} resulted in error: {error}")
+            return False
+        if result is not True:
+            return False
+    return True
 
 
 def evaluate_policies(
@@ -150,8 +168,11 @@ def evaluate_policies(
             "options": request_options,
         },
     }
-    # converted to CEL values once for the request, not once per expression
+    # converted to CEL values once for the request, not once per expression; the API server gives match
+    # conditions no namespaceObject (k8s.io/apiserver admission/plugin/webhook/matchconditions: ForInput is
+    # passed no namespace)
     cel_context = cel.Context(context)
+    match_context = cel.Context({k: v for k, v in context.items() if k != "namespaceObject"})
     outcomes = []
     for binding in bindings:
         policy = policies[binding["spec"]["policyName"]]
@@ -165,9 +186,12 @@ def evaluate_policies(
             binding["spec"].get("matchResources", {}).get("namespaceSelector", {}), ns_labels
         ):
             continue
-        if not all(_evaluate(c["expression"], cel_context) is True for c in spec.get("matchConditions", [])):
-            continue
         outcome = PolicyOutcome(policy["metadata"]["name"], list(binding["spec"]["validationActions"]))
+        matched = _match(spec, match_context, outcome)
+        if not matched:
+            if outcome.failures:
+                outcomes.append(outcome)
+            continue
         for validation in spec["validations"]:
             result = _evaluate(validation["expression"], cel_context)
             assert isinstance(result, bool), f"{validation['expression']} returned {result!r}"

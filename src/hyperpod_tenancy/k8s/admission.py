@@ -903,12 +903,13 @@ def admission_policies(platform: Platform) -> list[dict[str, Any]]:
         vap.policy(
             CHECKPOINT_POLICY,
             rules=_rules(_OPERATIONS),
-            match_conditions=[
-                _from_team_member(),
-                _not_being_deleted(),
-                {"name": "can-be-preempted", "expression": _needs_checkpoint(platform)},
+            match_conditions=[_from_team_member(), _not_being_deleted()],
+            # whether the work can be preempted reads the namespace: the API server gives match conditions no
+            # namespaceObject (an error there refuses the request), so each validation holds it instead
+            validations=[
+                {**v, "expression": f"!({_needs_checkpoint(platform)}) || ({v['expression']})"}
+                for v in _checkpoint_validations(platform)
             ],
-            validations=_checkpoint_validations(platform),
         ),
         vap.policy_binding(CHECKPOINT_POLICY, [checkpoint_action]),
         vap.policy(
