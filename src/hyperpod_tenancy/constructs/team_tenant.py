@@ -595,6 +595,7 @@ class TeamTenant(Construct):
             ),
             service_account=self.service_account,
             service_cidr=self.cluster.service_cidr,
+            vpc_cidrs=self.cluster.vpc_cidr_blocks,
             fairness_objects=fairness_objects,
             include_namespace=include_namespace,
         )

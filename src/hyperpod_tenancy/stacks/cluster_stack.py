@@ -15,7 +15,7 @@ from hyperpod_tenancy.policy import Platform
 __all__ = ["CLUSTER_OPTIONS", "ClusterStack"]
 
 #: The keyword arguments of :class:`SharedHyperPodCluster` a stack passes on (``platform`` is the stack's own).
-CLUSTER_OPTIONS = ("vpc", "endpoint_access", "kubectl_layer", "posix_identity_image_uri")
+CLUSTER_OPTIONS = ("vpc", "vpc_cidr_blocks", "endpoint_access", "kubectl_layer", "posix_identity_image_uri")
 
 
 class ClusterStack(cdk.Stack):
@@ -29,7 +29,7 @@ class ClusterStack(cdk.Stack):
         id: stack ID.
         platform: the tenancy policy.
         cluster_options: keyword arguments of :class:`SharedHyperPodCluster` besides ``platform``
-            (:data:`CLUSTER_OPTIONS`: ``vpc``, ``endpoint_access``, ``kubectl_layer``,
+            (:data:`CLUSTER_OPTIONS`: ``vpc``, ``vpc_cidr_blocks``, ``endpoint_access``, ``kubectl_layer``,
             ``posix_identity_image_uri``). Default: none, every one at its default.
         **kwargs: other ``cdk.Stack`` props (``env`` defaults to the platform's account and region).
 

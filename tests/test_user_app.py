@@ -1,0 +1,120 @@
+"""The constructs in a platform engineer's own CDK app: their VPC, their code changing the policy.
+
+The user's app is not this repository: what the constructs are given (a VPC built elsewhere, a policy edited in
+code) is checked, and the objects rendered from it describe what is actually deployed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_ec2 as ec2
+
+from hyperpod_tenancy.constructs.shared_hyperpod_cluster import SharedHyperPodCluster
+from hyperpod_tenancy.errors import TenancyError
+from hyperpod_tenancy.k8s.team_manifests import IMDS_CIDR
+from hyperpod_tenancy.policy import Platform
+
+USER_CIDR = "10.50.0.0/16"
+SECONDARY_CIDR = "100.64.0.0/16"
+
+
+class _UserStack(cdk.Stack):
+    """A stack of the user's app in the platform's region, with the platform's zones (no lookup)."""
+
+    def __init__(self, scope: cdk.App, id: str, *, platform: Platform) -> None:
+        self._zones = list(platform.cluster.availability_zones)
+        super().__init__(scope, id, env=cdk.Environment(account=platform.account, region=platform.region))
+
+    @property
+    def availability_zones(self) -> list[str]:
+        return self._zones
+
+
+def _user_vpc(stack: cdk.Stack, platform: Platform, *, secondary: str | None = None) -> ec2.Vpc:
+    vpc = ec2.Vpc(
+        stack,
+        "UserVpc",
+        ip_addresses=ec2.IpAddresses.cidr(USER_CIDR),
+        availability_zones=list(platform.cluster.availability_zones),
+        nat_gateways=1,
+        restrict_default_security_group=True,
+        subnet_configuration=[
+            ec2.SubnetConfiguration(name="public", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=24),
+            ec2.SubnetConfiguration(
+                name="private", subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, cidr_mask=20
+            ),
+        ],
+    )
+    if secondary is not None:
+        ec2.CfnVPCCidrBlock(stack, "Secondary", vpc_id=vpc.vpc_id, cidr_block=secondary)
+    return vpc
+
+
+def _egress_except(cluster: SharedHyperPodCluster, team: str) -> list[str]:
+    tenant = cluster.add_team(team.capitalize(), team=team)
+    (policy,) = [
+        o
+        for o in tenant.chart.to_json()
+        if o["kind"] == "NetworkPolicy" and o["metadata"]["name"] == "allow-internet-egress"
+    ]
+    (rule,) = policy["spec"]["egress"]
+    (peer,) = rule["to"]
+    blocks: list[str] = peer["ipBlock"]["except"]
+    return blocks
+
+
+def test_team_egress_excludes_every_block_of_the_vpc_given(reference_platform: Platform) -> None:
+    """A VPC of 10.50.0.0/16 (+ a secondary block) while ``cluster.vpcCidr`` says 10.192.0.0/16."""
+    assert reference_platform.cluster.vpc_cidr != USER_CIDR
+    app = cdk.App()
+    stack = _UserStack(app, "Mine", platform=reference_platform)
+    vpc = _user_vpc(stack, reference_platform, secondary=SECONDARY_CIDR)
+    cluster = SharedHyperPodCluster(stack, "Cluster", platform=reference_platform, vpc=vpc)
+    blocks = _egress_except(cluster, "research")
+    assert set(blocks) == {USER_CIDR, SECONDARY_CIDR, IMDS_CIDR, reference_platform.cluster.service_cidr}
+    assert cluster.vpc_cidr_blocks == (USER_CIDR, SECONDARY_CIDR)
+    warnings = [
+        e.data for n in cluster.node.find_all() for e in n.node.metadata if e.type == "aws:cdk:warning"
+    ]
+    assert any("HPT-VPC-CIDR-GIVEN" in str(w) and USER_CIDR in str(w) for w in warnings), warnings
+
+
+def test_an_imported_vpc_without_its_blocks_is_refused_naming_the_prop(reference_platform: Platform) -> None:
+    app = cdk.App()
+    stack = _UserStack(app, "Mine", platform=reference_platform)
+    zones = list(reference_platform.cluster.availability_zones)
+    vpc = ec2.Vpc.from_vpc_attributes(
+        stack,
+        "Imported",
+        vpc_id="vpc-0123456789abcdef0",
+        availability_zones=zones,
+        private_subnet_ids=[f"subnet-0{i}23456789abcdef0" for i in range(len(zones))],
+    )
+    with pytest.raises(TenancyError, match=r"vpc_cidr_blocks=") as raised:
+        SharedHyperPodCluster(stack, "Cluster", platform=reference_platform, vpc=vpc)
+    assert "primary CIDR block" in str(raised.value)
+
+    cluster = SharedHyperPodCluster(
+        stack, "Given", platform=reference_platform, vpc=vpc, vpc_cidr_blocks=[USER_CIDR, "10.51.0.0/16"]
+    )
+    assert set(_egress_except(cluster, "vision")) >= {USER_CIDR, "10.51.0.0/16"}
+
+
+@pytest.mark.parametrize(
+    ("props", "message"),
+    [
+        ({"vpc_cidr_blocks": ["10.50.0.0/33"]}, r"vpc_cidr_blocks: '10.50.0.0/33' is not an IPv4 CIDR"),
+        ({"vpc_cidr_blocks": ["172.20.0.0/14"]}, r"serviceCidr '172.20.0.0/16' overlaps the VPC's block"),
+    ],
+)
+def test_bad_vpc_blocks_are_refused(
+    reference_platform: Platform, props: dict[str, Any], message: str
+) -> None:
+    app = cdk.App()
+    stack = _UserStack(app, "Mine", platform=reference_platform)
+    vpc = _user_vpc(stack, reference_platform)
+    with pytest.raises(TenancyError, match=message):
+        SharedHyperPodCluster(stack, "Cluster", platform=reference_platform, vpc=vpc, **props)
