@@ -6,6 +6,7 @@ code) is checked, and the objects rendered from it describe what is actually dep
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import aws_cdk as cdk
@@ -13,9 +14,11 @@ import pytest
 from aws_cdk import aws_ec2 as ec2
 
 from hyperpod_tenancy.constructs.shared_hyperpod_cluster import SharedHyperPodCluster
-from hyperpod_tenancy.errors import TenancyError
+from hyperpod_tenancy.constructs.team_tenant import TeamTenant
+from hyperpod_tenancy.errors import PolicyError, TenancyError
 from hyperpod_tenancy.k8s.team_manifests import IMDS_CIDR
-from hyperpod_tenancy.policy import Platform
+from hyperpod_tenancy.policy import Platform, validate_platform
+from hyperpod_tenancy.stacks import PlatformStage
 
 USER_CIDR = "10.50.0.0/16"
 SECONDARY_CIDR = "100.64.0.0/16"
@@ -118,3 +121,61 @@ def test_bad_vpc_blocks_are_refused(
     vpc = _user_vpc(stack, reference_platform)
     with pytest.raises(TenancyError, match=message):
         SharedHyperPodCluster(stack, "Cluster", platform=reference_platform, vpc=vpc, **props)
+
+
+def _edited_in_code(platform: Platform) -> Platform:
+    """A team with 50 p5 instances and another team's POSIX GID, changed with ``dataclasses.replace``."""
+    research, vision, *rest = platform.teams
+    greedy = replace(research, compute=replace(research.compute, quotas={"ml.p5.48xlarge": 50}))
+    thief = replace(vision, identity=replace(vision.identity, posix_gid=research.identity.posix_gid))
+    return replace(platform, teams=(greedy, thief, *rest))
+
+
+def test_a_policy_changed_in_code_is_validated_by_the_stage(reference_platform: Platform) -> None:
+    edited = _edited_in_code(reference_platform)
+    codes = {issue.code for issue in validate_platform(edited, raise_on_error=False)}
+    app = cdk.App()
+    with pytest.raises(PolicyError) as raised:
+        PlatformStage(app, "edited", platform=edited)
+    assert {issue.code for issue in raised.value.issues} == codes
+    assert codes >= {"HPT-QUOTA-CAPACITY"} and "teams[1].identity.posixGid" in str(raised.value)
+    assert "PlatformStage 'edited'" in str(raised.value)
+    assert not app.node.children, "nothing is partially built"
+
+
+@pytest.mark.parametrize("construct", ["cluster", "tenant"])
+def test_a_policy_changed_in_code_is_validated_by_each_construct(
+    reference_platform: Platform, construct: str
+) -> None:
+    edited = _edited_in_code(reference_platform)
+    app = cdk.App()
+    stack = _UserStack(app, "Mine", platform=reference_platform)
+    with pytest.raises(PolicyError, match=r"the policy given to Mine/"):
+        if construct == "cluster":
+            SharedHyperPodCluster(stack, "Cluster", platform=edited)
+        else:
+            imported = SharedHyperPodCluster.from_attributes(
+                stack,
+                "Shared",
+                platform=edited,
+                eks_cluster_name="shared-gpu",
+                kubectl_provider_service_token="arn:aws:lambda:us-east-1:111122223333:function:kubectl",
+                hyperpod_cluster_arn="arn:aws:sagemaker:us-east-1:111122223333:cluster/abcdef123456",
+                vpc_id="vpc-0123456789abcdef0",
+                private_subnet_ids=["subnet-01", "subnet-02"],
+                api_endpoint_security_group_id="sg-0123456789abcdef0",
+                data_bucket_name="shared-gpu-team-data",
+                file_system_id="fs-0123456789abcdef0",
+                file_system_dns_name="fs-0123456789abcdef0.fsx.us-east-1.amazonaws.com",
+                file_system_mount_name="abcdefgh",
+                network_policy_enforced=True,
+            )
+            TeamTenant(stack, "Research", cluster=imported, team="research")
+
+
+def test_a_valid_policy_changed_in_code_synthesizes(reference_platform: Platform) -> None:
+    research, *rest = reference_platform.teams
+    lighter = replace(research, compute=replace(research.compute, quotas={"ml.p5.48xlarge": 8}))
+    edited = replace(reference_platform, teams=(lighter, *rest))
+    stage = PlatformStage(cdk.App(), "edited", platform=edited)
+    assert set(stage.team_stacks) == {t.name for t in reference_platform.teams}

@@ -47,7 +47,7 @@ from hyperpod_tenancy.constructs._private.kubectl import KUBECTL_WAIT, eks_addon
 from hyperpod_tenancy.constructs._private.principals import pod_identity_principal
 from hyperpod_tenancy.constructs._private.sso_role_provider import SsoRoleProvider
 from hyperpod_tenancy.constructs._private.vpc_blocks import blocks_of_vpc, check_service_cidr
-from hyperpod_tenancy.constructs.backends import Backend, ClusterFairness, backend_for
+from hyperpod_tenancy.constructs.backends import Backend, ClusterFairness, backend_for, checked_policy
 from hyperpod_tenancy.constructs.encryption import PlatformKey, encrypt_platform_resources
 from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
 from hyperpod_tenancy.constructs.posix_identity_webhook import PosixIdentityWebhook
@@ -184,6 +184,7 @@ class _ImportedHyperPodCluster(Construct):
         vpc_cidr_blocks: Sequence[str] | None = None,
     ) -> None:
         super().__init__(scope, id)
+        checked_policy(platform, where=self.node.path)
         self._sso_role_service_token = sso_role_service_token
         #: Every IPv4 CIDR block of the cluster's VPC (excluded from team egress).
         self.vpc_cidr_blocks: tuple[str, ...] = tuple(vpc_cidr_blocks or (platform.cluster.vpc_cidr,))
@@ -274,7 +275,8 @@ class SharedHyperPodCluster(Construct):
     Args:
         scope: parent construct.
         id: construct ID.
-        platform: the validated tenancy policy; the cluster renders everything from it.
+        platform: the tenancy policy; the cluster renders everything from it. One built or changed in code is
+            validated here (:class:`~hyperpod_tenancy.errors.PolicyError`, every problem listed).
         vpc: an existing VPC. Default: a VPC is created with ``cluster.vpcCidr`` in ``cluster.availabilityZones``
             (one NAT gateway per zone, flow logs on). An imported VPC must have private subnets with egress in
             those zones. Team NetworkPolicies exclude every IPv4 block of the VPC in use (its primary block and
@@ -340,7 +342,7 @@ class SharedHyperPodCluster(Construct):
     ) -> None:
         super().__init__(scope, id)
         #: The policy the cluster was built from.
-        self.platform: Platform = platform
+        self.platform: Platform = checked_policy(platform, where=self.node.path)
         self._teams: dict[str, TeamTenant] = {}
         self._sso_role_provider: SsoRoleProvider | None = None
         #: The fairness backend registered for ``platform.fairness_backend``.

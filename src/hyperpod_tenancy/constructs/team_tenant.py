@@ -36,7 +36,7 @@ from hyperpod_tenancy.constructs._private.team_iam import (
     team_data_policy,
     team_prefix,
 )
-from hyperpod_tenancy.constructs.backends import TeamFairness, backend_for
+from hyperpod_tenancy.constructs.backends import TeamFairness, backend_for, checked_policy
 from hyperpod_tenancy.constructs.backends.task_governance import NAMESPACE_WAIT
 from hyperpod_tenancy.constructs.drift_audit import (
     audit_record_parameter,
@@ -154,6 +154,7 @@ class TeamTenant(Construct):
     ) -> None:
         super().__init__(scope, id)
         platform = cluster.platform
+        checked_policy(platform, where=self.node.path)
         try:
             spec = platform.team(team)
         except KeyError:
