@@ -6,19 +6,25 @@ code) is checked, and the objects rendered from it describe what is actually dep
 
 from __future__ import annotations
 
+import json
+import re
+import shutil
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_ec2 as ec2
+from platforms import PLATFORM_YAML, REPO
 
 from hyperpod_tenancy.constructs.shared_hyperpod_cluster import SharedHyperPodCluster
 from hyperpod_tenancy.constructs.team_tenant import TeamTenant
+from hyperpod_tenancy.constructs.vpc import VpcAttributes
 from hyperpod_tenancy.errors import PolicyError, TenancyError
 from hyperpod_tenancy.k8s.team_manifests import IMDS_CIDR
 from hyperpod_tenancy.policy import Platform, validate_platform
-from hyperpod_tenancy.stacks import PlatformStage
+from hyperpod_tenancy.stacks import PlatformStage, zone_context
 
 USER_CIDR = "10.50.0.0/16"
 SECONDARY_CIDR = "100.64.0.0/16"
@@ -179,3 +185,65 @@ def test_a_valid_policy_changed_in_code_synthesizes(reference_platform: Platform
     edited = replace(reference_platform, teams=(lighter, *rest))
     stage = PlatformStage(cdk.App(), "edited", platform=edited)
     assert set(stage.team_stacks) == {t.name for t in reference_platform.teams}
+
+
+def _readme_quick_starts() -> list[str]:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```python\n(.*?)```", section, re.S)
+
+
+@pytest.mark.parametrize("which", [0, 1], ids=["platform-stage", "compose-yourself"])
+def test_the_readme_quick_starts_need_no_lookup(
+    which: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run as written, with CDK's default context: no context lookup is left for ``cdk synth`` (credentials)."""
+    shutil.copy(PLATFORM_YAML, tmp_path / "platform.yaml")
+    monkeypatch.chdir(tmp_path)
+    namespace: dict[str, Any] = {}
+    exec(compile(_readme_quick_starts()[which], "app.py", "exec"), namespace)
+    directory = Path(namespace["app"].synth().directory)
+    missing = [
+        m["key"]
+        for f in directory.rglob("manifest.json")
+        for m in json.loads(f.read_text()).get("missing", [])
+    ]
+    assert not missing
+
+
+def _other_stage_vpc(app: cdk.App, platform: Platform) -> ec2.Vpc:
+    network = cdk.Stage(app, "Network", env=cdk.Environment(account=platform.account, region=platform.region))
+    return _user_vpc(_UserStack(network, "Vpc", platform=platform), platform)
+
+
+def test_a_vpc_object_of_another_stage_is_refused_naming_the_prop(reference_platform: Platform) -> None:
+    app = cdk.App(context=zone_context(reference_platform))
+    vpc = _other_stage_vpc(app, reference_platform)
+    with pytest.raises(
+        TenancyError, match=r"vpc is the VPC object 'Network/Vpc/UserVpc' of another stage"
+    ) as raised:
+        PlatformStage(app, "mine", platform=reference_platform, cluster_options={"vpc": vpc})
+    assert "VpcAttributes(vpc_id=..., cidr_blocks=[...], private_subnets=" in str(raised.value)
+
+
+def test_the_stage_takes_a_vpc_by_its_attributes(reference_platform: Platform) -> None:
+    zones = reference_platform.cluster.availability_zones
+    attributes = VpcAttributes(
+        vpc_id="vpc-0123456789abcdef0",
+        cidr_blocks=[USER_CIDR, SECONDARY_CIDR],
+        private_subnets={zone: f"subnet-0{i}23456789abcdef0" for i, zone in enumerate(zones)},
+    )
+    stage = PlatformStage(cdk.App(), "mine", platform=reference_platform, cluster_options={"vpc": attributes})
+    cluster = stage.cluster_stack.cluster
+    assert cluster.vpc.vpc_id == "vpc-0123456789abcdef0"
+    assert cluster.vpc_cidr_blocks == (USER_CIDR, SECONDARY_CIDR)
+    chart = stage.team_stacks["research"].tenant.chart.to_json()
+    (egress,) = [o for o in chart if o["metadata"]["name"] == "allow-internet-egress"]
+    assert {USER_CIDR, SECONDARY_CIDR} <= set(egress["spec"]["egress"][0]["to"][0]["ipBlock"]["except"])
+    with pytest.raises(TenancyError, match=r"private_subnets=\.\.\.\) names zones"):
+        PlatformStage(
+            cdk.App(),
+            "short",
+            platform=reference_platform,
+            cluster_options={"vpc": replace(attributes, private_subnets={zones[0]: "subnet-01"})},
+        )

@@ -46,12 +46,17 @@ from hyperpod_tenancy.constructs._private.inference_operator import (
 from hyperpod_tenancy.constructs._private.kubectl import KUBECTL_WAIT, eks_addon
 from hyperpod_tenancy.constructs._private.principals import pod_identity_principal
 from hyperpod_tenancy.constructs._private.sso_role_provider import SsoRoleProvider
-from hyperpod_tenancy.constructs._private.vpc_blocks import blocks_of_vpc, check_service_cidr
 from hyperpod_tenancy.constructs.backends import Backend, ClusterFairness, backend_for, checked_policy
 from hyperpod_tenancy.constructs.encryption import PlatformKey, encrypt_platform_resources
 from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
 from hyperpod_tenancy.constructs.posix_identity_webhook import PosixIdentityWebhook
 from hyperpod_tenancy.constructs.team_tenant import TeamTenant
+from hyperpod_tenancy.constructs.vpc import (
+    VpcAttributes,
+    blocks_of_vpc,
+    check_service_cidr,
+    refuse_foreign_stage,
+)
 from hyperpod_tenancy.errors import PolicyError, TenancyError
 from hyperpod_tenancy.k8s import labels
 from hyperpod_tenancy.k8s.platform_chart import PlatformChart
@@ -280,7 +285,10 @@ class SharedHyperPodCluster(Construct):
         vpc: an existing VPC. Default: a VPC is created with ``cluster.vpcCidr`` in ``cluster.availabilityZones``
             (one NAT gateway per zone, flow logs on). An imported VPC must have private subnets with egress in
             those zones. Team NetworkPolicies exclude every IPv4 block of the VPC in use (its primary block and
-            the ``AWS::EC2::VPCCidrBlock`` associations in its stack), not ``cluster.vpcCidr``.
+            the ``AWS::EC2::VPCCidrBlock`` associations in its stack), not ``cluster.vpcCidr``. A VPC of another
+            stage of the app cannot be referenced (synthesis stops naming this prop): give its
+            :class:`~hyperpod_tenancy.constructs.vpc.VpcAttributes` (ID, CIDR blocks, a private subnet per zone),
+            imported in the cluster's stack.
         vpc_cidr_blocks: every IPv4 CIDR block of ``vpc``. Default: what the VPC tells at synth; synthesis stops
             naming this prop when a block is not known then (an imported VPC without ``vpc_cidr_block``, an IPAM
             allocation). Blocks found on the VPC are added to the ones given.
@@ -334,7 +342,7 @@ class SharedHyperPodCluster(Construct):
         id: str,
         *,
         platform: Platform,
-        vpc: ec2.IVpc | None = None,
+        vpc: ec2.IVpc | VpcAttributes | None = None,
         endpoint_access: eks.EndpointAccess | None = None,
         kubectl_layer: lambda_.ILayerVersion | None = None,
         posix_identity_image_uri: str | None = None,
@@ -703,12 +711,18 @@ class SharedHyperPodCluster(Construct):
         return vpc
 
     def _use_vpc(
-        self, given_vpc: ec2.IVpc | None, given_blocks: Sequence[str] | None
+        self, given: ec2.IVpc | VpcAttributes | None, given_blocks: Sequence[str] | None
     ) -> tuple[ec2.IVpc, tuple[str, ...]]:
         """Return the VPC in use (created without one given) and its IPv4 blocks, checked against the Service CIDR."""
         spec = self.platform.cluster
-        if given_vpc is None:
+        if given is None:
             return self._create_vpc(), (spec.vpc_cidr,)
+        if isinstance(given, VpcAttributes):
+            given_vpc = given.to_vpc(self, "Vpc", zones=spec.availability_zones)
+            given_blocks = [*given.cidr_blocks, *(given_blocks or ())]
+        else:
+            refuse_foreign_stage(given, self)
+            given_vpc = given
         blocks = blocks_of_vpc(given_vpc, given=given_blocks, where=f"{self.node.path} (vpc)")
         check_service_cidr(spec.service_cidr, blocks, where=self.node.path)
         if spec.vpc_cidr not in blocks:

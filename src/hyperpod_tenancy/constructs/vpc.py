@@ -1,4 +1,4 @@
-"""The IPv4 CIDR blocks of the VPC a cluster actually uses (team egress excludes every one of them).
+"""A VPC given to the cluster: :class:`VpcAttributes`, and the IPv4 blocks of the VPC in use.
 
 With the VPC CNI, pods take addresses of the VPC: a team's ``allow-internet-egress`` NetworkPolicy must exclude
 every block of the VPC in use, secondary blocks included, or team pods reach other teams' pods and the nodes.
@@ -8,15 +8,79 @@ The policy's ``cluster.vpcCidr`` describes the VPC the cluster creates; a VPC gi
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import aws_cdk as cdk
 import jsii
 from aws_cdk import aws_ec2 as ec2
+from constructs import Construct
 
 from hyperpod_tenancy.errors import TenancyError
 
-__all__ = ["blocks_of_vpc", "check_service_cidr"]
+__all__ = ["VpcAttributes", "blocks_of_vpc", "check_service_cidr", "refuse_foreign_stage"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class VpcAttributes:
+    """An existing VPC, by its attributes: what ``PlatformStage`` (or a cluster in any stage) imports.
+
+    A VPC *object* built in another stage of the app cannot be referenced from the platform's stacks (CDK refuses
+    cross-stage references); give its attributes instead, as plain values (or tokens of the cluster stack's own).
+
+    Args:
+        vpc_id: the VPC's ID.
+        cidr_blocks: every IPv4 CIDR block of the VPC, secondary blocks included (team egress excludes them).
+        private_subnets: a private subnet with egress per availability zone, ``{zone: subnet ID}``, one for each
+            zone of ``cluster.availabilityZones``.
+        private_route_tables: the route table of each of those subnets, ``{zone: route table ID}``. Default: not
+            known (CDK then warns where a route table is read).
+
+    """
+
+    vpc_id: str
+    cidr_blocks: Sequence[str]
+    private_subnets: Mapping[str, str]
+    private_route_tables: Mapping[str, str] | None = None
+
+    def to_vpc(self, scope: Construct, id: str, *, zones: Sequence[str]) -> ec2.IVpc:
+        """Import the VPC in ``scope`` with its private subnets in ``zones`` (the platform's), in that order.
+
+        Raises:
+            TenancyError: a zone of ``zones`` has no subnet, or a subnet is in a zone the platform does not use.
+
+        """
+        missing = [z for z in zones if z not in self.private_subnets]
+        extra = sorted(set(self.private_subnets) - set(zones))
+        if missing or extra:
+            raise TenancyError(
+                f"{scope.node.path}: vpc=VpcAttributes(private_subnets=...) names zones {sorted(self.private_subnets)} "
+                f"but cluster.availabilityZones is {list(zones)}; give one private subnet per zone of the policy."
+            )
+        tables = self.private_route_tables
+        return ec2.Vpc.from_vpc_attributes(
+            scope,
+            id,
+            vpc_id=self.vpc_id,
+            vpc_cidr_block=self.cidr_blocks[0] if self.cidr_blocks else None,
+            availability_zones=list(zones),
+            private_subnet_ids=[self.private_subnets[z] for z in zones],
+            private_subnet_route_table_ids=[tables[z] for z in zones] if tables else None,
+        )
+
+
+def refuse_foreign_stage(vpc: ec2.IVpc, scope: Construct) -> None:
+    """Refuse a VPC object from another stage than ``scope``'s, naming the ``vpc`` prop and :class:`VpcAttributes`."""
+    theirs, ours = cdk.Stage.of(vpc), cdk.Stage.of(scope)
+    if theirs is not ours:
+        where = theirs.node.path if theirs is not None else "the app"
+        mine = ours.node.path if ours is not None else "the app"
+        raise TenancyError(
+            f"{scope.node.path}: vpc is the VPC object {vpc.node.path!r} of another stage ({where or 'the app'}) "
+            f"than the cluster's ({mine or 'the app'}); CDK cannot reference it across stages. Pass its attributes "
+            "instead: vpc=VpcAttributes(vpc_id=..., cidr_blocks=[...], private_subnets={zone: subnet ID}) "
+            "(in PlatformStage: cluster_options={'vpc': VpcAttributes(...)})."
+        )
 
 
 def _ipv4(value: str, where: str) -> str:
