@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,9 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_ec2 as ec2
 from platforms import PLATFORM_YAML, REPO
+from synth import Synth
 
+from hyperpod_tenancy.constructs._private.feature_flags import TEMPLATE_FLAGS
 from hyperpod_tenancy.constructs.shared_hyperpod_cluster import SharedHyperPodCluster
 from hyperpod_tenancy.constructs.team_tenant import TeamTenant
 from hyperpod_tenancy.constructs.vpc import VpcAttributes
@@ -247,3 +250,38 @@ def test_the_stage_takes_a_vpc_by_its_attributes(reference_platform: Platform) -
             platform=reference_platform,
             cluster_options={"vpc": replace(attributes, private_subnets={zones[0]: "subnet-01"})},
         )
+
+
+def test_the_templates_do_not_follow_the_apps_flags_silently(reference: Synth, tmp_path: Path) -> None:
+    """An app with CDK's default context (no ``cdk.json`` of this repository): the same resources but the log
+    groups of CDK's own Lambdas, and a warning naming each flag the templates still depend on."""
+    app = cdk.App(outdir=str(tmp_path))
+    stage = PlatformStage(app, reference.platform.name, platform=reference.platform)
+    templates = {s.stack_name: s.template for s in stage.synth().stacks}
+    assert set(templates) == set(reference.templates)
+    for name, template in templates.items():
+        ours = Counter(r["Type"] for r in template["Resources"].values())
+        repo = Counter(r["Type"] for r in reference.templates[name]["Resources"].values())
+        assert set(repo - ours) <= {"AWS::Logs::LogGroup"} and not ours - repo, (
+            name,
+            repo - ours,
+            ours - repo,
+        )
+    cluster = Counter(r["Type"] for r in templates[stage.cluster_stack.stack_name]["Resources"].values())
+    assert cluster["AWS::IAM::OIDCProvider"] == 1 and "Custom::AWSCDKOpenIdConnectProvider" not in cluster
+    assert cluster["Custom::VpcRestrictDefaultSG"] == 1
+    warnings = [
+        str(e.data)
+        for n in stage.cluster_stack.node.find_all()
+        for e in n.node.metadata
+        if e.type == "aws:cdk:warning" and "HPT-FEATURE-FLAGS" in str(e.data)
+    ]
+    assert len(warnings) == 1
+    assert all(flag in warnings[0] for flag in TEMPLATE_FLAGS)
+    repo_warnings = [
+        e
+        for n in reference.stage.cluster_stack.node.find_all()
+        for e in n.node.metadata
+        if "HPT-FEATURE-FLAGS" in str(e.data)
+    ]
+    assert not repo_warnings

@@ -39,6 +39,7 @@ from hyperpod_tenancy.constructs._private.annotations import (
     warn,
 )
 from hyperpod_tenancy.constructs._private.extensions import ChartExtensions, chart_objects
+from hyperpod_tenancy.constructs._private.feature_flags import warn_flags_off
 from hyperpod_tenancy.constructs._private.inference_operator import (
     InferenceOperator,
     install_inference_operator,
@@ -365,8 +366,7 @@ class SharedHyperPodCluster(Construct):
                 f"{self.node.path}: the stack is in {stack.region} but platform.region is {platform.region}; "
                 "create the stack with env=Environment(region=platform.region)."
             )
-        for issue in policy_warnings(platform):
-            warn(self, issue.code, f"{issue.path}: {issue.message} {issue.fix}")
+        self._warn_at_synth()
         #: The platform's customer-managed key (``encryption.kmsKey``; ``None``: AWS-managed keys).
         self.platform_key: PlatformKey | None = (
             PlatformKey(self, "PlatformKey", platform=platform) if platform.encryption.kms_key else None
@@ -688,6 +688,8 @@ class SharedHyperPodCluster(Construct):
             # egress (image pulls, S3 without the endpoint) across zones and loses it when that zone fails
             # (https://docs.aws.amazon.com/vpc/latest/userguide/nat-gateway-basics.html).
             nat_gateways=len(spec.availability_zones),
+            # set, not left to the app's @aws-cdk/aws-ec2:restrictDefaultSecurityGroup flag (Security Hub EC2.2)
+            restrict_default_security_group=True,
             subnet_configuration=[
                 ec2.SubnetConfiguration(name="public", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=24),
                 # HyperPod nodes and pods take VPC IPs (VPC CNI): give them large subnets.
@@ -709,6 +711,12 @@ class SharedHyperPodCluster(Construct):
             "the platform names its zones on purpose: GPU capacity (reservations, training plans) is per zone",
         )
         return vpc
+
+    def _warn_at_synth(self) -> None:
+        """Emit the policy's warnings and the one naming the app's feature flags the templates depend on."""
+        for issue in policy_warnings(self.platform):
+            warn(self, issue.code, f"{issue.path}: {issue.message} {issue.fix}")
+        warn_flags_off(self)
 
     def _use_vpc(
         self, given: ec2.IVpc | VpcAttributes | None, given_blocks: Sequence[str] | None
