@@ -23,6 +23,7 @@ from constructs import Construct, IValidation
 from hyperpod_tenancy.constructs._private.annotations import (
     acknowledge,
     acknowledge_role,
+    warn,
     wildcard_findings,
 )
 from hyperpod_tenancy.constructs._private.extensions import ChartExtensions, chart_objects
@@ -47,6 +48,7 @@ from hyperpod_tenancy.constructs.encryption import encrypt_new_log_groups_and_ta
 from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
 from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.k8s import onboarding, posix_identity
+from hyperpod_tenancy.k8s.admission_check import check_team_objects
 from hyperpod_tenancy.k8s.audit_record import kube_expectation
 from hyperpod_tenancy.k8s.team_chart import TeamChart
 from hyperpod_tenancy.k8s.team_manifests import DEFAULT_SERVICE_ACCOUNT, FsxVolume
@@ -267,7 +269,11 @@ class TeamTenant(Construct):
         # the webhook knows the team (within its refresh interval) before any team object exists
         self.chart_manifest.node.add_dependency(self.identity_record)
         self._extensions = ChartExtensions(
-            self, cluster=cluster.kubernetes, chart=self.chart, after=self.chart_manifest
+            self,
+            cluster=cluster.kubernetes,
+            chart=self.chart,
+            after=self.chart_manifest,
+            check=self._refuse_inadmissible,
         )
         self._acknowledge_findings()
 
@@ -612,6 +618,21 @@ class TeamTenant(Construct):
         return manifest
 
     # ------------------------------------------------------------------ extension
+    def _refuse_inadmissible(self, where: str, objects: list[dict[str, Any]]) -> None:
+        """Refuse objects the team's admission policies deny at deploy; warn for the ones they would warn about."""
+        findings = check_team_objects(self.cluster.platform, self.team, objects)
+        for finding in findings:
+            if finding.action == "Warn":
+                warn(self, "HPT-ADMISSION-WARN", f"{where}: {finding}")
+        denied = [f for f in findings if f.action == "Deny"]
+        if denied:
+            lines = "\n".join(f"  - {f}" for f in denied)
+            raise TenancyError(
+                f"{where}: the team's admission policies would refuse {len(denied)} object(s) at deploy (checked "
+                f"at synth with the policies' own CEL, as the deploying identity):\n{lines}\nFix each object as "
+                "the message says (docs: Troubleshooting lists every admission denial)."
+            )
+
     def add_manifest(
         self,
         id: str,
@@ -623,7 +644,10 @@ class TeamTenant(Construct):
 
         Objects without a namespace go to the team's (:attr:`namespace`); the team chart (its Namespace, RBAC,
         quotas) is applied first (``DependsOn``). Objects are admitted like the team's own: workloads need the
-        team's queue and priority labels. Each call is one ``eks.KubernetesManifest`` with construct ID ``id``.
+        team's queue and priority labels. The team's admission policies are evaluated at synth on the objects in
+        the team's namespace (their own CEL, by a CEL library, as the deploying identity): an object they deny
+        stops synthesis naming the policy and its message; one they warn about gets ``HPT-ADMISSION-WARN``. Each
+        call is one ``eks.KubernetesManifest`` with construct ID ``id``.
 
         Args:
             id: construct ID of the manifest (in this tenant).
@@ -637,8 +661,9 @@ class TeamTenant(Construct):
             The manifest applying the objects.
 
         Raises:
-            TenancyError: listing every refused object: in another namespace, cluster-scoped, unnamed, or named
-                like an object of the team chart or of an earlier addition.
+            TenancyError: listing every refused object: in another namespace, cluster-scoped, unnamed, named
+                like an object of the team chart or of an earlier addition, or denied by the team's admission
+                policies (each with the policy and its message).
 
         Example::
 
