@@ -69,6 +69,16 @@ TOOLS = ("plan", "onboarding", "explain", "recommend-quotas", "probe", "audit")
 COMMAND_EXTRAS: dict[str, str] = {"recommend-quotas": "chargeback", "probe": "explain"}
 
 
+def _version() -> str:
+    """Return the installed distribution's version (``unknown`` when run from a tree that is not installed)."""
+    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415
+
+    try:
+        return version("cdk-hyperpod-tenancy")
+    except PackageNotFoundError:
+        return "unknown"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line and return the exit status (0 valid, 1 invalid or unreadable, 2 usage).
 
@@ -126,6 +136,7 @@ def _parser() -> argparse.ArgumentParser:
         prog=PROG,
         description="Check a shared HyperPod cluster tenancy policy (platform.yaml) before `cdk synth`.",
     )
+    parser.add_argument("--version", action="version", version=f"{PROG} {_version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     check = commands.add_parser(
         "validate",
