@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
+import sys
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
@@ -285,3 +287,18 @@ def test_the_templates_do_not_follow_the_apps_flags_silently(reference: Synth, t
         if "HPT-FEATURE-FLAGS" in str(e.data)
     ]
     assert not repo_warnings
+
+
+@pytest.mark.parametrize("which", [0, 1], ids=["platform-stage", "compose-yourself"])
+def test_a_policy_error_in_the_readme_app_is_its_message_not_a_traceback(which: int, tmp_path: Path) -> None:
+    broken = PLATFORM_YAML.read_text(encoding="utf-8").replace("posixGid: 20002", "posixGid: 20001", 1)
+    assert broken != PLATFORM_YAML.read_text(encoding="utf-8")
+    (tmp_path / "platform.yaml").write_text(broken, encoding="utf-8")
+    (tmp_path / "app.py").write_text(_readme_quick_starts()[which], encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "app.py"], cwd=tmp_path, capture_output=True, text=True, check=False, timeout=300
+    )
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    problems = [line for line in done.stderr.splitlines() if "problem(s) in platform.yaml" in line]
+    assert problems and "posixGid" in done.stderr, done.stderr[-2000:]
