@@ -200,6 +200,12 @@ def test_explaining_a_denial_needs_no_extra(installed: Path, tmp_path: Path) -> 
     assert "hyperpod-tenancy-workload-labels" in result.stdout
 
 
+def test_the_text_plan_needs_no_extra(installed: Path, tmp_path: Path) -> None:
+    result = _run([str(installed.parent / "hyperpod-tenancy"), "plan", str(PLATFORM_YAML)], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "research" in result.stdout
+
+
 def test_validate_needs_no_extra(installed: Path, tmp_path: Path) -> None:
     result = _run([str(installed.parent / "hyperpod-tenancy"), "validate", str(PLATFORM_YAML)], cwd=tmp_path)
     assert result.returncode == 0, result.stderr
@@ -210,7 +216,8 @@ def test_validate_needs_no_extra(installed: Path, tmp_path: Path) -> None:
     ("extra", "args"),
     [
         ("chargeback", ["chargeback", "--usage", ".", "--prices", "prices.json", "--month", "2026-07"]),
-        ("plan", ["plan", str(PLATFORM_YAML)]),
+        ("plan", ["plan", str(PLATFORM_YAML), "--png", "plan.png"]),
+        ("probe", ["probe", str(PLATFORM_YAML), "--teams", "research", "vision"]),
         # a command that needs another command's extra names that extra
         ("chargeback", ["recommend-quotas", "--usage", ".", str(PLATFORM_YAML)]),
         ("explain", ["explain", "my-job", "-n", "hyperpod-ns-research"]),
