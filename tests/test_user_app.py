@@ -302,3 +302,16 @@ def test_a_policy_error_in_the_readme_app_is_its_message_not_a_traceback(which: 
     assert "Traceback" not in done.stderr
     problems = [line for line in done.stderr.splitlines() if "problem(s) in platform.yaml" in line]
     assert problems and "posixGid" in done.stderr, done.stderr[-2000:]
+
+
+def test_compute_quota_is_a_typed_attribute(reference: Synth) -> None:
+    """``TeamTenant.compute_quota``: the quota's ARN, ID and name typed, not a bare ``CfnResource`` to dig into."""
+    tenant = reference.stage.team_stacks["research"].tenant
+    quota = tenant.compute_quota
+    assert quota is not None
+    stack = cdk.Stack.of(tenant)
+    logical_id = stack.resolve(quota.resource.logical_id)
+    assert stack.resolve(quota.compute_quota_arn) == {"Ref": logical_id}
+    assert stack.resolve(quota.compute_quota_id) == {"Fn::GetAtt": [logical_id, "ComputeQuotaId"]}
+    assert quota.name == "research-quota"
+    assert quota.resource.cfn_resource_type == "AWS::SageMaker::ComputeQuota"

@@ -38,7 +38,7 @@ from hyperpod_tenancy.constructs._private.team_iam import (
     team_prefix,
 )
 from hyperpod_tenancy.constructs.backends import TeamFairness, backend_for, checked_policy
-from hyperpod_tenancy.constructs.backends.task_governance import NAMESPACE_WAIT
+from hyperpod_tenancy.constructs.backends.task_governance import NAMESPACE_WAIT, ComputeQuota
 from hyperpod_tenancy.constructs.drift_audit import (
     audit_record_parameter,
     kube_record_parameter,
@@ -135,8 +135,9 @@ class TeamTenant(Construct):
         cluster, team, namespace, kubernetes_group, service_account, execution_role, workload_role,
         permission_set, sso_role_arn, access_entries, chart, chart_manifest: see each attribute.
         domain, studio_assignment, studio_security_group: Studio resources (``None`` when ``studio: false``).
-        fairness: what the fairness backend built for the team; compute_quota: its quota resource (a Task
-            Governance ``ComputeQuota``; ``None`` with Kueue, whose queues are in the chart).
+        fairness: what the fairness backend built for the team; compute_quota: its Task Governance quota with
+            its attributes typed (:class:`~hyperpod_tenancy.constructs.backends.task_governance.ComputeQuota`:
+            ARN, ID, name, the resource; ``None`` with Kueue, whose queues are in the chart, or another backend).
 
     Raises:
         TenancyError: the team is not in the policy, or it is flagged for a dedicated cluster, or
@@ -230,11 +231,9 @@ class TeamTenant(Construct):
         backend = backend_for(platform)
         #: What the fairness backend built for the team (its quota, what the chart is applied after).
         self.fairness: TeamFairness = backend.build_team(self, cluster, spec)
-        #: The team's quota resource (Task Governance ``ComputeQuota``; ``None`` with Kueue, whose queues are in
-        #: the chart).
-        self.compute_quota: cdk.CfnResource | None = (
-            self.fairness.quota if isinstance(self.fairness.quota, cdk.CfnResource) else None
-        )
+        #: The team's Task Governance quota, attributes typed (ARN, ID, name; ``.resource`` is the L1 escape hatch);
+        #: ``None`` with Kueue, whose queues are in the chart.
+        self.compute_quota: ComputeQuota | None = ComputeQuota.of(self.fairness.quota, team=spec.name)
         #: The team's own Kubernetes objects, rendered from the policy (a copy of them: ``chart.to_json()``).
         #: Read-only: add objects of your own with :meth:`add_manifest` or :meth:`add_cdk8s_chart`.
         self.chart: TeamChart = self._render_chart(
