@@ -7,6 +7,7 @@ The extension point is ``TeamTenant.add_manifest`` / ``add_cdk8s_chart`` (and th
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -319,3 +320,16 @@ def test_the_check_decides_as_the_admission_harness(reference_platform: Platform
         assert sorted(f.message for f in found if f.action == "Warn") == sorted(expected.warnings), obj
     inference = reference_platform.team("inference")
     assert not check_team_objects(reference_platform, inference, [tenant_admission.deployment("inference")])
+
+
+def test_without_the_cel_engine_a_workload_is_refused_naming_the_extra(
+    stage: PlatformStage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check cannot run without the [admission] extra: unknown means refused, a ConfigMap needs no check."""
+    monkeypatch.setitem(sys.modules, "cel", None)
+    tenant = stage.team_stacks["vision"].tenant
+    honest = tenant_admission.deployment("vision")
+    del honest["metadata"]["namespace"]
+    with pytest.raises(TenancyError, match=r"pip install 'cdk-hyperpod-tenancy\[admission\]'"):
+        tenant.add_manifest("NoEngine", honest)
+    tenant.add_manifest("PlainSettings", _config_map("plain-settings"))

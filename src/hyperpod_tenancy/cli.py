@@ -61,6 +61,8 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "plan": ("matplotlib", "rich"),
     "explain": ("kubernetes",),
     "probe": ("kubernetes",),
+    # not a command's: TeamTenant.add_manifest checks added workloads against the team's admission policies
+    "admission": ("cel",),
     "audit": ("boto3", "kubernetes"),
 }
 #: The commands of :mod:`hyperpod_tenancy.tools`, one module each: ``add_parser(commands)`` and

@@ -4,7 +4,8 @@ Objects given to ``TeamTenant.add_manifest`` (or its cdk8s chart) are applied by
 no policy exempts (only controllers are exempt, by ``request.userInfo``): the API server would refuse at deploy
 what the team's ValidatingAdmissionPolicies refuse. This module evaluates the very policies the platform chart
 renders (:func:`~hyperpod_tenancy.k8s.admission.admission_policies`, the tenant and operator guards), their
-CEL run by a CEL library (``common-expression-language``), in the API server's order: resource rules and
+CEL run by a CEL library (``common-expression-language``, the ``[admission]`` extra; without it an object a
+policy matches is refused naming the extra), in the API server's order: resource rules and
 namespace selectors, match conditions, then each validation, whose ``messageExpression`` (or ``message``) says
 why; the binding's ``validationActions`` decide between a refusal (``Deny``) and a warning (``Warn``).
 
@@ -14,11 +15,14 @@ not happened at synth), and objects in another namespace than the team's.
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.k8s.admission import admission_policies
 from hyperpod_tenancy.k8s.labels import namespace_labels
 from hyperpod_tenancy.k8s.operator_guards import operator_guard_policies
@@ -56,11 +60,19 @@ class AdmissionFinding:
         return f"{self.object}: {self.policy} ({self.action}): {self.message}"
 
 
+def _cel_engine(what: str) -> Any:
+    """Return the CEL engine's module, or refuse naming the extra that installs it (unknown means refused)."""
+    if importlib.util.find_spec("cel") is None:
+        raise TenancyError(
+            f"{what}: checking it against the team's admission policies at synth needs the CEL engine: "
+            "pip install 'cdk-hyperpod-tenancy[admission]' (common-expression-language)."
+        )
+    return importlib.import_module("cel")
+
+
 @cache
 def _program(expression: str) -> Any:
-    import cel  # noqa: PLC0415 - the CEL engine is loaded only when an object is checked
-
-    return cel.compile(expression)
+    return _cel_engine("a team's admission policy").compile(expression)
 
 
 def _run(expression: str, context: Any) -> Any:
@@ -114,8 +126,6 @@ def check_team_objects(
         Every failed validation of every object, ``Deny`` and ``Warn`` alike, in object order.
 
     """
-    import cel  # noqa: PLC0415 - see _program
-
     namespace_name = names.namespace(team.name)
     labels = namespace_labels(platform, team)
     namespace = {
@@ -135,6 +145,7 @@ def check_team_objects(
         resource = _RESOURCES.get((group, str(obj.get("kind"))))
         if resource is None:
             continue
+        cel = _cel_engine(f"{obj.get('kind')}/{metadata.get('name')}")
         context = cel.Context(
             {
                 "object": dict(obj),
