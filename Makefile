@@ -126,7 +126,7 @@ test-setup: setup
 
 # the cloud assembly, then the tenancy plan beside it (cdk.out/plan.md, cdk.out/plan.png)
 synth: setup
-	npx cdk synth --quiet
+	npx cdk synth --quiet '**'
 	$(VENV)/bin/hyperpod-tenancy plan platform.yaml --markdown cdk.out/plan.md --png cdk.out/plan.png
 
 validate: $(VENV)/.stamp

@@ -208,7 +208,10 @@ def test_a_cluster_matching_its_policy_has_no_kubernetes_finding(backend: str, t
             str(kubeconfig(tmp_path / "kc", server.url)),
         )
     assert (status, err) == (0, "")
-    assert out == f"No drift: platform ml-platform matches {policy_file(tmp_path, backend)}.\n"
+    assert (
+        out
+        == f"No drift: platform ml-platform matches {policy_file(tmp_path, backend)} (Kubernetes checked).\n"
+    )
     # every page of every list was read
     assert sum("continue=" in r for r in server.requests) >= 3
 
@@ -511,3 +514,13 @@ def test_a_record_of_a_team_removed_from_the_policy(aws: AwsWorld) -> None:
     _, findings = team_expectations(aws.platform, {**aws.expectations, "speech": gone})
     assert kinds(findings) == [("team-not-in-policy", "speech")]
     assert findings[0].fix == "cdk destroy ml-platform/Team-Speech (or put the team back into platform.yaml)"
+
+
+def test_skipping_every_check_is_an_error_not_no_drift() -> None:
+    """``--skip aws --skip kubernetes`` checks nothing: it must not print "No drift" and exit 0."""
+    status, out, err = audit(str(PLATFORM_YAML), "--skip", "aws", "--skip", "kubernetes")
+    assert (status, out) == (2, "")
+    assert err == (
+        "hyperpod-tenancy audit: error: --skip aws and --skip kubernetes leave nothing to check; "
+        "skip one of them at most.\n"
+    )

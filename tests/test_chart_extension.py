@@ -7,6 +7,7 @@ The extension point is ``TeamTenant.add_manifest`` / ``add_cdk8s_chart`` (and th
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,11 +15,18 @@ import aws_cdk as cdk
 import cdk8s
 import cdk8s_plus_33 as kplus
 import pytest
+import tenant_admission
 from aws_cdk import aws_eks_v2 as eks
+from cel_admission import evaluate_policies
 from synth import K8S_RESOURCE, depends_on, new_app, render_intrinsics
 
 from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.k8s._manifest_chart import extension_manifests, is_cluster_scoped
+from hyperpod_tenancy.k8s.admission import admission_policies
+from hyperpod_tenancy.k8s.admission_check import DEPLOYER, check_team_objects
+from hyperpod_tenancy.k8s.labels import namespace_labels
+from hyperpod_tenancy.k8s.operator_guards import operator_guard_policies
+from hyperpod_tenancy.k8s.tenant_guards import tenant_guard_policies
 from hyperpod_tenancy.policy import Platform
 from hyperpod_tenancy.stacks import PlatformStage
 
@@ -246,3 +254,82 @@ def test_a_cluster_scoped_object_gets_no_namespace() -> None:
     ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "tools"}}
     (checked,) = extension_manifests("owner", [ns], taken=(), namespace="team-ns")
     assert checked["metadata"] == {"name": "tools"}
+
+
+# --------------------------------------------------------------------------- admission at synth
+
+
+def _unlabelled_deployment(team: str) -> dict[str, Any]:
+    honest = tenant_admission.deployment(team)
+    del honest["metadata"]["labels"]
+    del honest["metadata"]["namespace"]
+    honest["metadata"]["name"] = "unlabelled"
+    return honest
+
+
+def test_a_workload_the_teams_admission_refuses_stops_synthesis(stage: PlatformStage) -> None:
+    """A Deployment without queue or priority labels: refused at synth, naming the policy and its message."""
+    tenant = stage.team_stacks["inference"].tenant
+    with pytest.raises(TenancyError) as error:
+        tenant.add_manifest("Unlabelled", _unlabelled_deployment("inference"))
+    text = str(error.value)
+    assert "Deployment/unlabelled: hyperpod-tenancy-workload-labels (Deny):" in text
+    assert "kueue.x-k8s.io/priority-class" in text and "kueue.x-k8s.io/queue-name" in text
+    assert "Unlabelled" not in [c.node.id for c in tenant.node.children]
+
+
+def test_an_honest_workload_is_added(stage: PlatformStage) -> None:
+    tenant = stage.team_stacks["inference"].tenant
+    honest = tenant_admission.deployment("inference")
+    del honest["metadata"]["namespace"]
+    tenant.add_manifest("Llm", honest, _config_map("llm-settings"))
+
+
+def test_the_check_decides_as_the_admission_harness(reference_platform: Platform) -> None:
+    """The synth-time check and the CEL harness the API-server tests are compared with agree, object by object."""
+    rendered = [*admission_policies(reference_platform), *tenant_guard_policies(), *operator_guard_policies()]
+    honest_job = tenant_admission.job("research")
+    cases: list[tuple[str, dict[str, Any]]] = [
+        ("inference", tenant_admission.deployment("inference")),
+        (
+            "inference",
+            {
+                **_unlabelled_deployment("inference"),
+                "metadata": {"name": "x", "namespace": "hyperpod-ns-inference"},
+            },
+        ),
+        ("research", honest_job),
+        ("research", tenant_admission.job("research", labels=tenant_admission.kueue_labels("vision"))),
+        ("research", tenant_admission.job("research", labels={})),
+        ("research", tenant_admission.raycluster("research")),
+    ]
+    for team_name, obj in cases:
+        team = reference_platform.team(team_name)
+        ns = {
+            "metadata": {
+                "name": obj["metadata"]["namespace"],
+                "labels": namespace_labels(reference_platform, team),
+            }
+        }
+        group, resource = tenant_admission.group_resource(obj)
+        expected = evaluate_policies(
+            rendered, obj=obj, namespace=ns, group=group, resource=resource, user_info=DEPLOYER
+        )
+        found = check_team_objects(reference_platform, team, [obj])
+        assert sorted(f.message for f in found if f.action == "Deny") == sorted(expected.denied), obj
+        assert sorted(f.message for f in found if f.action == "Warn") == sorted(expected.warnings), obj
+    inference = reference_platform.team("inference")
+    assert not check_team_objects(reference_platform, inference, [tenant_admission.deployment("inference")])
+
+
+def test_without_the_cel_engine_a_workload_is_refused_naming_the_extra(
+    stage: PlatformStage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check cannot run without the [admission] extra: unknown means refused, a ConfigMap needs no check."""
+    monkeypatch.setitem(sys.modules, "cel", None)
+    tenant = stage.team_stacks["vision"].tenant
+    honest = tenant_admission.deployment("vision")
+    del honest["metadata"]["namespace"]
+    with pytest.raises(TenancyError, match=r"pip install 'cdk-hyperpod-tenancy\[admission\]'"):
+        tenant.add_manifest("NoEngine", honest)
+    tenant.add_manifest("PlainSettings", _config_map("plain-settings"))

@@ -234,3 +234,11 @@ def test_installed_console_script(tmp_path: Path) -> None:
     assert (bad.returncode, bad.stdout) == (1, "")
     assert "teams[0].compute.borrowLimit: 0 is outside" in bad.stderr
     assert "Traceback" not in bad.stderr
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--version`` prints the installed distribution's version, as pip knows it."""
+    import importlib.metadata
+
+    version = importlib.metadata.version("cdk-hyperpod-tenancy")
+    assert run(["--version"], capsys) == (0, f"hyperpod-tenancy {version}\n", "")

@@ -1017,3 +1017,30 @@ def test_docs_show_the_current_output_of_every_case(case: str, capsys: pytest.Ca
     assert f"```text\n{out}\n```" in DOC.read_text(encoding="utf-8"), (
         f"docs/explain.md: stale or missing sample for {case}"
     )
+
+
+def _without_cluster_queue(platform: Platform, case: str) -> list[Diagnosis]:
+    documents = [o for o in load(case) if o["kind"] != "ClusterQueue"]
+    objects = objects_from_documents(documents, asked=KUEUE_CASES[case], namespace=None)
+    return diagnose(platform, objects)
+
+
+def test_larger_than_the_ceiling_without_the_queue_is_told_from_the_policy(platform: Platform) -> None:
+    """Only the Workload (``... > maximum capacity (108)``): the guarantee and ceiling come from ``platform.yaml``,
+    the job is told it can never be admitted as sized, and no queue counts are made up."""
+    diagnoses = _without_cluster_queue(platform, "exceeds_ceiling")
+    main = diagnoses[0]
+    assert main.cause is Cause.BORROWING_CEILING
+    assert "128 nvidia.com/gpu against a ceiling of 108" in main.summary
+    assert "never be admitted" in main.summary
+    assert "cannot tell whose quota" not in text(diagnoses)
+    assert "your queue: 0 admitted" not in text(diagnoses)
+    assert any("from platform.yaml" in line for line in main.details), main.details
+
+
+def test_waiting_without_the_queue_uses_the_policy_guarantee(platform: Platform) -> None:
+    diagnoses = _without_cluster_queue(platform, "own_quota")
+    rendered = text(diagnoses)
+    assert "cannot tell whose quota" not in rendered
+    assert "your queue: 0 admitted" not in rendered
+    assert "guarantee" in rendered

@@ -2,8 +2,9 @@
 
 The wheel is built from this checkout, installed into a new virtual environment under a temporary folder (no
 ``.venv``, no ``src`` on the path) with no extras, and the README's quick-start snippets run there as written,
-through the pinned CDK CLI, beside a copy of ``platform.yaml`` and a ``cdk.json`` carrying this repository's
-feature flags. What they synthesize must be the reference platform exactly as the checkout synthesizes it.
+through the pinned CDK CLI, beside a copy of ``platform.yaml`` and a ``cdk.json`` that names the app and nothing
+else (CDK's default context, not this repository's flags), without AWS credentials. What the stage synthesizes
+must be the reference platform exactly as the checkout synthesizes it with the same (default) context.
 The commands that need an extra must say so in one line.
 """
 
@@ -20,7 +21,7 @@ from typing import Any
 
 import pytest
 from platforms import PLATFORM_YAML, REPO
-from synth import Synth, cdk_context
+from synth import synthesize
 
 from hyperpod_tenancy.cli import EXTRAS
 from hyperpod_tenancy.policy import Platform
@@ -88,7 +89,7 @@ def _cdk_synth(python: Path, snippet: str, folder: Path, *, cached: dict[str, An
     folder.mkdir()
     (folder / "app.py").write_text(snippet, encoding="utf-8")
     shutil.copy(PLATFORM_YAML, folder / "platform.yaml")
-    cdk_json = {"app": f"{python} app.py", "context": cdk_context()}
+    cdk_json = {"app": f"{python} app.py"}  # a user's fresh folder: CDK's default context
     (folder / "cdk.json").write_text(json.dumps(cdk_json), encoding="utf-8")
     if cached is not None:
         (folder / "cdk.context.json").write_text(json.dumps(cached), encoding="utf-8")
@@ -146,11 +147,12 @@ def test_the_core_package_pulls_in_no_extra(installed: Path) -> None:
 
 
 def test_the_platform_stage_quick_start_synthesizes_the_reference_platform(
-    installed: Path, reference: Synth, tmp_path: Path
+    installed: Path, reference_platform: Platform, tmp_path: Path
 ) -> None:
     assembly = _cdk_synth(installed, quick_start_snippets()[0], tmp_path / "stage")
     templates = _templates(assembly)
-    expected = reference.templates
+    # the checkout's synthesis with the same context: CDK's default (the constructs warn about its flags)
+    expected = synthesize(reference_platform, tmp_path / "checkout", context={}).templates
     assert set(templates) == set(expected)
     for name, template in expected.items():
         ours, theirs = _without_cli_metadata(templates[name]), _without_cli_metadata(template)
@@ -168,13 +170,9 @@ def test_the_platform_stage_quick_start_synthesizes_the_reference_platform(
 def test_the_compose_yourself_quick_start_synthesizes(
     installed: Path, reference_platform: Platform, tmp_path: Path
 ) -> None:
-    """In a stack of its own the VPC checks its zones against the region's: a lookup that ``cdk synth`` makes once
-    with credentials and caches in ``cdk.context.json`` (as the README says); the stage needs none."""
-    p = reference_platform
-    zones = {
-        f"availability-zones:account={p.account}:region={p.region}": [f"{p.region}{z}" for z in "abcdef"]
-    }
-    assembly = _cdk_synth(installed, quick_start_snippets()[1], tmp_path / "compose", cached=zones)
+    """In stacks of its own, as written: the app takes the policy's zones (``zone_context``), so no lookup and no
+    credentials, and no ``cdk.context.json``."""
+    assembly = _cdk_synth(installed, quick_start_snippets()[1], tmp_path / "compose")
     templates = _templates(assembly)
     assert set(templates) == {"MyCluster", "MyResearch"}
     cluster = {r["Type"] for r in templates["MyCluster"]["Resources"].values()}
@@ -202,6 +200,12 @@ def test_explaining_a_denial_needs_no_extra(installed: Path, tmp_path: Path) -> 
     assert "hyperpod-tenancy-workload-labels" in result.stdout
 
 
+def test_the_text_plan_needs_no_extra(installed: Path, tmp_path: Path) -> None:
+    result = _run([str(installed.parent / "hyperpod-tenancy"), "plan", str(PLATFORM_YAML)], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "research" in result.stdout
+
+
 def test_validate_needs_no_extra(installed: Path, tmp_path: Path) -> None:
     result = _run([str(installed.parent / "hyperpod-tenancy"), "validate", str(PLATFORM_YAML)], cwd=tmp_path)
     assert result.returncode == 0, result.stderr
@@ -212,7 +216,8 @@ def test_validate_needs_no_extra(installed: Path, tmp_path: Path) -> None:
     ("extra", "args"),
     [
         ("chargeback", ["chargeback", "--usage", ".", "--prices", "prices.json", "--month", "2026-07"]),
-        ("plan", ["plan", str(PLATFORM_YAML)]),
+        ("plan", ["plan", str(PLATFORM_YAML), "--png", "plan.png"]),
+        ("probe", ["probe", str(PLATFORM_YAML), "--teams", "research", "vision"]),
         # a command that needs another command's extra names that extra
         ("chargeback", ["recommend-quotas", "--usage", ".", str(PLATFORM_YAML)]),
         ("explain", ["explain", "my-job", "-n", "hyperpod-ns-research"]),

@@ -105,3 +105,24 @@ def test_jsii_runs_on_a_supported_node() -> None:
     assert int(version.lstrip("v").split(".")[0]) >= 22, (
         f"{node} is Node {version}: run the tests through `make test`, which installs a supported Node"
     )
+
+
+def test_make_synth_selects_the_stage_stacks(tmp_path: Path) -> None:
+    """``make synth``'s CDK command, run as the recipe writes it: the stacks live in the platform's stage, so the
+    CLI's closing line must list them, not an empty ``Supply a stack id ()``."""
+    (line,) = [cmd for cmd in _dry_run("synth").splitlines() if cmd.startswith("npx cdk synth")]
+    args = [str(REPO / "node_modules" / ".bin" / "cdk"), *line.split()[2:], "-o", str(tmp_path / "cdk.out")]
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    result = subprocess.run(
+        [a.strip("'") for a in args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    output = result.stdout + result.stderr
+    assert "Supply a stack id ()" not in output
+    assert "Supply a stack id (ml-platform/Cluster, ml-platform/Team-Research" in output

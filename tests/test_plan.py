@@ -13,6 +13,7 @@ import itertools
 import os
 import shlex
 import subprocess
+import sys
 from decimal import Decimal
 from pathlib import Path
 
@@ -378,3 +379,29 @@ def test_make_synth_writes_the_plan_beside_the_cloud_assembly(tmp_path: Path) ->
         .startswith("# Tenancy plan of ml-platform")
     )
     assert (tmp_path / "cdk.out" / "plan.png").stat().st_size > 10_000
+
+
+def test_the_text_plan_needs_no_extra(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without the [plan] extra (no matplotlib, no rich) the plan still prints; only ``--png`` names the extra."""
+    from hyperpod_tenancy.cli import main
+
+    for module in ("matplotlib", "rich"):
+        monkeypatch.setitem(sys.modules, module, None)
+    assert main(["plan", str(platforms.PLATFORM_YAML)]) == 0
+    out, err = capsys.readouterr()
+    assert "research" in out and err == ""
+    assert main(["plan", str(platforms.PLATFORM_YAML), "--png", "plan.png"]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and "pip install 'cdk-hyperpod-tenancy[plan]'" in err
+
+
+def test_probe_names_an_extra_of_its_own(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from hyperpod_tenancy.cli import main
+
+    monkeypatch.setitem(sys.modules, "kubernetes", None)
+    assert main(["probe", str(platforms.PLATFORM_YAML), "--teams", "research", "vision"]) == 1
+    assert "pip install 'cdk-hyperpod-tenancy[probe]'" in capsys.readouterr().err

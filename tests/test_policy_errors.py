@@ -1850,3 +1850,26 @@ def test_kueue_backend_needs_one_shape_per_instance_type() -> None:
     assert "[HPT-RESOURCES]" in message
     data["fairnessBackend"] = "task-governance"
     platform_from_dict(data)  # Task Governance quotas count instances: no shape constraint
+
+
+def test_a_misspelt_instance_group_type_gives_no_hint_on_the_quotas_that_are_right() -> None:
+    """``ml.p5.48xlarg`` in the instance group: the group is refused with the right type; the teams that quota
+    ``ml.p5.48xlarge`` (a type HyperPod accepts) get no "did you mean ml.g5.12xlarge"."""
+    data = copy.deepcopy(reference_data())
+    (group,) = [g for g in data["cluster"]["instanceGroups"] if g["instanceType"] == "ml.p5.48xlarge"]
+    group["instanceType"] = "ml.p5.48xlarg"
+    error = policy_error(data)
+    assert [(i.code, i.path) for i in error.issues] == [
+        (
+            "HPT-INSTANCE-TYPE",
+            f"cluster.instanceGroups[{data['cluster']['instanceGroups'].index(group)}].instanceType",
+        )
+    ]
+    assert "did you mean ml.p5.48xlarge?" in str(error)
+    assert "ml.g5.12xlarge?" not in str(error)
+
+
+def test_a_quota_on_a_type_no_group_has_gets_only_a_close_hint() -> None:
+    data = edited({"teams[0].compute.quotas": {"ml.p4d.24xlarge": 1}})
+    issue = reported(policy_error(data), "HPT-QUOTA-UNKNOWN-TYPE", "teams[0].compute.quotas.ml.p4d.24xlarge")
+    assert "did you mean" not in issue.fix

@@ -567,7 +567,9 @@ def test_failure_policy_must_be_given_explicitly(tmp_path: Path) -> None:
     )
     app = cdk.App(outdir=str(tmp_path))
     stack = cdk.Stack(app, "S", env=cdk.Environment(account="111122223333", region="us-east-1"))
-    with pytest.raises(TenancyError, match="failurePolicy is not set; choose Fail"):
+    with pytest.raises(
+        TenancyError, match=r"failurePolicy: no failure policy is set .*HPT-POSIX-FAILURE-POLICY"
+    ):
         SharedHyperPodCluster(stack, "Cluster", platform=undecided)
     with pytest.raises(TypeError):
         PosixIdentityWebhook(stack, "W", cluster=None)  # type: ignore[call-arg,arg-type]

@@ -15,8 +15,9 @@ from hyperpod_tenancy.errors import PolicyError, PolicyIssue, TenancyError
 if TYPE_CHECKING:
     from hyperpod_tenancy.constructs.shared_hyperpod_cluster import SharedHyperPodCluster
     from hyperpod_tenancy.constructs.team_tenant import TeamTenant
+    from hyperpod_tenancy.constructs.vpc import VpcAttributes
     from hyperpod_tenancy.policy import Platform, load_platform, platform_from_dict, validate_platform
-    from hyperpod_tenancy.stacks import ClusterStack, PlatformStage, TeamStack
+    from hyperpod_tenancy.stacks import ClusterStack, PlatformStage, TeamStack, zone_context
 
 _LAZY = {
     "Platform": "hyperpod_tenancy.policy",
@@ -28,6 +29,8 @@ _LAZY = {
     "ClusterStack": "hyperpod_tenancy.stacks",
     "PlatformStage": "hyperpod_tenancy.stacks",
     "TeamStack": "hyperpod_tenancy.stacks",
+    "VpcAttributes": "hyperpod_tenancy.constructs.vpc",
+    "zone_context": "hyperpod_tenancy.stacks",
 }
 
 __all__ = [
@@ -40,9 +43,11 @@ __all__ = [
     "TeamStack",
     "TeamTenant",
     "TenancyError",
+    "VpcAttributes",
     "load_platform",
     "platform_from_dict",
     "validate_platform",
+    "zone_context",
 ]
 
 

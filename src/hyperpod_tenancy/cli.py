@@ -60,13 +60,26 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "webhook": ("uvicorn", "uvloop", "httptools", "orjson", "prometheus_client", "boto3"),
     "plan": ("matplotlib", "rich"),
     "explain": ("kubernetes",),
+    "probe": ("kubernetes",),
+    # not a command's: TeamTenant.add_manifest checks added workloads against the team's admission policies
+    "admission": ("cel",),
     "audit": ("boto3", "kubernetes"),
 }
 #: The commands of :mod:`hyperpod_tenancy.tools`, one module each: ``add_parser(commands)`` and
 #: ``run(args, out=, err=) -> int`` (each imports what it needs inside ``run``).
 TOOLS = ("plan", "onboarding", "explain", "recommend-quotas", "probe", "audit")
 #: Commands that need another command's extra (command → the extra named in :data:`EXTRAS`).
-COMMAND_EXTRAS: dict[str, str] = {"recommend-quotas": "chargeback", "probe": "explain"}
+COMMAND_EXTRAS: dict[str, str] = {"recommend-quotas": "chargeback"}
+
+
+def _version() -> str:
+    """Return the installed distribution's version (``unknown`` when run from a tree that is not installed)."""
+    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415
+
+    try:
+        return version("cdk-hyperpod-tenancy")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -98,15 +111,25 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_usage(sys.stderr)
         print(f"{PROG}: error: choose a command, e.g. `{PROG} validate platform.yaml`", file=sys.stderr)
         return EXIT_USAGE
-    # `explain --from-file` reads a file, `explain --denial TEXT -n NS` only the message: the Kubernetes client
-    # is needed to read the cluster, and to find the namespace of the kubeconfig's context
+    extra = COMMAND_EXTRAS.get(args.command, args.command)
+    if extra in EXTRAS and _needs_extra(args) and not _has_extra(extra, command=args.command, err=sys.stderr):
+        return EXIT_INVALID
+    return run(args)
+
+
+def _needs_extra(args: argparse.Namespace) -> bool:
+    """Whether this invocation runs what the command's extra brings.
+
+    ``explain --from-file`` reads a file, ``explain --denial TEXT -n NS`` only the message: the Kubernetes client
+    is needed to read the cluster, and to find the namespace of the kubeconfig's context. ``plan`` prints its
+    text without the extra (plain lines where ``rich`` is missing); only ``--png`` draws with matplotlib.
+    """
+    if args.command == "plan":
+        return args.png is not None
     offline = getattr(args, "from_file", None) is not None or bool(
         getattr(args, "denial", None) and args.workload is None and args.namespace
     )
-    extra = COMMAND_EXTRAS.get(args.command, args.command)
-    if extra in EXTRAS and not offline and not _has_extra(extra, command=args.command, err=sys.stderr):
-        return EXIT_INVALID
-    return run(args)
+    return not offline
 
 
 def _has_extra(extra: str, *, command: str | None = None, err: TextIO) -> bool:
@@ -126,6 +149,7 @@ def _parser() -> argparse.ArgumentParser:
         prog=PROG,
         description="Check a shared HyperPod cluster tenancy policy (platform.yaml) before `cdk synth`.",
     )
+    parser.add_argument("--version", action="version", version=f"{PROG} {_version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     check = commands.add_parser(
         "validate",

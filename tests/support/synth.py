@@ -31,12 +31,14 @@ def cdk_context() -> dict[str, Any]:
     return dict(json.loads(CDK_JSON.read_text())["context"])
 
 
-def new_app(outdir: Path, *, validate: bool = False) -> cdk.App:
+def new_app(outdir: Path, *, validate: bool = False, context: dict[str, Any] | None = None) -> cdk.App:
     """A CDK app with the same context (feature flags) as ``cdk synth`` in this repository.
 
     ``validate``: run CDK's built-in template validation at synth, as ``cdk synth`` does (off by default here).
+    ``context``: another context instead (``{}``: CDK's default, what an app without a ``cdk.json`` gets).
     """
-    return cdk.App(outdir=str(outdir), context=cdk_context(), builtin_cloud_formation_validation=validate)
+    ctx = cdk_context() if context is None else context
+    return cdk.App(outdir=str(outdir), context=ctx, builtin_cloud_formation_validation=validate)
 
 
 @dataclass
@@ -75,15 +77,22 @@ class Synth:
 
 
 def synthesize(
-    platform: Platform, outdir: Path, *, nag: bool = False, validate: bool = False, **stage_props: Any
+    platform: Platform,
+    outdir: Path,
+    *,
+    nag: bool = False,
+    validate: bool = False,
+    context: dict[str, Any] | None = None,
+    **stage_props: Any,
 ) -> Synth:
     """Synthesize ``platform`` through :class:`PlatformStage` (optionally with cdk-nag AwsSolutions).
 
-    ``validate`` runs CDK's built-in template validation (:func:`new_app`); its report is
+    ``validate`` runs CDK's built-in template validation and ``context`` replaces the repository's
+    (:func:`new_app`); the validation report is
     ``outdir/validation-report.json``. ``stage_props`` are further keyword arguments of the stage
     (``cluster_options``, ``chargeback``...).
     """
-    app = new_app(outdir, validate=validate)
+    app = new_app(outdir, validate=validate, context=context)
     stage = PlatformStage(app, platform.name, platform=platform, **stage_props)
     if nag:
         from cdk_nag import AwsSolutionsChecks

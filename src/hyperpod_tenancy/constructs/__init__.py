@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from hyperpod_tenancy.constructs.posix_identity_webhook import PosixIdentityWebhook
     from hyperpod_tenancy.constructs.shared_hyperpod_cluster import SharedHyperPodCluster
     from hyperpod_tenancy.constructs.team_tenant import TeamTenant
+    from hyperpod_tenancy.constructs.vpc import VpcAttributes
 
 _MODULES = {
     "ChargebackPipeline": "hyperpod_tenancy.constructs.chargeback_pipeline",
@@ -22,6 +23,7 @@ _MODULES = {
     "PosixIdentityWebhook": "hyperpod_tenancy.constructs.posix_identity_webhook",
     "SharedHyperPodCluster": "hyperpod_tenancy.constructs.shared_hyperpod_cluster",
     "TeamTenant": "hyperpod_tenancy.constructs.team_tenant",
+    "VpcAttributes": "hyperpod_tenancy.constructs.vpc",
 }
 
 __all__ = [
@@ -30,6 +32,7 @@ __all__ = [
     "PosixIdentityWebhook",
     "SharedHyperPodCluster",
     "TeamTenant",
+    "VpcAttributes",
 ]
 
 

@@ -58,6 +58,7 @@ from hyperpod_tenancy.constructs._private.annotations import (
 from hyperpod_tenancy.constructs._private.cluster_reader import grant_cluster_reads
 from hyperpod_tenancy.constructs._private.kubectl import KUBECTL_WAIT
 from hyperpod_tenancy.constructs._private.principals import pod_identity_principal
+from hyperpod_tenancy.constructs.backends import checked_policy
 from hyperpod_tenancy.constructs.encryption import encrypt_platform_resources
 from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
 from hyperpod_tenancy.constructs.posix_identity_webhook import PosixIdentityWebhook
@@ -795,7 +796,7 @@ class ChargebackPipeline(Construct):
     ) -> None:
         super().__init__(scope, id)
         self.cluster = cluster
-        platform = cluster.platform
+        platform = checked_policy(cluster.platform, where=self.node.path)
         self._name = platform.cluster.name
         encrypt_platform_resources(self, cluster.platform_key)
         stack = cdk.Stack.of(self)

@@ -80,6 +80,11 @@ class IHyperPodCluster(Protocol):
         ...
 
     @property
+    def vpc_cidr_blocks(self) -> tuple[str, ...]:
+        """Every IPv4 CIDR block of the cluster's VPC, secondary blocks included (excluded from team egress)."""
+        ...
+
+    @property
     def network_policy_enforced(self) -> bool:
         """Whether the cluster's CNI enforces NetworkPolicy."""
         ...

@@ -39,6 +39,7 @@ from hyperpod_tenancy.constructs._private.annotations import (
     warn,
 )
 from hyperpod_tenancy.constructs._private.extensions import ChartExtensions, chart_objects
+from hyperpod_tenancy.constructs._private.feature_flags import warn_flags_off
 from hyperpod_tenancy.constructs._private.inference_operator import (
     InferenceOperator,
     install_inference_operator,
@@ -46,11 +47,17 @@ from hyperpod_tenancy.constructs._private.inference_operator import (
 from hyperpod_tenancy.constructs._private.kubectl import KUBECTL_WAIT, eks_addon
 from hyperpod_tenancy.constructs._private.principals import pod_identity_principal
 from hyperpod_tenancy.constructs._private.sso_role_provider import SsoRoleProvider
-from hyperpod_tenancy.constructs.backends import Backend, ClusterFairness, backend_for
+from hyperpod_tenancy.constructs.backends import Backend, ClusterFairness, backend_for, checked_policy
 from hyperpod_tenancy.constructs.encryption import PlatformKey, encrypt_platform_resources
 from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
 from hyperpod_tenancy.constructs.posix_identity_webhook import PosixIdentityWebhook
 from hyperpod_tenancy.constructs.team_tenant import TeamTenant
+from hyperpod_tenancy.constructs.vpc import (
+    VpcAttributes,
+    blocks_of_vpc,
+    check_service_cidr,
+    refuse_foreign_stage,
+)
 from hyperpod_tenancy.errors import PolicyError, TenancyError
 from hyperpod_tenancy.k8s import labels
 from hyperpod_tenancy.k8s.platform_chart import PlatformChart
@@ -180,9 +187,13 @@ class _ImportedHyperPodCluster(Construct):
         sso_role_service_token: str | None,
         kms_key_arn: str | None,
         api_client_security_group_id: str | None = None,
+        vpc_cidr_blocks: Sequence[str] | None = None,
     ) -> None:
         super().__init__(scope, id)
+        checked_policy(platform, where=self.node.path)
         self._sso_role_service_token = sso_role_service_token
+        #: Every IPv4 CIDR block of the cluster's VPC (excluded from team egress).
+        self.vpc_cidr_blocks: tuple[str, ...] = tuple(vpc_cidr_blocks or (platform.cluster.vpc_cidr,))
         #: The cluster's API client security group (``None``: tenants add a rule to the endpoint group each).
         self.api_client_security_group_id: str | None = api_client_security_group_id
         #: The platform's customer-managed key (``None`` without ``encryption.kmsKey``).
@@ -270,10 +281,18 @@ class SharedHyperPodCluster(Construct):
     Args:
         scope: parent construct.
         id: construct ID.
-        platform: the validated tenancy policy; the cluster renders everything from it.
+        platform: the tenancy policy; the cluster renders everything from it. One built or changed in code is
+            validated here (:class:`~hyperpod_tenancy.errors.PolicyError`, every problem listed).
         vpc: an existing VPC. Default: a VPC is created with ``cluster.vpcCidr`` in ``cluster.availabilityZones``
             (one NAT gateway per zone, flow logs on). An imported VPC must have private subnets with egress in
-            those zones.
+            those zones. Team NetworkPolicies exclude every IPv4 block of the VPC in use (its primary block and
+            the ``AWS::EC2::VPCCidrBlock`` associations in its stack), not ``cluster.vpcCidr``. A VPC of another
+            stage of the app cannot be referenced (synthesis stops naming this prop): give its
+            :class:`~hyperpod_tenancy.constructs.vpc.VpcAttributes` (ID, CIDR blocks, a private subnet per zone),
+            imported in the cluster's stack.
+        vpc_cidr_blocks: every IPv4 CIDR block of ``vpc``. Default: what the VPC tells at synth; synthesis stops
+            naming this prop when a block is not known then (an imported VPC without ``vpc_cidr_block``, an IPAM
+            allocation). Blocks found on the VPC are added to the ones given.
         endpoint_access: EKS API endpoint access. Default: private only; reach the API through your network.
         kubectl_layer: Lambda layer with kubectl/helm for the cluster's handlers. Default: kubectl v1.33.
         posix_identity_image_uri: the POSIX identity webhook's server image, pinned by tag or digest. Default:
@@ -289,6 +308,7 @@ class SharedHyperPodCluster(Construct):
         inference_operator: the inference operator add-on, its roles and bucket (``None`` without an
             inference team).
         service_cidr: the EKS Service CIDR (``cluster.serviceCidr``).
+        vpc_cidr_blocks: every IPv4 CIDR block of the VPC in use (team egress excludes them).
         fairness_backend: the registered fairness backend serving ``platform.fairness_backend``.
         fairness: what that backend built (:class:`~hyperpod_tenancy.constructs.backends.ClusterFairness`).
         fairness_ready: the construct team objects must depend on before creating quotas or queues.
@@ -302,6 +322,10 @@ class SharedHyperPodCluster(Construct):
     """
 
     # Attributes set while __init__ builds the add-ons (declared here, typed, always present):
+    #: VPC of the cluster.
+    vpc: ec2.IVpc
+    #: Every IPv4 CIDR block of the VPC in use, secondary blocks included: team NetworkPolicies exclude them all.
+    vpc_cidr_blocks: tuple[str, ...]
     #: The managed node group of the cluster's own pods (add-on controllers, the webhook, coredns).
     system_node_group: eks.Nodegroup
     #: The vpc-cni add-on (network policy enforcement switched on).
@@ -319,14 +343,15 @@ class SharedHyperPodCluster(Construct):
         id: str,
         *,
         platform: Platform,
-        vpc: ec2.IVpc | None = None,
+        vpc: ec2.IVpc | VpcAttributes | None = None,
         endpoint_access: eks.EndpointAccess | None = None,
         kubectl_layer: lambda_.ILayerVersion | None = None,
         posix_identity_image_uri: str | None = None,
+        vpc_cidr_blocks: Sequence[str] | None = None,
     ) -> None:
         super().__init__(scope, id)
         #: The policy the cluster was built from.
-        self.platform: Platform = platform
+        self.platform: Platform = checked_policy(platform, where=self.node.path)
         self._teams: dict[str, TeamTenant] = {}
         self._sso_role_provider: SsoRoleProvider | None = None
         #: The fairness backend registered for ``platform.fairness_backend``.
@@ -341,16 +366,14 @@ class SharedHyperPodCluster(Construct):
                 f"{self.node.path}: the stack is in {stack.region} but platform.region is {platform.region}; "
                 "create the stack with env=Environment(region=platform.region)."
             )
-        for issue in policy_warnings(platform):
-            warn(self, issue.code, f"{issue.path}: {issue.message} {issue.fix}")
+        self._warn_at_synth()
         #: The platform's customer-managed key (``encryption.kmsKey``; ``None``: AWS-managed keys).
         self.platform_key: PlatformKey | None = (
             PlatformKey(self, "PlatformKey", platform=platform) if platform.encryption.kms_key else None
         )
         encrypt_platform_resources(self, self.platform_key)
 
-        #: VPC of the cluster.
-        self.vpc: ec2.IVpc = vpc or self._create_vpc()
+        self.vpc, self.vpc_cidr_blocks = self._use_vpc(vpc, vpc_cidr_blocks)
         self._subnets_by_az = self._private_subnets_by_az()
         #: Security group of the HyperPod nodes and FSx (EFA and Lustre traffic within the group).
         self.security_group = self._create_security_group()
@@ -464,6 +487,7 @@ class SharedHyperPodCluster(Construct):
         sso_role_service_token: str | None = None,
         kms_key_arn: str | None = None,
         api_client_security_group_id: str | None = None,
+        vpc_cidr_blocks: Sequence[str] | None = None,
     ) -> IHyperPodCluster:
         """Import an existing HyperPod/EKS cluster (another app or account) to add tenants to it.
 
@@ -502,6 +526,8 @@ class SharedHyperPodCluster(Construct):
                 (``SharedHyperPodCluster.api_client_security_group``), which tenants join to reach the API
                 endpoint. Default: none; each tenant then adds an inbound rule to ``api_endpoint_security_group_id``
                 (60 inbound rules by default: Service Quotas vpc L-0EA8095F).
+            vpc_cidr_blocks: every IPv4 CIDR block of the cluster's VPC, secondary blocks included (team egress
+                excludes them). Default: the policy's ``cluster.vpcCidr``.
 
         Raises:
             TenancyError: ``private_subnet_ids`` does not have one subnet per availability zone.
@@ -528,6 +554,7 @@ class SharedHyperPodCluster(Construct):
             sso_role_service_token=sso_role_service_token,
             kms_key_arn=kms_key_arn,
             api_client_security_group_id=api_client_security_group_id,
+            vpc_cidr_blocks=vpc_cidr_blocks,
         )
 
     # ------------------------------------------------------------------ attributes
@@ -661,6 +688,8 @@ class SharedHyperPodCluster(Construct):
             # egress (image pulls, S3 without the endpoint) across zones and loses it when that zone fails
             # (https://docs.aws.amazon.com/vpc/latest/userguide/nat-gateway-basics.html).
             nat_gateways=len(spec.availability_zones),
+            # set, not left to the app's @aws-cdk/aws-ec2:restrictDefaultSecurityGroup flag (Security Hub EC2.2)
+            restrict_default_security_group=True,
             subnet_configuration=[
                 ec2.SubnetConfiguration(name="public", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=24),
                 # HyperPod nodes and pods take VPC IPs (VPC CNI): give them large subnets.
@@ -682,6 +711,37 @@ class SharedHyperPodCluster(Construct):
             "the platform names its zones on purpose: GPU capacity (reservations, training plans) is per zone",
         )
         return vpc
+
+    def _warn_at_synth(self) -> None:
+        """Emit the policy's warnings and the one naming the app's feature flags the templates depend on."""
+        for issue in policy_warnings(self.platform):
+            warn(self, issue.code, f"{issue.path}: {issue.message} {issue.fix}")
+        warn_flags_off(self)
+
+    def _use_vpc(
+        self, given: ec2.IVpc | VpcAttributes | None, given_blocks: Sequence[str] | None
+    ) -> tuple[ec2.IVpc, tuple[str, ...]]:
+        """Return the VPC in use (created without one given) and its IPv4 blocks, checked against the Service CIDR."""
+        spec = self.platform.cluster
+        if given is None:
+            return self._create_vpc(), (spec.vpc_cidr,)
+        if isinstance(given, VpcAttributes):
+            given_vpc = given.to_vpc(self, "Vpc", zones=spec.availability_zones)
+            given_blocks = [*given.cidr_blocks, *(given_blocks or ())]
+        else:
+            refuse_foreign_stage(given, self)
+            given_vpc = given
+        blocks = blocks_of_vpc(given_vpc, given=given_blocks, where=f"{self.node.path} (vpc)")
+        check_service_cidr(spec.service_cidr, blocks, where=self.node.path)
+        if spec.vpc_cidr not in blocks:
+            warn(
+                self,
+                "HPT-VPC-CIDR-GIVEN",
+                f"cluster.vpcCidr is {spec.vpc_cidr!r} but the VPC given has {list(blocks)}; team NetworkPolicies "
+                "exclude the VPC's blocks. Set cluster.vpcCidr to the VPC's primary block so that the policy "
+                "describes the cluster.",
+            )
+        return given_vpc, blocks
 
     def _private_subnets_by_az(self) -> dict[str, ec2.ISubnet]:
         selected = self.vpc.select_subnets(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS).subnets

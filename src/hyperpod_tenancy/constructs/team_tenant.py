@@ -23,6 +23,7 @@ from constructs import Construct, IValidation
 from hyperpod_tenancy.constructs._private.annotations import (
     acknowledge,
     acknowledge_role,
+    warn,
     wildcard_findings,
 )
 from hyperpod_tenancy.constructs._private.extensions import ChartExtensions, chart_objects
@@ -36,8 +37,8 @@ from hyperpod_tenancy.constructs._private.team_iam import (
     team_data_policy,
     team_prefix,
 )
-from hyperpod_tenancy.constructs.backends import TeamFairness, backend_for
-from hyperpod_tenancy.constructs.backends.task_governance import NAMESPACE_WAIT
+from hyperpod_tenancy.constructs.backends import TeamFairness, backend_for, checked_policy
+from hyperpod_tenancy.constructs.backends.task_governance import NAMESPACE_WAIT, ComputeQuota
 from hyperpod_tenancy.constructs.drift_audit import (
     audit_record_parameter,
     kube_record_parameter,
@@ -47,6 +48,7 @@ from hyperpod_tenancy.constructs.encryption import encrypt_new_log_groups_and_ta
 from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
 from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.k8s import onboarding, posix_identity
+from hyperpod_tenancy.k8s.admission_check import check_team_objects
 from hyperpod_tenancy.k8s.audit_record import kube_expectation
 from hyperpod_tenancy.k8s.team_chart import TeamChart
 from hyperpod_tenancy.k8s.team_manifests import DEFAULT_SERVICE_ACCOUNT, FsxVolume
@@ -133,8 +135,9 @@ class TeamTenant(Construct):
         cluster, team, namespace, kubernetes_group, service_account, execution_role, workload_role,
         permission_set, sso_role_arn, access_entries, chart, chart_manifest: see each attribute.
         domain, studio_assignment, studio_security_group: Studio resources (``None`` when ``studio: false``).
-        fairness: what the fairness backend built for the team; compute_quota: its quota resource (a Task
-            Governance ``ComputeQuota``; ``None`` with Kueue, whose queues are in the chart).
+        fairness: what the fairness backend built for the team; compute_quota: its Task Governance quota with
+            its attributes typed (:class:`~hyperpod_tenancy.constructs.backends.task_governance.ComputeQuota`:
+            ARN, ID, name, the resource; ``None`` with Kueue, whose queues are in the chart, or another backend).
 
     Raises:
         TenancyError: the team is not in the policy, or it is flagged for a dedicated cluster, or
@@ -154,6 +157,7 @@ class TeamTenant(Construct):
     ) -> None:
         super().__init__(scope, id)
         platform = cluster.platform
+        checked_policy(platform, where=self.node.path)
         try:
             spec = platform.team(team)
         except KeyError:
@@ -227,11 +231,9 @@ class TeamTenant(Construct):
         backend = backend_for(platform)
         #: What the fairness backend built for the team (its quota, what the chart is applied after).
         self.fairness: TeamFairness = backend.build_team(self, cluster, spec)
-        #: The team's quota resource (Task Governance ``ComputeQuota``; ``None`` with Kueue, whose queues are in
-        #: the chart).
-        self.compute_quota: cdk.CfnResource | None = (
-            self.fairness.quota if isinstance(self.fairness.quota, cdk.CfnResource) else None
-        )
+        #: The team's Task Governance quota, attributes typed (ARN, ID, name; ``.resource`` is the L1 escape hatch);
+        #: ``None`` with Kueue, whose queues are in the chart.
+        self.compute_quota: ComputeQuota | None = ComputeQuota.of(self.fairness.quota, team=spec.name)
         #: The team's own Kubernetes objects, rendered from the policy (a copy of them: ``chart.to_json()``).
         #: Read-only: add objects of your own with :meth:`add_manifest` or :meth:`add_cdk8s_chart`.
         self.chart: TeamChart = self._render_chart(
@@ -266,7 +268,11 @@ class TeamTenant(Construct):
         # the webhook knows the team (within its refresh interval) before any team object exists
         self.chart_manifest.node.add_dependency(self.identity_record)
         self._extensions = ChartExtensions(
-            self, cluster=cluster.kubernetes, chart=self.chart, after=self.chart_manifest
+            self,
+            cluster=cluster.kubernetes,
+            chart=self.chart,
+            after=self.chart_manifest,
+            check=self._refuse_inadmissible,
         )
         self._acknowledge_findings()
 
@@ -595,6 +601,7 @@ class TeamTenant(Construct):
             ),
             service_account=self.service_account,
             service_cidr=self.cluster.service_cidr,
+            vpc_cidrs=self.cluster.vpc_cidr_blocks,
             fairness_objects=fairness_objects,
             include_namespace=include_namespace,
         )
@@ -610,6 +617,21 @@ class TeamTenant(Construct):
         return manifest
 
     # ------------------------------------------------------------------ extension
+    def _refuse_inadmissible(self, where: str, objects: list[dict[str, Any]]) -> None:
+        """Refuse objects the team's admission policies deny at deploy; warn for the ones they would warn about."""
+        findings = check_team_objects(self.cluster.platform, self.team, objects)
+        for finding in findings:
+            if finding.action == "Warn":
+                warn(self, "HPT-ADMISSION-WARN", f"{where}: {finding}")
+        denied = [f for f in findings if f.action == "Deny"]
+        if denied:
+            lines = "\n".join(f"  - {f}" for f in denied)
+            raise TenancyError(
+                f"{where}: the team's admission policies would refuse {len(denied)} object(s) at deploy (checked "
+                f"at synth with the policies' own CEL, as the deploying identity):\n{lines}\nFix each object as "
+                "the message says (docs: Troubleshooting lists every admission denial)."
+            )
+
     def add_manifest(
         self,
         id: str,
@@ -621,7 +643,10 @@ class TeamTenant(Construct):
 
         Objects without a namespace go to the team's (:attr:`namespace`); the team chart (its Namespace, RBAC,
         quotas) is applied first (``DependsOn``). Objects are admitted like the team's own: workloads need the
-        team's queue and priority labels. Each call is one ``eks.KubernetesManifest`` with construct ID ``id``.
+        team's queue and priority labels. The team's admission policies are evaluated at synth on the objects in
+        the team's namespace (their own CEL, by a CEL library, as the deploying identity): an object they deny
+        stops synthesis naming the policy and its message; one they warn about gets ``HPT-ADMISSION-WARN``. Each
+        call is one ``eks.KubernetesManifest`` with construct ID ``id``.
 
         Args:
             id: construct ID of the manifest (in this tenant).
@@ -635,8 +660,9 @@ class TeamTenant(Construct):
             The manifest applying the objects.
 
         Raises:
-            TenancyError: listing every refused object: in another namespace, cluster-scoped, unnamed, or named
-                like an object of the team chart or of an earlier addition.
+            TenancyError: listing every refused object: in another namespace, cluster-scoped, unnamed, named
+                like an object of the team chart or of an earlier addition, or denied by the team's admission
+                policies (each with the policy and its message).
 
         Example::
 

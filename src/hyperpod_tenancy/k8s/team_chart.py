@@ -39,6 +39,8 @@ class TeamChart(ManifestChart):
         service_account: name of the workloads' ServiceAccount.
         service_cidr: the cluster's Service CIDR, kept out of team egress. Default: the policy's
             ``cluster.service_cidr``.
+        vpc_cidrs: every IPv4 CIDR block of the cluster's VPC, kept out of team egress. Default: the policy's
+            ``cluster.vpc_cidr``.
         fairness_objects: the fairness backend's objects of the team (``Backend.team_manifests``). Default:
             those of the built-in backends (the Kueue queues with the ``kueue`` backend, none otherwise).
         include_namespace: render the team's Namespace (``Backend.creates_team_namespace``). Default: with the
@@ -54,6 +56,7 @@ class TeamChart(ManifestChart):
         fsx: FsxVolume,
         service_account: str,
         service_cidr: str | None = None,
+        vpc_cidrs: Sequence[str] | None = None,
         fairness_objects: Sequence[dict[str, Any]] | None = None,
         include_namespace: bool | None = None,
     ) -> None:
@@ -68,6 +71,7 @@ class TeamChart(ManifestChart):
             fsx=fsx,
             service_account=service_account,
             service_cidr=service_cidr,
+            vpc_cidrs=vpc_cidrs,
             include_namespace=include_namespace,
         )
         # Namespace first (when the chart renders it), then the backend's objects that live in it.

@@ -312,14 +312,16 @@ def _network_policy(team: Team, name: str, spec: Manifest) -> Manifest:
     }
 
 
-def _network_policies(platform: Platform, team: Team, service_cidr: str) -> list[Manifest]:
+def _network_policies(
+    platform: Platform, team: Team, service_cidr: str, vpc_cidrs: Sequence[str]
+) -> list[Manifest]:
     """Default deny, then allow DNS, the namespace itself, and the internet minus IMDS and the VPC.
 
     ``default-deny`` selects every pod for ingress and egress. ``allow-same-namespace`` also selects
     every pod for both directions, so the deny is redundant in effect; it is kept so that removing or
     editing one allow policy can never open the namespace. ``allow-internet-egress`` allows egress to
-    ``0.0.0.0/0`` except IMDS (node role credentials), the VPC CIDR (other teams' pods and nodes: with the
-    VPC CNI pods have VPC addresses) and the Service CIDR (every ClusterIP: other teams' Services, the
+    ``0.0.0.0/0`` except IMDS (node role credentials), every CIDR block of the VPC (other teams' pods and
+    nodes: with the VPC CNI pods have VPC addresses) and the Service CIDR (every ClusterIP: other teams' Services, the
     API server, Kueue's and the operators' webhooks and metrics). The EKS Pod Identity agent (``169.254.170.23``) stays reachable, S3 and other AWS
     endpoints are reached through their public addresses (or a gateway endpoint). Ingress from other
     namespaces stays denied, which is what actually isolates teams: it holds even if another team's
@@ -327,7 +329,7 @@ def _network_policies(platform: Platform, team: Team, service_cidr: str) -> list
     the observability add-on's namespace (:data:`OBSERVABILITY_NAMESPACE`) only, so the collector can scrape
     workload metrics; no team can run pods there.
     """
-    except_cidrs = [platform.cluster.vpc_cidr, IMDS_CIDR, service_cidr]
+    except_cidrs = [*vpc_cidrs, IMDS_CIDR, service_cidr]
     dns_peer = {
         "namespaceSelector": {"matchLabels": {labels.NAMESPACE_NAME_LABEL: "kube-system"}},
         "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
@@ -651,6 +653,7 @@ def team_manifests(
     fsx: FsxVolume,
     service_account: str = DEFAULT_SERVICE_ACCOUNT,
     service_cidr: str | None = None,
+    vpc_cidrs: Sequence[str] | None = None,
     include_namespace: bool | None = None,
 ) -> list[Manifest]:
     """Every Kubernetes object of ``team``, in apply order.
@@ -676,6 +679,8 @@ def team_manifests(
             (``allow-dns`` admits the kube-dns pods by selector, which is what the kube-dns ClusterIP is
             translated to before policy applies). Default: the policy's ``cluster.service_cidr`` (what the
             cluster construct sets as the EKS ``serviceIpv4Cidr``). Used verbatim; may be a CDK token.
+        vpc_cidrs: every IPv4 CIDR block of the cluster's VPC, excluded from internet egress (pods take VPC
+            addresses). Default: the policy's ``cluster.vpc_cidr`` (the VPC the cluster construct creates).
         include_namespace: render the Namespace (the fairness backend's ``creates_team_namespace``). Default:
             with the ``kueue`` backend only.
 
@@ -691,7 +696,8 @@ def team_manifests(
     objects.append(_service_account(team, service_account))
     objects += _rbac(team)
     cidr = platform.cluster.service_cidr if service_cidr is None else service_cidr
-    objects += _network_policies(platform, team, cidr)
+    blocks = (platform.cluster.vpc_cidr,) if vpc_cidrs is None else tuple(vpc_cidrs)
+    objects += _network_policies(platform, team, cidr, blocks)
     objects.append(_limit_range(team))
     objects += _resource_quotas(platform, team)
     objects += _team_fsx(platform, team, fsx)

@@ -40,7 +40,7 @@ from hyperpod_tenancy.policy.model import (
     WorkloadKind,
 )
 from hyperpod_tenancy.policy.selection import SELECTION_CODE, select_teams
-from hyperpod_tenancy.policy.validation import policy_warnings, validate_platform
+from hyperpod_tenancy.policy.validation import ensure_valid, policy_warnings, validate_platform
 
 __all__ = [
     "HYPERPOD_INSTANCE_TYPES",
@@ -80,6 +80,7 @@ __all__ = [
     "WebhookFailurePolicy",
     "WorkloadKind",
     "chargeback_config",
+    "ensure_valid",
     "load_platform",
     "names",
     "platform_from_dict",

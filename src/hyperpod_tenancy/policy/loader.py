@@ -25,7 +25,7 @@ from hyperpod_tenancy.policy import _adapter
 from hyperpod_tenancy.policy._adapter import Loc, Slot
 from hyperpod_tenancy.policy.model import Platform
 from hyperpod_tenancy.policy.rules import inputs_of
-from hyperpod_tenancy.policy.validation import validate_platform
+from hyperpod_tenancy.policy.validation import mark_valid, validate_platform
 
 __all__ = ["load_platform", "platform_from_dict"]
 
@@ -245,6 +245,7 @@ def _build(data: object, source: str | None, issues: list[PolicyIssue]) -> Platf
             issues.append(issue)
     if issues:
         raise PolicyError(issues, source)
+    mark_valid(platform)
     return platform
 
 

@@ -8,6 +8,9 @@ problems that should not stop synthesis but must be seen.
 
 from __future__ import annotations
 
+import weakref
+from collections.abc import Collection, Hashable
+
 from hyperpod_tenancy.errors import PolicyError, PolicyIssue
 from hyperpod_tenancy.policy._typecheck import type_issues
 from hyperpod_tenancy.policy.model import Platform
@@ -25,9 +28,55 @@ __all__ = [
     "MAX_TEAM_NAME",
     "SUPPORTED_KUBERNETES_VERSIONS",
     "TASK_GOVERNANCE_CONFIRMED_REGIONS",
+    "ensure_valid",
+    "mark_valid",
     "policy_warnings",
     "validate_platform",
 ]
+
+#: Platforms already found valid, by object identity (a frozen policy object cannot change after validation).
+_VALID: dict[int, weakref.ref[Platform]] = {}
+
+
+def mark_valid(platform: Platform) -> None:
+    """Record that ``platform`` passed :func:`validate_platform` (the loader calls it), so no construct repeats it."""
+    key = id(platform)
+    _VALID[key] = weakref.ref(platform, lambda _ref: _VALID.pop(key, None))
+
+
+def ensure_valid(
+    platform: Platform, *, where: str, registered_backends: Collection[Hashable] = ()
+) -> Platform:
+    """Validate a policy a construct was given, once per policy object, whatever built it.
+
+    A ``Platform`` from :func:`~hyperpod_tenancy.policy.load_platform` was validated when loaded; one built or
+    changed in code (``dataclasses.replace``, a constructor) is checked here, so every construct that renders a
+    policy refuses one ``validate_platform`` refuses.
+
+    Args:
+        platform: the policy given to the construct.
+        where: the construct's path, shown as the error's source.
+        registered_backends: fairness backend keys registered besides the built-in ones; a platform whose
+            ``fairness_backend`` is one of them is not refused for it (the backend validates its own part).
+
+    Returns:
+        ``platform`` itself.
+
+    Raises:
+        PolicyError: every problem of the policy, listed together; nothing is synthesized.
+
+    """
+    known = _VALID.get(id(platform))
+    if known is not None and known() is platform:
+        return platform
+    issues = type_issues(platform, Platform)
+    if platform.fairness_backend in registered_backends:
+        issues = [i for i in issues if i.path != "fairnessBackend"]
+    issues = issues or check_errors(platform)
+    if issues:
+        raise PolicyError(issues, source=f"the policy given to {where}")
+    mark_valid(platform)
+    return platform
 
 
 def validate_platform(platform: Platform, *, raise_on_error: bool = True) -> list[PolicyIssue]:

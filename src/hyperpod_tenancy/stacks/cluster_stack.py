@@ -12,10 +12,22 @@ from hyperpod_tenancy.constructs.shared_hyperpod_cluster import SharedHyperPodCl
 from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.policy import Platform
 
-__all__ = ["CLUSTER_OPTIONS", "ClusterStack"]
+__all__ = ["CLUSTER_OPTIONS", "ClusterStack", "zone_context"]
 
 #: The keyword arguments of :class:`SharedHyperPodCluster` a stack passes on (``platform`` is the stack's own).
-CLUSTER_OPTIONS = ("vpc", "endpoint_access", "kubectl_layer", "posix_identity_image_uri")
+CLUSTER_OPTIONS = ("vpc", "vpc_cidr_blocks", "endpoint_access", "kubectl_layer", "posix_identity_image_uri")
+
+
+def zone_context(platform: Platform) -> dict[str, list[str]]:
+    """CDK context giving the platform's account and region the policy's availability zones: no lookup at synth.
+
+    A VPC in a stack with an explicit account and region checks its zones against the region's, which
+    ``cdk synth`` looks up with AWS credentials. Passing this to the app (``cdk.App(context=zone_context(p))``)
+    answers that lookup from ``cluster.availabilityZones``, so an app of your own synthesizes offline. Every stack
+    of that account and region then sees those zones as the region's.
+    """
+    key = f"availability-zones:account={platform.account}:region={platform.region}"
+    return {key: list(platform.cluster.availability_zones)}
 
 
 class ClusterStack(cdk.Stack):
@@ -29,7 +41,7 @@ class ClusterStack(cdk.Stack):
         id: stack ID.
         platform: the tenancy policy.
         cluster_options: keyword arguments of :class:`SharedHyperPodCluster` besides ``platform``
-            (:data:`CLUSTER_OPTIONS`: ``vpc``, ``endpoint_access``, ``kubectl_layer``,
+            (:data:`CLUSTER_OPTIONS`: ``vpc``, ``vpc_cidr_blocks``, ``endpoint_access``, ``kubectl_layer``,
             ``posix_identity_image_uri``). Default: none, every one at its default.
         **kwargs: other ``cdk.Stack`` props (``env`` defaults to the platform's account and region).
 

@@ -10,7 +10,7 @@ from constructs import Construct
 
 from hyperpod_tenancy.chargeback.queries import CLUSTER_TAG_KEY
 from hyperpod_tenancy.constructs._private.annotations import warn
-from hyperpod_tenancy.constructs.backends import replacement_wording
+from hyperpod_tenancy.constructs.backends import checked_policy, replacement_wording
 from hyperpod_tenancy.constructs.chargeback_pipeline import TEAM_COST_CENTER_TAG, TEAM_TAG
 from hyperpod_tenancy.policy import Platform, names, replacement_warnings, select_teams
 from hyperpod_tenancy.stacks.chargeback_stack import ChargebackStack
@@ -35,7 +35,8 @@ class PlatformStage(cdk.Stage):
     Args:
         scope: the CDK app.
         id: stage ID (the platform name is a good choice).
-        platform: the validated tenancy policy.
+        platform: the tenancy policy; one built or changed in code is validated as ``load_platform`` validates a file
+            (:class:`~hyperpod_tenancy.errors.PolicyError` lists every problem; nothing is synthesized).
         baseline: the policy that is deployed now (e.g. ``platform.yaml`` of the main branch). Default: none.
             When given, every change CloudFormation would perform as a replacement (cluster name, VPC, a
             removed or renamed team, ...) becomes a synth-time warning ``hyperpod-tenancy:HPT-REPLACE-*`` on
@@ -76,6 +77,7 @@ class PlatformStage(cdk.Stage):
         teams: Sequence[str] | None = None,
         **kwargs: Any,
     ) -> None:
+        checked_policy(platform, where=f"PlatformStage {id!r}")
         hosted = platform.hosted_teams if teams is None else select_teams(platform, teams)
         kwargs.setdefault("env", cdk.Environment(account=platform.account, region=platform.region))
         super().__init__(scope, id, **kwargs)

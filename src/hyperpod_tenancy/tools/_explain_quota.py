@@ -28,7 +28,7 @@ from hyperpod_tenancy.policy import names
 from hyperpod_tenancy.policy.model import Platform, PreemptTeamTasks, Team
 from hyperpod_tenancy.tools._explain_objects import Cause, Diagnosis, Objects, condition, parse_quantity
 
-__all__ = ["QuotaLine", "diagnose_pending", "quota_lines", "requested"]
+__all__ = ["QuotaLine", "diagnose_pending", "policy_cluster_queue", "quota_lines", "requested"]
 
 _UNUSED = re.compile(
     r"insufficient unused quota for (?P<resource>\S+) in flavor (?P<flavor>[^\s,]+), (?P<more>\S+) more needed"
@@ -151,6 +151,23 @@ def _holders(objects: Objects, flavor: str, resource: str) -> list[str]:
     return [h[1] for h in held]
 
 
+def policy_cluster_queue(platform: Platform, team: Team) -> dict[str, Any] | None:
+    """Return the team's ClusterQueue as the policy renders it (nominal quotas, borrowing limits; no status).
+
+    Both backends give the team these numbers (Task Governance's ``ComputeQuota`` and the Kueue rendering express
+    the same policy, flavors named by instance type), so a member who has only the Workload still learns the
+    guarantee and the ceiling. ``None`` when the policy cannot render it (a team not hosted here).
+    """
+    from hyperpod_tenancy.errors import TenancyError  # noqa: PLC0415
+    from hyperpod_tenancy.k8s.kueue import team_objects  # noqa: PLC0415
+
+    try:
+        rendered = team_objects(platform, team)
+    except TenancyError:
+        return None
+    return next((o for o in rendered if o.get("kind") == "ClusterQueue"), None)
+
+
 def _counts(objects: Objects) -> str:
     status = (objects.cluster_queue or {}).get("status") or {}
     return (
@@ -196,7 +213,8 @@ def _quota_diagnosis(
     platform: Platform, team: Team, objects: Objects, *, match: re.Match[str], shape: str, message: str
 ) -> Diagnosis:
     flavor, resource = match["flavor"], match["resource"]
-    lines = quota_lines(objects.cluster_queue)
+    from_policy = objects.cluster_queue is None
+    lines = quota_lines(objects.cluster_queue if not from_policy else policy_cluster_queue(platform, team))
     line = lines.get((flavor, resource))
     assert objects.workload is not None  # noqa: S101 - only called for a workload
     request = requested(objects.workload, resource) or _num(match.groupdict().get("request"))
@@ -217,13 +235,17 @@ def _quota_diagnosis(
         if sharing.borrows
         else f"sharing {sharing.value}: your team does not borrow"
     )
+    source = " (from platform.yaml: your queue was not read)" if from_policy else ""
     numbers = [
         f"this job asks for {_fmt(request)} {resource} in flavor {flavor}",
         f"your team's guarantee: {_fmt(line.nominal)}; borrowing limit: {_fmt(line.borrowing_limit)} ({why_limit}); "
-        f"ceiling: {_fmt(line.ceiling)}",
-        f"in use by your team now: {_fmt(line.used)} ({_fmt(line.borrowed)} of it borrowed)",
-        _counts(objects),
+        f"ceiling: {_fmt(line.ceiling)}{source}",
     ]
+    if not from_policy:
+        numbers += [
+            f"in use by your team now: {_fmt(line.used)} ({_fmt(line.borrowed)} of it borrowed)",
+            _counts(objects),
+        ]
     holders = _holders(objects, flavor, resource)
     if holders:
         numbers.append("held by: " + "; ".join(holders[:5]) + ("; ..." if len(holders) > 5 else ""))
@@ -231,6 +253,18 @@ def _quota_diagnosis(
     if preempting := _PREEMPTING.search(message):
         numbers.append(f"Kueue is preempting {preempting['n']} workload(s) to make room for it")
     maximum = _num(match["maximum"]) if shape == "maximum" else None
+    if from_policy and maximum is None and (line.ceiling is None or request <= line.ceiling):
+        return Diagnosis(
+            Cause.OTHER,
+            f"The job waits for quota of {resource} in flavor {flavor}; it fits your team's ceiling of "
+            f"{_fmt(line.ceiling)}, so it can run once quota frees up. What your team holds now is in your queue, "
+            "which was not read.",
+            tuple(numbers),
+            (
+                f"add your queue to the input: kubectl get clusterqueue {names.cluster_queue(team.name)} -o json",
+                *_wait_fix(platform, team, objects),
+            ),
+        )
     return _classify(
         platform, team, objects, line=line, request=request, maximum=maximum, numbers=tuple(numbers)
     )

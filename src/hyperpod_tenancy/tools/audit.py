@@ -60,6 +60,12 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     from hyperpod_tenancy.runtime.drift_audit import AuditError, Finding  # noqa: PLC0415
     from hyperpod_tenancy.tools._common import load_policy  # noqa: PLC0415
 
+    if {"aws", "kubernetes"} <= set(args.skip):
+        print(
+            f"{_PROG}: error: --skip aws and --skip kubernetes leave nothing to check; skip one of them at most.",
+            file=err,
+        )
+        return EXIT_ERROR
     platform = load_policy(args.path, err)
     if platform is None:
         return EXIT_ERROR
@@ -93,5 +99,8 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
             file=out,
         )
     else:
-        print(f"No drift: platform {platform.name} matches {args.path}.", file=out)
+        checked = " and ".join(
+            name for key, name in (("aws", "AWS"), ("kubernetes", "Kubernetes")) if key not in args.skip
+        )
+        print(f"No drift: platform {platform.name} matches {args.path} ({checked} checked).", file=out)
     return EXIT_FINDINGS if findings else EXIT_CLEAN

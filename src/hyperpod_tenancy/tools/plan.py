@@ -12,6 +12,7 @@ Exit 0; 1 when the policy is invalid or a file cannot be read or written; 2 on u
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 from collections.abc import Sequence
 from decimal import Decimal
@@ -206,7 +207,7 @@ def text_lines(plan: TenancyPlan, *, limit: int | None = TERMINAL_TEAM_ROWS) -> 
 
 
 def _print(plan: TenancyPlan, out: TextIO) -> None:
-    if not out.isatty():
+    if not out.isatty() or importlib.util.find_spec("rich") is None:
         for line in text_lines(plan):
             print(line, file=out)
         return

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
 import cdk8s
@@ -23,13 +23,22 @@ class ChartExtensions:
         cluster: the cluster they are applied to.
         chart: our chart applied there.
         after: the construct applying ``chart``.
+        check: called with each addition's path and its checked objects before they are applied (raises to
+            refuse them). Default: none.
 
     """
 
     def __init__(
-        self, scope: Construct, *, cluster: eks.ICluster, chart: ManifestChart, after: Construct
+        self,
+        scope: Construct,
+        *,
+        cluster: eks.ICluster,
+        chart: ManifestChart,
+        after: Construct,
+        check: Callable[[str, list[dict[str, Any]]], None] | None = None,
     ) -> None:
         self._scope = scope
+        self._check = check
         self._cluster = cluster
         self._after = after
         self._taken: set[str] = set(chart.object_ids)
@@ -54,6 +63,8 @@ class ChartExtensions:
             refused_namespaces=refused_namespaces,
             allow_cluster_scoped=allow_cluster_scoped,
         )
+        if self._check is not None:
+            self._check(f"{self._scope.node.path}/{id}", objects)
         manifest = eks.KubernetesManifest(self._scope, id, cluster=self._cluster, manifest=objects)
         manifest.node.add_dependency(self._after)
         self._taken.update(object_id(o) for o in objects)

@@ -79,6 +79,8 @@ KEDA_SERVICE_ACCOUNT = "keda-operator"
 S3_CSI_SERVICE_ACCOUNT = ("kube-system", "s3-csi-driver-sa")
 _S3_CSI_ADDON = "aws-mountpoint-s3-csi-driver"
 _METRICS_SERVER_ADDON = "metrics-server"
+#: ID of the native IAM OIDC provider under the EKS cluster (the one ``Cluster.open_id_connect_provider`` gives).
+_OIDC_PROVIDER_ID = "OidcProviderNative"
 # The add-on's controller (the EKS add-on form of INFERENCE_OPERATORS; the Helm form is not installed here).
 _OPERATOR = next(
     c for c in INFERENCE_OPERATORS if c.service_account == "hyperpod-inference-controller-manager"
@@ -110,9 +112,22 @@ class InferenceOperator:
     tls_bucket: s3.IBucket
 
 
+def _native_oidc_provider(cluster: eks.Cluster) -> eks.OidcProviderNative:
+    """Return the cluster's IAM OIDC provider as the native ``AWS::IAM::OIDCProvider``, whatever the app's flags.
+
+    ``Cluster.open_id_connect_provider`` picks the native resource or a deprecated custom resource by the app's
+    ``@aws-cdk/aws-eks:useNativeOidcProvider`` flag; this creates what it creates with the flag on (same ID, same
+    scope), so the template does not depend on the app's ``cdk.json``.
+    """
+    existing = cluster.node.try_find_child(_OIDC_PROVIDER_ID)
+    if isinstance(existing, eks.OidcProviderNative):
+        return existing
+    return eks.OidcProviderNative(cluster, _OIDC_PROVIDER_ID, url=cluster.cluster_open_id_connect_issuer_url)
+
+
 def _irsa(scope: Construct, id: str, cluster: eks.Cluster, namespace: str, service_account: str) -> iam.Role:
     """Create a role only ``system:serviceaccount:<namespace>:<service_account>`` of ``cluster`` assumes (IRSA)."""
-    provider = cluster.open_id_connect_provider
+    provider = _native_oidc_provider(cluster)
     issuer = provider.open_id_connect_provider_issuer
     # the condition keys contain the issuer, a token: CfnJson resolves them at deploy time
     conditions = cdk.CfnJson(

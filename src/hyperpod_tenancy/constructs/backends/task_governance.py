@@ -9,11 +9,12 @@ properties come from the pure-Python :mod:`hyperpod_tenancy.constructs._private.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import aws_cdk as cdk
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_sagemaker as sagemaker
-from constructs import Construct
+from constructs import Construct, Node
 
 from hyperpod_tenancy.constructs._private.annotations import acknowledge
 from hyperpod_tenancy.constructs._private.kubectl import KUBECTL_WAIT, eks_addon
@@ -30,7 +31,7 @@ from hyperpod_tenancy.k8s.team_manifests import namespace_label_patch
 from hyperpod_tenancy.policy import FairnessBackend, Platform, Team, names
 from hyperpod_tenancy.policy.changes import BUILTIN_FAIRNESS_WORDING
 
-__all__ = ["ADDON_NAME", "ADDON_VERSION", "NAMESPACE_WAIT", "TaskGovernanceBackend"]
+__all__ = ["ADDON_NAME", "ADDON_VERSION", "NAMESPACE_WAIT", "ComputeQuota", "TaskGovernanceBackend"]
 
 #: Name of the EKS add-on.
 ADDON_NAME = "amazon-sagemaker-hyperpod-taskgovernance"
@@ -43,6 +44,43 @@ ADDON_VERSION = "v1.6.0-eksbuild.1"
 #: How long a team stack waits for Task Governance to create the team namespace; below the 900 s timeout of
 #: the kubectl provider Lambda that runs the wait.
 NAMESPACE_WAIT = cdk.Duration.minutes(10)
+
+
+@dataclass(frozen=True)
+class ComputeQuota:
+    """A team's Task Governance ``AWS::SageMaker::ComputeQuota``, with its attributes typed.
+
+    aws-cdk-lib has no L1 class for the type, so the resource is a ``cdk.CfnResource`` (:attr:`resource`, the
+    escape hatch); this view gives what its CloudFormation schema returns (``Ref``: the ARN, the primary
+    identifier; ``Fn::GetAtt ComputeQuotaId``) and the name the policy gives it.
+    """
+
+    #: The ``AWS::SageMaker::ComputeQuota`` resource.
+    resource: cdk.CfnResource
+    #: The quota's name (``<team>-quota``; createOnly: changing it replaces the quota).
+    name: str
+
+    @property
+    def compute_quota_arn(self) -> str:
+        """ARN of the compute quota (``Ref``)."""
+        return self.resource.ref
+
+    @property
+    def compute_quota_id(self) -> str:
+        """ID of the compute quota (``Fn::GetAtt ComputeQuotaId``), as the SageMaker API takes it."""
+        return self.resource.get_att("ComputeQuotaId").to_string()
+
+    @property
+    def node(self) -> Node:
+        """The resource's construct node (dependencies, metadata)."""
+        return self.resource.node
+
+    @classmethod
+    def of(cls, quota: Construct | None, *, team: str) -> ComputeQuota | None:
+        """Return the typed view of ``team``'s quota when the backend built a ``ComputeQuota`` resource, else ``None``."""
+        if isinstance(quota, cdk.CfnResource) and quota.cfn_resource_type == COMPUTE_QUOTA_TYPE:
+            return cls(resource=quota, name=names.compute_quota(team))
+        return None
 
 
 class TaskGovernanceBackend:

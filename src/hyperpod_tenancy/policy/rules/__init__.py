@@ -187,6 +187,7 @@ GUARDRAILS: tuple[Guardrail, ...] = (
     security.IMPORTED_KEY_POLICY,
     deployment.NODEGROUP_AMI,
     deployment.TEAM_SELECTION,
+    *deployment.USER_APP,
     *deployment.CHARGEBACK_PIPELINE,
     *scheduling.KUEUE_LINTS,
     *scheduling.ADMISSION,

@@ -26,6 +26,11 @@ _MAX_INSTANCE_COUNT = 6758
 _MAX_QUOTA_ENTRIES = 15
 
 
+#: How alike two instance type names must be (difflib ratio) to be taken for a typo of each other: above
+#: ml.p5.48xlarge / ml.g5.12xlarge (0.79), two real types, not a typo; ml.p5.48xlarg is 0.96.
+_TYPO = 0.9
+
+
 @platform_rule(
     code="HPT-INSTANCE-GROUPS",
     domain=Domain.CAPACITY,
@@ -315,7 +320,13 @@ def quota_type(p: Platform, i: int, team: Team, itype: str, count: int) -> Itera
     """Check that a quota names the instance type of an instance group."""
     types = {g.instance_type for g in p.cluster.instance_groups}
     if itype not in types:
-        close = difflib.get_close_matches(itype, sorted(types & HYPERPOD_INSTANCE_TYPES), n=1)
+        misspelt_groups = sorted(types - HYPERPOD_INSTANCE_TYPES)
+        if itype in HYPERPOD_INSTANCE_TYPES and difflib.get_close_matches(
+            itype, misspelt_groups, n=1, cutoff=_TYPO
+        ):
+            # the quota names a real type and a group misspells it: HPT-INSTANCE-TYPE names the group's fix
+            return
+        close = difflib.get_close_matches(itype, sorted(types & HYPERPOD_INSTANCE_TYPES), n=1, cutoff=_TYPO)
         hint = f"; did you mean {close[0]}?" if close else "."
         yield Finding(
             f"teams[{i}].compute.quotas.{itype}",

@@ -219,6 +219,38 @@ TEAM_SELECTION = Guardrail(
     "closest team, before anything is written",
 )
 
+#: What the constructs check of what a user's own app gives them (a VPC, its CDK context, objects of its own).
+USER_APP: tuple[Guardrail, ...] = (
+    Guardrail(
+        code="HPT-VPC-CIDR-GIVEN",
+        stage=Stage.SYNTH,
+        severity=Severity.WARNING,
+        domain=Domain.NETWORKING,
+        failure="a VPC given to the cluster whose blocks differ from `cluster.vpcCidr`: team egress excluding the "
+        "wrong range lets team pods reach the whole VPC",
+        guardrail="team NetworkPolicies exclude every IPv4 block of the VPC in use (secondary ones included; a block "
+        "unknown at synth is an error naming `vpc_cidr_blocks`), and a warning names both when they differ",
+    ),
+    Guardrail(
+        code="HPT-FEATURE-FLAGS",
+        stage=Stage.SYNTH,
+        severity=Severity.WARNING,
+        domain=Domain.DEPLOYMENT,
+        failure="an app without this repository's `cdk.json` silently synthesizing different templates",
+        guardrail="construct props set what the flags would (VPC default group, native OIDC provider); a warning "
+        "names each remaining flag that is off and what changes",
+    ),
+    Guardrail(
+        code="HPT-ADMISSION-WARN",
+        stage=Stage.SYNTH,
+        severity=Severity.WARNING,
+        domain=Domain.SCHEDULING,
+        failure="objects added to a team (`add_manifest`) that admission refuses only at deploy",
+        guardrail="the team's admission policies (their CEL) run at synth on the added objects: a Deny is an error "
+        "naming the object, the policy and its message, a Warn this warning",
+    ),
+)
+
 #: Synth-time warnings of :class:`~hyperpod_tenancy.constructs.chargeback_pipeline.ChargebackPipeline`.
 CHARGEBACK_PIPELINE: tuple[Guardrail, ...] = (
     Guardrail(
