@@ -192,6 +192,7 @@ GUARDRAILS: tuple[Guardrail, ...] = (
     *scheduling.KUEUE_LINTS,
     *scheduling.ADMISSION,
     *security.ADMISSION,
+    security.NAMESPACE_COVERAGE,
 )
 
 

@@ -64,6 +64,8 @@ class Stage(enum.Enum):
     SYNTH = "synth"
     #: A ValidatingAdmissionPolicy on the cluster (documentation here; ``code`` is the policy's name).
     ADMISSION = "admission"
+    #: A check of the running platform that logs the code and raises an alert (documentation here).
+    RUNTIME = "runtime"
 
 
 class Domain(enum.Enum):

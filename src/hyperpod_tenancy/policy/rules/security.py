@@ -240,4 +240,22 @@ ADMISSION = (
         "a service-account token Secret minting a non-expiring token",
         "no Secret of type `kubernetes.io/service-account-token` in tenant namespaces",
     ),
+    _admission(
+        "hyperpod-tenancy-tenant-config-owners",
+        "a teammate editing a ConfigMap or Secret another person's pods read, which then runs their edit as her",
+        "only who created a ConfigMap or Secret (recorded by the webhook at create) may change or delete it, "
+        "unless it was created team-shared",
+    ),
+)
+
+#: The webhook's check of the running platform: team namespaces the admission rules may not cover.
+NAMESPACE_COVERAGE = Guardrail(
+    code="HPT-NAMESPACE-UNCOVERED",
+    stage=Stage.RUNTIME,
+    severity=Severity.ERROR,
+    domain=Domain.SECURITY,
+    failure="a team namespace whose tenant, team or GID label was rewritten, or that has no team record, so the "
+    "rules reading those labels no longer hold for it, unnoticed until the daily audit",
+    guardrail="the POSIX identity webhook lists the team namespaces every minute, logs each one the platform "
+    "does not cover, and HyperPodTenancyTeamNamespaceUncovered alerts within minutes",
 )
