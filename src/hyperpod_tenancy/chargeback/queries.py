@@ -5,7 +5,9 @@ The same SQL runs on Athena in the monthly Lambda and, transpiled by sqlglot, on
 :func:`cost_inputs` as a :class:`QueryResult` (the column names, and the rows' values in that order, as both
 engines return them); values may be strings (Athena's ``GetQueryResults``) or Python numbers, decimals and
 strings (DuckDB), and ``None`` or ``""`` for NULL. The SQL
-formats every timestamp as ``YYYY-MM-DD HH:MM:SS`` (UTC) and every money value as ``DECIMAL(38, 10)``, so
+formats every timestamp as ``YYYY-MM-DD HH:MM:SS`` (UTC; an eviction's or a gap's time with its fraction of a
+second, ``HH:MM:SS.ffffff``: the collectors' times carry fractions and every second counts once) and every money
+value as ``DECIMAL(38, 10)``, so
 both engines yield the same inputs, digit for digit.
 
 Collector schema, version 1 (:data:`COLLECTOR_SCHEMA_VERSION`)

@@ -2,17 +2,18 @@
 -- Source: our `eviction` rows (collector schema v1, see queries.py). The team is the namespace without its
 -- `hyperpod-ns-` prefix; the checkpoint interval is the admission annotation (NULL where none was declared);
 -- last_checkpoint is the newest checkpoint before the eviction where the collector found one (else NULL).
+-- Times keep their fractions of a second.
 SELECT
-  date_format("timestamp", '%Y-%m-%d %H:%i:%s') AS time,
+  date_format("timestamp", '%Y-%m-%d %H:%i:%s.%f') AS time,
   cluster,
   CASE WHEN namespace LIKE 'hyperpod-ns-%' THEN substr(namespace, 13) ELSE namespace END AS team,
   instance_type,
   workload,
   priority_class,
   CAST(gpus AS BIGINT) AS gpus,
-  date_format(admitted_at, '%Y-%m-%d %H:%i:%s') AS run_started,
+  date_format(admitted_at, '%Y-%m-%d %H:%i:%s.%f') AS run_started,
   CAST(checkpoint_interval_minutes AS BIGINT) AS checkpoint_interval_minutes,
-  date_format(last_checkpoint, '%Y-%m-%d %H:%i:%s') AS last_checkpoint
+  date_format(last_checkpoint, '%Y-%m-%d %H:%i:%s.%f') AS last_checkpoint
 FROM {{eviction}}
 WHERE cluster = {{cluster}}
   AND year = {{year}} AND month = {{month}}

@@ -45,13 +45,9 @@ hourly AS (
     h,
     date_diff('millisecond', GREATEST(s, h), LEAST(e, h + INTERVAL '1' HOUR)) AS overlap_ms
   FROM inventory
-  CROSS JOIN UNNEST(
-    SEQUENCE(
-      date_trunc('hour', s),
-      GREATEST(date_trunc('hour', s), date_trunc('hour', e - INTERVAL '1' SECOND)),
-      INTERVAL '1' HOUR
-    )
-  ) AS hours (h)
+  -- every hour the period touches, to the hour of its end (a period ending on the hour adds an empty hour, dropped
+  -- below): a period ending at 01:00:00.500 holds its last half second in the 01:00 hour
+  CROSS JOIN UNNEST(SEQUENCE(date_trunc('hour', s), date_trunc('hour', e), INTERVAL '1' HOUR)) AS hours (h)
   WHERE e > s
 )
 SELECT
