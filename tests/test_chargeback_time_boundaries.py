@@ -8,6 +8,7 @@ comments from the rows below, not read back from the engine.
 from __future__ import annotations
 
 import datetime as dt
+import shutil
 from decimal import Decimal
 from pathlib import Path
 
@@ -148,3 +149,29 @@ def test_a_silence_half_a_second_over_the_threshold_is_a_gap(tmp_path: Path) -> 
     usage, _ = run_queries(usage=tmp_path, month=MONTH, cluster=CLUSTER, gpus_per_instance=GPUS)
     node_gaps = [(g.start, g.end) for g in usage.collection_gaps if g.table == "node"]
     assert node_gaps[0] == (_utc("2026-06-01 10:00"), _utc("2026-06-01 10:15:00.500"))
+
+
+def test_a_copied_eviction_record_counts_once(full_month: Path, tmp_path: Path) -> None:
+    root = tmp_path / "usage"
+    for table in ("node", "clusterqueue"):
+        shutil.copytree(full_month / table, root / table)
+    first = _eviction("2026-06-10 02:00:00.400", admitted="2026-06-09 21:00:00.100", last=None)
+    later = _eviction(
+        "2026-06-10 02:00:00.400", admitted="2026-06-09 21:00:00.100", last="2026-06-10 01:20:00.900"
+    )
+    other = _eviction("2026-06-12 09:00:00", admitted="2026-06-12 08:00:00", last=None)
+    # the same object stored three times (a re-run, a replicated or restored prefix), once with the checkpoint the
+    # scanner found later; and another eviction of the same workload two days later
+    write_table(root, "eviction", [first, other], cluster=CLUSTER)
+    write_table(root, "eviction", [first], cluster=CLUSTER)
+    write_table(root, "eviction", [later], cluster=CLUSTER)
+    usage, _ = run_queries(usage=root, month=MONTH, cluster=CLUSTER, gpus_per_instance=GPUS)
+    assert [(e.time, e.last_checkpoint) for e in usage.evictions] == [
+        (_utc("2026-06-10 02:00:00.400"), _utc("2026-06-10 01:20:00.900")),
+        (_utc("2026-06-12 09:00"), None),
+    ]
+    config = month_config(cluster=CLUSTER, teams=["a"], quotas={P5: 1}, gpus=GPUS, prices={P5: PRICE})
+    report = compute_report(config, MONTH, usage, CostInputs())
+    (loss,) = report.preemption_losses
+    # 10.66444 GPU-hours measured (above) + 16 GPUs x 30 minutes declared = 8 GPU-hours; two evictions, not four
+    assert (loss.evictions, loss.lost_gpu_hours) == (2, Decimal("18.6644"))
