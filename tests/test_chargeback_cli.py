@@ -298,7 +298,9 @@ def test_prices_instead_of_a_cur_give_an_unreconciled_report(
     assert "ml.p5.48xlarge $12.2900/GPU-hour (price-table)" in text
 
 
-def test_a_bill_off_by_more_than_the_tolerance_is_flagged(data: Path, tmp_path: Path) -> None:
+def test_a_bill_off_by_more_than_the_tolerance_fails_the_month(
+    data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     lines = [
         cur_line("AmazonSageMaker", f"USE1-Cluster:{t}", "1", "1", cluster=CLUSTER, period=MONTH)
         for t in sorted(GPUS)
@@ -306,9 +308,11 @@ def test_a_bill_off_by_more_than_the_tolerance_is_flagged(data: Path, tmp_path: 
     cur = write_cur(tmp_path / "cur.csv", lines, fmt="csv")
     out = tmp_path / "report.html"
     # instance-hours of 1 against 744 x 6 in the inventory: prices from this CUR charge far more than the bill
-    assert main(_cli(data, "--format", "html", "--output", str(out), source=("--cur", str(cur)))) == 0
+    assert main(_cli(data, "--format", "html", "--output", str(out), source=("--cur", str(cur)))) == 3
     page = out.read_text(encoding="utf-8")
     assert '<dd class="flagged">' in page and "FLAGGED" in page
+    assert '<p class="flagged" role="alert">RECONCILIATION FAILED: the rows charge $' in page
+    assert "RECONCILIATION FAILED: the rows charge $" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

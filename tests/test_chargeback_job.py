@@ -491,3 +491,29 @@ def test_usage_of_a_team_nobody_recorded_fails_the_month_in_the_message(
     )
     written = boto3.client("s3").get_object(Bucket=BUCKET, Key=f"reports/{CLUSTER}/{MONTH}/report.json")
     assert json.loads(written["Body"].read())["reconciliation"]["unknownTeams"] == [config().teams[0].name]
+
+
+def test_a_bill_that_does_not_match_fails_the_month_in_the_message(
+    job_env: dict[str, str], month_data: tuple[Path, Path]
+) -> None:
+    """The CUR's total is 5 % above its lines (a cluster line the queries missed): the month fails, as it does for an
+    unknown team, and the message's subject says so."""
+    usage, cur = month_data
+    rows = athena_rows(usage, cur)
+    columns, lines = rows["cur_costs"]
+    kind, cost = columns.index("kind"), columns.index("cost")
+    for line in lines:
+        if line[kind] == "total":
+            line[cost] = str(Decimal(str(line[cost])) * Decimal("1.05"))
+    seed_athena(
+        os.environ["AWS_ENDPOINT_URL"], [rows[n] for n in queries.USAGE_QUERIES + queries.COST_QUERIES]
+    )
+    result = chargeback_job.handler({"month": MONTH})
+    assert (result["flagged"], result["failed"]) == (True, True)
+    messages = boto3.client("sqs").receive_message(
+        QueueUrl=job_env["QUEUE"], MaxNumberOfMessages=10, WaitTimeSeconds=1
+    )["Messages"]
+    (body,) = [json.loads(m["Body"]) for m in messages]
+    assert body["Subject"] == f"Chargeback {CLUSTER} {MONTH} FAILED"
+    assert "RECONCILIATION FAILED: the rows charge $" in body["Message"]
+    assert "(4.76 %), above the tolerance of 0.50 %" in body["Message"]  # 0.05 / 1.05 of the bill

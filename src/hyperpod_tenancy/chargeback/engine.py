@@ -32,7 +32,8 @@ team's tag names (its stack's resources, its Studio apps and spaces, which can b
 alone: a row of the team with instance type ``(all)`` and the cost as its direct charge.
 
 Money is rounded to cents by largest remainder, per column, so the rows add up to the reconciled total exactly;
-the reconciliation compares that total with the bill and flags a relative difference above the tolerance.
+the reconciliation compares that total with the bill before credits and refunds (which are listed, never in a price)
+and fails the month on a relative difference above the tolerance.
 """
 
 from __future__ import annotations
@@ -771,9 +772,13 @@ class _Computation:
                 + sum((s.cost for s in self.costs.shared), _ZERO)
                 + sum((t.cost for t in self.costs.teams), _ZERO)
             )
+        listed = self.costs.credits
+        if bill is not None and self.costs.bill_total is not None:
+            # the bill before credits and refunds: they are listed, not allocated, so no price is lowered unseen
+            bill -= sum((c.cost for c in listed), _ZERO)
         tolerance = self.config.tolerance
         unknown = tuple(sorted(self.unknown))
-        failed = bool(unknown) and self.config.unknown_teams is UnknownTeams.FAIL
+        unknown_failed = bool(unknown) and self.config.unknown_teams is UnknownTeams.FAIL
         for itype, cost in sorted(lines.items()):
             acc = types.get(itype)
             inventory = acc.capacity * prices[itype] if acc is not None and itype in prices else _ZERO
@@ -784,13 +789,17 @@ class _Computation:
                 )
         if bill is None:
             self.notes.append("no bill for the month: charges use the price table and are not reconciled.")
+        flagged = bill is not None and _off(charged, bill, tolerance)
         return Reconciliation(
             charged=charged,
             bill=bill,
             difference=None if bill is None else charged - bill,
-            flagged=bill is not None and _off(charged, bill, tolerance),
+            flagged=flagged,
             unknown_teams=unknown,
-            failed=failed,
+            failed=flagged or unknown_failed,
+            unknown_teams_failed=unknown_failed,
+            tolerance=tolerance,
+            credits=listed,
         )
 
 

@@ -25,6 +25,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "SHARED",
     "SHARED_COSTS_ROW",
+    "BillCredit",
     "BillingRule",
     "BillingTerm",
     "ChargebackConfig",
@@ -274,6 +275,22 @@ class TeamCost:
 
 
 @dataclass(frozen=True, kw_only=True)
+class BillCredit:
+    """A credit or refund on the month's bill (CUR ``line_item_line_item_type`` ``Credit`` or ``Refund``).
+
+    Never part of a GPU-hour's price nor of a shared cost: the charges are reconciled with the bill before credits
+    and refunds, and the report lists each one with its amount.
+    """
+
+    #: ``credit`` or ``refund``.
+    kind: str
+    #: What it is against: an instance type (``ml.p5.48xlarge``), a team, or a shared-cost category (``fsx``).
+    name: str
+    #: The amount (negative for a credit).
+    cost: Decimal
+
+
+@dataclass(frozen=True, kw_only=True)
 class CostInputs:
     """The month's bill for the cluster (from the CUR), or ``None`` parts when only prices are known."""
 
@@ -281,8 +298,10 @@ class CostInputs:
     shared: tuple[SharedCost, ...] = ()
     #: Lines a team's tag names, per team: charged to that team alone.
     teams: tuple[TeamCost, ...] = ()
-    #: The cluster's whole bill for the month (every line above); ``None`` without a CUR.
+    #: The cluster's whole bill for the month (every line above and the credits); ``None`` without a CUR.
     bill_total: Decimal | None = None
+    #: Credits and refunds on the bill, by kind and name (in ``bill_total``, in no other line).
+    credits: tuple[BillCredit, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -347,17 +366,25 @@ class PreemptionLoss:
 
 @dataclass(frozen=True, kw_only=True)
 class Reconciliation:
-    """Σ team charges + idle + shared against the bill."""
+    """Σ team charges + idle + shared against the bill before credits and refunds."""
 
     charged: Decimal
+    #: The bill before credits and refunds (what the charges must add up to); ``None`` without a CUR.
     bill: Decimal | None
     difference: Decimal | None
-    #: ``|difference| / bill`` above the configured tolerance.
+    #: ``|difference| / bill`` above the configured tolerance: the month fails (:attr:`failed`).
     flagged: bool
     #: Teams with usage or evictions that the configuration does not name, sorted.
     unknown_teams: tuple[str, ...] = ()
-    #: The report does not reconcile and must not be sent as is: unknown teams under :attr:`UnknownTeams.FAIL`.
+    #: The report does not reconcile and must not be sent as is: the difference is above the tolerance
+    #: (:attr:`flagged`), or there are unknown teams under :attr:`UnknownTeams.FAIL` (:attr:`unknown_teams_failed`).
     failed: bool = False
+    #: Unknown teams fail the month (:attr:`UnknownTeams.FAIL`).
+    unknown_teams_failed: bool = False
+    #: The relative difference above which the month fails (the configuration's tolerance).
+    tolerance: Decimal = Decimal("0.005")
+    #: Credits and refunds on the bill, listed with their amounts (allocated to no row).
+    credits: tuple[BillCredit, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)

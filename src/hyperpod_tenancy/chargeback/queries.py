@@ -68,6 +68,7 @@ from importlib import resources
 from typing import Any, NamedTuple
 
 from .model import (
+    BillCredit,
     CollectionGap,
     CostInputs,
     Eviction,
@@ -357,6 +358,8 @@ class QueryResult(NamedTuple):
         return [dict(zip(self.columns, row, strict=False)) for row in self.rows]
 
 
+#: The ``cur_costs`` kinds of the credits and refunds on the bill (:class:`~.model.BillCredit`).
+_CREDIT_KINDS = ("credit", "refund")
 #: The columns of ``hourly_usage``, in the order :class:`~.model.HourlyUsage` takes them.
 _USAGE_COLUMNS = ("hour", "cluster", "instance_type", "team", "gpu_ms", "borrowed_gpu_ms")
 _NO_RESULT = QueryResult((), ())
@@ -412,8 +415,9 @@ def cost_inputs(result: QueryResult) -> CostInputs:
         result: the result (``kind``, ``name``, ``cost``, ``usage_amount``).
 
     Returns:
-        The instance-type lines, the team lines, the shared lines (each sorted by name) and the bill total (``None`` when the
-        CUR has no line of the cluster for the month: the engine then prices from the price table).
+        The instance-type lines, the team lines, the shared lines, the credits and refunds (each sorted by name) and
+        the bill total (``None`` when the CUR has no line of the cluster for the month: the engine then prices from
+        the price table).
 
     Raises:
         QueryInputError: a column is missing or malformed, or a row has an unknown kind.
@@ -422,6 +426,7 @@ def cost_inputs(result: QueryResult) -> CostInputs:
     instance_types: list[InstanceTypeCost] = []
     shared: list[SharedCost] = []
     teams: list[TeamCost] = []
+    adjustments: list[BillCredit] = []
     total: Decimal | None = None
     for i, row in enumerate(result.records()):
         kind = _text(row, "kind", "cur_costs", i)
@@ -434,19 +439,22 @@ def cost_inputs(result: QueryResult) -> CostInputs:
             shared.append(SharedCost(category=name, cost=cost))
         elif kind == "team":
             teams.append(TeamCost(team=name, cost=cost))
+        elif kind in _CREDIT_KINDS:
+            adjustments.append(BillCredit(kind=kind, name=name, cost=cost))
         elif kind == "total":
             total = cost
         else:
             raise QueryInputError(
-                f"cur_costs row {i}: kind {kind!r} is not instance-type, team, shared or total"
+                f"cur_costs row {i}: kind {kind!r} is not instance-type, team, shared, credit, refund or total"
             )
-    if not instance_types and not shared and not teams:
+    if not instance_types and not shared and not teams and not adjustments:
         total = None
     return CostInputs(
         instance_types=tuple(sorted(instance_types, key=lambda c: c.instance_type)),
         shared=tuple(sorted(shared, key=lambda c: c.category)),
         teams=tuple(sorted(teams, key=lambda c: c.team)),
         bill_total=total,
+        credits=tuple(sorted(adjustments, key=lambda c: (c.kind, c.name))),
     )
 
 

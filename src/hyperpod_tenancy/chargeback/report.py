@@ -188,6 +188,16 @@ def _json(report: Report) -> str:
             "flagged": rec.flagged,
             "unknownTeams": list(rec.unknown_teams),
             "failed": rec.failed,
+            **(
+                {
+                    "credits": [
+                        {"kind": c.kind, "against": c.name, "usd": _Raw(_num(c.cost, True))}
+                        for c in rec.credits
+                    ]
+                }
+                if rec.credits
+                else {}
+            ),
         },
         "rows": [
             {
@@ -314,13 +324,49 @@ def failure(report: Report) -> str | None:
     rec = report.reconciliation
     if not rec.failed:
         return None
-    return (
-        f"RECONCILIATION FAILED: {', '.join(rec.unknown_teams)} "
-        f"{'is no team' if len(rec.unknown_teams) == 1 else 'are no teams'} of the configuration yet ran on the "
-        "cluster or carry its team tag on bill lines, so their GPU-hours raised the borrowing of known teams. "
-        "Add each to the platform (its TeamTenant), or set "
-        "`chargeback.unknownTeams: bill` to bill such namespaces under their own name."
-    )
+    reasons = []
+    if rec.flagged and rec.bill is not None:
+        reasons.append(
+            f"the rows charge ${_usd(rec.charged)} against a bill of ${_usd(rec.bill)} before credits and refunds, "
+            f"a difference of ${_usd(rec.difference or Decimal(0))}{_share(rec.difference, rec.bill)}, above the "
+            f"tolerance of {_percent(rec.tolerance)} %. Compare the node inventory's instance-hours with the "
+            "CUR's (see the notes) before sending this report."
+        )
+    if rec.unknown_teams and (rec.unknown_teams_failed or not rec.flagged):
+        reasons.append(
+            f"{', '.join(rec.unknown_teams)} "
+            f"{'is no team' if len(rec.unknown_teams) == 1 else 'are no teams'} of the configuration yet ran on the "
+            "cluster or carry its team tag on bill lines, so their GPU-hours raised the borrowing of known teams. "
+            "Add each to the platform (its TeamTenant), or set "
+            "`chargeback.unknownTeams: bill` to bill such namespaces under their own name."
+        )
+    return "RECONCILIATION FAILED: " + " Also: ".join(reasons)
+
+
+def _percent(fraction: Decimal) -> Decimal:
+    """Return a fraction as a percentage to hundredths (0.005 → 0.50)."""
+    return (fraction * 100).quantize(_CENT, rounding=ROUND_HALF_EVEN)
+
+
+def _share(difference: Decimal | None, bill: Decimal) -> str:
+    """`` (0.99 %)``: the difference as a share of the bill, or nothing for a bill of zero."""
+    return "" if not bill else f" ({_percent(abs(difference or Decimal(0)) / abs(bill))} %)"
+
+
+#: Kind of a credit line → how the report names it.
+_CREDIT_KIND = {"credit": "credit", "refund": "refund"}
+_CREDIT_HEADER = ["kind", "against", "USD"]
+
+
+def _credit_rows(report: Report) -> list[list[str]]:
+    return [
+        [_CREDIT_KIND.get(c.kind, c.kind), c.name, _usd(_money(c.cost))]
+        for c in report.reconciliation.credits
+    ]
+
+
+def _credit_total(report: Report) -> Decimal:
+    return _money(sum((c.cost for c in report.reconciliation.credits), Decimal(0)))
 
 
 #: Table of a collection gap → the collector that writes it.
@@ -382,16 +428,21 @@ def _summary_lines(report: Report) -> list[tuple[str, str]]:
     if rec.bill is None:
         reconciled = f"charged ${_usd(rec.charged)}; no bill (no CUR): not reconciled"
     else:
-        share = (
-            ""
-            if not rec.bill
-            else f" ({(abs(rec.difference or Decimal(0)) / abs(rec.bill) * 100).quantize(_CENT)} %)"
+        verdict = (
+            f"FLAGGED: the mismatch exceeds the tolerance of {_percent(rec.tolerance)} %"
+            if rec.flagged
+            else "within tolerance"
         )
-        verdict = "FLAGGED: the mismatch exceeds the tolerance" if rec.flagged else "within tolerance"
+        before = " before credits and refunds" if rec.credits else ""
         reconciled = (
-            f"charged ${_usd(rec.charged)} against a bill of ${_usd(rec.bill)}; "
-            f"difference ${_usd(rec.difference or Decimal(0))}{share}, {verdict}"
+            f"charged ${_usd(rec.charged)} against a bill of ${_usd(rec.bill)}{before}; "
+            f"difference ${_usd(rec.difference or Decimal(0))}{_share(rec.difference, rec.bill)}, {verdict}"
         )
+        if rec.credits:
+            reconciled += (
+                f"; credits and refunds ${_usd(_credit_total(report))} (listed below, allocated to no team): "
+                f"the bill after them is ${_usd(_money(rec.bill + _credit_total(report)))}"
+            )
     loss = (
         "upper bound (no last-checkpoint time collected for some evictions: the declared checkpoint interval, or the "
         "whole run since admission where none was declared)"
@@ -529,6 +580,13 @@ def _markdown(report: Report) -> str:
         ),
         right=3,
     )
+    if report.reconciliation.credits:
+        lines += ["", "## Credits and refunds", ""]
+        lines += _md_table(
+            _CREDIT_HEADER,
+            [*_credit_rows(report), ["**all**", "", f"**{_usd(_credit_total(report))}**"]],
+            right=2,
+        )
     if report.preemption_losses:
         lines += ["", "## Preemption loss per priority class", ""]
         lines += _md_table(_LOSS_HEADER, _loss_rows(report), right=3, upto=5)
@@ -733,11 +791,19 @@ def _summary(report: Report) -> list[str]:
         '<thead><tr><th></th><th class="n">USD</th></tr></thead>',
         "<tbody>",
         f'<tr><td>charged to the rows below</td><td class="n">{_usd(rec.charged)}</td></tr>',
-        f'<tr><td>bill (CUR)</td><td class="n">{"none" if rec.bill is None else _usd(rec.bill)}</td></tr>',
+        f"<tr><td>bill (CUR){' before credits and refunds' if rec.credits else ''}</td>"
+        f'<td class="n">{"none" if rec.bill is None else _usd(rec.bill)}</td></tr>',
     ]
     if rec.difference is not None:
         verdict = "n flagged" if rec.flagged else "n"
         lines.append(f'<tr><td>difference</td><td class="{verdict}">{_usd(rec.difference)}</td></tr>')
+    if rec.credits and rec.bill is not None:
+        lines += [
+            '<tr><td><a href="#credits">credits and refunds</a> (allocated to no team)</td>'
+            f'<td class="n">{_usd(_credit_total(report))}</td></tr>',
+            "<tr><td>bill after credits and refunds</td>"
+            f'<td class="n">{_usd(_money(rec.bill + _credit_total(report)))}</td></tr>',
+        ]
     lines += ["</tbody>", "</table>", "</section>"]
     return lines
 
@@ -846,6 +912,15 @@ def _html(report: Report) -> str:
             names=(0,),
             ids=[ids("row", itype, r.team, r.cost_center) for r in of_type],
             group=group,
+        )
+    if report.reconciliation.credits:
+        lines.append('<h2 id="credits">Credits and refunds</h2>')
+        lines += _html_table(
+            _CREDIT_HEADER,
+            _escaped(_credit_rows(report)),
+            right=2,
+            names=(1,),
+            foot=["all", "", _usd(_credit_total(report))],
         )
     if report.preemption_losses:
         lines.append("<h2>Preemption loss per priority class</h2>")
