@@ -143,8 +143,23 @@ def _synced_raw(data: Path, raw: Path) -> Path:
         moment = ts.replace(tzinfo=dt.UTC)
         path = raw / node_inventory.object_key("node/", CLUSTER, moment)
         path.parent.mkdir(parents=True, exist_ok=True)
+        # every instance's Kubernetes node Ready, uncordoned and healthy: schedulable where SageMaker says Running
+        healthy = node_inventory.nodes_by_instance(
+            [
+                {
+                    "metadata": {
+                        "name": node_inventory.NODE_NAME_PREFIX + str(s["InstanceId"]),
+                        "labels": {node_inventory.NODE_HEALTH_LABEL: node_inventory.HEALTHY},
+                    },
+                    "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+                }
+                for s in summaries
+            ]
+        )
         path.write_text(
-            node_inventory.snapshot_lines(summaries, cluster=CLUSTER, moment=moment, gpus_per_instance=GPUS),
+            node_inventory.snapshot_lines(
+                summaries, cluster=CLUSTER, moment=moment, gpus_per_instance=GPUS, kubernetes=healthy
+            ),
             encoding="utf-8",
         )
     columns = [name for name, _ in COLLECTOR_COLUMNS["eviction"]]

@@ -1,4 +1,4 @@
-"""The monthly chargeback Lambda and the node-inventory Lambda against moto in server mode (no boto3 patching).
+"""The monthly chargeback Lambda against moto in server mode (no boto3 patching).
 
 Athena's start/poll/results are moto's; its result rows are seeded with what DuckDB computes from the same
 generated Parquet (the Trino SQL transpiled by sqlglot), so the report the Lambda writes to S3 can be compared,
@@ -33,7 +33,7 @@ from hyperpod_tenancy.chargeback.model import (
     team_config_to_json,
 )
 from hyperpod_tenancy.chargeback_offline import _register_cur, compute, transpile
-from hyperpod_tenancy.runtime import chargeback_job, node_inventory
+from hyperpod_tenancy.runtime import chargeback_job
 
 MONTH = "2026-07"
 CLUSTER = "shared-gpu"
@@ -283,80 +283,6 @@ def test_the_month_comes_from_the_event(event: dict[str, str], month: str) -> No
 def test_a_malformed_event_is_refused_with_the_fix(event: dict[str, str]) -> None:
     with pytest.raises(chargeback_job.ChargebackJobError, match="YYYY-MM"):
         chargeback_job.report_month(event)
-
-
-# ---------------------------------------------------------------------- node inventory
-
-
-def test_node_inventory_writes_one_sorted_json_line_per_node(
-    aws: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    s3 = boto3.client("s3")
-    s3.create_bucket(Bucket=BUCKET)
-    sagemaker = boto3.client("sagemaker")
-    lifecycle = {"SourceS3Uri": "s3://sagemaker-lifecycle/lifecycle", "OnCreate": "on_create.sh"}
-    sagemaker.create_cluster(
-        ClusterName=CLUSTER,
-        InstanceGroups=[
-            {
-                "InstanceGroupName": "p5-training",
-                "InstanceType": "ml.p5.48xlarge",
-                "InstanceCount": 3,
-                "LifeCycleConfig": lifecycle,
-                "ThreadsPerCore": 1,
-                "ExecutionRole": "arn:aws:iam::123456789012:role/exec",
-            },
-            {
-                "InstanceGroupName": "g5-inference",
-                "InstanceType": "ml.g5.12xlarge",
-                "InstanceCount": 2,
-                "LifeCycleConfig": lifecycle,
-                "ThreadsPerCore": 1,
-                "ExecutionRole": "arn:aws:iam::123456789012:role/exec",
-            },
-        ],
-    )
-    for key, value in {
-        "CLUSTER_NAME": CLUSTER,
-        "BUCKET": BUCKET,
-        "GPUS_PER_INSTANCE": json.dumps({"ml.p5.48xlarge": 8}),
-    }.items():
-        monkeypatch.setenv(key, value)
-
-    result = node_inventory.handler({"time": "2026-07-01T02:05:00Z"})
-
-    key = f"raw/node/year=2026/month=07/day=01/hour=02/cluster={CLUSTER}/20260701T020500Z.json"
-    assert result == {"key": key, "nodes": 5}
-    lines = s3.get_object(Bucket=BUCKET, Key=key)["Body"].read().decode().splitlines()
-    nodes = [json.loads(line) for line in lines]
-    assert [n["instance_id"] for n in nodes] == sorted(n["instance_id"] for n in nodes)
-    assert {n["timestamp"] for n in nodes} == {"2026-07-01 02:05:00"}
-    assert (
-        sorted((n["instance_type"], n["gpus"]) for n in nodes)
-        == [("ml.g5.12xlarge", 0)] * 2 + [("ml.p5.48xlarge", 8)] * 3
-    )
-    assert all(n["schedulable"] == (n["status"] == "Running") and n["schema_version"] == 1 for n in nodes)
-    # a retried invocation for the same schedule overwrites the same snapshot
-    assert node_inventory.handler({"time": "2026-07-01T02:05:00Z"})["key"] == key
-
-
-def test_node_status_other_than_running_is_unschedulable() -> None:
-    body = node_inventory.snapshot_lines(
-        [
-            {"InstanceId": "i-2", "InstanceType": "ml.p5.48xlarge", "InstanceStatus": {"Status": "Running"}},
-            {
-                "InstanceId": "i-1",
-                "InstanceType": "ml.p5.48xlarge",
-                "InstanceStatus": {"Status": "DeepHealthCheckInProgress"},
-            },
-        ],
-        cluster=CLUSTER,
-        moment=dt.datetime(2026, 7, 1, 2, 5, tzinfo=dt.UTC),
-        gpus_per_instance={"ml.p5.48xlarge": 8},
-    )
-    first, second = (json.loads(line) for line in body.splitlines())
-    assert (first["instance_id"], first["schedulable"]) == ("i-1", False)
-    assert (second["instance_id"], second["schedulable"]) == ("i-2", True)
 
 
 def test_a_past_month_rerun_keeps_its_configuration_of_record(

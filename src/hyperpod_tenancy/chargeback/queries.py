@@ -33,10 +33,10 @@ snapshot with the same ``timestamp``): ``timestamp`` timestamp, ``cluster`` stri
 string, ``instance_type`` string (``ml.p5.48xlarge``), ``instance_id`` string, ``status`` string (the
 SageMaker instance status: ``Running``, ``Pending``, ``ShuttingDown``, ``SystemUpdating``,
 ``DeepHealthCheckInProgress``, ``Failure``), ``schedulable`` boolean. The platform's inventory collector
-sees SageMaker only and writes ``schedulable = (status == "Running")``: a Running instance whose Kubernetes
-node is NotReady or cordoned counts as available. A collector that reads the nodes may write their Ready and
-cordon state there instead. An instance counts as unavailable when its status is not ``Running`` or it is
-not schedulable.
+writes ``schedulable`` true when the status is ``Running`` and the instance's Kubernetes node is Ready, not
+cordoned and healthy by HyperPod's ``sagemaker.amazonaws.com/node-health-status`` label
+(:func:`hyperpod_tenancy.runtime.node_inventory.schedulable`). An instance counts as unavailable when its status
+is not ``Running`` or it is not schedulable.
 
 ``eviction`` (ours; one row per workload run evicted by preemption): ``timestamp`` timestamp, ``cluster``
 string, ``namespace`` string, ``workload`` string, ``priority_class`` string (``<class>-priority``),

@@ -162,6 +162,10 @@ _ALERT_WINDOW = "1d"
 EVICTION_COLLECTOR_GROUP = "hyperpod-tenancy:eviction-collector"
 #: Read-only ClusterRole of the eviction collector: ``get`` and ``list`` on Kueue Workloads, nothing else.
 EVICTION_COLLECTOR_ROLE = "hyperpod-tenancy-eviction-collector"
+#: Kubernetes group of the node inventory's access entry, bound to :data:`NODE_INVENTORY_ROLE` only.
+NODE_INVENTORY_GROUP = "hyperpod-tenancy:node-inventory"
+#: Read-only ClusterRole of the node inventory: ``get`` and ``list`` on Nodes (Ready, cordoned, HyperPod's health).
+NODE_INVENTORY_ROLE = "hyperpod-tenancy-node-inventory"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -206,6 +210,10 @@ def _asset_directory(kind: str, files: Mapping[str, bytes]) -> str:
 EVICTION_COLLECTOR_HANDLER = "hyperpod_tenancy.runtime.eviction_collector.handler"
 #: The runtime modules of the eviction collector's asset: the handler and the ones it imports.
 EVICTION_COLLECTOR_MODULES = ("eviction_collector.py", "kube_api.py", "remote_write.py")
+#: Handler of the node inventory, in its asset's stub package (:func:`runtime_asset_files`).
+NODE_INVENTORY_HANDLER = "hyperpod_tenancy.runtime.node_inventory.handler"
+#: The runtime modules of the node inventory's asset: the handler and the one it imports.
+NODE_INVENTORY_MODULES = ("node_inventory.py", "kube_api.py")
 
 
 def runtime_asset_files(what: str, modules: Sequence[str]) -> dict[str, bytes]:
@@ -1392,36 +1400,57 @@ class ChargebackPipeline(Construct):
         )
 
     def _create_node_inventory(self) -> lambda_.Function:
-        runtime = Path(runtime_package.__file__).parent
         directory = _asset_directory(
-            "node-inventory", {"node_inventory.py": (runtime / "node_inventory.py").read_bytes()}
+            "node-inventory", runtime_asset_files("The node inventory", NODE_INVENTORY_MODULES)
+        )
+        # it reads the Kubernetes nodes (Ready, cordoned, HyperPod's health label) from the private API endpoint
+        security_group = ec2.SecurityGroup(
+            self,
+            "NodeInventorySecurityGroup",
+            vpc=self.cluster.vpc,
+            description=f"Node inventory of {self._name}: the private EKS API endpoint, S3, SageMaker and EKS APIs",
+            allow_all_outbound=True,
         )
         function = self._function(
             "NodeInventory",
             code=lambda_.Code.from_asset(directory),
-            handler="node_inventory.handler",
+            handler=NODE_INVENTORY_HANDLER,
             timeout=cdk.Duration.minutes(2),
             environment={
                 "CLUSTER_NAME": self._name,
+                "EKS_CLUSTER_NAME": self.cluster.eks_cluster_name,
                 "CLUSTER_LABEL": self._name,
                 "BUCKET": self.bucket.bucket_name,
                 "PREFIX": f"{_RAW}node/",
                 "GPUS_PER_INSTANCE": json.dumps(self.config.gpus_per_instance, sort_keys=True),
             },
+            vpc=self.cluster.vpc,
+            security_groups=[security_group],
         )
+        self.cluster.allow_api_access_from(self, "NodeInventoryApiAccess", peer=security_group)
         function.add_to_role_policy(
             iam.PolicyStatement(
                 actions=["sagemaker:ListClusterNodes"], resources=[self.cluster.hyperpod_cluster_arn]
             )
         )
         self.bucket.grant_put(function, f"{_RAW}node/*")
-        events.Rule(
+        access_entry, rbac = grant_cluster_reads(
+            self,
+            "NodeInventory",
+            cluster=self.cluster,
+            function=function,
+            group=NODE_INVENTORY_GROUP,
+            role_name=NODE_INVENTORY_ROLE,
+            rules=[{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list"]}],
+        )
+        schedule = events.Rule(
             self,
             "NodeInventorySchedule",
             description=f"Node inventory of HyperPod cluster {self._name} every 5 minutes",
             schedule=events.Schedule.rate(cdk.Duration.minutes(5)),
             targets=[targets.LambdaFunction(function, retry_attempts=2)],
         )
+        schedule.node.add_dependency(access_entry, rbac)
         return function
 
     def _create_eviction_collector(self) -> lambda_.Function:
@@ -1807,7 +1836,8 @@ class ChargebackPipeline(Construct):
             if isinstance(role, iam.Role):
                 acknowledge_role(
                     role,
-                    managed_policies="AWSLambdaBasicExecutionRole (and, for the eviction collector in the VPC, "
+                    managed_policies="AWSLambdaBasicExecutionRole (and, for the node inventory and the eviction "
+                    "collector in the VPC, "
                     "AWSLambdaVPCAccessExecutionRole) are the managed policies CDK attaches for the function's logs "
                     "and network interfaces",
                     wildcards="object wildcards are under one prefix of the report bucket (raw/, cur/, athena-results/, "
@@ -1828,13 +1858,12 @@ class ChargebackPipeline(Construct):
                 "the environment holds bucket, table and cluster names, no secret; Lambda encrypts it at rest with "
                 "its AWS-managed key",
             )
-        for function in (self.job, self.node_inventory):
-            skip_checkov(
-                function,
-                "CKV_AWS_117",
-                "calls AWS APIs only (S3, Athena, Glue, SNS, CloudWatch, SageMaker ListClusterNodes), nothing inside "
-                "the VPC; the function that reaches the cluster's private API (the eviction collector) runs in the VPC",
-            )
+        skip_checkov(
+            self.job,
+            "CKV_AWS_117",
+            "calls AWS APIs only (S3, Athena, Glue, SNS, CloudWatch), nothing inside the VPC; the functions that reach "
+            "the cluster's private API (the node inventory and the eviction collector) run in the VPC",
+        )
         operator_role = getattr(self, "operator_role", None)
         if isinstance(operator_role, iam.Role):
             acknowledge_role(

@@ -1,6 +1,6 @@
 -- hourly_capacity: instance-milliseconds of each instance type in the cluster, per clock hour, and the part on
 -- instances that could not run work: SageMaker status other than Running, or `schedulable` false (the platform's
--- collector writes it as status = Running; it cannot see a cordoned or NotReady Kubernetes node).
+-- collector writes it false for a NotReady, cordoned or HyperPod-unhealthy Kubernetes node).
 -- Source: our `node` snapshots (SageMaker ListClusterNodes; collector schema v1, see queries.py). Every row of
 -- one snapshot carries the snapshot's timestamp; a snapshot's inventory holds until the cluster's next
 -- snapshot, the last one until the end of the month, so an instance that leaves the cluster stops counting
