@@ -415,7 +415,7 @@ def test_progress_is_shown_on_request(data: Path) -> None:
         console=Console(file=out, width=100),
         on_step=steps.append,
     )
-    assert steps == ["hourly_usage", "hourly_capacity", "evictions", "collection_gaps", "cur_costs", "inputs"]
+    assert steps == [*queries.USAGE_QUERIES, "cur_costs", "inputs"]
     assert "chargeback" in out.getvalue() and "done" in out.getvalue()
 
 

@@ -208,7 +208,12 @@ def test_every_query_is_trino_and_transpiles_to_one_duckdb_statement() -> None:
         assert "{{" not in sql
         sqlglot.parse_one(sql, read="trino", error_level=sqlglot.ErrorLevel.RAISE)
         duck = transpile(sql)
-        assert "GENERATE_SERIES" in duck or name in {"evictions", "cur_costs", "collection_gaps"}
+        assert "GENERATE_SERIES" in duck or name in {
+            "evictions",
+            "cur_costs",
+            "collection_gaps",
+            "team_periods",
+        }
 
 
 def test_hourly_usage_follows_the_snapshots(usage_dir: Path) -> None:

@@ -68,6 +68,7 @@ from .model import (
     SharedCostRule,
     TeamCharge,
     TeamConfig,
+    TeamPeriod,
     UnknownTeams,
     UsageInputs,
 )
@@ -356,6 +357,10 @@ class _Computation:
         self.teams: dict[str, TeamConfig] = {t.name: t for t in config.teams}
         self.notes: list[str] = []
         self.unknown: list[str] = []
+        #: Team → the hours ``[start, end)`` its quota exists this month (clipped to the month).
+        self.periods: dict[str, tuple[dt.datetime, dt.datetime]] = {
+            p.team: (max(p.start, start), min(p.end, end)) for p in usage.team_periods or ()
+        }
 
     # --- validation ---------------------------------------------------------------------------------------
 
@@ -394,6 +399,31 @@ class _Computation:
             )
         return team
 
+    def _period(self, name: str) -> tuple[dt.datetime, dt.datetime] | None:
+        """Return the hours ``[start, end)`` a team's guarantee is billed, or ``None`` for the whole month."""
+        period = self.periods.get(name)
+        if self.inputs.team_periods is None or period == (self.start, self.end):
+            return None
+        return period if period is not None else (self.start, self.start)
+
+    def _billed_periods(self) -> tuple[TeamPeriod, ...]:
+        """Return the teams with a guarantee whose quota did not exist all month, with their hours (and note them)."""
+        if self.inputs.team_periods is None:
+            return ()
+        out = []
+        for team in sorted(self.config.teams, key=lambda t: t.name):
+            if not any(team.quotas.values()):
+                continue
+            start, end = self.periods.get(team.name, (self.start, self.start))
+            if (start, end) != (self.start, self.end):
+                out.append(TeamPeriod(team=team.name, start=start, end=end))
+                self.notes.append(
+                    f"team {team.name!r}: its quota existed {_period_text(start, end)} of {self.month} (its queue's "
+                    "snapshots); its guarantee is billed for those hours only, the rest of its capacity is the "
+                    "idle owner's."
+                )
+        return tuple(out)
+
     def _gpus(self, instance_type: str) -> int:
         gpus = self.config.gpus_per_instance.get(instance_type)
         if not gpus or gpus <= 0:
@@ -406,6 +436,7 @@ class _Computation:
     # --- the month ----------------------------------------------------------------------------------------
 
     def report(self) -> Report:
+        billed_periods = self._billed_periods()
         types = self._hours()
         prices, sources = self._prices(sorted(types))
         self._preemption(types)
@@ -430,6 +461,7 @@ class _Computation:
             notes=tuple(self.notes),
             preemption_losses=self.losses,
             collection_gaps=self.inputs.collection_gaps,
+            billed_periods=billed_periods,
         )
 
     def _capacity(self) -> dict[tuple[str, dt.datetime], tuple[int, int]]:
@@ -543,13 +575,15 @@ class _Computation:
                 self._team(name)  # a team with usage but not in the policy: noted once
             nominal_values = [n for _, n in nominal] + [0] * len(extra)
             acc = types[itype] = _PicoTypeAcc.for_teams(names + extra, nominal_values)
+            periods = [self._period(name) for name in names] + [None] * len(extra)
+            partial = any(p is not None for p in periods)
             for hour, cap_gpu, unavailable in hours:
                 records = used.get((itype, hour))
                 self._hour(
                     itype=itype,
                     hour=hour,
                     acc=acc,
-                    nominal=nominal_values,
+                    nominal=_in_period(nominal_values, periods, hour) if partial else nominal_values,
                     cap_gpu=cap_gpu,
                     unavailable=unavailable,
                     use=self._hour_usage(records, acc) if records else None,
@@ -604,7 +638,7 @@ class _Computation:
                 f"usage on {itype} at {hour.isoformat()} is {_from_pico(total_used).normalize():f} GPU-hours, above the "
                 f"node inventory's {_from_pico(cap_gpu).normalize():f}; the usage and node snapshots disagree (check the collector)."
             )
-        if guarantee is nominal:
+        if guarantee is acc.nominal:  # every team's nominal guarantee, unscaled
             acc.full_hours += 1
         else:
             acc.guaranteed = list(map(operator.add, acc.guaranteed, guarantee))
@@ -801,6 +835,21 @@ class _Computation:
             tolerance=tolerance,
             credits=listed,
         )
+
+
+def _in_period(
+    nominal: list[int], periods: list[tuple[dt.datetime, dt.datetime] | None], hour: dt.datetime
+) -> list[int]:
+    """Return the hour's nominal guarantees: zero outside a team's billed period (``nominal`` itself if none is)."""
+    if all(p is None or p[0] <= hour < p[1] for p in periods):
+        return nominal
+    return [n if p is None or p[0] <= hour < p[1] else 0 for n, p in zip(nominal, periods, strict=True)]
+
+
+def _period_text(start: dt.datetime, end: dt.datetime) -> str:
+    if end <= start:
+        return "no hour"
+    return f"from {start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} UTC ({int((end - start).total_seconds()) // 3600} hours)"
 
 
 def _scatter(slots: list[int], values: list[int], k: int) -> list[int]:

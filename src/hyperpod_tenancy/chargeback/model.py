@@ -44,6 +44,7 @@ __all__ = [
     "TeamCharge",
     "TeamConfig",
     "TeamCost",
+    "TeamPeriod",
     "UnknownTeams",
     "UsageInputs",
     "config_from_json",
@@ -237,6 +238,26 @@ class CollectionGap:
 
 
 @dataclass(frozen=True, kw_only=True)
+class TeamPeriod:
+    """The clock hours of the month in which a team's quota exists (its queue's snapshots): its billed period.
+
+    The team's guarantee is billed from :attr:`start` to :attr:`end` only; outside them its capacity is the idle
+    owner's, whatever the configuration of record says.
+    """
+
+    team: str
+    #: The first hour (the top of the hour of the queue's first snapshot, or the month's start).
+    start: dt.datetime
+    #: The end of the last hour (one hour after the top of the hour of the queue's last snapshot of the month).
+    end: dt.datetime
+
+    @property
+    def hours(self) -> int:
+        """The number of clock hours billed."""
+        return int((self.end - self.start).total_seconds() // 3600)
+
+
+@dataclass(frozen=True, kw_only=True)
 class UsageInputs:
     """The month's usage data (what the SQL returns)."""
 
@@ -247,6 +268,9 @@ class UsageInputs:
     collection_gaps: tuple[CollectionGap, ...] = ()
     #: Tables whose gaps could not be checked (no such table in the inputs), with the reason.
     unchecked_collections: tuple[str, ...] = ()
+    #: Each team's billed period (sorted by team); ``None``: not known, every team of the configuration is billed
+    #: its guarantee for the whole month. A team of the configuration without a period has no guarantee.
+    team_periods: tuple[TeamPeriod, ...] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -410,6 +434,9 @@ class Report:
     #: Stretches in which a collector wrote nothing for longer than its threshold (billed by holding the last
     #: snapshot; see :class:`CollectionGap`).
     collection_gaps: tuple[CollectionGap, ...] = ()
+    #: The billed period of each team of the configuration whose quota did not exist all month (sorted by team;
+    #: empty when every team existed all month or the periods were not known).
+    billed_periods: tuple[TeamPeriod, ...] = ()
 
 
 def config_to_json(config: ChargebackConfig) -> str:

@@ -77,6 +77,7 @@ from .model import (
     InstanceTypeCost,
     SharedCost,
     TeamCost,
+    TeamPeriod,
     UsageInputs,
 )
 
@@ -133,7 +134,7 @@ TEAM_TAG_KEY = "hyperpod-tenancy:team"
 #: The CUR ``resource_tags`` key of :data:`TEAM_TAG_KEY`.
 CUR_TEAM_TAG = cur_tag_column(TEAM_TAG_KEY)
 #: The queries whose rows :func:`usage_inputs` reads.
-USAGE_QUERIES = ("hourly_usage", "hourly_capacity", "evictions", "collection_gaps")
+USAGE_QUERIES = ("hourly_usage", "hourly_capacity", "evictions", "collection_gaps", "team_periods")
 #: Table → the longest stretch without a record that is not a gap (``collection_gaps``), in minutes: three runs of
 #: the 5-minute node inventory; for the operator's heartbeat, whose period is not published, one hour (AWS's own
 #: report generator counts a clock hour without a heartbeat as missing).
@@ -374,8 +375,9 @@ def usage_inputs(
     """Convert the results of :data:`USAGE_QUERIES` into the engine's usage inputs.
 
     Args:
-        results: query name → its result (``hourly_usage`` and ``hourly_capacity`` required, ``evictions``
-            optional, and so is ``collection_gaps``).
+        results: query name → its result (``hourly_usage`` and ``hourly_capacity`` required, ``evictions``,
+            ``collection_gaps`` and ``team_periods`` optional; without ``team_periods`` every team of the
+            configuration is billed its guarantee all month).
         gpus_per_instance: GPUs per instance of each instance type (to turn instance-time into GPU-time).
         usage: the ``hourly_usage`` records, when already read with :func:`usage_records` (for example while
             the other queries ran); ``results`` then needs no ``hourly_usage``.
@@ -403,9 +405,16 @@ def usage_inputs(
     gaps = tuple(
         _gap_row(row, i) for i, row in enumerate(results.get("collection_gaps", _NO_RESULT).records())
     )
+    periods = (
+        tuple(_period_row(row, i) for i, row in enumerate(results["team_periods"].records()))
+        if "team_periods" in results
+        else None
+    )
     if usage is None:
         usage = usage_records(results["hourly_usage"])
-    return UsageInputs(usage=usage, capacity=capacity, evictions=evictions, collection_gaps=gaps)
+    return UsageInputs(
+        usage=usage, capacity=capacity, evictions=evictions, collection_gaps=gaps, team_periods=periods
+    )
 
 
 def cost_inputs(result: QueryResult) -> CostInputs:
@@ -568,6 +577,15 @@ def _gap_row(row: Row, i: int) -> CollectionGap:
             f"{q} row {i}: table {table!r} is not one of {', '.join(GAP_THRESHOLD_MINUTES)}"
         )
     return CollectionGap(table=table, start=_time(row, "gap_start", q, i), end=_time(row, "gap_end", q, i))
+
+
+def _period_row(row: Row, i: int) -> TeamPeriod:
+    q = "team_periods"
+    return TeamPeriod(
+        team=_text(row, "team", q, i),
+        start=_time(row, "first_hour", q, i),
+        end=_time(row, "last_hour", q, i) + dt.timedelta(hours=1),
+    )
 
 
 def _is_null(value: object) -> bool:

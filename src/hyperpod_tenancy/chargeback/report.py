@@ -233,6 +233,16 @@ def _json(report: Report) -> str:
             }
             for gap in report.collection_gaps
         ],
+        **(
+            {
+                "billedPeriods": [
+                    {"team": p.team, "start": _rfc3339(p.start), "end": _rfc3339(p.end), "hours": p.hours}
+                    for p in report.billed_periods
+                ]
+            }
+            if report.billed_periods
+            else {}
+        ),
         "notes": list(report.notes),
     }
     return _dump(document) + "\n"
@@ -351,6 +361,17 @@ def _percent(fraction: Decimal) -> Decimal:
 def _share(difference: Decimal | None, bill: Decimal) -> str:
     """`` (0.99 %)``: the difference as a share of the bill, or nothing for a bill of zero."""
     return "" if not bill else f" ({_percent(abs(difference or Decimal(0)) / abs(bill))} %)"
+
+
+#: The billed-periods table: teams whose quota did not exist all month, and the hours their guarantee is billed.
+_PERIOD_HEADER = ["team", "from (UTC)", "to (UTC)", "hours billed"]
+
+
+def _period_rows(report: Report) -> list[list[str]]:
+    return [
+        [p.team, f"{p.start:%Y-%m-%d %H:%M}", f"{p.end:%Y-%m-%d %H:%M}", str(p.hours)]
+        for p in report.billed_periods
+    ]
 
 
 #: Kind of a credit line → how the report names it.
@@ -580,6 +601,9 @@ def _markdown(report: Report) -> str:
         ),
         right=3,
     )
+    if report.billed_periods:
+        lines += ["", "## Billed periods", ""]
+        lines += _md_table(_PERIOD_HEADER, _period_rows(report), right=3)
     if report.reconciliation.credits:
         lines += ["", "## Credits and refunds", ""]
         lines += _md_table(
@@ -912,6 +936,11 @@ def _html(report: Report) -> str:
             names=(0,),
             ids=[ids("row", itype, r.team, r.cost_center) for r in of_type],
             group=group,
+        )
+    if report.billed_periods:
+        lines.append('<h2 id="billed-periods">Billed periods</h2>')
+        lines += _html_table(
+            [_e(h) for h in _PERIOD_HEADER], _escaped(_period_rows(report)), right=3, names=(0,)
         )
     if report.reconciliation.credits:
         lines.append('<h2 id="credits">Credits and refunds</h2>')
