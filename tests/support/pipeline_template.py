@@ -6,8 +6,11 @@ from pathlib import Path
 from typing import Any
 
 
-def chargeback_pipeline_template(directory: Path) -> dict[str, Any]:
-    """Synthesize a stack holding only the reference platform's chargeback pipeline; return its template."""
+def chargeback_pipeline_template(directory: Path, **pipeline: Any) -> dict[str, Any]:
+    """Synthesize a stack holding only the reference platform's chargeback pipeline; return its template.
+
+    ``pipeline`` are keyword arguments of the pipeline on top of ``billing_rule=usage, idle_owner=shared``.
+    """
     import aws_cdk as cdk
     import platforms
     from aws_cdk.assertions import Template
@@ -35,7 +38,6 @@ def chargeback_pipeline_template(directory: Path) -> dict[str, Any]:
         file_system_mount_name="mnt",
         network_policy_enforced=True,
     )
-    ChargebackPipeline(
-        stack, "Chargeback", cluster=cluster, billing_rule=BillingRule.USAGE, idle_owner="shared"
-    )
+    props: dict[str, Any] = {"billing_rule": BillingRule.USAGE, "idle_owner": "shared", **pipeline}
+    ChargebackPipeline(stack, "Chargeback", cluster=cluster, **props)
     return dict(Template.from_stack(stack).to_json())

@@ -453,6 +453,7 @@ class _Computation:
             rule=self.term.rule,
             idle_owner=self.term.idle_owner,
             shared_costs=self.term.shared_costs,
+            term=self.term,
             price_sources=sources,
             gpu_hour_prices={f: prices[f].quantize(_PRICE) for f in sorted(prices)},
             rows=charges,

@@ -51,6 +51,7 @@ __all__ = [
     "config_to_json",
     "gpu_hours",
     "merge_teams",
+    "starts_a_quarter",
     "team_config_from_json",
     "team_config_to_json",
     "with_teams",
@@ -115,6 +116,20 @@ class BillingTerm:
     #: A cost center name, or :data:`SHARED` (idle split by guarantee).
     idle_owner: str
     shared_costs: SharedCostRule = SharedCostRule.IDLE_OWNER
+    #: Who signed the term off (the cost-center owners, or the record of their sign-off); every report names it.
+    signed_off_by: str = ""
+    #: Why the term starts on a day that is not the first of a quarter (empty: it does).
+    mid_quarter_reason: str = ""
+
+    @property
+    def starts_a_quarter(self) -> bool:
+        """Whether :attr:`effective_from` is the first day of a quarter (January, April, July or October 1st)."""
+        return starts_a_quarter(self.effective_from)
+
+
+def starts_a_quarter(day: dt.date) -> bool:
+    """Whether ``day`` is the first day of a calendar quarter: a billing rule changes only there, unless a term says why."""
+    return day.day == 1 and day.month in (1, 4, 7, 10)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -422,6 +437,8 @@ class Report:
     idle_owner: str
     shared_costs: SharedCostRule
     price_sources: dict[str, PriceSource]
+    #: The billing term in force for the month (its date, its sign-off, why it starts mid-quarter if it does).
+    term: BillingTerm | None = None
     gpu_hour_prices: dict[str, Decimal]
     rows: tuple[TeamCharge, ...]
     reconciliation: Reconciliation
@@ -452,6 +469,8 @@ def config_to_json(config: ChargebackConfig) -> str:
                 "rule": term.rule.value,
                 "idleOwner": term.idle_owner,
                 "sharedCosts": term.shared_costs.value,
+                "signedOffBy": term.signed_off_by,
+                "midQuarterReason": term.mid_quarter_reason,
             }
             for term in config.terms
         ],
@@ -527,6 +546,8 @@ def config_from_json(text: str) -> ChargebackConfig:
                     rule=BillingRule(term["rule"]),
                     idle_owner=term["idleOwner"],
                     shared_costs=SharedCostRule(term.get("sharedCosts", SharedCostRule.IDLE_OWNER.value)),
+                    signed_off_by=str(term.get("signedOffBy", "")),
+                    mid_quarter_reason=str(term.get("midQuarterReason", "")),
                 )
                 for term in document["terms"]
             ),

@@ -172,6 +172,17 @@ def _json(report: Report) -> str:
         "billingRule": report.rule.value,
         "idleOwner": report.idle_owner,
         "sharedCosts": report.shared_costs.value,
+        **(
+            {
+                "billingTerm": {
+                    "effectiveFrom": report.term.effective_from.isoformat(),
+                    "signedOffBy": report.term.signed_off_by,
+                    "midQuarterReason": report.term.mid_quarter_reason,
+                }
+            }
+            if report.term is not None
+            else {}
+        ),
         "prices": [
             {
                 "instanceType": itype,
@@ -439,6 +450,18 @@ _RULE_TEXT = {
 }
 
 
+def _term_text(report: Report) -> str:
+    """Return the term in force: since when, who signed it off, and why it starts mid-quarter if it does."""
+    term = report.term
+    if term is None:
+        return "not recorded"
+    signed = f"signed off by {term.signed_off_by}" if term.signed_off_by else "sign-off not recorded"
+    text = f"in force since {term.effective_from.isoformat()}, {signed}"
+    if term.mid_quarter_reason:
+        text += f"; starts mid-quarter: {term.mid_quarter_reason}"
+    return text
+
+
 def _summary_lines(report: Report) -> list[tuple[str, str]]:
     rec = report.reconciliation
     prices = ", ".join(
@@ -482,6 +505,7 @@ def _summary_lines(report: Report) -> list[tuple[str, str]]:
     )
     return [
         ("Billing rule", f"{report.rule.value}: {_RULE_TEXT[report.rule]}"),
+        ("Billing term", _term_text(report)),
         ("Idle owner", report.idle_owner),
         ("Rows", rows),
         ("Shared costs", report.shared_costs.value),

@@ -732,6 +732,9 @@ class ChargebackPipeline(Construct):
         earlier_terms: the terms in force before ``effective_from`` (a policy change applies from its date, so
             re-running a past month uses the rule then in force). Default: none.
         shared_costs: how the cluster's non-GPU lines are split. Default: to the idle owner.
+        signed_off_by: who signed the term off (the cost-center owners, or the record of their sign-off); every
+            report names it. Default: not recorded (the policy requires it: ``HPT-CHARGEBACK-SIGN-OFF``).
+        mid_quarter_reason: why ``effective_from`` is not the first day of a quarter; required when it is not.
         cost_centers: team → cost center. Default: each team is its own cost center.
         prices: fallback $/GPU-hour per instance type, where the CUR has no cluster line. Default: none.
         tolerance: relative bill mismatch above which a report is flagged. Default: 0.005 (0.5 %).
@@ -771,6 +774,8 @@ class ChargebackPipeline(Construct):
         effective_from: dt.date = dt.date(2000, 1, 1),
         earlier_terms: Sequence[model.BillingTerm] = (),
         shared_costs: model.SharedCostRule = model.SharedCostRule.IDLE_OWNER,
+        signed_off_by: str = "",
+        mid_quarter_reason: str = "",
         cost_centers: Mapping[str, str] | None = None,
         prices: Mapping[str, Decimal] | None = None,
         tolerance: Decimal = Decimal("0.005"),
@@ -797,6 +802,8 @@ class ChargebackPipeline(Construct):
             effective_from=effective_from,
             earlier_terms=earlier_terms,
             shared_costs=shared_costs,
+            signed_off_by=signed_off_by,
+            mid_quarter_reason=mid_quarter_reason,
             cost_centers=cost_centers or {},
             prices=prices or {},
             tolerance=tolerance,
@@ -912,6 +919,8 @@ class ChargebackPipeline(Construct):
         effective_from: dt.date,
         earlier_terms: Sequence[model.BillingTerm],
         shared_costs: model.SharedCostRule,
+        signed_off_by: str,
+        mid_quarter_reason: str,
         cost_centers: Mapping[str, str],
         prices: Mapping[str, Decimal],
         tolerance: Decimal,
@@ -931,10 +940,19 @@ class ChargebackPipeline(Construct):
                     rule=billing_rule,
                     idle_owner=idle_owner,
                     shared_costs=shared_costs,
+                    signed_off_by=signed_off_by,
+                    mid_quarter_reason=mid_quarter_reason,
                 ),
             ],
             key=lambda t: t.effective_from,
         )
+        for term in terms:
+            if not term.starts_a_quarter and not term.mid_quarter_reason.strip():
+                raise TenancyError(
+                    f"{self.node.path}: the billing term from {term.effective_from.isoformat()} does not start on "
+                    "the first day of a quarter; start it on January, April, July or October 1st, or give "
+                    "mid_quarter_reason (midQuarterReason in the policy), agreed with the cost-center owners."
+                )
         dates = [t.effective_from for t in terms]
         if len(set(dates)) != len(dates):
             raise TenancyError(

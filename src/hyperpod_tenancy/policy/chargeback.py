@@ -52,6 +52,8 @@ def chargeback_config(platform: Platform) -> ChargebackConfig:
                 rule=term.rule,
                 idle_owner=term.idle_owner,
                 shared_costs=term.shared_costs,
+                signed_off_by=term.signed_off_by or "",
+                mid_quarter_reason=term.mid_quarter_reason or "",
             )
         )
     gpus: dict[str, int] = {}
