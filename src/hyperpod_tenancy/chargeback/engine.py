@@ -439,7 +439,7 @@ class _Computation:
         billed_periods = self._billed_periods()
         types = self._hours()
         prices, sources = self._prices(sorted(types))
-        self._preemption(types)
+        self._preemption(types, prices)
         rows = self._rows(types, prices)
         self._shared_costs(rows)
         self._team_costs(rows)
@@ -676,7 +676,7 @@ class _Computation:
                 )
         return prices, sources
 
-    def _preemption(self, types: dict[str, _TypeAcc]) -> None:
+    def _preemption(self, types: dict[str, _TypeAcc], prices: dict[str, Decimal]) -> None:
         losses: dict[tuple[str, str, str], _Loss] = {}
         for ev in self.inputs.evictions:
             what = f"eviction of {ev.workload!r} (team {ev.team!r})"
@@ -705,6 +705,9 @@ class _Computation:
                 evictions=entry.evictions,
                 lost_gpu_hours=entry.lost.quantize(_GPU_HOURS),
                 bases=tuple(b for b in LossBasis if b in entry.bases),
+                cost_center=self.teams[team].cost_center,
+                # priced at the month's GPU-hour price of its type (none where the type had no capacity)
+                lost_usd=(entry.lost * prices.get(itype, _ZERO)).quantize(_CENT),
             )
             for (team, itype, pc), entry in sorted(losses.items())
         )

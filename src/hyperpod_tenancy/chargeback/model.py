@@ -396,6 +396,11 @@ class PreemptionLoss:
     lost_gpu_hours: Decimal
     #: What the losses of these evictions are computed from, each basis once, in :class:`LossBasis` order.
     bases: tuple[LossBasis, ...] = (LossBasis.MEASURED,)
+    #: The team's cost center (empty where not known).
+    cost_center: str = ""
+    #: The lost GPU-hours at the month's GPU-hour price of the instance type, in cents: what the evicted work cost
+    #: (already in the team's charge; shown, not billed again).
+    lost_usd: Decimal = Decimal(0)
 
     @property
     def upper_bound(self) -> bool:

@@ -228,6 +228,8 @@ def _json(report: Report) -> str:
                 "priorityClass": loss.priority_class,
                 "evictions": loss.evictions,
                 "lostGpuHours": _Raw(_num(loss.lost_gpu_hours, False)),
+                "costCenter": loss.cost_center,
+                "lostUsd": _Raw(_num(loss.lost_usd, True)),
                 "upperBound": loss.upper_bound,
                 "basis": [str(basis) for basis in loss.bases],
             }
@@ -324,13 +326,45 @@ def _loss_rows(report: Report) -> list[list[str]]:
             p.priority_class,
             str(p.evictions),
             _gpu_hours(p.lost_gpu_hours),
+            _usd(p.lost_usd),
             _basis(p),
         ]
         for p in _losses(report)
     ]
 
 
-_LOSS_HEADER = ["instance type", "team", "priority class", "evictions", "lost GPU-hours", "figure"]
+_LOSS_HEADER = [
+    "instance type",
+    "team",
+    "priority class",
+    "evictions",
+    "lost GPU-hours",
+    "lost (USD)",
+    "figure",
+]
+_LOSS_CENTER_HEADER = ["cost center", "evictions", "lost GPU-hours", "lost (USD)"]
+
+
+def _loss_by_cost_center(report: Report) -> list[tuple[str, int, Decimal, Decimal]]:
+    """Preemption loss per cost center: evictions, GPU-hours and their price, sorted by cost center."""
+    sums: dict[str, tuple[int, Decimal, Decimal]] = {}
+    for p in report.preemption_losses:
+        n, hours, usd = sums.get(p.cost_center, (0, Decimal(0), Decimal(0)))
+        sums[p.cost_center] = (n + p.evictions, hours + p.lost_gpu_hours, usd + p.lost_usd)
+    return [(center, n, hours, usd) for center, (n, hours, usd) in sorted(sums.items())]
+
+
+def _loss_center_rows(report: Report) -> list[list[str]]:
+    centers = _loss_by_cost_center(report)
+    return [
+        *([c, str(n), _gpu_hours(h), _usd(u)] for c, n, h, u in centers),
+        [
+            "all",
+            str(sum(n for _, n, _, _ in centers)),
+            _gpu_hours(sum((h for _, _, h, _ in centers), Decimal(0))),
+            _usd(sum((u for _, _, _, u in centers), Decimal(0))),
+        ],
+    ]
 
 
 def _team_totals(report: Report) -> list[tuple[str, str, Decimal]]:
@@ -637,7 +671,9 @@ def _markdown(report: Report) -> str:
         )
     if report.preemption_losses:
         lines += ["", "## Preemption loss per priority class", ""]
-        lines += _md_table(_LOSS_HEADER, _loss_rows(report), right=3, upto=5)
+        lines += _md_table(_LOSS_HEADER, _loss_rows(report), right=3, upto=6)
+        lines += ["", "## Preemption loss per cost center", ""]
+        lines += _md_table(_LOSS_CENTER_HEADER, _loss_center_rows(report), right=1)
     if report.collection_gaps:
         lines += ["", "## Collection gaps", ""]
         lines += _md_table(_GAP_HEADER, _gap_rows(report), right=3)
@@ -978,7 +1014,16 @@ def _html(report: Report) -> str:
     if report.preemption_losses:
         lines.append("<h2>Preemption loss per priority class</h2>")
         lines += _html_table(
-            [_e(h) for h in _LOSS_HEADER], _escaped(_loss_rows(report)), right=3, upto=5, names=(0, 1, 2)
+            [_e(h) for h in _LOSS_HEADER], _escaped(_loss_rows(report)), right=3, upto=6, names=(0, 1, 2)
+        )
+        *centers, total = _loss_center_rows(report)
+        lines.append("<h2>Preemption loss per cost center</h2>")
+        lines += _html_table(
+            [_e(h) for h in _LOSS_CENTER_HEADER],
+            _escaped(centers),
+            right=1,
+            names=(0,),
+            foot=[_e(c) for c in total],
         )
     if report.collection_gaps:
         lines.append("<h2>Collection gaps</h2>")
