@@ -251,3 +251,82 @@ def test_the_inventorys_asset_runs_on_its_own(tmp_path: Path) -> None:
         env={**os.environ, "PYTHONPATH": str(tmp_path)},
         cwd=tmp_path,
     )
+
+
+@pytest.mark.parametrize("rule", ["reservation", "usage"])
+def test_a_notready_nodes_hours_are_the_idle_owners_not_the_teams(tmp_path: Path, rule: str) -> None:
+    """June 2026, two p5 instances (16 GPUs), team a guaranteed both; i-2's Kubernetes node is NotReady from June
+    21 (480 hours in): its GPUs are not capacity a team could use, so they are the idle owner's under both rules."""
+    from decimal import Decimal
+
+    from chargeback_data import month_config
+
+    from hyperpod_tenancy.chargeback.engine import compute_report
+    from hyperpod_tenancy.chargeback.model import BillingRule
+    from hyperpod_tenancy.chargeback_offline import run_queries
+
+    raw = tmp_path / "usage"
+    for moment, second_ready in (
+        (dt.datetime(2026, 6, 1, tzinfo=dt.UTC), "True"),
+        (dt.datetime(2026, 6, 21, tzinfo=dt.UTC), "False"),
+    ):
+        kubernetes = node_inventory.nodes_by_instance(
+            [kube_node("i-1"), kube_node("i-2", ready=second_ready)]
+        )
+        body = node_inventory.snapshot_lines(
+            [summary("i-1"), summary("i-2")],
+            cluster=CLUSTER,
+            moment=moment,
+            gpus_per_instance={P5: 8},
+            kubernetes=kubernetes,
+        )
+        path = raw / node_inventory.object_key("node/", CLUSTER, moment)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(body, encoding="utf-8")
+    queue = (
+        raw
+        / "clusterqueue"
+        / "year=2026"
+        / "month=06"
+        / "day=01"
+        / "hour=00"
+        / f"cluster={CLUSTER}"
+        / "q.json"
+    )
+    queue.parent.mkdir(parents=True)
+    # team a's queue exists all June (its first and last snapshots in the first and last hours)
+    queue.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "instance_type": P5,
+                    "timestamp": stamp,
+                    "namespace": "hyperpod-ns-a",
+                    "resource_version": str(rv),
+                    "team": "a",
+                    "gpu_total": 0.0,
+                    "gpu_borrowed": 0.0,
+                }
+            )
+            + "\n"
+            for rv, stamp in enumerate(("2026-06-01 00:00:00", "2026-06-30 23:30:00"))
+        ),
+        encoding="utf-8",
+    )
+    inputs, costs = run_queries(usage=raw, month="2026-06", cluster=CLUSTER, gpus_per_instance={P5: 8})
+    config = month_config(
+        cluster=CLUSTER,
+        teams=["a"],
+        quotas={P5: 2},
+        gpus={P5: 8},
+        rule=BillingRule(rule),
+        prices={P5: Decimal(10)},
+    )
+    rows = {r.team: r.total for r in compute_report(config, "2026-06", inputs, costs).rows}
+    if rule == "reservation":
+        # a: 16 GPUs x 480 h + 8 GPUs x 240 h (its guarantee scaled to the 8 schedulable GPUs) = 9,600 GPU-hours;
+        # the idle owner: 8 GPUs x 240 h = 1,920 GPU-hours
+        assert rows == {"a": Decimal("96000.00"), "(idle)": Decimal("19200.00")}
+    else:
+        # nothing ran: all 16 x 720 = 11,520 GPU-hours are the idle owner's
+        assert rows == {"a": Decimal("0.00"), "(idle)": Decimal("115200.00")}
