@@ -209,7 +209,14 @@ def _asset_directory(kind: str, files: Mapping[str, bytes]) -> str:
 #: Handler of the eviction collector, in its asset's stub package (:func:`runtime_asset_files`).
 EVICTION_COLLECTOR_HANDLER = "hyperpod_tenancy.runtime.eviction_collector.handler"
 #: The runtime modules of the eviction collector's asset: the handler and the ones it imports.
-EVICTION_COLLECTOR_MODULES = ("eviction_collector.py", "kube_api.py", "remote_write.py")
+EVICTION_COLLECTOR_MODULES = (
+    "eviction_collector.py",
+    "kube_api.py",
+    "preemption_notice.py",
+    "remote_write.py",
+)
+#: The chargeback modules of the eviction collector's asset (the engine prices each notice's lost GPU-hours).
+EVICTION_COLLECTOR_CHARGEBACK = ("__init__.py", "model.py", "engine.py")
 #: Handler of the node inventory, in its asset's stub package (:func:`runtime_asset_files`).
 NODE_INVENTORY_HANDLER = "hyperpod_tenancy.runtime.node_inventory.handler"
 #: The runtime modules of the node inventory's asset: the handler and the one it imports.
@@ -242,6 +249,18 @@ def _package_files(package: Any, under: str, patterns: Sequence[str]) -> dict[st
             if "__pycache__" not in path.parts:
                 found[f"{under}/{path.relative_to(folder).as_posix()}"] = path.read_bytes()
     return found
+
+
+def eviction_collector_asset_files() -> dict[str, bytes]:
+    """Files of the eviction collector's asset: its runtime modules and the stdlib chargeback engine."""
+    chargeback = Path(chargeback_package.__file__).parent
+    return {
+        **runtime_asset_files("The eviction collector", EVICTION_COLLECTOR_MODULES),
+        **{
+            f"hyperpod_tenancy/chargeback/{m}": (chargeback / m).read_bytes()
+            for m in EVICTION_COLLECTOR_CHARGEBACK
+        },
+    }
 
 
 def job_asset_files(config: model.ChargebackConfig) -> dict[str, bytes]:
@@ -1472,10 +1491,7 @@ class ChargebackPipeline(Construct):
         return function
 
     def _create_eviction_collector(self) -> lambda_.Function:
-        directory = _asset_directory(
-            "eviction-collector",
-            runtime_asset_files("The eviction collector", EVICTION_COLLECTOR_MODULES),
-        )
+        directory = _asset_directory("eviction-collector", eviction_collector_asset_files())
         security_group = ec2.SecurityGroup(
             self,
             "EvictionCollectorSecurityGroup",
