@@ -554,11 +554,26 @@ def test_the_collectors_role_may_describe_its_cluster_and_put_evictions_only(
         "s3:PutObjectVersionTagging",
         "s3:Abort*",
         "cloudwatch:PutMetricData",  # the teams' live gauges, in the chargeback namespace only
+        "s3:ListBucket",  # its own records only: was this eviction written (and its team told) already?
+        "sns:Publish",  # the teams' topics only
+        "kms:GenerateDataKey*",  # the teams' topic keys only, through SNS
+        "kms:Decrypt",
     }
     (gauges,) = [s for s in statements if s["Action"] == "cloudwatch:PutMetricData"]
     assert gauges["Condition"] == {"StringEquals": {"cloudwatch:namespace": METRIC_NAMESPACE}}
     assert by_action["eks:DescribeCluster"] == "arn:aws:eks:us-east-1:111122223333:cluster/eks"
     assert str(by_action["s3:PutObject"]).endswith("/raw/eviction/*")
+    (listing,) = [s for s in statements if s["Action"] == "s3:ListBucket"]
+    assert listing["Condition"] == {"StringLike": {"s3:prefix": "raw/eviction/*"}}
+    assert by_action["sns:Publish"] == "arn:aws:sns:us-east-1:111122223333:shared-gpu-preemptions-*"
+    (keys,) = [s for s in statements if s.get("Sid") == "TeamTopicKeys"]
+    assert keys["Condition"] == {
+        "StringEquals": {
+            # sns.<region>.amazonaws.com (amazonaws.com.cn in China)
+            "kms:ViaService": {"Fn::Join": ["", ["sns.us-east-1.", {"Ref": "AWS::URLSuffix"}]]},
+            "aws:ResourceTag/hyperpod-tenancy:preemption-topic": "shared-gpu",
+        }
+    }
     assert all(s["Effect"] == "Allow" for s in statements)
 
 

@@ -1436,6 +1436,14 @@ class ChargebackPipeline(Construct):
             **network,
         )
 
+    def _team_topic_prefix(self) -> str:
+        """ARN of the teams' topics without the team (``...:<cluster>-preemptions-``), created in the team stacks."""
+        return cdk.Stack.of(self).format_arn(
+            service="sns",
+            resource=names.chargeback_team_topic(self._name, ""),
+            arn_format=cdk.ArnFormat.NO_RESOURCE_NAME,
+        )
+
     def _create_node_inventory(self) -> lambda_.Function:
         directory = _asset_directory(
             "node-inventory", runtime_asset_files("The node inventory", NODE_INVENTORY_MODULES)
@@ -1520,6 +1528,8 @@ class ChargebackPipeline(Construct):
                 "GAUGE_NAMESPACE": METRIC_NAMESPACE,
                 "TEAM_QUEUE_PREFIX": names.NAMESPACE_PREFIX,
                 "TEAM_QUEUE_SUFFIX": names.CLUSTER_QUEUE_SUFFIX,
+                # each team's own topic (in the team's stack): <prefix><team>
+                "TEAM_TOPIC_ARN_PREFIX": self._team_topic_prefix(),
             },
             vpc=self.cluster.vpc,
             security_groups=[security_group],
@@ -1534,6 +1544,34 @@ class ChargebackPipeline(Construct):
             )
         )
         self.bucket.grant_put(function, f"{_RAW}eviction/*")
+        # an eviction is told to its team once, when its record is first written: it lists its own key first
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="SeenEvictions",
+                actions=["s3:ListBucket"],
+                resources=[self.bucket.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": f"{_RAW}eviction/*"}},
+            )
+        )
+        stack = cdk.Stack.of(self)
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="TeamTopics", actions=["sns:Publish"], resources=[self._team_topic_prefix() + "*"]
+            )
+        )
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="TeamTopicKeys",
+                actions=["kms:GenerateDataKey*", "kms:Decrypt"],
+                resources=[stack.format_arn(service="kms", resource="key", resource_name="*")],
+                conditions={
+                    "StringEquals": {
+                        "kms:ViaService": f"sns.{stack.region}.{stack.url_suffix}",
+                        f"aws:ResourceTag/{names.TEAM_TOPIC_KEY_TAG}": self._name,
+                    }
+                },
+            )
+        )
         access_entry, rbac = grant_cluster_reads(
             self,
             "EvictionCollector",
@@ -1877,7 +1915,9 @@ class ChargebackPipeline(Construct):
                     wildcards="object wildcards are under one prefix of the report bucket (raw/, cur/, athena-results/, "
                     "reports/, raw/node/ or raw/eviction/); the team records are the SSM parameters under "
                     "/hyperpod-tenancy/<cluster>/chargeback/ only; cloudwatch:PutMetricData supports no resource and is limited to the "
-                    "chargeback namespace by condition; KMS data-key actions on the topic's own key",
+                    "chargeback namespace by condition; KMS data-key actions on the topic's own key; the eviction collector "
+                    "publishes to the teams' topics (<cluster>-preemptions-<team>, created in the team stacks) and "
+                    "uses their keys through SNS only, keys tagged for this cluster's team topics",
                 )
             skip_checkov(
                 function,

@@ -515,13 +515,8 @@ def new_evictions(
 
 def _exists(s3: Any, bucket: str, key: str) -> bool:
     """Whether the eviction's object is already written (an earlier run saw it, and told its team)."""
-    try:
-        s3.head_object(Bucket=bucket, Key=key)
-    except s3.exceptions.ClientError as error:
-        if str(error.response.get("Error", {}).get("Code")) in {"404", "NoSuchKey", "NotFound"}:
-            return False
-        raise
-    return True
+    listed = s3.list_objects_v2(Bucket=bucket, Prefix=key, MaxKeys=1).get("Contents") or []
+    return any(o.get("Key") == key for o in listed)
 
 
 def _notify_team(prefix: str, record: Mapping[str, Any], by_uid: Mapping[str, Mapping[str, Any]]) -> None:
