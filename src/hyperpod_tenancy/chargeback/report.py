@@ -367,6 +367,31 @@ def _loss_center_rows(report: Report) -> list[list[str]]:
     ]
 
 
+def _cost_center_totals(report: Report) -> list[tuple[str, Decimal]]:
+    """Each cost center's total (its teams' rows, its idle and shared rows), sorted: they add up to the report."""
+    totals: dict[str, Decimal] = {}
+    for r in report.rows:
+        totals[r.cost_center] = totals.get(r.cost_center, Decimal(0)) + r.total
+    return sorted(totals.items())
+
+
+def _use_of_guarantee(report: Report) -> dict[str, str]:
+    """Team → the GPU-hours it used as a share of its guarantee (``-`` without a guarantee)."""
+    used: dict[str, tuple[Decimal, Decimal]] = {}
+    for r in report.rows:
+        if r.team in {IDLE_ROW, SHARED_COSTS_ROW}:
+            continue
+        u, g = used.get(r.team, (Decimal(0), Decimal(0)))
+        used[r.team] = (u + r.used_gpu_hours, g + r.guaranteed_gpu_hours)
+    return {
+        team: f"{(u / g * 100).quantize(Decimal('0.1'), rounding=ROUND_HALF_EVEN):,} %" if g else "-"
+        for team, (u, g) in used.items()
+    }
+
+
+_CENTER_HEADER = ["cost center", "total (USD)"]
+
+
 def _team_totals(report: Report) -> list[tuple[str, str, Decimal]]:
     totals: dict[tuple[str, str], Decimal] = {}
     for r in report.rows:
@@ -635,13 +660,24 @@ def _markdown(report: Report) -> str:
     lines += [f"- **{label}:** {_md_cell(value)}" for label, value in _summary_lines(report)]
     lines += ["", "## Per team", ""]
     totals = _team_totals(report)
+    use = _use_of_guarantee(report)
     lines += _md_table(
-        ["team", "cost center", "total (USD)"],
+        ["team", "cost center", "used of guarantee", "total (USD)"],
         [
-            *([team, center, _usd(total)] for team, center, total in totals),
-            ["**all rows**", "", f"**{_usd(sum((t for _, _, t in totals), Decimal(0)))}**"],
+            *([team, center, use.get(team, "-"), _usd(total)] for team, center, total in totals),
+            ["**all rows**", "", "", f"**{_usd(sum((t for _, _, t in totals), Decimal(0)))}**"],
         ],
         right=2,
+    )
+    centers = _cost_center_totals(report)
+    lines += ["", "## Per cost center", ""]
+    lines += _md_table(
+        _CENTER_HEADER,
+        [
+            *([center, _usd(total)] for center, total in centers),
+            ["**all**", f"**{_usd(sum((t for _, t in centers), Decimal(0)))}**"],
+        ],
+        right=1,
     )
     marks = _row_notes(report)
     lines += ["", "## Per team and instance type", ""]
@@ -933,6 +969,32 @@ def _escaped(rows: Iterable[Sequence[str]]) -> list[list[str]]:
     return [[_e(c) for c in row] for row in rows]
 
 
+def _html_totals(report: Report, ids: _Ids) -> list[str]:
+    """Return the per-team table (each team's use of its guarantee) and the per-cost-center subtotals."""
+    lines: list[str] = []
+    totals = _team_totals(report)
+    use = _use_of_guarantee(report)
+    lines.append("<h2>Per team</h2>")
+    lines += _html_table(
+        ["team", "cost center", "used of guarantee", "total (USD)"],
+        _escaped([team, center, use.get(team, "-"), _usd(total)] for team, center, total in totals),
+        right=2,
+        names=(0,),
+        ids=[ids("team", team, center) for team, center, _ in totals],
+        foot=["all rows", "", "", _usd(sum((t for _, _, t in totals), Decimal(0)))],
+    )
+    centers = _cost_center_totals(report)
+    lines.append('<h2 id="cost-centers">Per cost center</h2>')
+    lines += _html_table(
+        _CENTER_HEADER,
+        _escaped([center, _usd(total)] for center, total in centers),
+        right=1,
+        names=(0,),
+        foot=["all", _usd(sum((t for _, t in centers), Decimal(0)))],
+    )
+    return lines
+
+
 def _html(report: Report) -> str:
     title = f"Chargeback {report.month} — cluster {report.cluster}"
     lines = [
@@ -957,16 +1019,7 @@ def _html(report: Report) -> str:
         lines.append(f"<dt>{_e(label)}</dt><dd{flagged}>{_e(value)}</dd>")
     lines.append("</dl>")
     ids = _Ids()
-    totals = _team_totals(report)
-    lines.append("<h2>Per team</h2>")
-    lines += _html_table(
-        ["team", "cost center", "total (USD)"],
-        _escaped([team, center, _usd(total)] for team, center, total in totals),
-        right=2,
-        names=(0,),
-        ids=[ids("team", team, center) for team, center, _ in totals],
-        foot=["all rows", "", _usd(sum((t for _, _, t in totals), Decimal(0)))],
-    )
+    lines += _html_totals(report, ids)
     rows = _rows(report)
     marks, type_marks = _row_notes(report), _type_notes(report)
     lines += _legend(report)
