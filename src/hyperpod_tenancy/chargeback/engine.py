@@ -424,6 +424,21 @@ class _Computation:
                 )
         return tuple(out)
 
+    def _disallowed_borrowing(self, charges: tuple[TeamCharge, ...]) -> tuple[tuple[str, Decimal], ...]:
+        """Return the teams the policy does not let borrow whose usage shows borrowing (and note each)."""
+        borrowed: dict[str, Decimal] = defaultdict(Decimal)
+        for c in charges:
+            team = self.teams.get(c.team)
+            if team is not None and not team.borrows and c.borrowed_gpu_hours > 0:
+                borrowed[c.team] += c.borrowed_gpu_hours
+        for name, hours in sorted(borrowed.items()):
+            self.notes.append(
+                f"team {name!r} may not borrow (its sharing is not lend-and-borrow), yet its usage shows "
+                f"{hours.normalize():f} GPU-hours borrowed: billed as recorded and flagged; check its ClusterQueue's "
+                "borrowing limit and the cohort."
+            )
+        return tuple(sorted(borrowed.items()))
+
     def _gpus(self, instance_type: str) -> int:
         gpus = self.config.gpus_per_instance.get(instance_type)
         if not gpus or gpus <= 0:
@@ -463,6 +478,7 @@ class _Computation:
             preemption_losses=self.losses,
             collection_gaps=self.inputs.collection_gaps,
             billed_periods=billed_periods,
+            disallowed_borrowing=self._disallowed_borrowing(charges),
         )
 
     def _capacity(self) -> dict[tuple[str, dt.datetime], tuple[int, int]]:

@@ -140,6 +140,9 @@ class TeamConfig:
     cost_center: str
     #: Guaranteed instances per instance type (the team's ``compute.quotas``).
     quotas: dict[str, int]
+    #: Whether the policy lets the team borrow (its sharing is ``lend-and-borrow``); borrowing by a team that may
+    #: not is flagged in the report, not billed silently.
+    borrows: bool = True
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -459,6 +462,9 @@ class Report:
     #: The billed period of each team of the configuration whose quota did not exist all month (sorted by team;
     #: empty when every team existed all month or the periods were not known).
     billed_periods: tuple[TeamPeriod, ...] = ()
+    #: Teams whose policy does not let them borrow (``sharing`` other than ``lend-and-borrow``) yet whose usage
+    #: shows borrowing, with the GPU-hours borrowed (sorted by team): flagged, billed as recorded.
+    disallowed_borrowing: tuple[tuple[str, Decimal], ...] = ()
 
 
 def config_to_json(config: ChargebackConfig) -> str:
@@ -479,10 +485,7 @@ def config_to_json(config: ChargebackConfig) -> str:
             }
             for term in config.terms
         ],
-        "teams": [
-            {"name": team.name, "costCenter": team.cost_center, "quotas": dict(sorted(team.quotas.items()))}
-            for team in config.teams
-        ],
+        "teams": [json.loads(team_config_to_json(team)) for team in config.teams],
         "gpusPerInstance": dict(sorted(config.gpus_per_instance.items())),
         "prices": {k: str(v) for k, v in sorted(config.prices.items())},
         "maxCheckpointMinutes": dict(sorted(config.max_checkpoint_minutes.items())),
@@ -499,7 +502,12 @@ def team_config_to_json(team: TeamConfig) -> str:
     :func:`team_config_from_json` reads one back.
     """
     return json.dumps(
-        {"name": team.name, "costCenter": team.cost_center, "quotas": dict(sorted(team.quotas.items()))},
+        {
+            "name": team.name,
+            "costCenter": team.cost_center,
+            "quotas": dict(sorted(team.quotas.items())),
+            **({} if team.borrows else {"borrows": False}),
+        },
         sort_keys=True,
     )
 
@@ -518,7 +526,12 @@ def team_config_from_json(text: str) -> TeamConfig:
             isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in quotas.values()
         ):
             raise ValueError(f"team record: quotas must map instance types to whole numbers, got {quotas!r}")
-        return TeamConfig(name=str(document["name"]), cost_center=str(document["costCenter"]), quotas=quotas)
+        return TeamConfig(
+            name=str(document["name"]),
+            cost_center=str(document["costCenter"]),
+            quotas=quotas,
+            borrows=document.get("borrows", True) is not False,
+        )
     except (KeyError, TypeError) as missing:
         raise ValueError(f"team record: missing key {missing}; write it with team_config_to_json") from None
 
@@ -556,10 +569,7 @@ def config_from_json(text: str) -> ChargebackConfig:
                 )
                 for term in document["terms"]
             ),
-            teams=tuple(
-                TeamConfig(name=team["name"], cost_center=team["costCenter"], quotas=dict(team["quotas"]))
-                for team in document["teams"]
-            ),
+            teams=tuple(team_config_from_json(json.dumps(team)) for team in document["teams"]),
             gpus_per_instance={k: int(v) for k, v in document["gpusPerInstance"].items()},
             prices={k: Decimal(v) for k, v in document.get("prices", {}).items()},
             max_checkpoint_minutes={k: int(v) for k, v in document.get("maxCheckpointMinutes", {}).items()},

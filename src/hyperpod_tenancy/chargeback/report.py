@@ -39,7 +39,16 @@ from .model import (
     TeamCharge,
 )
 
-__all__ = ["COLLECTORS", "COLLECTOR_NAMES", "EXTENSIONS", "Format", "collection", "failure", "render"]
+__all__ = [
+    "COLLECTORS",
+    "COLLECTOR_NAMES",
+    "EXTENSIONS",
+    "Format",
+    "collection",
+    "disallowed",
+    "failure",
+    "render",
+]
 
 
 class Format(enum.StrEnum):
@@ -256,6 +265,16 @@ def _json(report: Report) -> str:
             if report.billed_periods
             else {}
         ),
+        **(
+            {
+                "disallowedBorrowing": [
+                    {"team": team, "borrowedGpuHours": _Raw(_num(hours, False))}
+                    for team, hours in report.disallowed_borrowing
+                ]
+            }
+            if report.disallowed_borrowing
+            else {}
+        ),
         "notes": list(report.notes),
     }
     return _dump(document) + "\n"
@@ -365,6 +384,19 @@ def _loss_center_rows(report: Report) -> list[list[str]]:
             _usd(sum((u for _, _, _, u in centers), Decimal(0))),
         ],
     ]
+
+
+def disallowed(report: Report) -> str | None:
+    """Return the line that flags borrowing the policy does not allow, or ``None`` when there is none."""
+    if not report.disallowed_borrowing:
+        return None
+    teams = ", ".join(
+        f"{team} ({_gpu_hours(hours)} GPU-hours)" for team, hours in report.disallowed_borrowing
+    )
+    return (
+        f"BORROWING THE POLICY DOES NOT ALLOW: {teams}: their sharing is not lend-and-borrow, yet their usage shows "
+        "borrowed GPU-hours (billed as recorded; see the notes)."
+    )
 
 
 def _cost_center_totals(report: Report) -> list[tuple[str, Decimal]]:
@@ -655,8 +687,9 @@ def _md_marks(numbers: Sequence[int]) -> str:
 
 def _markdown(report: Report) -> str:
     lines = [f"# Chargeback {report.month} — cluster {report.cluster}", ""]
-    if (failed := failure(report)) is not None:
-        lines += [f"> **{_md_cell(failed)}**", ""]
+    for flag in (failure(report), disallowed(report)):
+        if flag is not None:
+            lines += [f"> **{_md_cell(flag)}**", ""]
     lines += [f"- **{label}:** {_md_cell(value)}" for label, value in _summary_lines(report)]
     lines += ["", "## Per team", ""]
     totals = _team_totals(report)
@@ -1008,8 +1041,11 @@ def _html(report: Report) -> str:
         "<body>",
         f"<h1>{_e(title)}</h1>",
     ]
-    if (failed := failure(report)) is not None:
-        lines.append(f'<p class="flagged" role="alert">{_e(failed)}</p>')
+    lines += [
+        f'<p class="flagged" role="alert">{_e(flag)}</p>'
+        for flag in (failure(report), disallowed(report))
+        if flag is not None
+    ]
     lines += _summary(report)
     lines.append('<dl class="facts">')
     for label, value in _summary_lines(report):

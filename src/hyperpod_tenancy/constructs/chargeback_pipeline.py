@@ -64,6 +64,7 @@ from hyperpod_tenancy.constructs.posix_identity_webhook import PosixIdentityWebh
 from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.k8s import labels, posix_identity
 from hyperpod_tenancy.policy import names
+from hyperpod_tenancy.policy.chargeback import team_borrows
 from hyperpod_tenancy.policy.instance_types import resource_shape
 
 __all__ = [
@@ -1001,7 +1002,10 @@ class ChargebackPipeline(Construct):
             terms=tuple(terms),
             teams=tuple(
                 model.TeamConfig(
-                    name=t.name, cost_center=cost_centers.get(t.name, t.name), quotas=dict(t.compute.quotas)
+                    name=t.name,
+                    cost_center=cost_centers.get(t.name, t.name),
+                    quotas=dict(t.compute.quotas),
+                    borrows=team_borrows(platform, t),
                 )
                 for t in sorted(teams, key=lambda t: t.name)
             ),

@@ -35,6 +35,7 @@ from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
 from hyperpod_tenancy.constructs.team_tenant import TeamTenant
 from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.policy import names
+from hyperpod_tenancy.policy.chargeback import team_borrows
 
 __all__ = ["TeamChargeback"]
 
@@ -115,6 +116,7 @@ class TeamChargeback(Construct):
             name=spec.name,
             cost_center=cost_center or spec.effective_cost_center,
             quotas=dict(spec.compute.quotas),
+            borrows=team_borrows(platform, spec),
         )
         #: The team's record (read by the monthly job under ``names.team_records_path(<cluster>, "chargeback")``).
         self.record = ssm.StringParameter(
