@@ -143,8 +143,23 @@ def _synced_raw(data: Path, raw: Path) -> Path:
         moment = ts.replace(tzinfo=dt.UTC)
         path = raw / node_inventory.object_key("node/", CLUSTER, moment)
         path.parent.mkdir(parents=True, exist_ok=True)
+        # every instance's Kubernetes node Ready, uncordoned and healthy: schedulable where SageMaker says Running
+        healthy = node_inventory.nodes_by_instance(
+            [
+                {
+                    "metadata": {
+                        "name": node_inventory.NODE_NAME_PREFIX + str(s["InstanceId"]),
+                        "labels": {node_inventory.NODE_HEALTH_LABEL: node_inventory.HEALTHY},
+                    },
+                    "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+                }
+                for s in summaries
+            ]
+        )
         path.write_text(
-            node_inventory.snapshot_lines(summaries, cluster=CLUSTER, moment=moment, gpus_per_instance=GPUS),
+            node_inventory.snapshot_lines(
+                summaries, cluster=CLUSTER, moment=moment, gpus_per_instance=GPUS, kubernetes=healthy
+            ),
             encoding="utf-8",
         )
     columns = [name for name, _ in COLLECTOR_COLUMNS["eviction"]]
@@ -298,7 +313,9 @@ def test_prices_instead_of_a_cur_give_an_unreconciled_report(
     assert "ml.p5.48xlarge $12.2900/GPU-hour (price-table)" in text
 
 
-def test_a_bill_off_by_more_than_the_tolerance_is_flagged(data: Path, tmp_path: Path) -> None:
+def test_a_bill_off_by_more_than_the_tolerance_fails_the_month(
+    data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     lines = [
         cur_line("AmazonSageMaker", f"USE1-Cluster:{t}", "1", "1", cluster=CLUSTER, period=MONTH)
         for t in sorted(GPUS)
@@ -306,9 +323,11 @@ def test_a_bill_off_by_more_than_the_tolerance_is_flagged(data: Path, tmp_path: 
     cur = write_cur(tmp_path / "cur.csv", lines, fmt="csv")
     out = tmp_path / "report.html"
     # instance-hours of 1 against 744 x 6 in the inventory: prices from this CUR charge far more than the bill
-    assert main(_cli(data, "--format", "html", "--output", str(out), source=("--cur", str(cur)))) == 0
+    assert main(_cli(data, "--format", "html", "--output", str(out), source=("--cur", str(cur)))) == 3
     page = out.read_text(encoding="utf-8")
     assert '<dd class="flagged">' in page and "FLAGGED" in page
+    assert '<p class="flagged" role="alert">RECONCILIATION FAILED: the rows charge $' in page
+    assert "RECONCILIATION FAILED: the rows charge $" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
@@ -396,7 +415,7 @@ def test_progress_is_shown_on_request(data: Path) -> None:
         console=Console(file=out, width=100),
         on_step=steps.append,
     )
-    assert steps == ["hourly_usage", "hourly_capacity", "evictions", "collection_gaps", "cur_costs", "inputs"]
+    assert steps == [*queries.USAGE_QUERIES, "cur_costs", "inputs"]
     assert "chargeback" in out.getvalue() and "done" in out.getvalue()
 
 

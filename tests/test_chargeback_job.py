@@ -1,4 +1,4 @@
-"""The monthly chargeback Lambda and the node-inventory Lambda against moto in server mode (no boto3 patching).
+"""The monthly chargeback Lambda against moto in server mode (no boto3 patching).
 
 Athena's start/poll/results are moto's; its result rows are seeded with what DuckDB computes from the same
 generated Parquet (the Trino SQL transpiled by sqlglot), so the report the Lambda writes to S3 can be compared,
@@ -33,7 +33,7 @@ from hyperpod_tenancy.chargeback.model import (
     team_config_to_json,
 )
 from hyperpod_tenancy.chargeback_offline import _register_cur, compute, transpile
-from hyperpod_tenancy.runtime import chargeback_job, node_inventory
+from hyperpod_tenancy.runtime import chargeback_job
 
 MONTH = "2026-07"
 CLUSTER = "shared-gpu"
@@ -285,80 +285,6 @@ def test_a_malformed_event_is_refused_with_the_fix(event: dict[str, str]) -> Non
         chargeback_job.report_month(event)
 
 
-# ---------------------------------------------------------------------- node inventory
-
-
-def test_node_inventory_writes_one_sorted_json_line_per_node(
-    aws: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    s3 = boto3.client("s3")
-    s3.create_bucket(Bucket=BUCKET)
-    sagemaker = boto3.client("sagemaker")
-    lifecycle = {"SourceS3Uri": "s3://sagemaker-lifecycle/lifecycle", "OnCreate": "on_create.sh"}
-    sagemaker.create_cluster(
-        ClusterName=CLUSTER,
-        InstanceGroups=[
-            {
-                "InstanceGroupName": "p5-training",
-                "InstanceType": "ml.p5.48xlarge",
-                "InstanceCount": 3,
-                "LifeCycleConfig": lifecycle,
-                "ThreadsPerCore": 1,
-                "ExecutionRole": "arn:aws:iam::123456789012:role/exec",
-            },
-            {
-                "InstanceGroupName": "g5-inference",
-                "InstanceType": "ml.g5.12xlarge",
-                "InstanceCount": 2,
-                "LifeCycleConfig": lifecycle,
-                "ThreadsPerCore": 1,
-                "ExecutionRole": "arn:aws:iam::123456789012:role/exec",
-            },
-        ],
-    )
-    for key, value in {
-        "CLUSTER_NAME": CLUSTER,
-        "BUCKET": BUCKET,
-        "GPUS_PER_INSTANCE": json.dumps({"ml.p5.48xlarge": 8}),
-    }.items():
-        monkeypatch.setenv(key, value)
-
-    result = node_inventory.handler({"time": "2026-07-01T02:05:00Z"})
-
-    key = f"raw/node/year=2026/month=07/day=01/hour=02/cluster={CLUSTER}/20260701T020500Z.json"
-    assert result == {"key": key, "nodes": 5}
-    lines = s3.get_object(Bucket=BUCKET, Key=key)["Body"].read().decode().splitlines()
-    nodes = [json.loads(line) for line in lines]
-    assert [n["instance_id"] for n in nodes] == sorted(n["instance_id"] for n in nodes)
-    assert {n["timestamp"] for n in nodes} == {"2026-07-01 02:05:00"}
-    assert (
-        sorted((n["instance_type"], n["gpus"]) for n in nodes)
-        == [("ml.g5.12xlarge", 0)] * 2 + [("ml.p5.48xlarge", 8)] * 3
-    )
-    assert all(n["schedulable"] == (n["status"] == "Running") and n["schema_version"] == 1 for n in nodes)
-    # a retried invocation for the same schedule overwrites the same snapshot
-    assert node_inventory.handler({"time": "2026-07-01T02:05:00Z"})["key"] == key
-
-
-def test_node_status_other_than_running_is_unschedulable() -> None:
-    body = node_inventory.snapshot_lines(
-        [
-            {"InstanceId": "i-2", "InstanceType": "ml.p5.48xlarge", "InstanceStatus": {"Status": "Running"}},
-            {
-                "InstanceId": "i-1",
-                "InstanceType": "ml.p5.48xlarge",
-                "InstanceStatus": {"Status": "DeepHealthCheckInProgress"},
-            },
-        ],
-        cluster=CLUSTER,
-        moment=dt.datetime(2026, 7, 1, 2, 5, tzinfo=dt.UTC),
-        gpus_per_instance={"ml.p5.48xlarge": 8},
-    )
-    first, second = (json.loads(line) for line in body.splitlines())
-    assert (first["instance_id"], first["schedulable"]) == ("i-1", False)
-    assert (second["instance_id"], second["schedulable"]) == ("i-2", True)
-
-
 def test_a_past_month_rerun_keeps_its_configuration_of_record(
     job_env: dict[str, str], month_data: tuple[Path, Path]
 ) -> None:
@@ -491,3 +417,29 @@ def test_usage_of_a_team_nobody_recorded_fails_the_month_in_the_message(
     )
     written = boto3.client("s3").get_object(Bucket=BUCKET, Key=f"reports/{CLUSTER}/{MONTH}/report.json")
     assert json.loads(written["Body"].read())["reconciliation"]["unknownTeams"] == [config().teams[0].name]
+
+
+def test_a_bill_that_does_not_match_fails_the_month_in_the_message(
+    job_env: dict[str, str], month_data: tuple[Path, Path]
+) -> None:
+    """The CUR's total is 5 % above its lines (a cluster line the queries missed): the month fails, as it does for an
+    unknown team, and the message's subject says so."""
+    usage, cur = month_data
+    rows = athena_rows(usage, cur)
+    columns, lines = rows["cur_costs"]
+    kind, cost = columns.index("kind"), columns.index("cost")
+    for line in lines:
+        if line[kind] == "total":
+            line[cost] = str(Decimal(str(line[cost])) * Decimal("1.05"))
+    seed_athena(
+        os.environ["AWS_ENDPOINT_URL"], [rows[n] for n in queries.USAGE_QUERIES + queries.COST_QUERIES]
+    )
+    result = chargeback_job.handler({"month": MONTH})
+    assert (result["flagged"], result["failed"]) == (True, True)
+    messages = boto3.client("sqs").receive_message(
+        QueueUrl=job_env["QUEUE"], MaxNumberOfMessages=10, WaitTimeSeconds=1
+    )["Messages"]
+    (body,) = [json.loads(m["Body"]) for m in messages]
+    assert body["Subject"] == f"Chargeback {CLUSTER} {MONTH} FAILED"
+    assert "RECONCILIATION FAILED: the rows charge $" in body["Message"]
+    assert "(4.76 %), above the tolerance of 0.50 %" in body["Message"]  # 0.05 / 1.05 of the bill

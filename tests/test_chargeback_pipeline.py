@@ -305,6 +305,27 @@ def test_dashboards_one_per_team_in_its_stack_and_one_for_the_platform(synthesiz
         assert dashboard["Properties"]["DashboardName"] == f"shared-gpu-chargeback-{team}"
 
 
+def test_each_team_stack_has_its_own_encrypted_topic_the_collector_publishes_to(
+    synthesized: Synthesized,
+) -> None:
+    """A topic per team, in the team's stack, with a key of its own tagged for the eviction collector; the
+    collector's role may publish to the teams' topics and use their keys through SNS only."""
+    for team, stack in synthesized.stage.team_stacks.items():
+        template = synthesized.templates[stack.stack_name]
+        (topic,) = resources_of(template, "AWS::SNS::Topic").values()
+        assert topic["Properties"]["TopicName"] == f"shared-gpu-preemptions-{team}"
+        key_id = topic["Properties"]["KmsMasterKeyId"]["Fn::GetAtt"][0]
+        key = template["Resources"][key_id]
+        assert key["Properties"]["EnableKeyRotation"] is True
+        assert {"Key": "hyperpod-tenancy:preemption-topic", "Value": "shared-gpu"} in key["Properties"][
+            "Tags"
+        ]
+    statements = _policy_statements(synthesized.template, "ChargebackEvictionCollectorServiceRole")
+    (publish,) = [s for s in statements if s.get("Sid") == "TeamTopics"]
+    assert publish["Action"] == "sns:Publish"
+    assert publish["Resource"] == "arn:aws:sns:us-east-1:111122223333:shared-gpu-preemptions-*"
+
+
 def test_cost_allocation_tags_are_activated_and_team_stacks_tagged(synthesized: Synthesized) -> None:
     ((_, custom),) = resources_of(synthesized.template, "Custom::AWS").items()
     create = json.loads(render_intrinsics(custom["Properties"]["Create"]))

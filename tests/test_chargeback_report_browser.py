@@ -258,7 +258,11 @@ def test_html_prints_gpu_hours_to_one_decimal_and_money_with_separators() -> Non
     ]
     root = _page()
     numbers = [td for td in root.iter("td") if "n" in (td.get("class") or "").split()]
-    assert numbers and all(re.fullmatch(r"-?\d{1,3}(,\d{3})*\.\d{1,2}|none", _text(td)) for td in numbers)
+    # money and GPU-hours, a team's use of its guarantee (a percentage, "-" without a guarantee)
+    assert numbers and all(
+        re.fullmatch(r"-?\d{1,3}(,\d{3})*\.\d{1,2}|none|\d{1,3}(,\d{3})*\.\d %|-|", _text(td))
+        for td in numbers
+    )
     # the first cell of every row is a team's name, which does not wrap
     firsts = [tr.find("td") for tr in root.iter("tr") if tr.get("id")]
     assert firsts and all(td is not None and td.get("class") == "team" for td in firsts)
@@ -270,7 +274,7 @@ def test_markdown_follows_the_same_rules_and_csv_and_json_stay_machine_readable(
     assert line.endswith(
         "| 100,452.0 | 17,856.0 | 0.0 | 0.0 | 0.0 | 28.2 | 1,234,567.89 | 0.00 | 0.00 | 0.00 | 1,234,567.89 |"
     )
-    assert "| **all rows** |  | **1,307,717.97** |" in text
+    assert "| **all rows** |  |  | **1,307,717.97** |" in text
     assert "charged $1,307,717.97 against a bill of $1,307,717.97" in text
     assert "| speech [note 1] | cc-speech |" in text and "\n1. team 'speech' has usage" in text
     rows = {r["team"]: r for r in csv.DictReader(io.StringIO(report.render(BIG, "csv").decode()))}
@@ -393,3 +397,58 @@ def test_the_worked_example_of_the_docs_is_the_commands_output(tmp_path: Path) -
     command, _, shown = block.partition("\n")
     assert command.startswith("$ hyperpod-tenancy chargeback ")
     assert shown == excerpt
+
+
+#: Reads, in the page, the per-cost-center table and the per-team table's use of guarantee (as drawn).
+_TOTALS_JS = """() => {
+  const table = document.querySelector('#cost-centers + table');
+  const cells = (row) => Array.from(row.querySelectorAll('td')).map((c) => c.textContent);
+  const teams = document.querySelector('h2 + table');
+  const header = Array.from(teams.querySelectorAll('thead th')).map((c) => c.textContent);
+  return {
+    centers: Array.from(table.querySelectorAll('tbody tr')).map(cells),
+    total: cells(table.querySelector('tfoot tr')),
+    header,
+    teams: Array.from(teams.querySelectorAll('tbody tr')).map(cells),
+  };
+}"""
+
+
+def _usd(text: str) -> Decimal:
+    return Decimal(text.replace(",", ""))
+
+
+def test_the_cost_center_subtotals_add_up_to_the_total_and_each_team_shows_its_use(
+    opened: Any, tmp_path: Path
+) -> None:
+    args = write_month(tmp_path)
+    page, out = tmp_path / "report.html", tmp_path / "report.json"
+    assert main([*args, "--format", "html", "--output", str(page)]) == 0
+    assert main([*args, "--format", "json", "--output", str(out)]) == 0
+    document = json.loads(out.read_text(encoding="utf-8"), parse_float=Decimal)
+    tab = screenshot(opened, page, tmp_path / "report.png")
+    try:
+        drawn = tab.evaluate(_TOTALS_JS)
+        laid_out = layout(tab)
+    finally:
+        tab.close()
+    # one subtotal per cost center of the rows, and they add up to the total the rows charge
+    expected: dict[str, Decimal] = {}
+    for row in document["rows"]:
+        expected[row["costCenter"]] = expected.get(row["costCenter"], Decimal(0)) + Decimal(str(row["total"]))
+    assert {center: _usd(total) for center, total in drawn["centers"]} == expected
+    assert drawn["total"][0] == "all"
+    assert (
+        _usd(drawn["total"][1])
+        == sum(expected.values())
+        == Decimal(str(document["reconciliation"]["charged"]))
+    )
+    # each team's use of its guarantee: its used GPU-hours over its guaranteed ones, as the JSON rows say
+    assert drawn["header"] == ["team", "cost center", "used of guarantee", "total (USD)"]
+    for team, _, shown, _ in drawn["teams"]:
+        mine = [r for r in document["rows"] if r["team"] == team]
+        used = sum(Decimal(str(r["usedGpuHours"])) for r in mine)
+        guaranteed = sum(Decimal(str(r["guaranteedGpuHours"])) for r in mine)
+        if guaranteed:
+            assert abs(Decimal(shown.removesuffix(" %")) - used / guaranteed * 100) <= Decimal("0.05"), team
+    assert overlaps(laid_out["texts"]) == []

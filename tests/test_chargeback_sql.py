@@ -21,7 +21,7 @@ import sqlglot
 from chargeback_data import SCHEMAS, cur_line, generate_month, heartbeats, t, write_cur, write_table
 
 from hyperpod_tenancy.chargeback import queries
-from hyperpod_tenancy.chargeback.model import Eviction, InstanceTypeCost, SharedCost, gpu_hours
+from hyperpod_tenancy.chargeback.model import BillCredit, Eviction, InstanceTypeCost, SharedCost, gpu_hours
 from hyperpod_tenancy.chargeback_offline import OfflineInputError, run_queries, transpile
 
 CLUSTER = "shared-gpu"
@@ -159,8 +159,16 @@ def _cur_lines() -> list[dict[str, object]]:
         cur_line(
             "AmazonSageMaker", "USE1-Cluster:ml.p5.48xlarge", "41", "2015.71", cluster=CLUSTER, period=p
         ),
-        # a credit on the same usage type: counts in cost, not in instance-hours
-        cur_line("AmazonSageMaker", "USE1-Cluster:ml.p5.48xlarge", "0", "-12.34", cluster=CLUSTER, period=p),
+        # a credit on the same usage type: listed as a credit, in neither the cost nor the instance-hours
+        cur_line(
+            "AmazonSageMaker",
+            "USE1-Cluster:ml.p5.48xlarge",
+            "0",
+            "-12.34",
+            cluster=CLUSTER,
+            period=p,
+            line_type="Credit",
+        ),
         cur_line(
             "AmazonSageMaker", "USE1-Cluster:ml.g5.12xlarge", "743", "5291.646", cluster=CLUSTER, period=p
         ),
@@ -200,7 +208,12 @@ def test_every_query_is_trino_and_transpiles_to_one_duckdb_statement() -> None:
         assert "{{" not in sql
         sqlglot.parse_one(sql, read="trino", error_level=sqlglot.ErrorLevel.RAISE)
         duck = transpile(sql)
-        assert "GENERATE_SERIES" in duck or name in {"evictions", "cur_costs", "collection_gaps"}
+        assert "GENERATE_SERIES" in duck or name in {
+            "evictions",
+            "cur_costs",
+            "collection_gaps",
+            "team_periods",
+        }
 
 
 def test_hourly_usage_follows_the_snapshots(usage_dir: Path) -> None:
@@ -282,11 +295,12 @@ def test_cur_costs_by_instance_type_and_category(usage_dir: Path, cur_file: Path
         InstanceTypeCost(
             instance_type="ml.g5.12xlarge", cost=Decimal("5291.646"), instance_hours=Decimal(743)
         ),
-        # 34416.10 + 2015.71 - 12.34 over 700 + 41 instance-hours (the credit has no usage)
+        # 34416.10 + 2015.71 over 700 + 41 instance-hours (the credit is listed apart)
         InstanceTypeCost(
-            instance_type="ml.p5.48xlarge", cost=Decimal("36419.47"), instance_hours=Decimal(741)
+            instance_type="ml.p5.48xlarge", cost=Decimal("36431.81"), instance_hours=Decimal(741)
         ),
     )
+    assert costs.credits == (BillCredit(kind="credit", name="ml.p5.48xlarge", cost=Decimal("-12.34")),)
     assert costs.shared == (
         SharedCost(category="amazons3", cost=Decimal("5.00")),
         SharedCost(category="eks", cost=Decimal("74.40")),
@@ -297,7 +311,9 @@ def test_cur_costs_by_instance_type_and_category(usage_dir: Path, cur_file: Path
         SharedCost(category="system-nodes", cost=Decimal("142.85")),
     )
     assert costs.bill_total == BILL
-    assert sum(c.cost for c in costs.instance_types) + sum(c.cost for c in costs.shared) == BILL
+    assert (
+        sum(c.cost for c in costs.instance_types) + sum(c.cost for c in costs.shared + costs.credits) == BILL
+    )
 
 
 def test_a_month_without_cluster_lines_has_no_bill(usage_dir: Path, tmp_path: Path) -> None:
@@ -355,6 +371,7 @@ def test_athena_string_rows_give_the_same_inputs_as_duckdb_rows(usage_dir: Path,
             ("instance-type", c.instance_type, c.cost, c.instance_hours) for c in costs.instance_types
         ]
         + [("shared", c.category, c.cost, Decimal(0)) for c in costs.shared]
+        + [(c.kind, c.name, c.cost, Decimal(0)) for c in costs.credits]
         + [("total", "total", costs.bill_total, Decimal(0))]
     ]
     assert queries.cost_inputs(queries.QueryResult.of(cur_rows)) == costs
@@ -449,9 +466,9 @@ def test_row_errors_name_the_query_column_and_row() -> None:
             {"hourly_usage": none, "hourly_capacity": queries.QueryResult.of([capacity])},
             gpus_per_instance=GPUS,
         )
-    with pytest.raises(queries.QueryInputError, match="kind 'refund' is not"):
+    with pytest.raises(queries.QueryInputError, match="kind 'discount' is not"):
         queries.cost_inputs(
-            queries.QueryResult.of([{"kind": "refund", "name": "x", "cost": "1", "usage_amount": "0"}])
+            queries.QueryResult.of([{"kind": "discount", "name": "x", "cost": "1", "usage_amount": "0"}])
         )
 
 

@@ -34,9 +34,8 @@ from hyperpod_tenancy.chargeback.engine import preemption_loss
 from hyperpod_tenancy.chargeback.model import Eviction, LossBasis
 from hyperpod_tenancy.constructs.chargeback_pipeline import (
     EVICTION_COLLECTOR_HANDLER,
-    EVICTION_COLLECTOR_MODULES,
     METRIC_NAMESPACE,
-    runtime_asset_files,
+    eviction_collector_asset_files,
 )
 from hyperpod_tenancy.k8s.labels import (
     CHECKPOINT_DIR_ENV,
@@ -555,11 +554,26 @@ def test_the_collectors_role_may_describe_its_cluster_and_put_evictions_only(
         "s3:PutObjectVersionTagging",
         "s3:Abort*",
         "cloudwatch:PutMetricData",  # the teams' live gauges, in the chargeback namespace only
+        "s3:ListBucket",  # its own records only: was this eviction written (and its team told) already?
+        "sns:Publish",  # the teams' topics only
+        "kms:GenerateDataKey*",  # the teams' topic keys only, through SNS
+        "kms:Decrypt",
     }
     (gauges,) = [s for s in statements if s["Action"] == "cloudwatch:PutMetricData"]
     assert gauges["Condition"] == {"StringEquals": {"cloudwatch:namespace": METRIC_NAMESPACE}}
     assert by_action["eks:DescribeCluster"] == "arn:aws:eks:us-east-1:111122223333:cluster/eks"
     assert str(by_action["s3:PutObject"]).endswith("/raw/eviction/*")
+    (listing,) = [s for s in statements if s["Action"] == "s3:ListBucket"]
+    assert listing["Condition"] == {"StringLike": {"s3:prefix": "raw/eviction/*"}}
+    assert by_action["sns:Publish"] == "arn:aws:sns:us-east-1:111122223333:shared-gpu-preemptions-*"
+    (keys,) = [s for s in statements if s.get("Sid") == "TeamTopicKeys"]
+    assert keys["Condition"] == {
+        "StringEquals": {
+            # sns.<region>.amazonaws.com (amazonaws.com.cn in China)
+            "kms:ViaService": {"Fn::Join": ["", ["sns.us-east-1.", {"Ref": "AWS::URLSuffix"}]]},
+            "aws:ResourceTag/hyperpod-tenancy:preemption-topic": "shared-gpu",
+        }
+    }
     assert all(s["Effect"] == "Allow" for s in statements)
 
 
@@ -846,7 +860,7 @@ def test_the_overdue_count_reaches_the_workspace(
 
 def test_the_collectors_asset_runs_on_its_own(tmp_path: Path) -> None:
     """The Lambda's asset imports its handler and the modules it uses from itself, not from the library."""
-    for path, content in runtime_asset_files("The eviction collector", EVICTION_COLLECTOR_MODULES).items():
+    for path, content in eviction_collector_asset_files().items():
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).write_bytes(content)
     module, _, function = EVICTION_COLLECTOR_HANDLER.rpartition(".")
@@ -872,3 +886,74 @@ def test_the_constants_shared_with_the_stacks_agree() -> None:
     assert CHECKPOINTS_OVERDUE_SERIES == eviction_collector.OVERDUE_SERIES
     assert CHECKPOINT_SCAN_MINUTES == eviction_collector.DEFAULT_SCAN_MINUTES
     assert f"*/{CHECKPOINT_SCAN_MINUTES} * * * *" == CHECKPOINT_SCAN_SCHEDULE
+
+
+# ---------------------------------------------------------------------- the team's preemption notice
+PREEMPTOR_UID = "00000000-0000-4000-8000-000000000091"
+
+
+def _victim() -> dict[str, Any]:
+    """train-a: 16 GPUs admitted at 00:00, preempted at 02:03:04 by serve-urgent, no checkpoint interval declared."""
+    victim = workload("train-a", uid="uid-a")
+    for condition in victim["status"]["conditions"]:
+        if condition["type"] == "Evicted":
+            condition["message"] = (
+                f"Preempted to accommodate a workload (UID: {PREEMPTOR_UID}, JobUID: 00000000-0000-4000-8000-"
+                "000000000191) due to prioritization in the ClusterQueue; preemptor path: /hyperpod-tenancy-cohort/"
+                "hyperpod-ns-team-a-clusterqueue; preemptee path: /hyperpod-tenancy-cohort/hyperpod-ns-team-a-clusterqueue"
+            )
+    return victim
+
+
+def _inbox(queue: str) -> list[dict[str, Any]]:
+    got = boto3.client("sqs").receive_message(QueueUrl=queue, MaxNumberOfMessages=10, WaitTimeSeconds=1)
+    return [json.loads(m["Body"]) for m in got.get("Messages", [])]
+
+
+@pytest.fixture
+def team_topic(collector_env: FakeApi, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The team's topic ``shared-gpu-preemptions-team-a``, an SQS queue subscribed to it (its member's inbox)."""
+    sns, sqs = boto3.client("sns"), boto3.client("sqs")
+    topic = sns.create_topic(Name="shared-gpu-preemptions-team-a")["TopicArn"]
+    queue = sqs.create_queue(QueueName="team-a-inbox")["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=arn)
+    monkeypatch.setenv("TEAM_TOPIC_ARN_PREFIX", topic.removesuffix("team-a"))
+    return queue
+
+
+def test_the_team_is_told_once_who_preempted_its_work_why_and_what_was_lost(
+    collector_env: FakeApi, team_topic: str
+) -> None:
+    preemptor = workload("serve-urgent", uid=PREEMPTOR_UID, evicted_at=None)
+    collector_env.workloads = [_victim(), preemptor]
+    eviction_collector.handler(EVENT)
+    (body,) = _inbox(team_topic)
+    assert body["Subject"] == "Preempted: hyperpod-ns-team-a/train-a on shared-gpu"
+    assert body["Message"].splitlines() == [
+        "Workload hyperpod-ns-team-a/train-a (team team-a, training-priority) was preempted at 2026-07-01 02:03:04 "
+        "UTC on ml.p5.48xlarge, holding 16 GPUs.",
+        "Preempted by: hyperpod-ns-team-a/serve-urgent.",
+        "Why: prioritization in the ClusterQueue.",
+        # nothing declared: the whole run, 16 GPUs x 2 h 3 min 4 s = 118,144 GPU-seconds = 32.8178 GPU-hours
+        "GPU-hours lost: 32.82 (the whole run: no checkpoint interval was declared).",
+    ]
+    # the next run sees the same eviction in its window: its record is rewritten, the team is not told again
+    eviction_collector.handler(EVENT)
+    assert _inbox(team_topic) == []
+    assert boto3.client("s3").list_objects_v2(Bucket=BUCKET)["KeyCount"] == 1
+
+
+def test_a_preemptor_no_longer_listed_is_named_by_its_uid(collector_env: FakeApi, team_topic: str) -> None:
+    collector_env.workloads = [_victim()]
+    eviction_collector.handler(EVENT)
+    (body,) = _inbox(team_topic)
+    assert f"Preempted by: workload UID {PREEMPTOR_UID}." in body["Message"].splitlines()
+
+
+def test_a_team_without_its_topic_does_not_stop_the_collection(
+    collector_env: FakeApi, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TEAM_TOPIC_ARN_PREFIX", "arn:aws:sns:us-east-1:123456789012:shared-gpu-preemptions-")
+    collector_env.workloads = [_victim()]
+    assert len(eviction_collector.handler(EVENT)["keys"]) == 1

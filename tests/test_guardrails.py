@@ -222,6 +222,7 @@ BAD = [
         "chargeback.billingTerms": [
             {"effectiveFrom": "2026-07-15", "rule": None, "idleOwner": None},
             {"effectiveFrom": "2026-01-01", "rule": "usage", "idleOwner": "a|b"},
+            {"effectiveFrom": "2026-08-01", "rule": "usage", "idleOwner": "shared"},
         ],
         "chargeback.prices": {"ml.p5.48xlarg": 0},
         "chargeback.reconciliationTolerance": 2.0,

@@ -1186,15 +1186,44 @@ CASES: list[Case] = [
         "billing-terms-out-of-order",
         {
             "chargeback.billingTerms[1]": {
-                "effectiveFrom": "2025-06-01",
+                "effectiveFrom": "2025-07-01",
                 "rule": "usage",
                 "idleOwner": "shared",
+                "signedOffBy": "the cost-center owners",
             }
         },
         "HPT-CHARGEBACK-EFFECTIVE-FROM",
         "chargeback.billingTerms[1].effectiveFrom",
-        ("2025-06-01 is not after the previous term's 2026-01-01",),
+        ("2025-07-01 is not after the previous term's 2026-01-01",),
         "never edit a term already in force, add one",
+        1,
+    ),
+    Case(
+        "billing-term-mid-quarter",
+        {
+            "chargeback.billingTerms[1]": {
+                "effectiveFrom": "2026-08-01",
+                "rule": "usage",
+                "idleOwner": "shared",
+                "signedOffBy": "the cost-center owners",
+            }
+        },
+        "HPT-CHARGEBACK-QUARTER",
+        "chargeback.billingTerms[1].effectiveFrom",
+        (
+            "2026-08-01 is not the first day of a quarter",
+            "the months from 2026-07-01 would be billed under two",
+        ),
+        "start it on `2026-10-01` (or `2026-07-01`), or add `midQuarterReason: <why>`",
+        1,
+    ),
+    Case(
+        "billing-term-not-signed-off",
+        {"chargeback.billingTerms[0].signedOffBy": DELETE},
+        "HPT-CHARGEBACK-SIGN-OFF",
+        "chargeback.billingTerms[0].signedOffBy",
+        ("no sign-off is recorded",),
+        "add `signedOffBy:` naming the cost-center owners who signed the term",
         1,
     ),
     Case(
@@ -1474,6 +1503,7 @@ def python_reference() -> Platform:
                     rule=BillingRule.RESERVATION,
                     idle_owner="platform",
                     shared_costs=SharedCostRule.IDLE_OWNER,
+                    signed_off_by="cost-center owners of research, vision and platform (EXAMPLE: FIN-2025-112)",
                 ),
             ),
             prices={P5: 12.29, "ml.g5.12xlarge": 1.77},
@@ -1504,6 +1534,7 @@ def test_chargeback_config_is_built_from_the_platform() -> None:
                 "effectiveFrom": "2026-07-01",
                 "rule": "usage",
                 "idleOwner": "shared",
+                "signedOffBy": "the cost-center owners",
             }
         }
     )

@@ -297,6 +297,7 @@ def _register_cur(con: duckdb.DuckDBPyConnection, cur: Path) -> None:
         "line_item_usage_type",
         "line_item_usage_amount",
         "line_item_unblended_cost",
+        "line_item_line_item_type",
     ):
         if column not in columns:
             raise OfflineInputError(

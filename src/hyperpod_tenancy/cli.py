@@ -13,7 +13,8 @@ the rule registry (:mod:`hyperpod_tenancy.policy.rules`), or rewrites it in
 [--platform platform.yaml | --config chargeback_config.json] [--format json|csv|html|markdown] [--output FILE]`` computes a month's chargeback report offline, with the
 monthly job's SQL on DuckDB over local copies of the collector's files and the CUR
 (:mod:`hyperpod_tenancy.chargeback_offline`); exit 1 on unreadable or malformed inputs, exit 3 (the report
-written all the same) when it does not reconcile: usage of a team the configuration does not name.
+written all the same) when it does not reconcile: a difference from the bill above the tolerance, or usage of a
+team the configuration does not name.
 
 ``hyperpod-tenancy webhook serve --port P --tls-cert F --tls-key F --table NAME --teams FILE
 [--max-body-bytes N] [--kube-api URL --kube-token-file F --kube-ca-file F]`` runs the POSIX identity admission
@@ -51,7 +52,8 @@ EXIT_OK = 0
 EXIT_INVALID = 1
 #: Exit status: the command line is wrong.
 EXIT_USAGE = 2
-#: Exit status: the chargeback report was written but does not reconcile (teams the configuration does not name).
+#: Exit status: the chargeback report was written but does not reconcile (a difference from the bill above the
+#: tolerance, or teams the configuration does not name).
 EXIT_UNRECONCILED = 3
 #: The package's extras and the modules each brings (``pip install 'cdk-hyperpod-tenancy[<extra>]'``): the
 #: constructs and ``validate`` need none; the commands that run code of their own name theirs.

@@ -81,6 +81,7 @@ CUR_SCHEMA = pa.schema(
         ("line_item_usage_type", pa.string()),
         ("line_item_usage_amount", pa.float64()),
         ("line_item_unblended_cost", pa.float64()),
+        ("line_item_line_item_type", pa.string()),
         ("line_item_resource_id", pa.string()),
         ("resource_tags", pa.map_(pa.string(), pa.string())),
     ]
@@ -155,9 +156,10 @@ def cur_line(
     period: str,
     resource_id: str = "",
     team: str | None = None,
+    line_type: str = "Usage",
 ) -> dict[str, Any]:
     """One CUR 2.0 line; ``cluster`` and ``team`` are the values of the cluster and team cost allocation tags
-    (None: not tagged)."""
+    (None: not tagged); ``line_type`` is ``line_item_line_item_type`` (``Usage``, ``Credit``, ``Refund``, ...)."""
     tags = [("user_hyperpod_tenancy_cluster", cluster)] if cluster is not None else []
     if team is not None:
         tags.append(("user_hyperpod_tenancy_team", team))
@@ -167,6 +169,7 @@ def cur_line(
         "line_item_usage_type": usage_type,
         "line_item_usage_amount": float(amount),
         "line_item_unblended_cost": float(cost),
+        "line_item_line_item_type": line_type,
         "line_item_resource_id": resource_id,
         "resource_tags": tags,
     }

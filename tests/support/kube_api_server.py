@@ -61,8 +61,10 @@ class ServedOnThread:
 class KubeApiServer(ServedOnThread):
     """The fake API server; a context manager (serves on a thread)."""
 
-    def __init__(self, *, cert: Path, key: Path, token: str) -> None:
+    def __init__(self, *, cert: Path, key: Path, token: str, token_prefix: bool = False) -> None:
         self.token = token
+        #: Accept any bearer token that starts with :attr:`token` (an EKS token: ``k8s-aws-v1.`` and a signed URL).
+        self.token_prefix = token_prefix
         #: ``(namespace, name)`` → Pod.
         self.pods: dict[tuple[str, str], dict[str, Any]] = {}
         #: The cluster's Nodes, in order.
@@ -89,7 +91,9 @@ class KubeApiServer(ServedOnThread):
                 if outer.fail_with is not None:
                     self._answer(outer.fail_with, {"kind": "Status", "code": outer.fail_with})
                     return False
-                if self.headers.get("Authorization") != f"Bearer {outer.token}":
+                sent = self.headers.get("Authorization", "")
+                expected = f"Bearer {outer.token}"
+                if not (sent.startswith(expected) if outer.token_prefix else sent == expected):
                     self._answer(401, {"kind": "Status", "code": 401, "reason": "Unauthorized"})
                     return False
                 return True

@@ -32,7 +32,8 @@ team's tag names (its stack's resources, its Studio apps and spaces, which can b
 alone: a row of the team with instance type ``(all)`` and the cost as its direct charge.
 
 Money is rounded to cents by largest remainder, per column, so the rows add up to the reconciled total exactly;
-the reconciliation compares that total with the bill and flags a relative difference above the tolerance.
+the reconciliation compares that total with the bill before credits and refunds (which are listed, never in a price)
+and fails the month on a relative difference above the tolerance.
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ from .model import (
     SharedCostRule,
     TeamCharge,
     TeamConfig,
+    TeamPeriod,
     UnknownTeams,
     UsageInputs,
 )
@@ -355,6 +357,10 @@ class _Computation:
         self.teams: dict[str, TeamConfig] = {t.name: t for t in config.teams}
         self.notes: list[str] = []
         self.unknown: list[str] = []
+        #: Team → the hours ``[start, end)`` its quota exists this month (clipped to the month).
+        self.periods: dict[str, tuple[dt.datetime, dt.datetime]] = {
+            p.team: (max(p.start, start), min(p.end, end)) for p in usage.team_periods or ()
+        }
 
     # --- validation ---------------------------------------------------------------------------------------
 
@@ -393,6 +399,46 @@ class _Computation:
             )
         return team
 
+    def _period(self, name: str) -> tuple[dt.datetime, dt.datetime] | None:
+        """Return the hours ``[start, end)`` a team's guarantee is billed, or ``None`` for the whole month."""
+        period = self.periods.get(name)
+        if self.inputs.team_periods is None or period == (self.start, self.end):
+            return None
+        return period if period is not None else (self.start, self.start)
+
+    def _billed_periods(self) -> tuple[TeamPeriod, ...]:
+        """Return the teams with a guarantee whose quota did not exist all month, with their hours (and note them)."""
+        if self.inputs.team_periods is None:
+            return ()
+        out = []
+        for team in sorted(self.config.teams, key=lambda t: t.name):
+            if not any(team.quotas.values()):
+                continue
+            start, end = self.periods.get(team.name, (self.start, self.start))
+            if (start, end) != (self.start, self.end):
+                out.append(TeamPeriod(team=team.name, start=start, end=end))
+                self.notes.append(
+                    f"team {team.name!r}: its quota existed {_period_text(start, end)} of {self.month} (its queue's "
+                    "snapshots); its guarantee is billed for those hours only, the rest of its capacity is the "
+                    "idle owner's."
+                )
+        return tuple(out)
+
+    def _disallowed_borrowing(self, charges: tuple[TeamCharge, ...]) -> tuple[tuple[str, Decimal], ...]:
+        """Return the teams the policy does not let borrow whose usage shows borrowing (and note each)."""
+        borrowed: dict[str, Decimal] = defaultdict(Decimal)
+        for c in charges:
+            team = self.teams.get(c.team)
+            if team is not None and not team.borrows and c.borrowed_gpu_hours > 0:
+                borrowed[c.team] += c.borrowed_gpu_hours
+        for name, hours in sorted(borrowed.items()):
+            self.notes.append(
+                f"team {name!r} may not borrow (its sharing is not lend-and-borrow), yet its usage shows "
+                f"{hours.normalize():f} GPU-hours borrowed: billed as recorded and flagged; check its ClusterQueue's "
+                "borrowing limit and the cohort."
+            )
+        return tuple(sorted(borrowed.items()))
+
     def _gpus(self, instance_type: str) -> int:
         gpus = self.config.gpus_per_instance.get(instance_type)
         if not gpus or gpus <= 0:
@@ -405,9 +451,10 @@ class _Computation:
     # --- the month ----------------------------------------------------------------------------------------
 
     def report(self) -> Report:
+        billed_periods = self._billed_periods()
         types = self._hours()
         prices, sources = self._prices(sorted(types))
-        self._preemption(types)
+        self._preemption(types, prices)
         rows = self._rows(types, prices)
         self._shared_costs(rows)
         self._team_costs(rows)
@@ -421,6 +468,7 @@ class _Computation:
             rule=self.term.rule,
             idle_owner=self.term.idle_owner,
             shared_costs=self.term.shared_costs,
+            term=self.term,
             price_sources=sources,
             gpu_hour_prices={f: prices[f].quantize(_PRICE) for f in sorted(prices)},
             rows=charges,
@@ -429,6 +477,8 @@ class _Computation:
             notes=tuple(self.notes),
             preemption_losses=self.losses,
             collection_gaps=self.inputs.collection_gaps,
+            billed_periods=billed_periods,
+            disallowed_borrowing=self._disallowed_borrowing(charges),
         )
 
     def _capacity(self) -> dict[tuple[str, dt.datetime], tuple[int, int]]:
@@ -542,13 +592,15 @@ class _Computation:
                 self._team(name)  # a team with usage but not in the policy: noted once
             nominal_values = [n for _, n in nominal] + [0] * len(extra)
             acc = types[itype] = _PicoTypeAcc.for_teams(names + extra, nominal_values)
+            periods = [self._period(name) for name in names] + [None] * len(extra)
+            partial = any(p is not None for p in periods)
             for hour, cap_gpu, unavailable in hours:
                 records = used.get((itype, hour))
                 self._hour(
                     itype=itype,
                     hour=hour,
                     acc=acc,
-                    nominal=nominal_values,
+                    nominal=_in_period(nominal_values, periods, hour) if partial else nominal_values,
                     cap_gpu=cap_gpu,
                     unavailable=unavailable,
                     use=self._hour_usage(records, acc) if records else None,
@@ -603,7 +655,7 @@ class _Computation:
                 f"usage on {itype} at {hour.isoformat()} is {_from_pico(total_used).normalize():f} GPU-hours, above the "
                 f"node inventory's {_from_pico(cap_gpu).normalize():f}; the usage and node snapshots disagree (check the collector)."
             )
-        if guarantee is nominal:
+        if guarantee is acc.nominal:  # every team's nominal guarantee, unscaled
             acc.full_hours += 1
         else:
             acc.guaranteed = list(map(operator.add, acc.guaranteed, guarantee))
@@ -640,7 +692,7 @@ class _Computation:
                 )
         return prices, sources
 
-    def _preemption(self, types: dict[str, _TypeAcc]) -> None:
+    def _preemption(self, types: dict[str, _TypeAcc], prices: dict[str, Decimal]) -> None:
         losses: dict[tuple[str, str, str], _Loss] = {}
         for ev in self.inputs.evictions:
             what = f"eviction of {ev.workload!r} (team {ev.team!r})"
@@ -669,6 +721,9 @@ class _Computation:
                 evictions=entry.evictions,
                 lost_gpu_hours=entry.lost.quantize(_GPU_HOURS),
                 bases=tuple(b for b in LossBasis if b in entry.bases),
+                cost_center=self.teams[team].cost_center,
+                # priced at the month's GPU-hour price of its type (none where the type had no capacity)
+                lost_usd=(entry.lost * prices.get(itype, _ZERO)).quantize(_CENT),
             )
             for (team, itype, pc), entry in sorted(losses.items())
         )
@@ -771,9 +826,13 @@ class _Computation:
                 + sum((s.cost for s in self.costs.shared), _ZERO)
                 + sum((t.cost for t in self.costs.teams), _ZERO)
             )
+        listed = self.costs.credits
+        if bill is not None and self.costs.bill_total is not None:
+            # the bill before credits and refunds: they are listed, not allocated, so no price is lowered unseen
+            bill -= sum((c.cost for c in listed), _ZERO)
         tolerance = self.config.tolerance
         unknown = tuple(sorted(self.unknown))
-        failed = bool(unknown) and self.config.unknown_teams is UnknownTeams.FAIL
+        unknown_failed = bool(unknown) and self.config.unknown_teams is UnknownTeams.FAIL
         for itype, cost in sorted(lines.items()):
             acc = types.get(itype)
             inventory = acc.capacity * prices[itype] if acc is not None and itype in prices else _ZERO
@@ -784,14 +843,33 @@ class _Computation:
                 )
         if bill is None:
             self.notes.append("no bill for the month: charges use the price table and are not reconciled.")
+        flagged = bill is not None and _off(charged, bill, tolerance)
         return Reconciliation(
             charged=charged,
             bill=bill,
             difference=None if bill is None else charged - bill,
-            flagged=bill is not None and _off(charged, bill, tolerance),
+            flagged=flagged,
             unknown_teams=unknown,
-            failed=failed,
+            failed=flagged or unknown_failed,
+            unknown_teams_failed=unknown_failed,
+            tolerance=tolerance,
+            credits=listed,
         )
+
+
+def _in_period(
+    nominal: list[int], periods: list[tuple[dt.datetime, dt.datetime] | None], hour: dt.datetime
+) -> list[int]:
+    """Return the hour's nominal guarantees: zero outside a team's billed period (``nominal`` itself if none is)."""
+    if all(p is None or p[0] <= hour < p[1] for p in periods):
+        return nominal
+    return [n if p is None or p[0] <= hour < p[1] else 0 for n, p in zip(nominal, periods, strict=True)]
+
+
+def _period_text(start: dt.datetime, end: dt.datetime) -> str:
+    if end <= start:
+        return "no hour"
+    return f"from {start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} UTC ({int((end - start).total_seconds()) // 3600} hours)"
 
 
 def _scatter(slots: list[int], values: list[int], k: int) -> list[int]:

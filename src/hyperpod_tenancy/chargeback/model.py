@@ -25,6 +25,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "SHARED",
     "SHARED_COSTS_ROW",
+    "BillCredit",
     "BillingRule",
     "BillingTerm",
     "ChargebackConfig",
@@ -43,12 +44,14 @@ __all__ = [
     "TeamCharge",
     "TeamConfig",
     "TeamCost",
+    "TeamPeriod",
     "UnknownTeams",
     "UsageInputs",
     "config_from_json",
     "config_to_json",
     "gpu_hours",
     "merge_teams",
+    "starts_a_quarter",
     "team_config_from_json",
     "team_config_to_json",
     "with_teams",
@@ -113,6 +116,20 @@ class BillingTerm:
     #: A cost center name, or :data:`SHARED` (idle split by guarantee).
     idle_owner: str
     shared_costs: SharedCostRule = SharedCostRule.IDLE_OWNER
+    #: Who signed the term off (the cost-center owners, or the record of their sign-off); every report names it.
+    signed_off_by: str = ""
+    #: Why the term starts on a day that is not the first of a quarter (empty: it does).
+    mid_quarter_reason: str = ""
+
+    @property
+    def starts_a_quarter(self) -> bool:
+        """Whether :attr:`effective_from` is the first day of a quarter (January, April, July or October 1st)."""
+        return starts_a_quarter(self.effective_from)
+
+
+def starts_a_quarter(day: dt.date) -> bool:
+    """Whether ``day`` is the first day of a calendar quarter: a billing rule changes only there, unless a term says why."""
+    return day.day == 1 and day.month in (1, 4, 7, 10)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -123,6 +140,9 @@ class TeamConfig:
     cost_center: str
     #: Guaranteed instances per instance type (the team's ``compute.quotas``).
     quotas: dict[str, int]
+    #: Whether the policy lets the team borrow (its sharing is ``lend-and-borrow``); borrowing by a team that may
+    #: not is flagged in the report, not billed silently.
+    borrows: bool = True
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -236,6 +256,26 @@ class CollectionGap:
 
 
 @dataclass(frozen=True, kw_only=True)
+class TeamPeriod:
+    """The clock hours of the month in which a team's quota exists (its queue's snapshots): its billed period.
+
+    The team's guarantee is billed from :attr:`start` to :attr:`end` only; outside them its capacity is the idle
+    owner's, whatever the configuration of record says.
+    """
+
+    team: str
+    #: The first hour (the top of the hour of the queue's first snapshot, or the month's start).
+    start: dt.datetime
+    #: The end of the last hour (one hour after the top of the hour of the queue's last snapshot of the month).
+    end: dt.datetime
+
+    @property
+    def hours(self) -> int:
+        """The number of clock hours billed."""
+        return int((self.end - self.start).total_seconds() // 3600)
+
+
+@dataclass(frozen=True, kw_only=True)
 class UsageInputs:
     """The month's usage data (what the SQL returns)."""
 
@@ -246,6 +286,9 @@ class UsageInputs:
     collection_gaps: tuple[CollectionGap, ...] = ()
     #: Tables whose gaps could not be checked (no such table in the inputs), with the reason.
     unchecked_collections: tuple[str, ...] = ()
+    #: Each team's billed period (sorted by team); ``None``: not known, every team of the configuration is billed
+    #: its guarantee for the whole month. A team of the configuration without a period has no guarantee.
+    team_periods: tuple[TeamPeriod, ...] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -274,6 +317,22 @@ class TeamCost:
 
 
 @dataclass(frozen=True, kw_only=True)
+class BillCredit:
+    """A credit or refund on the month's bill (CUR ``line_item_line_item_type`` ``Credit`` or ``Refund``).
+
+    Never part of a GPU-hour's price nor of a shared cost: the charges are reconciled with the bill before credits
+    and refunds, and the report lists each one with its amount.
+    """
+
+    #: ``credit`` or ``refund``.
+    kind: str
+    #: What it is against: an instance type (``ml.p5.48xlarge``), a team, or a shared-cost category (``fsx``).
+    name: str
+    #: The amount (negative for a credit).
+    cost: Decimal
+
+
+@dataclass(frozen=True, kw_only=True)
 class CostInputs:
     """The month's bill for the cluster (from the CUR), or ``None`` parts when only prices are known."""
 
@@ -281,8 +340,10 @@ class CostInputs:
     shared: tuple[SharedCost, ...] = ()
     #: Lines a team's tag names, per team: charged to that team alone.
     teams: tuple[TeamCost, ...] = ()
-    #: The cluster's whole bill for the month (every line above); ``None`` without a CUR.
+    #: The cluster's whole bill for the month (every line above and the credits); ``None`` without a CUR.
     bill_total: Decimal | None = None
+    #: Credits and refunds on the bill, by kind and name (in ``bill_total``, in no other line).
+    credits: tuple[BillCredit, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -338,6 +399,11 @@ class PreemptionLoss:
     lost_gpu_hours: Decimal
     #: What the losses of these evictions are computed from, each basis once, in :class:`LossBasis` order.
     bases: tuple[LossBasis, ...] = (LossBasis.MEASURED,)
+    #: The team's cost center (empty where not known).
+    cost_center: str = ""
+    #: The lost GPU-hours at the month's GPU-hour price of the instance type, in cents: what the evicted work cost
+    #: (already in the team's charge; shown, not billed again).
+    lost_usd: Decimal = Decimal(0)
 
     @property
     def upper_bound(self) -> bool:
@@ -347,17 +413,25 @@ class PreemptionLoss:
 
 @dataclass(frozen=True, kw_only=True)
 class Reconciliation:
-    """Σ team charges + idle + shared against the bill."""
+    """Σ team charges + idle + shared against the bill before credits and refunds."""
 
     charged: Decimal
+    #: The bill before credits and refunds (what the charges must add up to); ``None`` without a CUR.
     bill: Decimal | None
     difference: Decimal | None
-    #: ``|difference| / bill`` above the configured tolerance.
+    #: ``|difference| / bill`` above the configured tolerance: the month fails (:attr:`failed`).
     flagged: bool
     #: Teams with usage or evictions that the configuration does not name, sorted.
     unknown_teams: tuple[str, ...] = ()
-    #: The report does not reconcile and must not be sent as is: unknown teams under :attr:`UnknownTeams.FAIL`.
+    #: The report does not reconcile and must not be sent as is: the difference is above the tolerance
+    #: (:attr:`flagged`), or there are unknown teams under :attr:`UnknownTeams.FAIL` (:attr:`unknown_teams_failed`).
     failed: bool = False
+    #: Unknown teams fail the month (:attr:`UnknownTeams.FAIL`).
+    unknown_teams_failed: bool = False
+    #: The relative difference above which the month fails (the configuration's tolerance).
+    tolerance: Decimal = Decimal("0.005")
+    #: Credits and refunds on the bill, listed with their amounts (allocated to no row).
+    credits: tuple[BillCredit, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -371,6 +445,8 @@ class Report:
     idle_owner: str
     shared_costs: SharedCostRule
     price_sources: dict[str, PriceSource]
+    #: The billing term in force for the month (its date, its sign-off, why it starts mid-quarter if it does).
+    term: BillingTerm | None = None
     gpu_hour_prices: dict[str, Decimal]
     rows: tuple[TeamCharge, ...]
     reconciliation: Reconciliation
@@ -383,6 +459,12 @@ class Report:
     #: Stretches in which a collector wrote nothing for longer than its threshold (billed by holding the last
     #: snapshot; see :class:`CollectionGap`).
     collection_gaps: tuple[CollectionGap, ...] = ()
+    #: The billed period of each team of the configuration whose quota did not exist all month (sorted by team;
+    #: empty when every team existed all month or the periods were not known).
+    billed_periods: tuple[TeamPeriod, ...] = ()
+    #: Teams whose policy does not let them borrow (``sharing`` other than ``lend-and-borrow``) yet whose usage
+    #: shows borrowing, with the GPU-hours borrowed (sorted by team): flagged, billed as recorded.
+    disallowed_borrowing: tuple[tuple[str, Decimal], ...] = ()
 
 
 def config_to_json(config: ChargebackConfig) -> str:
@@ -398,13 +480,12 @@ def config_to_json(config: ChargebackConfig) -> str:
                 "rule": term.rule.value,
                 "idleOwner": term.idle_owner,
                 "sharedCosts": term.shared_costs.value,
+                "signedOffBy": term.signed_off_by,
+                "midQuarterReason": term.mid_quarter_reason,
             }
             for term in config.terms
         ],
-        "teams": [
-            {"name": team.name, "costCenter": team.cost_center, "quotas": dict(sorted(team.quotas.items()))}
-            for team in config.teams
-        ],
+        "teams": [json.loads(team_config_to_json(team)) for team in config.teams],
         "gpusPerInstance": dict(sorted(config.gpus_per_instance.items())),
         "prices": {k: str(v) for k, v in sorted(config.prices.items())},
         "maxCheckpointMinutes": dict(sorted(config.max_checkpoint_minutes.items())),
@@ -421,7 +502,12 @@ def team_config_to_json(team: TeamConfig) -> str:
     :func:`team_config_from_json` reads one back.
     """
     return json.dumps(
-        {"name": team.name, "costCenter": team.cost_center, "quotas": dict(sorted(team.quotas.items()))},
+        {
+            "name": team.name,
+            "costCenter": team.cost_center,
+            "quotas": dict(sorted(team.quotas.items())),
+            **({} if team.borrows else {"borrows": False}),
+        },
         sort_keys=True,
     )
 
@@ -440,7 +526,12 @@ def team_config_from_json(text: str) -> TeamConfig:
             isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in quotas.values()
         ):
             raise ValueError(f"team record: quotas must map instance types to whole numbers, got {quotas!r}")
-        return TeamConfig(name=str(document["name"]), cost_center=str(document["costCenter"]), quotas=quotas)
+        return TeamConfig(
+            name=str(document["name"]),
+            cost_center=str(document["costCenter"]),
+            quotas=quotas,
+            borrows=document.get("borrows", True) is not False,
+        )
     except (KeyError, TypeError) as missing:
         raise ValueError(f"team record: missing key {missing}; write it with team_config_to_json") from None
 
@@ -473,13 +564,12 @@ def config_from_json(text: str) -> ChargebackConfig:
                     rule=BillingRule(term["rule"]),
                     idle_owner=term["idleOwner"],
                     shared_costs=SharedCostRule(term.get("sharedCosts", SharedCostRule.IDLE_OWNER.value)),
+                    signed_off_by=str(term.get("signedOffBy", "")),
+                    mid_quarter_reason=str(term.get("midQuarterReason", "")),
                 )
                 for term in document["terms"]
             ),
-            teams=tuple(
-                TeamConfig(name=team["name"], cost_center=team["costCenter"], quotas=dict(team["quotas"]))
-                for team in document["teams"]
-            ),
+            teams=tuple(team_config_from_json(json.dumps(team)) for team in document["teams"]),
             gpus_per_instance={k: int(v) for k, v in document["gpusPerInstance"].items()},
             prices={k: Decimal(v) for k, v in document.get("prices", {}).items()},
             max_checkpoint_minutes={k: int(v) for k, v in document.get("maxCheckpointMinutes", {}).items()},

@@ -5,7 +5,9 @@ The same SQL runs on Athena in the monthly Lambda and, transpiled by sqlglot, on
 :func:`cost_inputs` as a :class:`QueryResult` (the column names, and the rows' values in that order, as both
 engines return them); values may be strings (Athena's ``GetQueryResults``) or Python numbers, decimals and
 strings (DuckDB), and ``None`` or ``""`` for NULL. The SQL
-formats every timestamp as ``YYYY-MM-DD HH:MM:SS`` (UTC) and every money value as ``DECIMAL(38, 10)``, so
+formats every timestamp as ``YYYY-MM-DD HH:MM:SS`` (UTC; an eviction's or a gap's time with its fraction of a
+second, ``HH:MM:SS.ffffff``: the collectors' times carry fractions and every second counts once) and every money
+value as ``DECIMAL(38, 10)``, so
 both engines yield the same inputs, digit for digit.
 
 Collector schema, version 1 (:data:`COLLECTOR_SCHEMA_VERSION`)
@@ -31,10 +33,10 @@ snapshot with the same ``timestamp``): ``timestamp`` timestamp, ``cluster`` stri
 string, ``instance_type`` string (``ml.p5.48xlarge``), ``instance_id`` string, ``status`` string (the
 SageMaker instance status: ``Running``, ``Pending``, ``ShuttingDown``, ``SystemUpdating``,
 ``DeepHealthCheckInProgress``, ``Failure``), ``schedulable`` boolean. The platform's inventory collector
-sees SageMaker only and writes ``schedulable = (status == "Running")``: a Running instance whose Kubernetes
-node is NotReady or cordoned counts as available. A collector that reads the nodes may write their Ready and
-cordon state there instead. An instance counts as unavailable when its status is not ``Running`` or it is
-not schedulable.
+writes ``schedulable`` true when the status is ``Running`` and the instance's Kubernetes node is Ready, not
+cordoned and healthy by HyperPod's ``sagemaker.amazonaws.com/node-health-status`` label
+(:func:`hyperpod_tenancy.runtime.node_inventory.schedulable`). An instance counts as unavailable when its status
+is not ``Running`` or it is not schedulable.
 
 ``eviction`` (ours; one row per workload run evicted by preemption): ``timestamp`` timestamp, ``cluster``
 string, ``namespace`` string, ``workload`` string, ``priority_class`` string (``<class>-priority``),
@@ -66,6 +68,7 @@ from importlib import resources
 from typing import Any, NamedTuple
 
 from .model import (
+    BillCredit,
     CollectionGap,
     CostInputs,
     Eviction,
@@ -74,6 +77,7 @@ from .model import (
     InstanceTypeCost,
     SharedCost,
     TeamCost,
+    TeamPeriod,
     UsageInputs,
 )
 
@@ -130,7 +134,7 @@ TEAM_TAG_KEY = "hyperpod-tenancy:team"
 #: The CUR ``resource_tags`` key of :data:`TEAM_TAG_KEY`.
 CUR_TEAM_TAG = cur_tag_column(TEAM_TAG_KEY)
 #: The queries whose rows :func:`usage_inputs` reads.
-USAGE_QUERIES = ("hourly_usage", "hourly_capacity", "evictions", "collection_gaps")
+USAGE_QUERIES = ("hourly_usage", "hourly_capacity", "evictions", "collection_gaps", "team_periods")
 #: Table → the longest stretch without a record that is not a gap (``collection_gaps``), in minutes: three runs of
 #: the 5-minute node inventory; for the operator's heartbeat, whose period is not published, one hour (AWS's own
 #: report generator counts a clock hour without a heartbeat as missing).
@@ -355,6 +359,8 @@ class QueryResult(NamedTuple):
         return [dict(zip(self.columns, row, strict=False)) for row in self.rows]
 
 
+#: The ``cur_costs`` kinds of the credits and refunds on the bill (:class:`~.model.BillCredit`).
+_CREDIT_KINDS = ("credit", "refund")
 #: The columns of ``hourly_usage``, in the order :class:`~.model.HourlyUsage` takes them.
 _USAGE_COLUMNS = ("hour", "cluster", "instance_type", "team", "gpu_ms", "borrowed_gpu_ms")
 _NO_RESULT = QueryResult((), ())
@@ -369,8 +375,9 @@ def usage_inputs(
     """Convert the results of :data:`USAGE_QUERIES` into the engine's usage inputs.
 
     Args:
-        results: query name → its result (``hourly_usage`` and ``hourly_capacity`` required, ``evictions``
-            optional, and so is ``collection_gaps``).
+        results: query name → its result (``hourly_usage`` and ``hourly_capacity`` required, ``evictions``,
+            ``collection_gaps`` and ``team_periods`` optional; without ``team_periods`` every team of the
+            configuration is billed its guarantee all month).
         gpus_per_instance: GPUs per instance of each instance type (to turn instance-time into GPU-time).
         usage: the ``hourly_usage`` records, when already read with :func:`usage_records` (for example while
             the other queries ran); ``results`` then needs no ``hourly_usage``.
@@ -398,9 +405,16 @@ def usage_inputs(
     gaps = tuple(
         _gap_row(row, i) for i, row in enumerate(results.get("collection_gaps", _NO_RESULT).records())
     )
+    periods = (
+        tuple(_period_row(row, i) for i, row in enumerate(results["team_periods"].records()))
+        if "team_periods" in results
+        else None
+    )
     if usage is None:
         usage = usage_records(results["hourly_usage"])
-    return UsageInputs(usage=usage, capacity=capacity, evictions=evictions, collection_gaps=gaps)
+    return UsageInputs(
+        usage=usage, capacity=capacity, evictions=evictions, collection_gaps=gaps, team_periods=periods
+    )
 
 
 def cost_inputs(result: QueryResult) -> CostInputs:
@@ -410,8 +424,9 @@ def cost_inputs(result: QueryResult) -> CostInputs:
         result: the result (``kind``, ``name``, ``cost``, ``usage_amount``).
 
     Returns:
-        The instance-type lines, the team lines, the shared lines (each sorted by name) and the bill total (``None`` when the
-        CUR has no line of the cluster for the month: the engine then prices from the price table).
+        The instance-type lines, the team lines, the shared lines, the credits and refunds (each sorted by name) and
+        the bill total (``None`` when the CUR has no line of the cluster for the month: the engine then prices from
+        the price table).
 
     Raises:
         QueryInputError: a column is missing or malformed, or a row has an unknown kind.
@@ -420,6 +435,7 @@ def cost_inputs(result: QueryResult) -> CostInputs:
     instance_types: list[InstanceTypeCost] = []
     shared: list[SharedCost] = []
     teams: list[TeamCost] = []
+    adjustments: list[BillCredit] = []
     total: Decimal | None = None
     for i, row in enumerate(result.records()):
         kind = _text(row, "kind", "cur_costs", i)
@@ -432,19 +448,22 @@ def cost_inputs(result: QueryResult) -> CostInputs:
             shared.append(SharedCost(category=name, cost=cost))
         elif kind == "team":
             teams.append(TeamCost(team=name, cost=cost))
+        elif kind in _CREDIT_KINDS:
+            adjustments.append(BillCredit(kind=kind, name=name, cost=cost))
         elif kind == "total":
             total = cost
         else:
             raise QueryInputError(
-                f"cur_costs row {i}: kind {kind!r} is not instance-type, team, shared or total"
+                f"cur_costs row {i}: kind {kind!r} is not instance-type, team, shared, credit, refund or total"
             )
-    if not instance_types and not shared and not teams:
+    if not instance_types and not shared and not teams and not adjustments:
         total = None
     return CostInputs(
         instance_types=tuple(sorted(instance_types, key=lambda c: c.instance_type)),
         shared=tuple(sorted(shared, key=lambda c: c.category)),
         teams=tuple(sorted(teams, key=lambda c: c.team)),
         bill_total=total,
+        credits=tuple(sorted(adjustments, key=lambda c: (c.kind, c.name))),
     )
 
 
@@ -558,6 +577,15 @@ def _gap_row(row: Row, i: int) -> CollectionGap:
             f"{q} row {i}: table {table!r} is not one of {', '.join(GAP_THRESHOLD_MINUTES)}"
         )
     return CollectionGap(table=table, start=_time(row, "gap_start", q, i), end=_time(row, "gap_end", q, i))
+
+
+def _period_row(row: Row, i: int) -> TeamPeriod:
+    q = "team_periods"
+    return TeamPeriod(
+        team=_text(row, "team", q, i),
+        start=_time(row, "first_hour", q, i),
+        end=_time(row, "last_hour", q, i) + dt.timedelta(hours=1),
+    )
 
 
 def _is_null(value: object) -> bool:

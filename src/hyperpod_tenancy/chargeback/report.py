@@ -39,7 +39,16 @@ from .model import (
     TeamCharge,
 )
 
-__all__ = ["COLLECTORS", "COLLECTOR_NAMES", "EXTENSIONS", "Format", "collection", "failure", "render"]
+__all__ = [
+    "COLLECTORS",
+    "COLLECTOR_NAMES",
+    "EXTENSIONS",
+    "Format",
+    "collection",
+    "disallowed",
+    "failure",
+    "render",
+]
 
 
 class Format(enum.StrEnum):
@@ -172,6 +181,17 @@ def _json(report: Report) -> str:
         "billingRule": report.rule.value,
         "idleOwner": report.idle_owner,
         "sharedCosts": report.shared_costs.value,
+        **(
+            {
+                "billingTerm": {
+                    "effectiveFrom": report.term.effective_from.isoformat(),
+                    "signedOffBy": report.term.signed_off_by,
+                    "midQuarterReason": report.term.mid_quarter_reason,
+                }
+            }
+            if report.term is not None
+            else {}
+        ),
         "prices": [
             {
                 "instanceType": itype,
@@ -188,6 +208,16 @@ def _json(report: Report) -> str:
             "flagged": rec.flagged,
             "unknownTeams": list(rec.unknown_teams),
             "failed": rec.failed,
+            **(
+                {
+                    "credits": [
+                        {"kind": c.kind, "against": c.name, "usd": _Raw(_num(c.cost, True))}
+                        for c in rec.credits
+                    ]
+                }
+                if rec.credits
+                else {}
+            ),
         },
         "rows": [
             {
@@ -207,6 +237,8 @@ def _json(report: Report) -> str:
                 "priorityClass": loss.priority_class,
                 "evictions": loss.evictions,
                 "lostGpuHours": _Raw(_num(loss.lost_gpu_hours, False)),
+                "costCenter": loss.cost_center,
+                "lostUsd": _Raw(_num(loss.lost_usd, True)),
                 "upperBound": loss.upper_bound,
                 "basis": [str(basis) for basis in loss.bases],
             }
@@ -223,6 +255,26 @@ def _json(report: Report) -> str:
             }
             for gap in report.collection_gaps
         ],
+        **(
+            {
+                "billedPeriods": [
+                    {"team": p.team, "start": _rfc3339(p.start), "end": _rfc3339(p.end), "hours": p.hours}
+                    for p in report.billed_periods
+                ]
+            }
+            if report.billed_periods
+            else {}
+        ),
+        **(
+            {
+                "disallowedBorrowing": [
+                    {"team": team, "borrowedGpuHours": _Raw(_num(hours, False))}
+                    for team, hours in report.disallowed_borrowing
+                ]
+            }
+            if report.disallowed_borrowing
+            else {}
+        ),
         "notes": list(report.notes),
     }
     return _dump(document) + "\n"
@@ -293,13 +345,83 @@ def _loss_rows(report: Report) -> list[list[str]]:
             p.priority_class,
             str(p.evictions),
             _gpu_hours(p.lost_gpu_hours),
+            _usd(p.lost_usd),
             _basis(p),
         ]
         for p in _losses(report)
     ]
 
 
-_LOSS_HEADER = ["instance type", "team", "priority class", "evictions", "lost GPU-hours", "figure"]
+_LOSS_HEADER = [
+    "instance type",
+    "team",
+    "priority class",
+    "evictions",
+    "lost GPU-hours",
+    "lost (USD)",
+    "figure",
+]
+_LOSS_CENTER_HEADER = ["cost center", "evictions", "lost GPU-hours", "lost (USD)"]
+
+
+def _loss_by_cost_center(report: Report) -> list[tuple[str, int, Decimal, Decimal]]:
+    """Preemption loss per cost center: evictions, GPU-hours and their price, sorted by cost center."""
+    sums: dict[str, tuple[int, Decimal, Decimal]] = {}
+    for p in report.preemption_losses:
+        n, hours, usd = sums.get(p.cost_center, (0, Decimal(0), Decimal(0)))
+        sums[p.cost_center] = (n + p.evictions, hours + p.lost_gpu_hours, usd + p.lost_usd)
+    return [(center, n, hours, usd) for center, (n, hours, usd) in sorted(sums.items())]
+
+
+def _loss_center_rows(report: Report) -> list[list[str]]:
+    centers = _loss_by_cost_center(report)
+    return [
+        *([c, str(n), _gpu_hours(h), _usd(u)] for c, n, h, u in centers),
+        [
+            "all",
+            str(sum(n for _, n, _, _ in centers)),
+            _gpu_hours(sum((h for _, _, h, _ in centers), Decimal(0))),
+            _usd(sum((u for _, _, _, u in centers), Decimal(0))),
+        ],
+    ]
+
+
+def disallowed(report: Report) -> str | None:
+    """Return the line that flags borrowing the policy does not allow, or ``None`` when there is none."""
+    if not report.disallowed_borrowing:
+        return None
+    teams = ", ".join(
+        f"{team} ({_gpu_hours(hours)} GPU-hours)" for team, hours in report.disallowed_borrowing
+    )
+    return (
+        f"BORROWING THE POLICY DOES NOT ALLOW: {teams}: their sharing is not lend-and-borrow, yet their usage shows "
+        "borrowed GPU-hours (billed as recorded; see the notes)."
+    )
+
+
+def _cost_center_totals(report: Report) -> list[tuple[str, Decimal]]:
+    """Each cost center's total (its teams' rows, its idle and shared rows), sorted: they add up to the report."""
+    totals: dict[str, Decimal] = {}
+    for r in report.rows:
+        totals[r.cost_center] = totals.get(r.cost_center, Decimal(0)) + r.total
+    return sorted(totals.items())
+
+
+def _use_of_guarantee(report: Report) -> dict[str, str]:
+    """Team → the GPU-hours it used as a share of its guarantee (``-`` without a guarantee)."""
+    used: dict[str, tuple[Decimal, Decimal]] = {}
+    for r in report.rows:
+        if r.team in {IDLE_ROW, SHARED_COSTS_ROW}:
+            continue
+        u, g = used.get(r.team, (Decimal(0), Decimal(0)))
+        used[r.team] = (u + r.used_gpu_hours, g + r.guaranteed_gpu_hours)
+    return {
+        team: f"{(u / g * 100).quantize(Decimal('0.1'), rounding=ROUND_HALF_EVEN):,} %" if g else "-"
+        for team, (u, g) in used.items()
+    }
+
+
+_CENTER_HEADER = ["cost center", "total (USD)"]
 
 
 def _team_totals(report: Report) -> list[tuple[str, str, Decimal]]:
@@ -314,13 +436,60 @@ def failure(report: Report) -> str | None:
     rec = report.reconciliation
     if not rec.failed:
         return None
-    return (
-        f"RECONCILIATION FAILED: {', '.join(rec.unknown_teams)} "
-        f"{'is no team' if len(rec.unknown_teams) == 1 else 'are no teams'} of the configuration yet ran on the "
-        "cluster or carry its team tag on bill lines, so their GPU-hours raised the borrowing of known teams. "
-        "Add each to the platform (its TeamTenant), or set "
-        "`chargeback.unknownTeams: bill` to bill such namespaces under their own name."
-    )
+    reasons = []
+    if rec.flagged and rec.bill is not None:
+        reasons.append(
+            f"the rows charge ${_usd(rec.charged)} against a bill of ${_usd(rec.bill)} before credits and refunds, "
+            f"a difference of ${_usd(rec.difference or Decimal(0))}{_share(rec.difference, rec.bill)}, above the "
+            f"tolerance of {_percent(rec.tolerance)} %. Compare the node inventory's instance-hours with the "
+            "CUR's (see the notes) before sending this report."
+        )
+    if rec.unknown_teams and (rec.unknown_teams_failed or not rec.flagged):
+        reasons.append(
+            f"{', '.join(rec.unknown_teams)} "
+            f"{'is no team' if len(rec.unknown_teams) == 1 else 'are no teams'} of the configuration yet ran on the "
+            "cluster or carry its team tag on bill lines, so their GPU-hours raised the borrowing of known teams. "
+            "Add each to the platform (its TeamTenant), or set "
+            "`chargeback.unknownTeams: bill` to bill such namespaces under their own name."
+        )
+    return "RECONCILIATION FAILED: " + " Also: ".join(reasons)
+
+
+def _percent(fraction: Decimal) -> Decimal:
+    """Return a fraction as a percentage to hundredths (0.005 → 0.50)."""
+    return (fraction * 100).quantize(_CENT, rounding=ROUND_HALF_EVEN)
+
+
+def _share(difference: Decimal | None, bill: Decimal) -> str:
+    """`` (0.99 %)``: the difference as a share of the bill, or nothing for a bill of zero."""
+    return "" if not bill else f" ({_percent(abs(difference or Decimal(0)) / abs(bill))} %)"
+
+
+#: The billed-periods table: teams whose quota did not exist all month, and the hours their guarantee is billed.
+_PERIOD_HEADER = ["team", "from (UTC)", "to (UTC)", "hours billed"]
+
+
+def _period_rows(report: Report) -> list[list[str]]:
+    return [
+        [p.team, f"{p.start:%Y-%m-%d %H:%M}", f"{p.end:%Y-%m-%d %H:%M}", str(p.hours)]
+        for p in report.billed_periods
+    ]
+
+
+#: Kind of a credit line → how the report names it.
+_CREDIT_KIND = {"credit": "credit", "refund": "refund"}
+_CREDIT_HEADER = ["kind", "against", "USD"]
+
+
+def _credit_rows(report: Report) -> list[list[str]]:
+    return [
+        [_CREDIT_KIND.get(c.kind, c.kind), c.name, _usd(_money(c.cost))]
+        for c in report.reconciliation.credits
+    ]
+
+
+def _credit_total(report: Report) -> Decimal:
+    return _money(sum((c.cost for c in report.reconciliation.credits), Decimal(0)))
 
 
 #: Table of a collection gap → the collector that writes it.
@@ -372,6 +541,18 @@ _RULE_TEXT = {
 }
 
 
+def _term_text(report: Report) -> str:
+    """Return the term in force: since when, who signed it off, and why it starts mid-quarter if it does."""
+    term = report.term
+    if term is None:
+        return "not recorded"
+    signed = f"signed off by {term.signed_off_by}" if term.signed_off_by else "sign-off not recorded"
+    text = f"in force since {term.effective_from.isoformat()}, {signed}"
+    if term.mid_quarter_reason:
+        text += f"; starts mid-quarter: {term.mid_quarter_reason}"
+    return text
+
+
 def _summary_lines(report: Report) -> list[tuple[str, str]]:
     rec = report.reconciliation
     prices = ", ".join(
@@ -382,16 +563,21 @@ def _summary_lines(report: Report) -> list[tuple[str, str]]:
     if rec.bill is None:
         reconciled = f"charged ${_usd(rec.charged)}; no bill (no CUR): not reconciled"
     else:
-        share = (
-            ""
-            if not rec.bill
-            else f" ({(abs(rec.difference or Decimal(0)) / abs(rec.bill) * 100).quantize(_CENT)} %)"
+        verdict = (
+            f"FLAGGED: the mismatch exceeds the tolerance of {_percent(rec.tolerance)} %"
+            if rec.flagged
+            else "within tolerance"
         )
-        verdict = "FLAGGED: the mismatch exceeds the tolerance" if rec.flagged else "within tolerance"
+        before = " before credits and refunds" if rec.credits else ""
         reconciled = (
-            f"charged ${_usd(rec.charged)} against a bill of ${_usd(rec.bill)}; "
-            f"difference ${_usd(rec.difference or Decimal(0))}{share}, {verdict}"
+            f"charged ${_usd(rec.charged)} against a bill of ${_usd(rec.bill)}{before}; "
+            f"difference ${_usd(rec.difference or Decimal(0))}{_share(rec.difference, rec.bill)}, {verdict}"
         )
+        if rec.credits:
+            reconciled += (
+                f"; credits and refunds ${_usd(_credit_total(report))} (listed below, allocated to no team): "
+                f"the bill after them is ${_usd(_money(rec.bill + _credit_total(report)))}"
+            )
     loss = (
         "upper bound (no last-checkpoint time collected for some evictions: the declared checkpoint interval, or the "
         "whole run since admission where none was declared)"
@@ -410,6 +596,7 @@ def _summary_lines(report: Report) -> list[tuple[str, str]]:
     )
     return [
         ("Billing rule", f"{report.rule.value}: {_RULE_TEXT[report.rule]}"),
+        ("Billing term", _term_text(report)),
         ("Idle owner", report.idle_owner),
         ("Rows", rows),
         ("Shared costs", report.shared_costs.value),
@@ -500,18 +687,30 @@ def _md_marks(numbers: Sequence[int]) -> str:
 
 def _markdown(report: Report) -> str:
     lines = [f"# Chargeback {report.month} — cluster {report.cluster}", ""]
-    if (failed := failure(report)) is not None:
-        lines += [f"> **{_md_cell(failed)}**", ""]
+    for flag in (failure(report), disallowed(report)):
+        if flag is not None:
+            lines += [f"> **{_md_cell(flag)}**", ""]
     lines += [f"- **{label}:** {_md_cell(value)}" for label, value in _summary_lines(report)]
     lines += ["", "## Per team", ""]
     totals = _team_totals(report)
+    use = _use_of_guarantee(report)
     lines += _md_table(
-        ["team", "cost center", "total (USD)"],
+        ["team", "cost center", "used of guarantee", "total (USD)"],
         [
-            *([team, center, _usd(total)] for team, center, total in totals),
-            ["**all rows**", "", f"**{_usd(sum((t for _, _, t in totals), Decimal(0)))}**"],
+            *([team, center, use.get(team, "-"), _usd(total)] for team, center, total in totals),
+            ["**all rows**", "", "", f"**{_usd(sum((t for _, _, t in totals), Decimal(0)))}**"],
         ],
         right=2,
+    )
+    centers = _cost_center_totals(report)
+    lines += ["", "## Per cost center", ""]
+    lines += _md_table(
+        _CENTER_HEADER,
+        [
+            *([center, _usd(total)] for center, total in centers),
+            ["**all**", f"**{_usd(sum((t for _, t in centers), Decimal(0)))}**"],
+        ],
+        right=1,
     )
     marks = _row_notes(report)
     lines += ["", "## Per team and instance type", ""]
@@ -529,9 +728,21 @@ def _markdown(report: Report) -> str:
         ),
         right=3,
     )
+    if report.billed_periods:
+        lines += ["", "## Billed periods", ""]
+        lines += _md_table(_PERIOD_HEADER, _period_rows(report), right=3)
+    if report.reconciliation.credits:
+        lines += ["", "## Credits and refunds", ""]
+        lines += _md_table(
+            _CREDIT_HEADER,
+            [*_credit_rows(report), ["**all**", "", f"**{_usd(_credit_total(report))}**"]],
+            right=2,
+        )
     if report.preemption_losses:
         lines += ["", "## Preemption loss per priority class", ""]
-        lines += _md_table(_LOSS_HEADER, _loss_rows(report), right=3, upto=5)
+        lines += _md_table(_LOSS_HEADER, _loss_rows(report), right=3, upto=6)
+        lines += ["", "## Preemption loss per cost center", ""]
+        lines += _md_table(_LOSS_CENTER_HEADER, _loss_center_rows(report), right=1)
     if report.collection_gaps:
         lines += ["", "## Collection gaps", ""]
         lines += _md_table(_GAP_HEADER, _gap_rows(report), right=3)
@@ -733,11 +944,19 @@ def _summary(report: Report) -> list[str]:
         '<thead><tr><th></th><th class="n">USD</th></tr></thead>',
         "<tbody>",
         f'<tr><td>charged to the rows below</td><td class="n">{_usd(rec.charged)}</td></tr>',
-        f'<tr><td>bill (CUR)</td><td class="n">{"none" if rec.bill is None else _usd(rec.bill)}</td></tr>',
+        f"<tr><td>bill (CUR){' before credits and refunds' if rec.credits else ''}</td>"
+        f'<td class="n">{"none" if rec.bill is None else _usd(rec.bill)}</td></tr>',
     ]
     if rec.difference is not None:
         verdict = "n flagged" if rec.flagged else "n"
         lines.append(f'<tr><td>difference</td><td class="{verdict}">{_usd(rec.difference)}</td></tr>')
+    if rec.credits and rec.bill is not None:
+        lines += [
+            '<tr><td><a href="#credits">credits and refunds</a> (allocated to no team)</td>'
+            f'<td class="n">{_usd(_credit_total(report))}</td></tr>',
+            "<tr><td>bill after credits and refunds</td>"
+            f'<td class="n">{_usd(_money(rec.bill + _credit_total(report)))}</td></tr>',
+        ]
     lines += ["</tbody>", "</table>", "</section>"]
     return lines
 
@@ -783,6 +1002,32 @@ def _escaped(rows: Iterable[Sequence[str]]) -> list[list[str]]:
     return [[_e(c) for c in row] for row in rows]
 
 
+def _html_totals(report: Report, ids: _Ids) -> list[str]:
+    """Return the per-team table (each team's use of its guarantee) and the per-cost-center subtotals."""
+    lines: list[str] = []
+    totals = _team_totals(report)
+    use = _use_of_guarantee(report)
+    lines.append("<h2>Per team</h2>")
+    lines += _html_table(
+        ["team", "cost center", "used of guarantee", "total (USD)"],
+        _escaped([team, center, use.get(team, "-"), _usd(total)] for team, center, total in totals),
+        right=2,
+        names=(0,),
+        ids=[ids("team", team, center) for team, center, _ in totals],
+        foot=["all rows", "", "", _usd(sum((t for _, _, t in totals), Decimal(0)))],
+    )
+    centers = _cost_center_totals(report)
+    lines.append('<h2 id="cost-centers">Per cost center</h2>')
+    lines += _html_table(
+        _CENTER_HEADER,
+        _escaped([center, _usd(total)] for center, total in centers),
+        right=1,
+        names=(0,),
+        foot=["all", _usd(sum((t for _, t in centers), Decimal(0)))],
+    )
+    return lines
+
+
 def _html(report: Report) -> str:
     title = f"Chargeback {report.month} — cluster {report.cluster}"
     lines = [
@@ -796,8 +1041,11 @@ def _html(report: Report) -> str:
         "<body>",
         f"<h1>{_e(title)}</h1>",
     ]
-    if (failed := failure(report)) is not None:
-        lines.append(f'<p class="flagged" role="alert">{_e(failed)}</p>')
+    lines += [
+        f'<p class="flagged" role="alert">{_e(flag)}</p>'
+        for flag in (failure(report), disallowed(report))
+        if flag is not None
+    ]
     lines += _summary(report)
     lines.append('<dl class="facts">')
     for label, value in _summary_lines(report):
@@ -807,16 +1055,7 @@ def _html(report: Report) -> str:
         lines.append(f"<dt>{_e(label)}</dt><dd{flagged}>{_e(value)}</dd>")
     lines.append("</dl>")
     ids = _Ids()
-    totals = _team_totals(report)
-    lines.append("<h2>Per team</h2>")
-    lines += _html_table(
-        ["team", "cost center", "total (USD)"],
-        _escaped([team, center, _usd(total)] for team, center, total in totals),
-        right=2,
-        names=(0,),
-        ids=[ids("team", team, center) for team, center, _ in totals],
-        foot=["all rows", "", _usd(sum((t for _, _, t in totals), Decimal(0)))],
-    )
+    lines += _html_totals(report, ids)
     rows = _rows(report)
     marks, type_marks = _row_notes(report), _type_notes(report)
     lines += _legend(report)
@@ -847,10 +1086,33 @@ def _html(report: Report) -> str:
             ids=[ids("row", itype, r.team, r.cost_center) for r in of_type],
             group=group,
         )
+    if report.billed_periods:
+        lines.append('<h2 id="billed-periods">Billed periods</h2>')
+        lines += _html_table(
+            [_e(h) for h in _PERIOD_HEADER], _escaped(_period_rows(report)), right=3, names=(0,)
+        )
+    if report.reconciliation.credits:
+        lines.append('<h2 id="credits">Credits and refunds</h2>')
+        lines += _html_table(
+            _CREDIT_HEADER,
+            _escaped(_credit_rows(report)),
+            right=2,
+            names=(1,),
+            foot=["all", "", _usd(_credit_total(report))],
+        )
     if report.preemption_losses:
         lines.append("<h2>Preemption loss per priority class</h2>")
         lines += _html_table(
-            [_e(h) for h in _LOSS_HEADER], _escaped(_loss_rows(report)), right=3, upto=5, names=(0, 1, 2)
+            [_e(h) for h in _LOSS_HEADER], _escaped(_loss_rows(report)), right=3, upto=6, names=(0, 1, 2)
+        )
+        *centers, total = _loss_center_rows(report)
+        lines.append("<h2>Preemption loss per cost center</h2>")
+        lines += _html_table(
+            [_e(h) for h in _LOSS_CENTER_HEADER],
+            _escaped(centers),
+            right=1,
+            names=(0,),
+            foot=[_e(c) for c in total],
         )
     if report.collection_gaps:
         lines.append("<h2>Collection gaps</h2>")

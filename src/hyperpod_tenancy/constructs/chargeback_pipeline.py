@@ -65,6 +65,7 @@ from hyperpod_tenancy.constructs.posix_identity_webhook import PosixIdentityWebh
 from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.k8s import labels, posix_identity
 from hyperpod_tenancy.policy import names
+from hyperpod_tenancy.policy.chargeback import team_borrows
 from hyperpod_tenancy.policy.instance_types import resource_shape
 
 __all__ = [
@@ -163,6 +164,10 @@ _ALERT_WINDOW = "1d"
 EVICTION_COLLECTOR_GROUP = "hyperpod-tenancy:eviction-collector"
 #: Read-only ClusterRole of the eviction collector: ``get`` and ``list`` on Kueue Workloads, nothing else.
 EVICTION_COLLECTOR_ROLE = "hyperpod-tenancy-eviction-collector"
+#: Kubernetes group of the node inventory's access entry, bound to :data:`NODE_INVENTORY_ROLE` only.
+NODE_INVENTORY_GROUP = "hyperpod-tenancy:node-inventory"
+#: Read-only ClusterRole of the node inventory: ``get`` and ``list`` on Nodes (Ready, cordoned, HyperPod's health).
+NODE_INVENTORY_ROLE = "hyperpod-tenancy-node-inventory"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -206,7 +211,18 @@ def _asset_directory(kind: str, files: Mapping[str, bytes]) -> str:
 #: Handler of the eviction collector, in its asset's stub package (:func:`runtime_asset_files`).
 EVICTION_COLLECTOR_HANDLER = "hyperpod_tenancy.runtime.eviction_collector.handler"
 #: The runtime modules of the eviction collector's asset: the handler and the ones it imports.
-EVICTION_COLLECTOR_MODULES = ("eviction_collector.py", "kube_api.py", "remote_write.py")
+EVICTION_COLLECTOR_MODULES = (
+    "eviction_collector.py",
+    "kube_api.py",
+    "preemption_notice.py",
+    "remote_write.py",
+)
+#: The chargeback modules of the eviction collector's asset (the engine prices each notice's lost GPU-hours).
+EVICTION_COLLECTOR_CHARGEBACK = ("__init__.py", "model.py", "engine.py")
+#: Handler of the node inventory, in its asset's stub package (:func:`runtime_asset_files`).
+NODE_INVENTORY_HANDLER = "hyperpod_tenancy.runtime.node_inventory.handler"
+#: The runtime modules of the node inventory's asset: the handler and the one it imports.
+NODE_INVENTORY_MODULES = ("node_inventory.py", "kube_api.py")
 
 
 def runtime_asset_files(what: str, modules: Sequence[str]) -> dict[str, bytes]:
@@ -235,6 +251,18 @@ def _package_files(package: Any, under: str, patterns: Sequence[str]) -> dict[st
             if "__pycache__" not in path.parts:
                 found[f"{under}/{path.relative_to(folder).as_posix()}"] = path.read_bytes()
     return found
+
+
+def eviction_collector_asset_files() -> dict[str, bytes]:
+    """Files of the eviction collector's asset: its runtime modules and the stdlib chargeback engine."""
+    chargeback = Path(chargeback_package.__file__).parent
+    return {
+        **runtime_asset_files("The eviction collector", EVICTION_COLLECTOR_MODULES),
+        **{
+            f"hyperpod_tenancy/chargeback/{m}": (chargeback / m).read_bytes()
+            for m in EVICTION_COLLECTOR_CHARGEBACK
+        },
+    }
 
 
 def job_asset_files(config: model.ChargebackConfig) -> dict[str, bytes]:
@@ -742,6 +770,9 @@ class ChargebackPipeline(Construct):
         earlier_terms: the terms in force before ``effective_from`` (a policy change applies from its date, so
             re-running a past month uses the rule then in force). Default: none.
         shared_costs: how the cluster's non-GPU lines are split. Default: to the idle owner.
+        signed_off_by: who signed the term off (the cost-center owners, or the record of their sign-off); every
+            report names it. Default: not recorded (the policy requires it: ``HPT-CHARGEBACK-SIGN-OFF``).
+        mid_quarter_reason: why ``effective_from`` is not the first day of a quarter; required when it is not.
         cost_centers: team → cost center. Default: each team is its own cost center.
         prices: fallback $/GPU-hour per instance type, where the CUR has no cluster line. Default: none.
         tolerance: relative bill mismatch above which a report is flagged. Default: 0.005 (0.5 %).
@@ -781,6 +812,8 @@ class ChargebackPipeline(Construct):
         effective_from: dt.date = dt.date(2000, 1, 1),
         earlier_terms: Sequence[model.BillingTerm] = (),
         shared_costs: model.SharedCostRule = model.SharedCostRule.IDLE_OWNER,
+        signed_off_by: str = "",
+        mid_quarter_reason: str = "",
         cost_centers: Mapping[str, str] | None = None,
         prices: Mapping[str, Decimal] | None = None,
         tolerance: Decimal = Decimal("0.005"),
@@ -807,6 +840,8 @@ class ChargebackPipeline(Construct):
             effective_from=effective_from,
             earlier_terms=earlier_terms,
             shared_costs=shared_costs,
+            signed_off_by=signed_off_by,
+            mid_quarter_reason=mid_quarter_reason,
             cost_centers=cost_centers or {},
             prices=prices or {},
             tolerance=tolerance,
@@ -922,6 +957,8 @@ class ChargebackPipeline(Construct):
         effective_from: dt.date,
         earlier_terms: Sequence[model.BillingTerm],
         shared_costs: model.SharedCostRule,
+        signed_off_by: str,
+        mid_quarter_reason: str,
         cost_centers: Mapping[str, str],
         prices: Mapping[str, Decimal],
         tolerance: Decimal,
@@ -941,10 +978,19 @@ class ChargebackPipeline(Construct):
                     rule=billing_rule,
                     idle_owner=idle_owner,
                     shared_costs=shared_costs,
+                    signed_off_by=signed_off_by,
+                    mid_quarter_reason=mid_quarter_reason,
                 ),
             ],
             key=lambda t: t.effective_from,
         )
+        for term in terms:
+            if not term.starts_a_quarter and not term.mid_quarter_reason.strip():
+                raise TenancyError(
+                    f"{self.node.path}: the billing term from {term.effective_from.isoformat()} does not start on "
+                    "the first day of a quarter; start it on January, April, July or October 1st, or give "
+                    "mid_quarter_reason (midQuarterReason in the policy), agreed with the cost-center owners."
+                )
         dates = [t.effective_from for t in terms]
         if len(set(dates)) != len(dates):
             raise TenancyError(
@@ -974,7 +1020,10 @@ class ChargebackPipeline(Construct):
             terms=tuple(terms),
             teams=tuple(
                 model.TeamConfig(
-                    name=t.name, cost_center=cost_centers.get(t.name, t.name), quotas=dict(t.compute.quotas)
+                    name=t.name,
+                    cost_center=cost_centers.get(t.name, t.name),
+                    quotas=dict(t.compute.quotas),
+                    borrows=team_borrows(platform, t),
                 )
                 for t in sorted(teams, key=lambda t: t.name)
             ),
@@ -1409,44 +1458,70 @@ class ChargebackPipeline(Construct):
             **network,
         )
 
+    def _team_topic_prefix(self) -> str:
+        """ARN of the teams' topics without the team (``...:<cluster>-preemptions-``), created in the team stacks."""
+        return cdk.Stack.of(self).format_arn(
+            service="sns",
+            resource=names.chargeback_team_topic(self._name, ""),
+            arn_format=cdk.ArnFormat.NO_RESOURCE_NAME,
+        )
+
     def _create_node_inventory(self) -> lambda_.Function:
-        runtime = Path(runtime_package.__file__).parent
         directory = _asset_directory(
-            "node-inventory", {"node_inventory.py": (runtime / "node_inventory.py").read_bytes()}
+            "node-inventory", runtime_asset_files("The node inventory", NODE_INVENTORY_MODULES)
+        )
+        # it reads the Kubernetes nodes (Ready, cordoned, HyperPod's health label) from the private API endpoint
+        security_group = ec2.SecurityGroup(
+            self,
+            "NodeInventorySecurityGroup",
+            vpc=self.cluster.vpc,
+            description=f"Node inventory of {self._name}: the private EKS API endpoint, S3, SageMaker and EKS APIs",
+            allow_all_outbound=True,
         )
         function = self._function(
             "NodeInventory",
             code=lambda_.Code.from_asset(directory),
-            handler="node_inventory.handler",
+            handler=NODE_INVENTORY_HANDLER,
             timeout=cdk.Duration.minutes(2),
             environment={
                 "CLUSTER_NAME": self._name,
+                "EKS_CLUSTER_NAME": self.cluster.eks_cluster_name,
                 "CLUSTER_LABEL": self._name,
                 "BUCKET": self.bucket.bucket_name,
                 "PREFIX": f"{_RAW}node/",
                 "GPUS_PER_INSTANCE": json.dumps(self.config.gpus_per_instance, sort_keys=True),
             },
+            vpc=self.cluster.vpc,
+            security_groups=[security_group],
         )
+        self.cluster.allow_api_access_from(self, "NodeInventoryApiAccess", peer=security_group)
         function.add_to_role_policy(
             iam.PolicyStatement(
                 actions=["sagemaker:ListClusterNodes"], resources=[self.cluster.hyperpod_cluster_arn]
             )
         )
         self.bucket.grant_put(function, f"{_RAW}node/*")
-        events.Rule(
+        access_entry, rbac = grant_cluster_reads(
+            self,
+            "NodeInventory",
+            cluster=self.cluster,
+            function=function,
+            group=NODE_INVENTORY_GROUP,
+            role_name=NODE_INVENTORY_ROLE,
+            rules=[{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list"]}],
+        )
+        schedule = events.Rule(
             self,
             "NodeInventorySchedule",
             description=f"Node inventory of HyperPod cluster {self._name} every 5 minutes",
             schedule=events.Schedule.rate(cdk.Duration.minutes(5)),
             targets=[targets.LambdaFunction(function, retry_attempts=2)],
         )
+        schedule.node.add_dependency(access_entry, rbac)
         return function
 
     def _create_eviction_collector(self) -> lambda_.Function:
-        directory = _asset_directory(
-            "eviction-collector",
-            runtime_asset_files("The eviction collector", EVICTION_COLLECTOR_MODULES),
-        )
+        directory = _asset_directory("eviction-collector", eviction_collector_asset_files())
         security_group = ec2.SecurityGroup(
             self,
             "EvictionCollectorSecurityGroup",
@@ -1475,6 +1550,8 @@ class ChargebackPipeline(Construct):
                 "GAUGE_NAMESPACE": METRIC_NAMESPACE,
                 "TEAM_QUEUE_PREFIX": names.NAMESPACE_PREFIX,
                 "TEAM_QUEUE_SUFFIX": names.CLUSTER_QUEUE_SUFFIX,
+                # each team's own topic (in the team's stack): <prefix><team>
+                "TEAM_TOPIC_ARN_PREFIX": self._team_topic_prefix(),
             },
             vpc=self.cluster.vpc,
             security_groups=[security_group],
@@ -1489,6 +1566,34 @@ class ChargebackPipeline(Construct):
             )
         )
         self.bucket.grant_put(function, f"{_RAW}eviction/*")
+        # an eviction is told to its team once, when its record is first written: it lists its own key first
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="SeenEvictions",
+                actions=["s3:ListBucket"],
+                resources=[self.bucket.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": f"{_RAW}eviction/*"}},
+            )
+        )
+        stack = cdk.Stack.of(self)
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="TeamTopics", actions=["sns:Publish"], resources=[self._team_topic_prefix() + "*"]
+            )
+        )
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="TeamTopicKeys",
+                actions=["kms:GenerateDataKey*", "kms:Decrypt"],
+                resources=[stack.format_arn(service="kms", resource="key", resource_name="*")],
+                conditions={
+                    "StringEquals": {
+                        "kms:ViaService": f"sns.{stack.region}.{stack.url_suffix}",
+                        f"aws:ResourceTag/{names.TEAM_TOPIC_KEY_TAG}": self._name,
+                    }
+                },
+            )
+        )
         access_entry, rbac = grant_cluster_reads(
             self,
             "EvictionCollector",
@@ -1825,13 +1930,16 @@ class ChargebackPipeline(Construct):
             if isinstance(role, iam.Role):
                 acknowledge_role(
                     role,
-                    managed_policies="AWSLambdaBasicExecutionRole (and, for the eviction collector in the VPC, "
+                    managed_policies="AWSLambdaBasicExecutionRole (and, for the node inventory and the eviction "
+                    "collector in the VPC, "
                     "AWSLambdaVPCAccessExecutionRole) are the managed policies CDK attaches for the function's logs "
                     "and network interfaces",
                     wildcards="object wildcards are under one prefix of the report bucket (raw/, cur/, athena-results/, "
                     "reports/, raw/node/ or raw/eviction/); the team records are the SSM parameters under "
                     "/hyperpod-tenancy/<cluster>/chargeback/ only; cloudwatch:PutMetricData supports no resource and is limited to the "
-                    "chargeback namespace by condition; KMS data-key actions on the topic's own key",
+                    "chargeback namespace by condition; KMS data-key actions on the topic's own key; the eviction collector "
+                    "publishes to the teams' topics (<cluster>-preemptions-<team>, created in the team stacks) and "
+                    "uses their keys through SNS only, keys tagged for this cluster's team topics",
                 )
             skip_checkov(
                 function,
@@ -1846,13 +1954,12 @@ class ChargebackPipeline(Construct):
                 "the environment holds bucket, table and cluster names, no secret; Lambda encrypts it at rest with "
                 "its AWS-managed key",
             )
-        for function in (self.job, self.node_inventory):
-            skip_checkov(
-                function,
-                "CKV_AWS_117",
-                "calls AWS APIs only (S3, Athena, Glue, SNS, CloudWatch, SageMaker ListClusterNodes), nothing inside "
-                "the VPC; the function that reaches the cluster's private API (the eviction collector) runs in the VPC",
-            )
+        skip_checkov(
+            self.job,
+            "CKV_AWS_117",
+            "calls AWS APIs only (S3, Athena, Glue, SNS, CloudWatch), nothing inside the VPC; the functions that reach "
+            "the cluster's private API (the node inventory and the eviction collector) run in the VPC",
+        )
         operator_role = getattr(self, "operator_role", None)
         if isinstance(operator_role, iam.Role):
             acknowledge_role(

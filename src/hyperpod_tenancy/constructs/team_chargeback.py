@@ -15,8 +15,10 @@ import aws_cdk as cdk
 from aws_cdk import aws_aps as aps
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sns as sns
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
@@ -33,6 +35,7 @@ from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
 from hyperpod_tenancy.constructs.team_tenant import TeamTenant
 from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.policy import names
+from hyperpod_tenancy.policy.chargeback import team_borrows
 
 __all__ = ["TeamChargeback"]
 
@@ -42,7 +45,10 @@ class TeamChargeback(Construct):
 
     Creates: the SSM parameter ``/hyperpod-tenancy/<cluster>/chargeback/<team>`` holding the team's record (cost
     center, quotas: ``model.team_config_to_json``), which the monthly job reads at run time and keeps in the
-    month's roster, so a team removed in the middle of a month is still billed for it; the CloudWatch dashboard
+    month's roster, so a team removed in the middle of a month is still billed for it; the team's notification
+    topic ``<cluster>-preemptions-<team>`` (encrypted with a key of its own), to which the eviction collector
+    publishes each of the team's preempted workloads, the workload that preempted it and why, and the GPU-hours
+    lost, and to which the team's members may subscribe (given its tenant); the CloudWatch dashboard
     ``<cluster>-chargeback-<team>`` (monthly GPU-hours used, borrowed, lent and lost to preemption); and, given
     a Prometheus workspace, the rule groups namespace ``<cluster>-chargeback-<team>`` with the team's same-day
     preemption, waiting and overdue-checkpoint alerts
@@ -73,7 +79,7 @@ class TeamChargeback(Construct):
         tenant: the team's tenant, whose permission set gets read access to the dashboard. Default: none.
 
     Attributes:
-        record, dashboard, widget, alert_widget, rule_group: the created resources (``alert_widget`` and
+        record, topic, dashboard, widget, alert_widget, rule_group: the created resources (``alert_widget`` and
             ``rule_group`` are ``None`` without a workspace).
         team_config: the team's record as the engine reads it.
 
@@ -110,6 +116,7 @@ class TeamChargeback(Construct):
             name=spec.name,
             cost_center=cost_center or spec.effective_cost_center,
             quotas=dict(spec.compute.quotas),
+            borrows=team_borrows(platform, spec),
         )
         #: The team's record (read by the monthly job under ``names.team_records_path(<cluster>, "chargeback")``).
         self.record = ssm.StringParameter(
@@ -120,6 +127,9 @@ class TeamChargeback(Construct):
             description=f"Chargeback record of team {spec.name} on HyperPod cluster {name}",
             tier=ssm.ParameterTier.STANDARD,
         )
+        #: The team's notification topic: the eviction collector tells it of each of the team's preempted workloads
+        #: (who preempted it, why, the GPU-hours lost); its members may subscribe to it.
+        self.topic = self._topic(name, spec.name)
         #: The role of the team's widget functions (one role for both: each team costs the account as few IAM
         #: roles as possible, and both only read what their team's dashboard shows).
         self.widget_role = iam.Role(
@@ -159,6 +169,18 @@ class TeamChargeback(Construct):
             )
         if tenant is not None:
             stack = cdk.Stack.of(self)
+            tenant.allow_in_permission_set(
+                {
+                    "Sid": "SubscribeToTeamTopic",
+                    "Effect": "Allow",
+                    "Action": ["sns:Subscribe", "sns:Unsubscribe", "sns:ListSubscriptionsByTopic"],
+                    "Resource": stack.format_arn(
+                        service="sns",
+                        resource=names.chargeback_team_topic(name, spec.name),
+                        arn_format=cdk.ArnFormat.NO_RESOURCE_NAME,
+                    ),
+                }
+            )
             widgets = [names.team_gpu_widget(name, spec.name)]
             if alert_workspace is not None:
                 widgets.append(names.team_alert_widget(name, spec.name))
@@ -220,6 +242,25 @@ class TeamChargeback(Construct):
             statistic=statistic,
             period=period,
             label=metric,
+        )
+
+    def _topic(self, cluster: str, team: str) -> sns.Topic:
+        """Create the team's encrypted notification topic (its own key, tagged for the eviction collector)."""
+        key = kms.Key(
+            self,
+            "TopicKey",
+            enable_key_rotation=True,
+            description=f"Preemption notices of team {team} on HyperPod cluster {cluster}",
+            removal_policy=cdk.RemovalPolicy.RETAIN,
+        )
+        cdk.Tags.of(key).add(names.TEAM_TOPIC_KEY_TAG, cluster)
+        return sns.Topic(
+            self,
+            "Topic",
+            topic_name=names.chargeback_team_topic(cluster, team),
+            display_name=f"{cluster} {team} preemptions",
+            master_key=key,
+            enforce_ssl=True,
         )
 
     def _widget(self, cluster: str) -> lambda_.Function:

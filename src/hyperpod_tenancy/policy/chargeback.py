@@ -13,9 +13,9 @@ from decimal import Decimal
 
 from hyperpod_tenancy.chargeback.model import BillingTerm, ChargebackConfig, TeamConfig
 from hyperpod_tenancy.policy.instance_types import resource_shape
-from hyperpod_tenancy.policy.model import Platform
+from hyperpod_tenancy.policy.model import Platform, SharingStrategy, Team
 
-__all__ = ["chargeback_config"]
+__all__ = ["chargeback_config", "team_borrows"]
 
 
 def chargeback_config(platform: Platform) -> ChargebackConfig:
@@ -52,6 +52,8 @@ def chargeback_config(platform: Platform) -> ChargebackConfig:
                 rule=term.rule,
                 idle_owner=term.idle_owner,
                 shared_costs=term.shared_costs,
+                signed_off_by=term.signed_off_by or "",
+                mid_quarter_reason=term.mid_quarter_reason or "",
             )
         )
     gpus: dict[str, int] = {}
@@ -63,7 +65,12 @@ def chargeback_config(platform: Platform) -> ChargebackConfig:
         cluster=platform.cluster.name,
         terms=tuple(sorted(terms, key=lambda t: t.effective_from)),
         teams=tuple(
-            TeamConfig(name=t.name, cost_center=t.effective_cost_center, quotas=dict(t.compute.quotas))
+            TeamConfig(
+                name=t.name,
+                cost_center=t.effective_cost_center,
+                quotas=dict(t.compute.quotas),
+                borrows=team_borrows(platform, t),
+            )
             for t in sorted(platform.hosted_teams, key=lambda t: t.name)
         ),
         gpus_per_instance=dict(sorted(gpus.items())),
@@ -81,3 +88,8 @@ def chargeback_config(platform: Platform) -> ChargebackConfig:
 def _decimal(value: float) -> Decimal:
     """Return the decimal a YAML number was written as (``12.29`` stays 12.29, not its binary approximation)."""
     return Decimal(repr(value))
+
+
+def team_borrows(platform: Platform, team: Team) -> bool:
+    """Whether the policy lets ``team`` borrow idle capacity (its sharing in force is ``lend-and-borrow``)."""
+    return platform.effective_sharing(team) is SharingStrategy.LEND_AND_BORROW

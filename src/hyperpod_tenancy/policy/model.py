@@ -533,6 +533,14 @@ class BillingTermSpec:
     idle_owner: str | None = None
     #: How the cluster's other lines (FSx, EKS, system nodes, NAT, Prometheus, the pipeline) are split.
     shared_costs: SharedCostRule = SharedCostRule.IDLE_OWNER
+    #: Who signed the term off: the cost-center owners, or where their sign-off is recorded; every report names it
+    #: (``HPT-CHARGEBACK-SIGN-OFF``).
+    signed_off_by: str | None = field(
+        default=None, metadata={"examples": ["cc-research and cc-platform, FIN-1234"]}
+    )
+    #: Why the term starts on a day that is not the first of a quarter; without it such a term is an error
+    #: (``HPT-CHARGEBACK-QUARTER``): changing the billing rule mid-quarter is not defensible unless acknowledged.
+    mid_quarter_reason: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -271,6 +271,18 @@ def chargeback(cluster: str) -> str:
     return f"{cluster}-chargeback"
 
 
+def chargeback_team_topic(cluster: str, team: str) -> str:
+    """Name of a team's notification topic (its preempted workloads): ``<cluster>-preemptions-<team>``.
+
+    Every such name starts with ``chargeback_team_topic(cluster, "")``, which the eviction collector publishes to.
+    """
+    return f"{cluster}-preemptions-{team}"
+
+
+#: Tag on each team topic's key, valued with the cluster's name: the eviction collector may use those keys only.
+TEAM_TOPIC_KEY_TAG = "hyperpod-tenancy:preemption-topic"
+
+
 def chargeback_team_dashboard(cluster: str, team: str) -> str:
     """Name of a team's chargeback CloudWatch dashboard: ``<cluster>-chargeback-<team>``."""
     return f"{chargeback(cluster)}-{team}"

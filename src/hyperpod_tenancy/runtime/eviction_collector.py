@@ -91,6 +91,7 @@ from hyperpod_tenancy.runtime.kube_api import (
     endpoint_and_ca,
     list_objects,
 )
+from hyperpod_tenancy.runtime.preemption_notice import notice, topic_arn
 from hyperpod_tenancy.runtime.remote_write import Series, push
 
 LOG = logging.getLogger(__name__)
@@ -512,8 +513,28 @@ def new_evictions(
         yield seen[key]
 
 
+def _exists(s3: Any, bucket: str, key: str) -> bool:
+    """Whether the eviction's object is already written (an earlier run saw it, and told its team)."""
+    listed = s3.list_objects_v2(Bucket=bucket, Prefix=key, MaxKeys=1).get("Contents") or []
+    return any(o.get("Key") == key for o in listed)
+
+
+def _notify_team(prefix: str, record: Mapping[str, Any], by_uid: Mapping[str, Mapping[str, Any]]) -> None:
+    """Publish the eviction's notice to its team's topic; a team without a topic is logged, not an error."""
+    topic = topic_arn(prefix, str(record["namespace"]))
+    if topic is None:
+        return
+    subject, message = notice(record, by_uid.get(str(record.get("uid", ""))) or {}, by_uid)
+    sns = boto3.client("sns")
+    try:
+        sns.publish(TopicArn=topic, Subject=subject, Message=message)
+    except (sns.exceptions.NotFoundException, sns.exceptions.AuthorizationErrorException):
+        # the record is written; a team without its topic (a stack not deployed yet) must not stop the collection
+        LOG.warning("could not notify %s of the eviction of %s", topic, record["workload"], exc_info=True)
+
+
 def handler(event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
-    """Write the evictions new in the lookback window to S3; returns their keys."""
+    """Write the evictions new in the lookback window to S3 and tell each team of its own; returns their keys."""
     del context
     cluster_name = os.environ["CLUSTER_NAME"]
     cluster = os.environ.get("CLUSTER_LABEL") or cluster_name
@@ -528,6 +549,9 @@ def handler(event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
     workloads = list_workloads(endpoint, eks_token(cluster_name), ca_pem)
     s3 = boto3.client("s3")
     keys = []
+    # each team's own topic (<prefix><team>), told of its new evictions: once, when the record is first written
+    team_topics = os.environ.get("TEAM_TOPIC_ARN_PREFIX")
+    by_uid = {str((w.get("metadata") or {}).get("uid", "")): w for w in workloads}
     for record in new_evictions(
         workloads,
         cluster=cluster,
@@ -538,8 +562,11 @@ def handler(event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
     ):
         key = object_key(prefix, record)
         body = json.dumps(record, sort_keys=True, separators=(",", ":")) + "\n"
+        first = bool(team_topics) and not _exists(s3, bucket, key)
         s3.put_object(Bucket=bucket, Key=key, Body=body.encode(), ContentType="application/x-ndjson")
         keys.append(key)
+        if first and team_topics:
+            _notify_team(team_topics, record, by_uid)
     LOG.info(
         "%d workload(s), %d new eviction(s) written to s3://%s/%s", len(workloads), len(keys), bucket, prefix
     )

@@ -15,16 +15,22 @@ table ``node`` reads it)::
 
 ``timestamp`` is UTC, written ``YYYY-MM-DD HH:MM:SS`` (what Athena's JSON SerDe reads as a ``timestamp``).
 ``status`` is the node's ``InstanceStatus.Status`` (Running, Pending, Failure, ShuttingDown, SystemUpdating,
-DeepHealthCheckInProgress, NotFound); ``schedulable`` is ``status == "Running"``: every other state is a node
-that HyperPod is creating, checking, replacing or updating, whose GPUs no team can use (the engine's
-``unavailable_gpu_ms``). Kubernetes-level cordons are not visible to this API.
+DeepHealthCheckInProgress, NotFound). ``schedulable`` says whether teams' work can run on the node
+(:func:`schedulable`): the instance is ``Running`` and its Kubernetes node (``hyperpod-<instance id>``, listed from
+the cluster's private API endpoint) is Ready, not cordoned (``spec.unschedulable``) and labelled
+``sagemaker.amazonaws.com/node-health-status: Schedulable`` by HyperPod, the label the teams' workloads require
+(their node affinity). Every other node's GPUs no team can use (the engine's ``unavailable_gpu_ms``): one HyperPod
+is creating, checking, rebooting, replacing or updating, one Kubernetes reports NotReady, one an operator cordoned,
+and one without a Kubernetes node (not joined yet). Taints are not read: an instance group's own taints keep other
+work off its nodes, they do not remove capacity (HyperPod's health taint comes with the label above).
 
 The snapshot time is the EventBridge event's ``time`` (the scheduled instant), so a retried invocation
 overwrites the same object instead of adding a second snapshot.
 
-Environment: ``CLUSTER_NAME`` (HyperPod cluster name or ARN), ``CLUSTER_LABEL`` (the ``cluster`` partition
-value, default the cluster name), ``BUCKET``, ``PREFIX`` (default ``raw/node/``), ``GPUS_PER_INSTANCE``
-(JSON ``{"ml.p5.48xlarge": 8, ...}``). Only the standard library and boto3 are imported.
+Environment: ``CLUSTER_NAME`` (HyperPod cluster name or ARN), ``EKS_CLUSTER_NAME`` (its EKS cluster, whose nodes
+are read), ``CLUSTER_LABEL`` (the ``cluster`` partition value, default the cluster name), ``BUCKET``, ``PREFIX``
+(default ``raw/node/``), ``GPUS_PER_INSTANCE`` (JSON ``{"ml.p5.48xlarge": 8, ...}``). Only the standard library,
+boto3 and :mod:`~hyperpod_tenancy.runtime.kube_api` (in the asset beside this module) are imported.
 """
 
 from __future__ import annotations
@@ -38,6 +44,8 @@ from typing import Any
 
 import boto3
 
+from hyperpod_tenancy.runtime.kube_api import eks_token, endpoint_and_ca, list_objects
+
 LOG = logging.getLogger(__name__)
 LOG.setLevel(logging.INFO)
 
@@ -45,6 +53,48 @@ LOG.setLevel(logging.INFO)
 SCHEMA_VERSION = 1
 #: The one ``InstanceStatus.Status`` in which a node's GPUs are usable by teams.
 SCHEDULABLE_STATUS = "Running"
+#: The Kubernetes API's list of nodes.
+NODES_PATH = "/api/v1/nodes"
+#: HyperPod names each Kubernetes node ``hyperpod-<instance id>``.
+NODE_NAME_PREFIX = "hyperpod-"
+#: HyperPod's label of a node's health (AWS, "Resilience-related Kubernetes labels"); the teams' workloads run only
+#: on nodes where it is :data:`HEALTHY` (their node affinity).
+NODE_HEALTH_LABEL = "sagemaker.amazonaws.com/node-health-status"
+#: The value of :data:`NODE_HEALTH_LABEL` on a node HyperPod lets work run on.
+HEALTHY = "Schedulable"
+
+
+def kubernetes_schedulable(node: Mapping[str, Any]) -> bool:
+    """Whether a Kubernetes node can run teams' work: Ready, not cordoned, and healthy by HyperPod's label."""
+    metadata = node.get("metadata") or {}
+    conditions = (node.get("status") or {}).get("conditions") or []
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+    cordoned = bool((node.get("spec") or {}).get("unschedulable"))
+    healthy = (metadata.get("labels") or {}).get(NODE_HEALTH_LABEL) == HEALTHY
+    return ready and healthy and not cordoned
+
+
+def nodes_by_instance(nodes: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Return the cluster's Kubernetes nodes by the HyperPod instance ID in their name (other nodes left out)."""
+    by_id: dict[str, dict[str, Any]] = {}
+    for node in nodes:
+        name = str((node.get("metadata") or {}).get("name", ""))
+        if name.startswith(NODE_NAME_PREFIX):
+            by_id[name.removeprefix(NODE_NAME_PREFIX)] = node
+    return by_id
+
+
+def schedulable(summary: Mapping[str, Any], kubernetes: Mapping[str, Mapping[str, Any]]) -> bool:
+    """Whether a HyperPod node's GPUs are usable by teams (see the module docstring).
+
+    Args:
+        summary: the node's ``ListClusterNodes`` summary.
+        kubernetes: the cluster's Kubernetes nodes by instance ID (:func:`nodes_by_instance`).
+
+    """
+    status = str((summary.get("InstanceStatus") or {}).get("Status", "Unknown"))
+    node = kubernetes.get(str(summary.get("InstanceId", "")))
+    return status == SCHEDULABLE_STATUS and node is not None and kubernetes_schedulable(node)
 
 
 def snapshot_time(event: Mapping[str, Any]) -> dt.datetime:
@@ -85,9 +135,17 @@ def list_nodes(sagemaker: Any, cluster_name: str) -> list[dict[str, Any]]:
 
 
 def snapshot_lines(
-    nodes: list[dict[str, Any]], *, cluster: str, moment: dt.datetime, gpus_per_instance: Mapping[str, int]
+    nodes: list[dict[str, Any]],
+    *,
+    cluster: str,
+    moment: dt.datetime,
+    gpus_per_instance: Mapping[str, int],
+    kubernetes: Mapping[str, Mapping[str, Any]],
 ) -> str:
-    """Return the JSON-lines body of one snapshot (one line per node, sorted by instance ID; empty for no nodes)."""
+    """Return the JSON-lines body of one snapshot (one line per node, sorted by instance ID; empty for no nodes).
+
+    ``kubernetes`` is the cluster's Kubernetes nodes by instance ID (:func:`nodes_by_instance`).
+    """
     stamp = moment.strftime("%Y-%m-%d %H:%M:%S")
     rows = []
     for node in sorted(nodes, key=lambda n: str(n.get("InstanceId", ""))):
@@ -103,7 +161,7 @@ def snapshot_lines(
                     "instance_id": node.get("InstanceId", ""),
                     "instance_type": instance_type,
                     "status": status,
-                    "schedulable": status == SCHEDULABLE_STATUS,
+                    "schedulable": schedulable(node, kubernetes),
                     "gpus": int(gpus_per_instance.get(instance_type, 0)),
                 },
                 sort_keys=True,
@@ -123,13 +181,24 @@ def handler(event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
     gpus = {k: int(v) for k, v in json.loads(os.environ.get("GPUS_PER_INSTANCE", "{}")).items()}
     moment = snapshot_time(event)
     nodes = list_nodes(boto3.client("sagemaker"), cluster_name)
+    eks_cluster = os.environ["EKS_CLUSTER_NAME"]
+    endpoint, ca_pem = endpoint_and_ca(eks_cluster)
+    kubernetes = nodes_by_instance(list_objects(endpoint, eks_token(eks_cluster), ca_pem, NODES_PATH))
     unknown = sorted({str(n.get("InstanceType")) for n in nodes} - set(gpus))
     if unknown:
         LOG.warning("no GPU count configured for %s; their nodes are recorded with gpus=0", unknown)
     key = object_key(prefix, cluster, moment)
-    body = snapshot_lines(nodes, cluster=cluster, moment=moment, gpus_per_instance=gpus)
+    body = snapshot_lines(
+        nodes, cluster=cluster, moment=moment, gpus_per_instance=gpus, kubernetes=kubernetes
+    )
     boto3.client("s3").put_object(
         Bucket=bucket, Key=key, Body=body.encode(), ContentType="application/x-ndjson"
     )
-    LOG.info("wrote %d node(s) to s3://%s/%s", len(nodes), bucket, key)
+    LOG.info(
+        "wrote %d node(s), %d schedulable, to s3://%s/%s",
+        len(nodes),
+        sum(schedulable(n, kubernetes) for n in nodes),
+        bucket,
+        key,
+    )
     return {"key": key, "nodes": len(nodes)}

@@ -32,6 +32,8 @@ def pipeline_props(platform: Platform) -> dict[str, Any]:
         "idle_owner": current.idle_owner,
         "effective_from": current.effective_from,
         "shared_costs": current.shared_costs,
+        "signed_off_by": current.signed_off_by,
+        "mid_quarter_reason": current.mid_quarter_reason,
         "earlier_terms": tuple(earlier),
         "cost_centers": {team.name: team.cost_center for team in config.teams},
         "prices": dict(config.prices),

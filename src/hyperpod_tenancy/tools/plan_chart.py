@@ -1,9 +1,13 @@
 """The plan as a picture: per instance type, who is guaranteed its GPUs and how far each team can burst.
 
-One panel per instance type. Its top bar is the type's GPUs stacked by team guarantee, then the reserved and
-the unallocated ones; below it one row per team: its guarantee (solid) and what it may borrow on top (light),
-the burst ceiling marked and written at its end. Past :data:`MAX_TEAMS_SHOWN` teams on a type, the smaller ones
-share one "others" segment and row, so the chart stays readable at a thousand teams.
+One panel per instance type, all on one GPU scale (16 GPUs are drawn an eighth as long as 128, whatever their
+type). Its top bar is the type's GPUs stacked by team guarantee, then the reserved and the unallocated ones;
+below it one row per team: its guarantee (a bar in the team's colour, the same on every panel) and its burst
+ceiling as a marker above the row, written at its end: a ceiling is what one team may reach when the others are
+idle, not capacity that adds up, so it is never drawn as a bar. Each team's row names the month's cost of the
+team (the plan's chargeback month) where the plan has one. The legend's swatches are the drawn colours. Past
+:data:`MAX_TEAMS_SHOWN` teams on a type, the smaller ones share one "others" segment and row, so the chart stays
+readable at a thousand teams.
 
 Text is placed so that no two labels overlap: a team's name is written inside its segment of the top bar only
 when it fits there (every team is named on its own row anyway), and the numbers sit in their own rows. As in
@@ -22,6 +26,7 @@ import matplotlib as mpl
 from matplotlib import colormaps
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
@@ -49,13 +54,37 @@ class _Row:
     color: tuple[float, float, float, float]
     #: For the "others" row: their guarantees are summed, and this is the largest burst ceiling of any one of them.
     grouped: bool = False
+    #: The team's name (the label may add its month's cost); empty for the "others" row.
+    team: str = ""
 
 
-def _rows(shares: Sequence[TeamShare]) -> list[_Row]:
+def _shown(shares: Sequence[TeamShare]) -> Sequence[TeamShare]:
+    return shares[:MAX_TEAMS_SHOWN] if len(shares) <= MAX_TEAMS_SHOWN else shares[: MAX_TEAMS_SHOWN - 1]
+
+
+def _colors(plan: TenancyPlan, types: Sequence[TypeCapacity]) -> dict[str, tuple[float, float, float, float]]:
+    """Each team drawn on any panel → its colour, the same on every panel (in the order teams are first drawn)."""
     palette = colormaps["tab10"]
-    shown = shares[:MAX_TEAMS_SHOWN] if len(shares) <= MAX_TEAMS_SHOWN else shares[: MAX_TEAMS_SHOWN - 1]
+    colors: dict[str, tuple[float, float, float, float]] = {}
+    for cap in types:
+        for share in _shown(plan.shares_of(cap.instance_type)):
+            colors.setdefault(share.team, palette(len(colors) % 10))
+    return colors
+
+
+def _rows(
+    shares: Sequence[TeamShare], colors: dict[str, tuple[float, float, float, float]], costs: dict[str, str]
+) -> list[_Row]:
+    shown = _shown(shares)
     rows = [
-        _Row(s.team, s.guaranteed_gpus, s.burst_ceiling_gpus, palette(i % 10)) for i, s in enumerate(shown)
+        _Row(
+            s.team + costs.get(s.team, ""),
+            s.guaranteed_gpus,
+            s.burst_ceiling_gpus,
+            colors[s.team],
+            team=s.team,
+        )
+        for s in shown
     ]
     rest = shares[len(shown) :]
     if rest:
@@ -71,7 +100,8 @@ def _rows(shares: Sequence[TeamShare]) -> list[_Row]:
     return rows
 
 
-def _panel(ax: Axes, cap: TypeCapacity, rows: Sequence[_Row]) -> None:
+def _panel(ax: Axes, cap: TypeCapacity, rows: Sequence[_Row], right: float) -> None:
+    """Draw one instance type on the chart's common GPU scale ``[0, right]``."""
     per = cap.gpus_per_instance
     total = cap.gpus
     y_bar = len(rows) + 0.4
@@ -87,6 +117,7 @@ def _panel(ax: Axes, cap: TypeCapacity, rows: Sequence[_Row]) -> None:
                 color=row.color,
                 edgecolor="white",
                 linewidth=0.5,
+                gid=f"segment:{row.team}",
             )
         left += row.guaranteed
     if cap.reserved > 0:
@@ -99,26 +130,24 @@ def _panel(ax: Axes, cap: TypeCapacity, rows: Sequence[_Row]) -> None:
     for i, row in enumerate(rows):
         y = len(rows) - 1 - i
         if row.guaranteed > 0:
-            ax.barh(y, row.guaranteed, height=0.6, color=row.color)
+            ax.barh(y, row.guaranteed, height=0.6, color=row.color, gid=f"guarantee:{row.team}")
         if row.grouped:  # summed guarantees; a burst is one team's, so it is written, not drawn
             label, end = f"{row.guaranteed:,} in all, each ≤ {row.ceiling:,}", row.guaranteed
         else:
-            if row.ceiling > row.guaranteed:
-                ax.barh(
-                    y,
-                    row.ceiling - row.guaranteed,
-                    left=row.guaranteed,
-                    height=0.6,
-                    color=row.color,
-                    alpha=0.3,
+            if row.ceiling > 0:  # a marker above the row, never a bar: ceilings do not add up
+                ax.plot(
+                    [row.ceiling],
+                    [y + 0.3],
+                    marker="v",
+                    markersize=6,
+                    color="black",
+                    linestyle="none",
+                    gid=f"ceiling:{row.team}",
                 )
-            if row.ceiling > 0:
-                ax.plot([row.ceiling, row.ceiling], [y - 0.38, y + 0.38], color="black", linewidth=1.2)
             label, end = f"{row.ceiling:,} max", row.ceiling
         if end > 0 or row.ceiling > 0:
-            ax.text(end + total * 0.01, y, label, va="center", ha="left", fontsize=8)
+            ax.text(end + right * 0.012, y, label, va="center", ha="left", fontsize=8)
     ax.set_yticks([y_bar, *range(len(rows) - 1, -1, -1)], ["all GPUs", *(r.label for r in rows)], fontsize=8)
-    right = total * 1.22 if total else 1
     ax.set_xlim(0, right)
     # ticks inside the panel only (a locator's ticks past the edge would still be text objects)
     ax.set_xticks([t for t in MaxNLocator(nbins=8, integer=True).tick_values(0, right) if 0 <= t <= right])
@@ -143,7 +172,7 @@ def _label_segments(fig: Figure, ax: Axes, rows: Sequence[_Row], y_bar: float) -
             text = ax.text(
                 left + row.guaranteed / 2,
                 y_bar,
-                row.label,
+                row.team or row.label,
                 ha="center",
                 va="center",
                 fontsize=7,
@@ -164,21 +193,37 @@ def render_chart(plan: TenancyPlan) -> Figure:
 
     """
     types = [c for c in plan.capacities if c.gpus_per_instance > 0]
-    panels = [(c, _rows(plan.shares_of(c.instance_type))) for c in types]
+    colors = _colors(plan, types)
+    costs = (
+        {team: f" (${total:,.0f}/month)" for team, total in plan.cost.team_totals().items()}
+        if plan.cost is not None
+        else {}
+    )
+    panels = [(c, _rows(plan.shares_of(c.instance_type), colors, costs)) for c in types]
+    right = max((c.gpus for c in types), default=0) * 1.3 or 1
     heights = [len(rows) + 2.2 for _, rows in panels] or [1.0]
     fig = Figure(figsize=(_WIDTH_INCHES, sum(heights) * _ROW_INCHES + 1.4), dpi=100, layout="constrained")
     FigureCanvasAgg(fig)  # headless: the figure draws on its own Agg canvas, whatever pyplot's backend
     axes = fig.subplots(len(heights), 1, squeeze=False, gridspec_kw={"height_ratios": heights})[:, 0]
     for ax, (cap, rows) in zip(axes, panels, strict=False):
-        _panel(ax, cap, rows)
+        _panel(ax, cap, rows, right)
     if not panels:
         axes[0].set_axis_off()
         axes[0].text(0.5, 0.5, "no instance type with GPUs", ha="center", va="center")
     fig.suptitle(f"Tenancy plan of {plan.platform} (GPUs)", fontsize=11)
+    grouped = any(row.grouped for _, rows in panels for row in rows)
     fig.legend(
         handles=[
-            Patch(color=colormaps["tab10"](0), label="guaranteed"),
-            Patch(color=colormaps["tab10"](0), alpha=0.3, label="may borrow (reclaimable)"),
+            *(Patch(facecolor=color, label=f"{team} (guaranteed)") for team, color in colors.items()),
+            *([Patch(facecolor=_OTHERS, label="other teams (guaranteed)")] if grouped else []),
+            Line2D(
+                [],
+                [],
+                marker="v",
+                color="black",
+                linestyle="none",
+                label="burst ceiling (one team at a time)",
+            ),
             Patch(facecolor=_RESERVED, hatch="//", edgecolor="white", label="reserved (no quota)"),
             Patch(facecolor=_UNALLOCATED, edgecolor="#444444", label="unallocated"),
         ],

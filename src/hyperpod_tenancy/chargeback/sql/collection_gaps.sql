@@ -35,11 +35,11 @@ spans AS (
 )
 SELECT
   table_name,
-  date_format(gap_start, '%Y-%m-%d %H:%i:%s') AS gap_start,
-  date_format(gap_end, '%Y-%m-%d %H:%i:%s') AS gap_end
+  date_format(gap_start, '%Y-%m-%d %H:%i:%s.%f') AS gap_start,
+  date_format(gap_end, '%Y-%m-%d %H:%i:%s.%f') AS gap_end
 FROM spans
 WHERE gap_end IS NOT NULL
-  AND date_diff('second', gap_start, gap_end) > CASE table_name
+  AND date_diff('millisecond', gap_start, gap_end) > 1000 * CASE table_name
     WHEN 'node' THEN {{node_gap_seconds}}
     ELSE {{heartdub_gap_seconds}}
   END

@@ -4,6 +4,9 @@
 --   kind 'team'          : the lines a team's tag names (its stack's resources, its Studio apps and spaces),
 --                          by team: charged to that team alone;
 --   kind 'shared'        : every other line of the cluster, by category (FSx, EKS, system nodes, NAT, ...);
+--   kind 'credit', 'refund': the lines of type Credit and Refund (`line_item_line_item_type`), by what they are
+--                          against (an instance type, a team, a category): never in the lines above, so a credit
+--                          does not lower a GPU-hour's price unseen; the report lists them;
 --   kind 'total'         : the cluster's whole bill (every line above).
 -- A line belongs to the cluster when its cluster cost allocation tag names it. Money is summed as
 -- DECIMAL(38, 10), never as DOUBLE, so Athena and DuckDB return the same digits.
@@ -13,7 +16,8 @@ WITH lines AS (
     line_item_usage_type AS usage_type,
     CAST(line_item_usage_amount AS DECIMAL(38, 10)) AS amount,
     CAST(line_item_unblended_cost AS DECIMAL(38, 10)) AS cost,
-    NULLIF(element_at(resource_tags, {{team_tag}}), '') AS team
+    NULLIF(element_at(resource_tags, {{team_tag}}), '') AS team,
+    line_item_line_item_type AS line_type
   FROM {{cur}}
   WHERE billing_period = {{billing_period}}
     AND element_at(resource_tags, {{cluster_tag}}) = {{cluster}}
@@ -21,6 +25,7 @@ WITH lines AS (
 classified AS (
   SELECT
     CASE
+      WHEN line_type IN ('Credit', 'Refund') THEN lower(line_type)
       WHEN product = 'AmazonSageMaker' AND usage_type LIKE '%Cluster:ml.%' THEN 'instance-type'
       WHEN team IS NOT NULL THEN 'team'
       ELSE 'shared'

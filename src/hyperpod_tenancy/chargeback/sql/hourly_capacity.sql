@@ -1,6 +1,6 @@
 -- hourly_capacity: instance-milliseconds of each instance type in the cluster, per clock hour, and the part on
 -- instances that could not run work: SageMaker status other than Running, or `schedulable` false (the platform's
--- collector writes it as status = Running; it cannot see a cordoned or NotReady Kubernetes node).
+-- collector writes it false for a NotReady, cordoned or HyperPod-unhealthy Kubernetes node).
 -- Source: our `node` snapshots (SageMaker ListClusterNodes; collector schema v1, see queries.py). Every row of
 -- one snapshot carries the snapshot's timestamp; a snapshot's inventory holds until the cluster's next
 -- snapshot, the last one until the end of the month, so an instance that leaves the cluster stops counting
@@ -45,13 +45,9 @@ hourly AS (
     h,
     date_diff('millisecond', GREATEST(s, h), LEAST(e, h + INTERVAL '1' HOUR)) AS overlap_ms
   FROM inventory
-  CROSS JOIN UNNEST(
-    SEQUENCE(
-      date_trunc('hour', s),
-      GREATEST(date_trunc('hour', s), date_trunc('hour', e - INTERVAL '1' SECOND)),
-      INTERVAL '1' HOUR
-    )
-  ) AS hours (h)
+  -- every hour the period touches, to the hour of its end (a period ending on the hour adds an empty hour, dropped
+  -- below): a period ending at 01:00:00.500 holds its last half second in the 01:00 hour
+  CROSS JOIN UNNEST(SEQUENCE(date_trunc('hour', s), date_trunc('hour', e), INTERVAL '1' HOUR)) AS hours (h)
   WHERE e > s
 )
 SELECT

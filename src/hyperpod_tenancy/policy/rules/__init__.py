@@ -157,6 +157,8 @@ ERROR_RULES: tuple[Rule, ...] = (
     # chargeback
     chargeback.terms_defined,
     chargeback.effective_from,
+    chargeback.quarter,
+    chargeback.sign_off,
     chargeback.term_rule,
     chargeback.idle_owner,
     chargeback.prices,

@@ -10,7 +10,7 @@ import difflib
 import re
 from collections.abc import Iterator
 
-from hyperpod_tenancy.chargeback.model import SHARED
+from hyperpod_tenancy.chargeback.model import SHARED, starts_a_quarter
 from hyperpod_tenancy.policy.model import BillingTermSpec, ChargebackSpec, Platform, Team
 from hyperpod_tenancy.policy.rules._base import Domain, Finding, Severity, platform_rule, team_rule
 
@@ -23,6 +23,8 @@ __all__ = [
     "idle_owner",
     "price_unused",
     "prices",
+    "quarter",
+    "sign_off",
     "term_rule",
     "terms_defined",
     "tolerance",
@@ -96,6 +98,55 @@ def effective_from(p: Platform) -> Iterator[Finding]:
                 "list the terms oldest first, one per effective date; never edit a term already in force, add one.",
             )
         previous = date
+
+
+@platform_rule(
+    code="HPT-CHARGEBACK-QUARTER",
+    domain=Domain.CHARGEBACK,
+    at="chargeback.billingTerms[*].effectiveFrom",
+    reads=(),
+    failure="a billing rule changed mid-quarter without a reason: quarters billed under two rules nobody can defend",
+    guardrail="`effectiveFrom` is the first day of a quarter (January, April, July or October 1st), or the term "
+    "says why not in `midQuarterReason`",
+)
+def quarter(p: Platform) -> Iterator[Finding]:
+    """Check that every term starts on the first day of a quarter, or gives the reason it does not."""
+    for i, term in _terms(p):
+        try:
+            date = dt.date.fromisoformat(term.effective_from)
+        except ValueError:
+            continue  # HPT-CHARGEBACK-EFFECTIVE-FROM
+        if date.day != 1 or starts_a_quarter(date) or (term.mid_quarter_reason or "").strip():
+            continue
+        quarter_start = date.replace(month=(date.month - 1) // 3 * 3 + 1)
+        next_quarter = (quarter_start + dt.timedelta(days=95)).replace(day=1)
+        yield Finding(
+            f"chargeback.billingTerms[{i}].effectiveFrom",
+            f"{term.effective_from} is not the first day of a quarter: the months from "
+            f"{quarter_start.isoformat()} would be billed under two terms.",
+            f"start it on `{next_quarter.isoformat()}` (or `{quarter_start.isoformat()}`), or add "
+            "`midQuarterReason: <why>` to the term, agreed with the cost-center owners who sign it.",
+        )
+
+
+@platform_rule(
+    code="HPT-CHARGEBACK-SIGN-OFF",
+    domain=Domain.CHARGEBACK,
+    at="chargeback.billingTerms[*].signedOffBy",
+    reads=(),
+    failure="a bill under a rule nobody is on record as having agreed to",
+    guardrail="every billing term names who signed it off (`signedOffBy`); each report names it",
+)
+def sign_off(p: Platform) -> Iterator[Finding]:
+    """Check that every billing term names who signed it off."""
+    for i, term in _terms(p):
+        if not (term.signed_off_by or "").strip():
+            yield Finding(
+                f"chargeback.billingTerms[{i}].signedOffBy",
+                "no sign-off is recorded.",
+                "add `signedOffBy:` naming the cost-center owners who signed the term (or the ticket that records "
+                f"their sign-off); {_SIGN}.",
+            )
 
 
 @platform_rule(
