@@ -919,6 +919,7 @@ def team_topic(collector_env: FakeApi, monkeypatch: pytest.MonkeyPatch) -> str:
     arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
     sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=arn)
     monkeypatch.setenv("TEAM_TOPIC_ARN_PREFIX", topic.removesuffix("team-a"))
+    monkeypatch.setenv("TEAM_QUEUE_PREFIX", names.NAMESPACE_PREFIX)  # as the construct sets it
     return queue
 
 
@@ -955,5 +956,6 @@ def test_a_team_without_its_topic_does_not_stop_the_collection(
     collector_env: FakeApi, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("TEAM_TOPIC_ARN_PREFIX", "arn:aws:sns:us-east-1:123456789012:shared-gpu-preemptions-")
+    monkeypatch.setenv("TEAM_QUEUE_PREFIX", names.NAMESPACE_PREFIX)
     collector_env.workloads = [_victim()]
     assert len(eviction_collector.handler(EVENT)["keys"]) == 1

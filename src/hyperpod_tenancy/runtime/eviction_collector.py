@@ -521,10 +521,12 @@ def _exists(s3: Any, bucket: str, key: str) -> bool:
 
 def _notify_team(prefix: str, record: Mapping[str, Any], by_uid: Mapping[str, Mapping[str, Any]]) -> None:
     """Publish the eviction's notice to its team's topic; a team without a topic is logged, not an error."""
-    topic = topic_arn(prefix, str(record["namespace"]))
+    namespace_prefix = os.environ["TEAM_QUEUE_PREFIX"]
+    topic = topic_arn(prefix, str(record["namespace"]), namespace_prefix=namespace_prefix)
     if topic is None:
         return
-    subject, message = notice(record, by_uid.get(str(record.get("uid", ""))) or {}, by_uid)
+    workload = by_uid.get(str(record.get("uid", ""))) or {}
+    subject, message = notice(record, workload, by_uid, namespace_prefix=namespace_prefix)
     sns = boto3.client("sns")
     try:
         sns.publish(TopicArn=topic, Subject=subject, Message=message)

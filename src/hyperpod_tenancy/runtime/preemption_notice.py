@@ -19,14 +19,12 @@ from typing import Any
 from hyperpod_tenancy.chargeback.engine import preemption_loss
 from hyperpod_tenancy.chargeback.model import Eviction, LossBasis
 
-__all__ = ["TEAM_NAMESPACE_PREFIX", "notice", "preemptor", "topic_arn"]
+__all__ = ["notice", "preemptor", "topic_arn"]
 
 #: Kueue's ``Evicted`` message on a preemption (kubernetes-sigs/kueue ``pkg/scheduler/preemption``).
 _PREEMPTED_BY = re.compile(
     r"Preempted to accommodate a workload \(UID: (?P<uid>[^,]+), JobUID: [^)]+\) due to (?P<why>[^;]+)"
 )
-#: A team's namespace is ``hyperpod-ns-<team>``.
-TEAM_NAMESPACE_PREFIX = "hyperpod-ns-"
 _HUNDREDTH = Decimal("0.01")
 _BASIS = {
     LossBasis.MEASURED: "measured from the last checkpoint",
@@ -57,11 +55,19 @@ def _time(text: object) -> dt.datetime:
 
 
 def notice(
-    record: Mapping[str, Any], workload: Mapping[str, Any], by_uid: Mapping[str, Mapping[str, Any]]
+    record: Mapping[str, Any],
+    workload: Mapping[str, Any],
+    by_uid: Mapping[str, Mapping[str, Any]],
+    *,
+    namespace_prefix: str,
 ) -> tuple[str, str]:
-    """Return the subject and the message of one eviction's notice (``record`` as the collector writes it)."""
+    """Return the subject and the message of one eviction's notice (``record`` as the collector writes it).
+
+    ``namespace_prefix``: what a team's namespace starts with (the construct passes the policy's, as the
+    collector's ``TEAM_QUEUE_PREFIX``).
+    """
     namespace = str(record["namespace"])
-    team = namespace.removeprefix(TEAM_NAMESPACE_PREFIX)
+    team = namespace.removeprefix(namespace_prefix)
     by, why = preemptor(workload, by_uid)
     at = _time(record["timestamp"])
     eviction = Eviction(
@@ -88,8 +94,8 @@ def notice(
     return subject[:100], "\n".join(lines)
 
 
-def topic_arn(prefix: str, namespace: str) -> str | None:
+def topic_arn(prefix: str, namespace: str, *, namespace_prefix: str) -> str | None:
     """Return the team topic of a namespace (``prefix`` + team), or ``None`` for a namespace that is no team's."""
-    if not namespace.startswith(TEAM_NAMESPACE_PREFIX):
+    if not namespace.startswith(namespace_prefix):
         return None
-    return prefix + namespace.removeprefix(TEAM_NAMESPACE_PREFIX)
+    return prefix + namespace.removeprefix(namespace_prefix)

@@ -64,8 +64,9 @@ class AccountQuota:
 PLATFORM_ROLES = 40
 #: Pod Identity associations of the shared stacks (webhook, training operator, observability, usage report).
 PLATFORM_POD_IDENTITY_ASSOCIATIONS = 4
-#: Access entries of the shared stacks (the eviction collector, the drift audit; the cluster creator's is EKS's own).
-PLATFORM_ACCESS_ENTRIES = 3
+#: Access entries of the shared stacks (the eviction collector, the drift audit, the node inventory; the cluster
+#: creator's is EKS's own).
+PLATFORM_ACCESS_ENTRIES = 4
 #: Stacks of the platform besides the teams' (cluster, chargeback, the CDK bootstrap stack).
 PLATFORM_STACKS = 3
 
