@@ -28,6 +28,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from moto_server import moto_server, reset
+from pipeline_template import chargeback_pipeline_template
 from prometheus_server import query, running_prometheus
 
 from hyperpod_tenancy.chargeback.engine import preemption_loss
@@ -457,38 +458,7 @@ def test_endpoint_and_ca_come_from_describe_cluster(aws: str, tmp_path: Path) ->
 # ---------------------------------------------------------------------- construct
 @pytest.fixture(scope="module")
 def pipeline_template(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    import aws_cdk as cdk
-    import platforms
-    from aws_cdk.assertions import Template
-    from synth import new_app
-
-    from hyperpod_tenancy.chargeback.model import BillingRule
-    from hyperpod_tenancy.constructs.chargeback_pipeline import ChargebackPipeline
-    from hyperpod_tenancy.constructs.shared_hyperpod_cluster import SharedHyperPodCluster
-
-    platform = platforms.reference_platform()
-    app = new_app(tmp_path_factory.mktemp("eviction-collector"))
-    stack = cdk.Stack(app, "Cb", env=cdk.Environment(account="111122223333", region="us-east-1"))
-    cluster = SharedHyperPodCluster.from_attributes(
-        stack,
-        "Cluster",
-        platform=platform,
-        eks_cluster_name="eks",
-        kubectl_provider_service_token="arn:aws:lambda:us-east-1:111122223333:function:kubectl",
-        hyperpod_cluster_arn="arn:aws:sagemaker:us-east-1:111122223333:cluster/abc",
-        vpc_id="vpc-0123456789abcdef0",
-        private_subnet_ids=["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"],
-        api_endpoint_security_group_id="sg-0123456789abcdef0",
-        data_bucket_name="data",
-        file_system_id="fs-1",
-        file_system_dns_name="fs-1.fsx",
-        file_system_mount_name="mnt",
-        network_policy_enforced=True,
-    )
-    ChargebackPipeline(
-        stack, "Chargeback", cluster=cluster, billing_rule=BillingRule.USAGE, idle_owner="shared"
-    )
-    return dict(Template.from_stack(stack).to_json())
+    return chargeback_pipeline_template(tmp_path_factory.mktemp("eviction-collector"))
 
 
 def _resources(template: dict[str, Any], type_: str, prefix: str) -> dict[str, dict[str, Any]]:

@@ -30,6 +30,7 @@ from webhook_server import (
     ON_CALL,
     STUDIO_ROLE,
     UID_FIRST,
+    WEBHOOK_TOKEN,
     Certificates,
     WebhookProcess,
     apply_patch,
@@ -41,6 +42,7 @@ from webhook_server import (
     review,
     sso_user,
     webhook_config,
+    webhook_on_api,
     workload,
 )
 
@@ -48,7 +50,7 @@ from hyperpod_tenancy.k8s import posix_identity
 from hyperpod_tenancy.policy import names
 
 NS = names.namespace("research")
-TOKEN = "webhook-service-account-token"
+TOKEN = WEBHOOK_TOKEN
 ALICE, MALLORY = "alice@example.com", "mallory@example.com"
 
 
@@ -102,18 +104,8 @@ def server(
 ) -> Iterator[WebhookProcess]:
     directory = tmp_path_factory.mktemp("config")
     config = {**webhook_config(), "breakGlassGroups": [ON_CALL]}
-    (directory / "teams.json").write_text(json.dumps(config))
-    (directory / "token").write_text(TOKEN + "\n")
-    extra = (
-        "--kube-api",
-        api.url,
-        "--kube-token-file",
-        str(directory / "token"),
-        "--kube-ca-file",
-        str(certs.ca),
-    )
-    with WebhookProcess(
-        certs=certs, table=create_table(), config_path=directory / "teams.json", extra_args=extra
+    with webhook_on_api(
+        certs=certs, config=config, directory=directory, api_url=api.url, token=TOKEN
     ) as proc:
         yield proc
 

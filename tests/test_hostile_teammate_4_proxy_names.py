@@ -23,16 +23,17 @@ import pytest
 from kube_api_server import KubeApiServer
 from webhook_server import (
     ON_CALL,
+    WEBHOOK_TOKEN,
     Certificates,
     WebhookProcess,
     apply_patch,
     connect_review,
-    create_table,
     kind_named,
     on_call_user,
     platform_webhook_config,
     review,
     sso_user,
+    webhook_on_api,
     workload,
 )
 
@@ -41,7 +42,7 @@ from hyperpod_tenancy.policy import names
 
 ALICE, MALLORY = "alice@example.com", "mallory@example.com"
 NS = names.namespace("research")
-TOKEN = "webhook-service-account-token"
+TOKEN = WEBHOOK_TOKEN
 BACKENDS = {"task-governance": platforms.reference_platform, "kueue": platforms.kueue_platform}
 POD = "train-head-0"
 #: Names the API server's pod proxy resolves to ``POD``.
@@ -57,19 +58,7 @@ def api(certs: Certificates) -> Iterator[KubeApiServer]:
 def _start(certs: Certificates, api: KubeApiServer, directory: Path, backend: str) -> WebhookProcess:
     config = platform_webhook_config(BACKENDS[backend]())
     assert config["breakGlassGroups"] == [ON_CALL], "the reference platform names the on-call group"
-    (directory / "teams.json").write_text(json.dumps(config))
-    (directory / "token").write_text(TOKEN + "\n")
-    extra = (
-        "--kube-api",
-        api.url,
-        "--kube-token-file",
-        str(directory / "token"),
-        "--kube-ca-file",
-        str(certs.ca),
-    )
-    return WebhookProcess(
-        certs=certs, table=create_table(), config_path=directory / "teams.json", extra_args=extra
-    )
+    return webhook_on_api(certs=certs, config=config, directory=directory, api_url=api.url, token=TOKEN)
 
 
 @pytest.fixture(scope="module", params=list(BACKENDS))

@@ -295,6 +295,30 @@ class WebhookProcess:
         self.stop()
 
 
+#: The service-account token the webhook presents to a stand-in API server.
+WEBHOOK_TOKEN = "webhook-service-account-token"
+
+
+def webhook_on_api(
+    *, certs: Certificates, config: dict[str, Any], directory: Path, api_url: str, token: str = WEBHOOK_TOKEN
+) -> WebhookProcess:
+    """A :class:`WebhookProcess` with configuration ``config`` that reads the Kubernetes API at ``api_url``
+    (``--kube-api``) with ``token`` and the test CA; its files are written under ``directory``."""
+    (directory / "teams.json").write_text(json.dumps(config))
+    (directory / "token").write_text(token + "\n")
+    extra = (
+        "--kube-api",
+        api_url,
+        "--kube-token-file",
+        str(directory / "token"),
+        "--kube-ca-file",
+        str(certs.ca),
+    )
+    return WebhookProcess(
+        certs=certs, table=create_table(), config_path=directory / "teams.json", extra_args=extra
+    )
+
+
 def sso_user(person: str, team: str = "research") -> dict[str, Any]:
     """``request.userInfo`` of an Identity Center user of ``team`` as EKS authenticates them."""
     role = f"{sso_prefix(team)}0123456789abcdef"
