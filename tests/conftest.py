@@ -10,6 +10,7 @@ from pathlib import Path
 
 import platforms
 import pytest
+from cluster_platform import ClusterPlatforms, OnCluster
 from control_plane import DEPLOYED_KUBECONFIG, Components, ControlPlane, kueue_configuration
 from kube_client import KubeClient, from_kubeconfig
 from synth import Synth, synthesize
@@ -99,6 +100,25 @@ def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlP
         service_cidr=platform.cluster.service_cidr,
     ) as plane:
         yield plane
+
+
+@pytest.fixture(scope="session")
+def cluster_platforms(
+    control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ClusterPlatforms]:
+    """Platforms applied to the session's control plane, one at a time and kept for every module that asks for
+    the same one (``tests/support/cluster_platform.py``)."""
+    platforms_on = ClusterPlatforms(control_plane, tmp_path_factory.mktemp("platforms"))
+    try:
+        yield platforms_on
+    finally:
+        platforms_on.close()
+
+
+@pytest.fixture(scope="module")
+def kueue_on_cluster(cluster_platforms: ClusterPlatforms, kueue_reference: Synth) -> OnCluster:
+    """The Kueue-backend reference platform on the control plane, its webhook serving, its nodes Ready."""
+    return cluster_platforms.on("reference-kueue", kueue_reference)
 
 
 @pytest.fixture(scope="session")

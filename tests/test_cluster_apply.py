@@ -28,6 +28,7 @@ from cluster_apply import (
     remove_all,
     synthesized_objects,
 )
+from cluster_platform import ClusterPlatforms
 from control_plane import ControlPlane
 from synth import Synth
 
@@ -40,8 +41,10 @@ CHARTS = [n for n in platforms.FAIRNESS_PLATFORM_NAMES if n not in SYNTHESIZED]
 
 
 @pytest.fixture(scope="module")
-def cluster(control_plane: ControlPlane) -> ControlPlane:
-    """The control plane with the operators' CRDs installed."""
+def cluster(control_plane: ControlPlane, cluster_platforms: ClusterPlatforms) -> ControlPlane:
+    """The control plane with the operators' CRDs installed and no shared platform applied (this module applies
+    each platform itself)."""
+    cluster_platforms.close()
     control_plane.install_crds(operator_crds(control_plane.components.operator_crds))
     return control_plane
 

@@ -18,17 +18,9 @@ from typing import Any
 
 import platforms
 import pytest
-from cluster_apply import (
-    AppliedPlatform,
-    apply_all,
-    flat,
-    operator_crds,
-    posix_webhook,
-    remove_all,
-    same_value,
-    synthesized_objects,
-)
-from control_plane import DEPLOYED_KUBECONFIG, ControlPlane
+from cluster_apply import AppliedPlatform, flat, same_value, synthesized_objects
+from cluster_platform import ClusterPlatforms
+from control_plane import DEPLOYED_KUBECONFIG
 from kube_client import KubeClient
 from synth import Synth, synthesize
 
@@ -65,6 +57,10 @@ def _changes(before: dict[str, Any], after: dict[str, Any]) -> list[tuple[str, A
     ]
 
 
+#: The name each local platform is applied under, shared with the other modules' fixtures.
+APPLIED_AS = {"reference": "reference", "kueue_reference": "reference-kueue"}
+
+
 @pytest.fixture(scope="module", params=["reference"] if DEPLOYED else ["reference", "kueue_reference"])
 def on_cluster(
     request: pytest.FixtureRequest, cluster_api: KubeClient, tmp_path_factory: pytest.TempPathFactory
@@ -78,17 +74,10 @@ def on_cluster(
         applied = synthesized_objects("deployed", synth)
         yield OnCluster(platform, applied, applied.objects)
         return
-    plane: ControlPlane = request.getfixturevalue("control_plane")
-    plane.install_crds(operator_crds(plane.components.operator_crds))
+    platforms_on: ClusterPlatforms = request.getfixturevalue("cluster_platforms")
     local: Synth = request.getfixturevalue(request.param)
-    applied = synthesized_objects(request.param, local)
-    with posix_webhook(applied, local, tmp_path_factory.mktemp("webhook")) as objects:
-        outcome = apply_all(cluster_api, applied, objects)
-        assert outcome.refused == [], outcome.refused
-        try:
-            yield OnCluster(local.platform, applied, objects)
-        finally:
-            assert remove_all(cluster_api, applied, objects) == []
+    applied = platforms_on.on(APPLIED_AS[request.param], local)
+    yield OnCluster(local.platform, applied.applied, applied.objects)
 
 
 def test_every_rendered_object_passes_a_server_side_dry_run(

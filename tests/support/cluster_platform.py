@@ -1,0 +1,143 @@
+"""A synthesized platform applied to the session's real control plane, one at a time, shared by test modules.
+
+:class:`ClusterPlatforms` (the ``cluster_platforms`` session fixture) applies a platform as a deploy does
+(``cluster_apply.apply_all``), with the real POSIX identity webhook on loopback and KWOK nodes of the platform's
+instance groups (GPUs, EFA, CPU and memory as AWS publishes them), and keeps it applied for every later module
+that asks for the same platform. Asking for another platform removes the first: a control plane holds one
+platform at a time, as a cluster does.
+
+A module that changes what it was given (a quota raised, a label removed, Workloads left behind) puts it back
+before it ends, so that the next module meets the platform as applied.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tenant_admission as ta
+from cluster_apply import (
+    AppliedPlatform,
+    apply_all,
+    operator_crds,
+    posix_webhook,
+    remove_all,
+    synthesized_objects,
+)
+from control_plane import ControlPlane, kwok_node
+from instance_specs import spec as instance_spec
+from kube_client import Answer, KubeClient, wait_until
+from synth import Synth
+from webhook_server import controller, sso_user
+
+
+def platform_nodes(synth: Synth) -> list[dict[str, Any]]:
+    """One Ready KWOK node per instance of each of the platform's instance groups, sized as AWS publishes."""
+    nodes = []
+    for group in synth.platform.cluster.instance_groups:
+        hardware = instance_spec(group.instance_type)
+        cpus = hardware.vcpus * group.threads_per_core // 2
+        capacity = {
+            "cpu": str(cpus),
+            "memory": f"{hardware.memory_gib}Gi",
+            "pods": "110",
+            hardware.accelerator_resource: str(hardware.accelerators),
+        }
+        if hardware.efa_interfaces:
+            capacity["vpc.amazonaws.com/efa"] = str(hardware.efa_interfaces)
+        for i in range(group.count):
+            labels = {"node.kubernetes.io/instance-type": group.instance_type}
+            nodes.append(kwok_node(f"{group.name}-{i}", capacity=capacity, labels=labels))
+    return nodes
+
+
+@dataclass
+class OnCluster:
+    """One platform as applied: its control plane, its synthesized form and the objects sent to the server."""
+
+    name: str
+    plane: ControlPlane
+    synth: Synth
+    applied: AppliedPlatform
+    #: The platform's objects as applied (webhook configurations pointed at the webhook on loopback).
+    objects: list[dict[str, Any]]
+    nodes: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def admin(self) -> KubeClient:
+        """The cluster administrator (``system:masters``)."""
+        return self.plane.admin
+
+    def as_identity(self, user_info: Mapping[str, Any]) -> KubeClient:
+        """A client acting as ``request.userInfo`` (user name, groups and extra, impersonated)."""
+        return self.plane.admin.as_user(user_info["username"], user_info["groups"], user_info.get("extra"))
+
+    def member(self, person: str, team: str) -> KubeClient:
+        """A member of ``team`` as EKS authenticates an Identity Center user (``webhook_server.sso_user``)."""
+        return self.as_identity(sso_user(person, team))
+
+    def controller(self, description: str) -> KubeClient:
+        """A controller of the platform's list (``webhook_server.controller``), by its description."""
+        return self.as_identity(controller(description))
+
+    def await_admission(self, team: str = "research") -> Answer:
+        """Wait until the admission policies are in force (they take effect asynchronously after they are
+        applied): a Job without Kueue's labels, dry-run, is refused for a member of ``team``."""
+        client = self.member("sentinel", team)
+        unlabelled = ta.job(team, labels={}, annotations=ta.CHECKPOINT, name="sentinel")
+
+        def refused() -> Answer | None:
+            answer = client.create(unlabelled, dry_run=True)
+            return None if answer.ok else answer
+
+        return wait_until(refused, timeout=90, what="the admission policies to be in force")
+
+
+class ClusterPlatforms:
+    """Applies platforms to one control plane, one at a time; see the module's docstring."""
+
+    def __init__(self, plane: ControlPlane, workdir: Path) -> None:
+        self.plane = plane
+        self.workdir = workdir
+        self.current: OnCluster | None = None
+        self._stack = contextlib.ExitStack()
+        self._crds = False
+
+    def on(self, name: str, synth: Synth) -> OnCluster:
+        """The platform ``synth`` applied under ``name`` (applied now unless it already is)."""
+        if self.current is not None and self.current.name == name:
+            return self.current
+        self.close()
+        if not self._crds:
+            self.plane.install_crds(operator_crds(self.plane.components.operator_crds))
+            self._crds = True
+        applied = synthesized_objects(name, synth)
+        stack = contextlib.ExitStack()
+        workdir = self.workdir / name
+        workdir.mkdir(parents=True, exist_ok=True)
+        objects = stack.enter_context(posix_webhook(applied, synth, workdir))
+        outcome = apply_all(self.plane.admin, applied, objects)
+        assert outcome.refused == [], outcome.refused
+        nodes = platform_nodes(synth)
+        for node in nodes:
+            answer = self.plane.admin.create(node)
+            assert answer.ok, answer.message
+        self._stack = stack
+        self.current = OnCluster(name, self.plane, synth, applied, objects, nodes)
+        return self.current
+
+    def close(self) -> None:
+        """Remove the applied platform (nodes, objects, namespaces) and stop its webhook."""
+        current, self.current = self.current, None
+        if current is None:
+            return
+        try:
+            for node in current.nodes:
+                current.admin.delete(node)
+            left = remove_all(current.admin, current.applied, current.objects)
+            assert left == [], left
+        finally:
+            self._stack.close()
