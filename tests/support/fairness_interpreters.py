@@ -214,14 +214,17 @@ def from_kueue(objects: Sequence[Mapping[str, Any]], helm_values: Mapping[str, A
 # ------------------------------------------------------------------------------------- admission simulation
 
 
-def borrowing_limit_exceeded(resource: str, flavor: str) -> str:
-    """Kueue v0.19.2's reason when a workload would take its ClusterQueue past ``borrowingLimit``
-    (``pkg/scheduler/flavorassigner/flavorassigner.go``)."""
-    return f"borrowing limit for {resource} in flavor {flavor} exceeded"
+def exceeds_capacity(resource: str, flavor: str) -> str:
+    """Kueue v0.19.2's reason when a workload asks more than its ClusterQueue could ever have (nominal +
+    ``borrowingLimit``, or what the cohort holds): ``fitsResourceQuota`` in
+    ``pkg/scheduler/flavorassigner/flavorassigner.go``."""
+    return f"insufficient quota for {resource} in flavor {flavor}"
 
 
 def insufficient_quota(resource: str, flavor: str) -> str:
-    """Kueue v0.19.2's reason when the cohort has no unused quota left for a workload (same source)."""
+    """Kueue v0.19.2's reason when the workload could fit but not now: the ClusterQueue is at its borrowing
+    ceiling or the cohort has nothing idle left (same function; Kueue's message does not say which, and is
+    followed by ``, <n> more needed``)."""
     return f"insufficient unused quota for {resource} in flavor {flavor}"
 
 
@@ -268,36 +271,45 @@ class KueueCohortSimulator:
         lendable = nominal if lending is None else lending
         return max(Decimal(0), min(lendable, nominal - self.usage[(team, flavor, resource)]))
 
-    def _fits(self, team: str, flavor: str, resource: str, amount: Decimal) -> str:
-        nominal, borrowing, _ = self.quota[(team, flavor, resource)]
-        new_usage = self.usage[(team, flavor, resource)] + amount
+    def room(self, team: str, flavor: str, resource: str) -> tuple[Decimal, Decimal]:
+        """What ``team`` can take now, and at most (every other member idle): Kueue's ``Available`` and
+        ``PotentialAvailable`` of a ClusterQueue in a flat cohort (``pkg/cache/scheduler``)."""
+        nominal, borrowing, lending = self.quota[(team, flavor, resource)]
+        usage = self.usage[(team, flavor, resource)]
         if not self.cohort[team]:
-            return (
-                ""
-                if new_usage <= nominal
-                else f"{insufficient_quota(resource, flavor)}: above nominal quota and not in a cohort"
-            )
-        if borrowing is not None and new_usage > nominal + borrowing:
-            return (
-                f"{borrowing_limit_exceeded(resource, flavor)}: {new_usage} exceeds nominal {nominal} + "
-                f"borrowingLimit {borrowing}"
-            )
-        pool = Decimal(0)
-        used = Decimal(0)
+            return max(Decimal(0), nominal - usage), nominal
+        kept = Decimal(0) if lending is None else nominal - lending
+        pool = others = Decimal(0)
         for member, cohort in self.cohort.items():
             if cohort != self.cohort[team]:
                 continue
             m_nominal, _, m_lending = self.quota[(member, flavor, resource)]
-            kept = Decimal(0) if m_lending is None else m_nominal - m_lending
-            pool += m_nominal - kept
-            usage = new_usage if member == team else self.usage[(member, flavor, resource)]
-            used += max(Decimal(0), usage - kept)
-        if used > pool:
-            return (
-                f"{insufficient_quota(resource, flavor)}: the cohort has no idle {resource} left to lend "
-                f"({used} > {pool})"
-            )
-        return ""
+            m_kept = Decimal(0) if m_lending is None else m_nominal - m_lending
+            pool += m_nominal - m_kept
+            if member != team:
+                others += max(Decimal(0), self.usage[(member, flavor, resource)] - m_kept)
+        available, potential = kept - usage + pool - others, kept + pool
+        if borrowing is not None:
+            available = min(available, nominal + borrowing - usage)
+            potential = min(potential, nominal + borrowing)
+        return max(Decimal(0), available), potential
+
+    def _fits(self, team: str, flavor: str, resource: str, amount: Decimal) -> str:
+        """Empty when ``amount`` fits; else Kueue's reason (``fitsResourceQuota``), then which limit binds."""
+        available, potential = self.room(team, flavor, resource)
+        if amount <= available:
+            return ""
+        if amount > potential:
+            kueue = f"{exceeds_capacity(resource, flavor)}: {amount} > maximum capacity ({potential})"
+        else:
+            kueue = f"{insufficient_quota(resource, flavor)}, {amount - available} more needed"
+        nominal, borrowing, _ = self.quota[(team, flavor, resource)]
+        new_usage = self.usage[(team, flavor, resource)] + amount
+        if not self.cohort[team]:
+            return f"{kueue}: above nominal quota and not in a cohort"
+        if borrowing is not None and new_usage > nominal + borrowing:
+            return f"{kueue}: {new_usage} exceeds nominal {nominal} + borrowingLimit {borrowing}"
+        return f"{kueue}: the cohort has no idle {resource} left to lend"
 
     def admit(self, team: str, flavor: str, request: Mapping[str, Decimal]) -> Admission:
         """Try to admit a workload; on success its usage is recorded."""

@@ -21,12 +21,13 @@ Both players return one :class:`Observed` per step, so a differential test compa
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from fairness_interpreters import KueueWorkloadSimulator, borrowing_limit_exceeded, insufficient_quota
+from fairness_interpreters import KueueWorkloadSimulator, exceeds_capacity, insufficient_quota
 from kube_client import KubeClient, wait_until
 
 from hyperpod_tenancy.policy import Platform, names
@@ -146,7 +147,7 @@ def reference_scenarios(platform: Platform, plan: TenancyPlan) -> list[Scenario]
 
     * ``own-quota``: each team admitted on its own guarantee, nothing borrowed.
     * ``burst``: research borrows up to the burst ceiling the plan prints; one more GPU waits on Kueue's
-      borrowing-limit message.
+      message ("insufficient unused quota ..., 1 more needed": v0.19.2 does not name the borrowing limit).
     * ``reclaim``: research bursts; vision comes back with its whole guarantee and reclaims what it lent: the
       borrowing workload is preempted, both teams end on their guarantees.
     * ``priority``: the cohort is full (both teams on their guarantees); a research ``training`` job preempts
@@ -191,7 +192,7 @@ def reference_scenarios(platform: Platform, plan: TenancyPlan) -> list[Scenario]
     )
     b.step(
         Submission("burst-one-more", "research", 1, 1, "training"),
-        states={"burst-one-more": State(PENDING, borrowing_limit_exceeded(GPU, flavor))},
+        states={"burst-one-more": State(PENDING, f"{insufficient_quota(GPU, flavor)}, 1 more needed")},
         usage={},
     )
     scenarios.append(
@@ -271,7 +272,7 @@ def doc_example_scenario(plan: TenancyPlan) -> Scenario:
     assert b_ceiling == 8, "the example's 4-instance job takes team B exactly to its burst ceiling"
     b.step(
         Submission("doc-b-one-more", "team-b", 1, 1, "training"),
-        states={"doc-b-one-more": State(PENDING, borrowing_limit_exceeded(GPU, flavor))},
+        states={"doc-b-one-more": State(PENDING, f"{insufficient_quota(GPU, flavor)}, 1 more needed")},
         usage={},
     )
     return Scenario("doc-example", flavor, teams, tuple(b.steps), "Task Governance documentation example")
@@ -385,9 +386,11 @@ def normalized(state: State, flavor: str) -> State:
     """A pending state's reason cut to the Kueue reason it contains (the rest names amounts), else as is."""
     if state.status != PENDING:
         return state
-    for known in (borrowing_limit_exceeded(GPU, flavor), insufficient_quota(GPU, flavor)):
-        if known in state.reason:
-            return State(PENDING, known)
+    unused = re.search(re.escape(insufficient_quota(GPU, flavor)) + r", \d+ more needed", state.reason)
+    if unused:
+        return State(PENDING, unused.group(0))
+    if exceeds_capacity(GPU, flavor) in state.reason:
+        return State(PENDING, exceeds_capacity(GPU, flavor))
     return state
 
 
