@@ -31,7 +31,7 @@ from hyperpod_tenancy.tools.tenancy_plan import build_plan
 
 pytestmark = pytest.mark.cluster
 
-SCENARIOS = ("own-quota", "burst", "reclaim", "priority")
+SCENARIOS = ("own-quota", "burst", "reclaim", "priority", "pytorchjob")
 
 
 @pytest.fixture(scope="module")
@@ -39,6 +39,10 @@ def scenarios(kueue_on_cluster: OnCluster) -> dict[str, Scenario]:
     platform = kueue_on_cluster.synth.platform
     found = {s.name: s for s in reference_scenarios(platform, build_plan(platform, month="2026-12"))}
     assert tuple(found) == SCENARIOS
+    frameworks = kueue.kueue_helm_values(platform)["managerConfig"]["controllerManagerConfigYaml"]
+    assert "kubeflow.org/pytorchjob" in frameworks, (
+        "the PyTorchJob scenario needs Kueue's integration enabled"
+    )
     return found
 
 

@@ -21,6 +21,7 @@ Both players return one :class:`Observed` per step, so a differential test compa
 from __future__ import annotations
 
 import contextlib
+import copy
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -52,13 +53,15 @@ PREEMPTED = "preempted"
 
 @dataclass(frozen=True)
 class Submission:
-    """One workload: a Job of ``pods`` pods of ``gpus_per_pod`` GPUs each, at ``priority_class``."""
+    """One workload: ``pods`` pods of ``gpus_per_pod`` GPUs each, at ``priority_class``, as a ``batch/v1`` Job
+    or a Kubeflow ``PyTorchJob`` (one Master, the rest Workers)."""
 
     name: str
     team: str
     pods: int
     gpus_per_pod: int
     priority_class: str
+    kind: str = "Job"
 
     @property
     def gpus(self) -> int:
@@ -150,6 +153,8 @@ def reference_scenarios(platform: Platform, plan: TenancyPlan) -> list[Scenario]
       message ("insufficient unused quota ..., 1 more needed": v0.19.2 does not name the borrowing limit).
     * ``reclaim``: research bursts; vision comes back with its whole guarantee and reclaims what it lent: the
       borrowing workload is preempted, both teams end on their guarantees.
+    * ``pytorchjob``: the burst and the reclaim with Kubeflow PyTorchJobs (Kueue's ``kubeflow.org/pytorchjob``
+      integration, enabled by the platform's Kueue configuration).
     * ``priority``: the cohort is full (both teams on their guarantees); a research ``training`` job preempts
       research's most recent ``experimentation`` job (``preemptTeamTasks: LowerPriority``).
     """
@@ -242,6 +247,30 @@ def reference_scenarios(platform: Platform, plan: TenancyPlan) -> list[Scenario]
         usage={"research": (r_guarantee, 0)},
     )
     scenarios.append(Scenario("priority", flavor, teams, tuple(b.steps), "training preempts experimentation"))
+
+    b = _Builder(flavor, teams)
+
+    def pytorchjob(name: str, gpus: int) -> Submission:
+        return Submission(name, "research", gpus // per_pod, per_pod, "training", kind="PyTorchJob")
+
+    b.step(
+        pytorchjob("pt-base", r_guarantee),
+        states={"pt-base": State(ADMITTED)},
+        usage={"research": (r_guarantee, 0)},
+    )
+    b.step(
+        pytorchjob("pt-burst", burst),
+        states={"pt-burst": State(ADMITTED)},
+        usage={"research": (r_ceiling, burst)},
+    )
+    b.step(
+        job("pt-lender", "vision", v_guarantee),
+        states={"pt-lender": State(ADMITTED), "pt-burst": State(PREEMPTED, "InCohortReclamation")},
+        usage={"research": (r_guarantee, 0), "vision": (v_guarantee, 0)},
+    )
+    scenarios.append(
+        Scenario("pytorchjob", flavor, teams, tuple(b.steps), "the same burst and reclaim as PyTorchJobs")
+    )
     return scenarios
 
 
@@ -282,7 +311,28 @@ def doc_example_scenario(plan: TenancyPlan) -> Scenario:
 
 
 def job_object(sub: Submission) -> dict[str, Any]:
-    """The suspended Job a member submits for ``sub`` (queue and priority labels, checkpoint declaration)."""
+    """The suspended workload a member submits for ``sub`` (queue and priority labels, checkpoint declaration)."""
+    job = _batch_job(sub)
+    if sub.kind == "Job":
+        return job
+    assert sub.kind == "PyTorchJob", sub.kind
+    template = job["spec"]["template"]
+    template["spec"]["restartPolicy"] = "OnFailure"
+    template["spec"]["containers"][0]["name"] = "pytorch"  # the container the training operator looks for
+
+    def replicas(count: int) -> dict[str, Any]:
+        return {"replicas": count, "restartPolicy": "OnFailure", "template": copy.deepcopy(template)}
+
+    specs = {"Master": replicas(1), **({"Worker": replicas(sub.pods - 1)} if sub.pods > 1 else {})}
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": job["metadata"],
+        "spec": {"runPolicy": {"suspend": True}, "pytorchReplicaSpecs": specs},
+    }
+
+
+def _batch_job(sub: Submission) -> dict[str, Any]:
     namespace = names.namespace(sub.team)
     resources = {GPU: str(sub.gpus_per_pod)}
     return {
@@ -429,7 +479,7 @@ def play_on_kueue(
     present: list[str] = []
     for step in scenario.steps:
         for name in step.delete:
-            _delete_job(admin, _team_of(scenario, name), name)
+            _delete_job(admin, _submission(scenario, name))
             present.remove(name)
         if step.submit is not None:
             answer = member(step.submit.team).create(job_object(step.submit))
@@ -447,24 +497,19 @@ def play_on_kueue(
     return seen
 
 
-def _team_of(scenario: Scenario, name: str) -> str:
-    (team,) = (s.team for s in scenario.submissions() if s.name == name)
-    return team
+def _submission(scenario: Scenario, name: str) -> Submission:
+    (sub,) = (s for s in scenario.submissions() if s.name == name)
+    return sub
 
 
-def _delete_job(admin: KubeClient, team: str, name: str) -> None:
-    job = {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": name, "namespace": names.namespace(team)},
-    }
-    admin.delete(job, propagation="Background")
+def _delete_job(admin: KubeClient, sub: Submission) -> None:
+    admin.delete(job_object(sub), propagation="Background")
 
 
 def cleanup(admin: KubeClient, scenario: Scenario, *, timeout: float = 90) -> None:
     """Delete the scenario's Jobs and wait until their Workloads are gone and the queues hold nothing of theirs."""
     for sub in scenario.submissions():
-        _delete_job(admin, sub.team, sub.name)
+        _delete_job(admin, sub)
     wanted = {s.name for s in scenario.submissions()}
 
     def gone() -> bool:
