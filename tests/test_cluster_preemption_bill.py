@@ -93,6 +93,17 @@ def test_a_real_preemption_is_collected_and_billed(kueue_on_cluster: OnCluster, 
         assert seen[-1] == scenario.steps[-1].expected, seen[-1]
         assert seen[-1].workloads["reclaim-burst"].status == PREEMPTED
         victim = workloads_by_job(on.admin, ["research"])["reclaim-burst"]
+        namespace = names.namespace("research")
+        job = on.admin.get(
+            {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "metadata": {"name": "reclaim-burst", "namespace": namespace},
+            }
+        )
+        pods = on.admin.list(
+            "v1", "Pod", namespace=namespace, labelSelector="batch.kubernetes.io/job-name=reclaim-burst"
+        )
         ca_pem = on.plane.pki.cert.read_text()
         workloads = list_workloads(on.plane.server, collector_token, ca_pem)
         queues = list_objects(on.plane.server, collector_token, ca_pem, CLUSTER_QUEUES_PATH)
@@ -115,6 +126,10 @@ def test_a_real_preemption_is_collected_and_billed(kueue_on_cluster: OnCluster, 
         "Kueue clears the admission: the flavor comes from the queue"
     )
     assert flavors[names.namespace("research")] == [P5]
+    # the Job is suspended again and its pods are being deleted: Kueue released the quota (flavorsUsage back to
+    # the guarantee) while they may still be terminating
+    assert job is not None and job["spec"]["suspend"] is True
+    assert all(p["metadata"].get("deletionTimestamp") for p in pods), [p["metadata"]["name"] for p in pods]
     (record,) = records
     assert record["uid"] == victim["metadata"]["uid"]
     assert record["namespace"] == names.namespace("research")
