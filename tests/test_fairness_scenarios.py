@@ -74,3 +74,19 @@ def test_a_simulator_without_preemption_would_disagree() -> None:
     )
     assert seen[-1] != scenario.steps[-1].expected
     assert seen[-1].workloads["reclaim-burst"].status == "admitted"
+
+
+def test_without_preempt_team_tasks_the_higher_class_waits() -> None:
+    # Where the policy says Never (preemptTeamTasks: never -> withinClusterQueue: Never), the training job of the
+    # priority scenario waits instead of preempting the team's experimentation job.
+    reference = platforms.reference_platform()
+    plan = build_plan(reference, month="2026-12")
+    (scenario,) = (s for s in reference_scenarios(reference, plan) if s.name == "priority")
+    objects = _rendered(reference)
+    for obj in objects:
+        if obj["kind"] == "ClusterQueue":
+            obj["spec"]["preemption"]["withinClusterQueue"] = "Never"  # type: ignore[index]
+    priorities = {pc.name: pc.weight for pc in reference.scheduling.priority_classes}
+    last = play_on_simulator(objects, scenario, priorities=priorities)[-1]
+    assert last.workloads["prio-train"].status == "pending"
+    assert last.workloads["prio-exp-b"].status == "admitted"

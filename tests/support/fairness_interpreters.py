@@ -1,5 +1,9 @@
 """Two independent readers of the fairness renderings, and a small Kueue admission simulator.
 
+The simulator (:class:`KueueCohortSimulator`: the quota check; :class:`KueueWorkloadSimulator`: workloads that
+wait, are admitted and preempt) is checked against real Kueue: ``tests/test_cluster_fairness*.py`` play the
+scenarios of ``kueue_scenarios.py`` on both, step by step, and fail on any disagreement.
+
 ``from_task_governance`` reads ``AWS::SageMaker::ClusterSchedulerConfig`` / ``ComputeQuota`` properties
 with Task Governance semantics; ``from_kueue`` reads ``kueue.x-k8s.io/v1beta2`` objects and the Kueue
 manager configuration with Kueue semantics. Both produce a :class:`FairnessForm`: per (team, instance
