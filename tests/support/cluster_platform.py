@@ -80,8 +80,10 @@ class OnCluster:
         return self.plane.admin.as_user(user_info["username"], user_info["groups"], user_info.get("extra"))
 
     def member(self, person: str, team: str) -> KubeClient:
-        """A member of ``team`` as EKS authenticates an Identity Center user (``webhook_server.sso_user``)."""
-        return self.as_identity(sso_user(person, team))
+        """A member of ``team`` as EKS authenticates an Identity Center user (``webhook_server.sso_user``), in
+        the role of the team's permission set (its ``permissionSetName`` where the platform names one)."""
+        identity = self.synth.platform.team(team).identity
+        return self.as_identity(sso_user(person, team, permission_set=identity.permission_set_name))
 
     def controller(self, description: str) -> KubeClient:
         """A controller of the platform's list (``webhook_server.controller``), by its description."""
