@@ -3,11 +3,12 @@
 The Kueue-backend reference platform is applied as a deploy applies it (``kueue_on_cluster``). The audit reads
 with a client certificate for the user and group the function's EKS access entry maps it to (``AUDIT_GROUP``),
 so the real RBAC authorizer grants it exactly what the platform's own ClusterRoleBinding of ``AUDIT_ROLE``
-grants: a list outside that grant is refused and fails the test. Both halves run: the command line's
-(``hyperpod-tenancy audit --skip aws --kubeconfig``, the official client) and the daily Lambda's Kubernetes checks,
-fed the team stacks' synthesized Kubernetes audit records through SSM on moto, run with the function's synthesized
-environment and listing the Lambda's paths in small pages as the same identity (impersonated: the Lambda's EKS
-bearer token is not one this API server can verify).
+grants: a list outside that grant is refused and fails the test. Both readers run and must agree: the command
+line's (``hyperpod-tenancy audit --skip aws --kubeconfig``, the official client) and the daily Lambda's Kubernetes
+checks, fed the team stacks' synthesized Kubernetes audit records through SSM on moto, run with the function's
+synthesized environment and its own reader (:func:`hyperpod_tenancy.runtime.kube_api.list_objects`: TLS verified
+against the cluster's CA, a bearer token, pages of 5 here). The Lambda's bearer token is an EKS token, which only
+EKS verifies: here it is a service account's token, bound to the same ClusterRole by a binding of the test's own.
 
 The platform as applied has no finding. Each drift is then injected into the real server as an administrator
 would (a namespace's tenancy label removed, a ResourceQuota raised, a cluster-admin ClusterRoleBinding for a
@@ -21,6 +22,9 @@ import contextlib
 import copy
 import io
 import json
+import os
+import subprocess
+import urllib.error
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +34,7 @@ import boto3
 import pytest
 import yaml
 from cluster_platform import OnCluster
+from kube_client import KubeClient, wait_until
 from moto_server import reset
 from platforms import reference_data
 from synth import resources_of
@@ -39,7 +44,7 @@ from hyperpod_tenancy.constructs.drift_audit import AUDIT_GROUP, AUDIT_ROLE
 from hyperpod_tenancy.k8s.labels import TENANT_LABEL
 from hyperpod_tenancy.k8s.team_manifests import ACCELERATOR_QUOTA_NAME
 from hyperpod_tenancy.policy import names
-from hyperpod_tenancy.runtime import drift_audit, kube_drift
+from hyperpod_tenancy.runtime import drift_audit, kube_api, kube_drift
 from hyperpod_tenancy.runtime.audit_findings import AuditError, Finding
 from hyperpod_tenancy.tools import _audit_kube
 
@@ -60,6 +65,10 @@ class Audit:
     kubeconfig: Path
     policy: Path
     lambda_run: Callable[[], list[Finding]]
+    #: The bearer token of the service account the Lambda's reader uses.
+    token: str
+    #: A cluster administrator's kubeconfig, for ``kubectl`` to run the fixes with.
+    admin_kubeconfig: Path
 
     def cli(self, *args: str) -> tuple[int, str, str]:
         """``hyperpod-tenancy audit <policy> --skip aws --kubeconfig <the audit's>``: status, stdout, stderr."""
@@ -70,16 +79,34 @@ class Audit:
             )
         return status, out.getvalue(), err.getvalue()
 
-    def findings(self) -> list[tuple[str, str, str]]:
-        """(kind, team, object) of each finding, the command line's and the Lambda's (which must agree)."""
+    def findings(self) -> list[dict[str, str]]:
+        """Each finding, the command line's and the Lambda's (which must agree, fix included)."""
         status, out, err = self.cli("--format", "json")
         assert err == "", err
-        report = json.loads(out)
-        by_cli = sorted((f["kind"], f["team"], f["object"]) for f in report["findings"])
+        by_cli = sorted(json.loads(out)["findings"], key=lambda f: (f["kind"], f["object"]))
         assert status == (1 if by_cli else 0), out
-        by_lambda = sorted((f.kind, f.team, f.object) for f in self.lambda_run())
+        by_lambda = sorted((f.to_dict() for f in self.lambda_run()), key=lambda f: (f["kind"], f["object"]))
         assert by_lambda == by_cli
         return by_cli
+
+    def found(self) -> list[tuple[str, str, str]]:
+        """(kind, team, object) of each finding (:meth:`findings`)."""
+        return [(f["kind"], f["team"], f["object"]) for f in self.findings()]
+
+    def run_fix(self, finding: dict[str, str]) -> None:
+        """Run the finding's fix as printed (its command: a parenthesised note after it is for the reader) with
+        ``kubectl`` as a cluster administrator."""
+        fix = finding["fix"]
+        command = fix.rsplit(" (", 1)[0] if fix.endswith(")") else fix
+        done = subprocess.run(
+            ["bash", "-c", command],
+            env=os.environ | {"KUBECONFIG": str(self.admin_kubeconfig)},
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
+        )
+        assert done.returncode == 0, (command, done.stderr)
 
 
 def _function_environment(on: OnCluster) -> dict[str, str]:
@@ -106,6 +133,24 @@ def _kube_records(on: OnCluster) -> dict[str, str]:
     return records
 
 
+#: The service account the Lambda's reader runs as here, bound to the platform's ClusterRole of the audit.
+LAMBDA_ACCOUNT = {
+    "apiVersion": "v1",
+    "kind": "ServiceAccount",
+    "metadata": {"name": "drift-audit-test", "namespace": "kube-system"},
+}
+
+
+def _lambda_binding() -> dict[str, Any]:
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": "drift-audit-test-lambda"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": AUDIT_ROLE},
+        "subjects": [{"kind": "ServiceAccount", "name": "drift-audit-test", "namespace": "kube-system"}],
+    }
+
+
 @pytest.fixture(scope="module")
 def audit(
     kueue_on_cluster: OnCluster, moto: str, tmp_path_factory: pytest.TempPathFactory
@@ -120,42 +165,44 @@ def audit(
     for name, value in _kube_records(on).items():
         ssm.put_parameter(Name=name, Value=value, Type="String", Tier="Advanced")
     environment = _function_environment(on)
-    reader = on.admin.as_user(AUDIT_USER, [AUDIT_GROUP])
-
-    def read(kind: str, path: str) -> list[Any]:
-        """The Lambda's list of ``path``, in small pages (``continue``), as the audit's identity."""
-        del kind
-        items: list[Any] = []
-        query = {"limit": "5"}
-        while True:
-            page = reader.call("GET", path, params=query)
-            items += page.get("items") or []
-            token = (page.get("metadata") or {}).get("continue")
-            if not token:
-                return items
-            query["continue"] = token
+    for obj in (LAMBDA_ACCOUNT, _lambda_binding()):
+        created = on.admin.create(obj)
+        assert created.ok, created.message
+    admin_kubeconfig = on.plane.kubeconfig(
+        "drift-audit-admin", user="platform-admin", groups=("system:masters",)
+    )
+    token = on.plane.service_account_token("kube-system", "drift-audit-test", seconds=3600)
+    ca_pem = on.plane.pki.cert.read_text()
 
     def lambda_run() -> list[Finding]:
         with pytest.MonkeyPatch.context() as patch:
             for key in ("KUBE_RECORDS_PATH", "PLATFORM_NAMESPACES", "TENANT_LABEL"):
                 patch.setenv(key, environment[key])
-            # the handler's Kubernetes half (its AWS half is test_drift_audit_lambda's)
+            patch.setattr(
+                kube_api, "PAGE", 5
+            )  # small pages: every list is followed through its continue tokens
+            # the handler's Kubernetes half (its AWS half is test_drift_audit_lambda's), with its own reader
             audited, findings = drift_audit._kubernetes_findings(
-                ssm, path=environment["KUBE_RECORDS_PATH"], cluster="shared-gpu", read=read
+                ssm,
+                path=environment["KUBE_RECORDS_PATH"],
+                cluster="shared-gpu",
+                read=lambda kind, path: kube_api.list_objects(on.plane.server, token, ca_pem, path),
             )
         assert audited == len(on.synth.platform.hosted_teams)
         return findings
 
-    yield Audit(on=on, kubeconfig=kubeconfig, policy=policy, lambda_run=lambda_run)
-
-
-def _restored(obj: dict[str, Any]) -> dict[str, Any]:
-    """``obj`` as it can be created again: without what the server wrote."""
-    again = copy.deepcopy(obj)
-    for key in ("uid", "resourceVersion", "creationTimestamp", "managedFields", "generation"):
-        again["metadata"].pop(key, None)
-    again.pop("status", None)
-    return again
+    try:
+        yield Audit(
+            on=on,
+            kubeconfig=kubeconfig,
+            policy=policy,
+            lambda_run=lambda_run,
+            token=token,
+            admin_kubeconfig=admin_kubeconfig,
+        )
+    finally:
+        for obj in (_lambda_binding(), LAMBDA_ACCOUNT):
+            on.admin.delete(obj)
 
 
 # ---------------------------------------------------------------------- the identity and its grant
@@ -175,6 +222,9 @@ def test_a_read_outside_the_grant_is_refused_to_the_audit(audit: Audit) -> None:
         assert reader.request("GET", path).status == 403, path
     for path in kube_drift.LIST_PATHS.values():
         assert reader.request("GET", path, params={"limit": "1"}).ok, path
+    on = audit.on
+    with pytest.raises(urllib.error.HTTPError, match="403"):
+        kube_api.list_objects(on.plane.server, audit.token, on.plane.pki.cert.read_text(), "/api/v1/secrets")
 
 
 def test_without_the_binding_the_audit_is_a_one_line_refusal(audit: Audit, tmp_path: Path) -> None:
@@ -194,18 +244,34 @@ def test_the_platform_as_applied_has_no_drift(audit: Audit) -> None:
     assert audit.findings() == []
 
 
+MERGE = "application/merge-patch+json"
+
+
 def test_a_namespace_that_lost_its_tenancy_label(audit: Audit) -> None:
     admin = audit.on.admin
     namespace = names.namespace(TEAM)
     path = f"/api/v1/namespaces/{namespace}"
     value = admin.call("GET", path)["metadata"]["labels"][TENANT_LABEL]
-    merge = "application/merge-patch+json"
-    admin.call("PATCH", path, body={"metadata": {"labels": {TENANT_LABEL: None}}}, content_type=merge)
+    admin.call("PATCH", path, body={"metadata": {"labels": {TENANT_LABEL: None}}}, content_type=MERGE)
     try:
-        assert audit.findings() == [("namespace-label", TEAM, f"Namespace {namespace}")]
+        (finding,) = audit.findings()
+        assert (finding["kind"], finding["team"], finding["object"]) == (
+            "namespace-label",
+            TEAM,
+            f"Namespace {namespace}",
+        )
+        status, out, _ = audit.cli()
+        assert status == 1
+        assert out.splitlines()[:4] == [
+            f"[namespace-label] Namespace {namespace} (team {TEAM})",
+            f"    expected: {TENANT_LABEL}={value}",
+            f"    actual:   {TENANT_LABEL} missing (without it the admission policies do not apply)",
+            f"    fix:      kubectl label namespace {namespace} --overwrite {TENANT_LABEL}={value}",
+        ]
+        audit.run_fix(finding)
+        assert audit.findings() == []
     finally:
-        admin.call("PATCH", path, body={"metadata": {"labels": {TENANT_LABEL: value}}}, content_type=merge)
-    assert audit.findings() == []
+        admin.call("PATCH", path, body={"metadata": {"labels": {TENANT_LABEL: value}}}, content_type=MERGE)
 
 
 def test_a_raised_resource_quota(audit: Audit) -> None:
@@ -214,15 +280,18 @@ def test_a_raised_resource_quota(audit: Audit) -> None:
     path = f"/api/v1/namespaces/{namespace}/resourcequotas/{ACCELERATOR_QUOTA_NAME}"
     hard = admin.call("GET", path)["spec"]["hard"]
     key = next(k for k in sorted(hard) if "gpu" in k)
-    merge = "application/merge-patch+json"
-    admin.call("PATCH", path, body={"spec": {"hard": {key: "1000"}}}, content_type=merge)
+    admin.call("PATCH", path, body={"spec": {"hard": {key: "1000"}}}, content_type=MERGE)
     try:
-        assert audit.findings() == [
-            ("resourcequota-edited", TEAM, f"ResourceQuota {namespace}/{ACCELERATOR_QUOTA_NAME}")
-        ]
+        (finding,) = audit.findings()
+        assert (finding["kind"], finding["team"], finding["object"]) == (
+            "resourcequota-edited",
+            TEAM,
+            f"ResourceQuota {namespace}/{ACCELERATOR_QUOTA_NAME}",
+        )
+        audit.run_fix(finding)
+        assert audit.findings() == []
     finally:
-        admin.call("PATCH", path, body={"spec": {"hard": {key: hard[key]}}}, content_type=merge)
-    assert audit.findings() == []
+        admin.call("PATCH", path, body={"spec": {"hard": {key: hard[key]}}}, content_type=MERGE)
 
 
 def test_a_cluster_admin_binding_for_a_team_group(audit: Audit) -> None:
@@ -239,24 +308,64 @@ def test_a_cluster_admin_binding_for_a_team_group(audit: Audit) -> None:
     created = admin.create(binding)
     assert created.ok, created.message
     try:
-        assert audit.findings() == [
-            ("clusterrolebinding-undeclared", TEAM, "ClusterRoleBinding drift-audit-test-research-admin")
-        ]
+        (finding,) = audit.findings()
+        assert (finding["kind"], finding["team"], finding["object"]) == (
+            "clusterrolebinding-undeclared",
+            TEAM,
+            "ClusterRoleBinding drift-audit-test-research-admin",
+        )
+        audit.run_fix(finding)
+        assert audit.findings() == []
     finally:
-        assert admin.delete(binding).ok
-    assert audit.findings() == []
+        admin.delete(binding)
+
+
+def _limit_range(admin: KubeClient) -> dict[str, Any]:
+    (listed,) = admin.list("v1", "LimitRange", namespace=names.namespace(TEAM))
+    return {"apiVersion": "v1", "kind": "LimitRange"} | listed  # a list's items carry neither
+
+
+def _put_back(admin: KubeClient, limits: dict[str, Any]) -> None:
+    """The LimitRange as the platform applied it (created again when gone)."""
+    admin.delete(limits)
+    wait_until(lambda: admin.get(limits) is None or None, timeout=30, what="the LimitRange to be gone")
+    again = copy.deepcopy(limits)
+    for key in ("uid", "resourceVersion", "creationTimestamp", "managedFields", "generation"):
+        again["metadata"].pop(key, None)
+    recreated = admin.create(again)
+    assert recreated.ok, recreated.message
 
 
 def test_a_removed_limit_range(audit: Audit) -> None:
     admin = audit.on.admin
-    namespace = names.namespace(TEAM)
-    (listed,) = admin.list("v1", "LimitRange", namespace=namespace)
-    limits = {"apiVersion": "v1", "kind": "LimitRange"} | listed  # a list's items carry neither
-    name = limits["metadata"]["name"]
+    limits = _limit_range(admin)
     assert admin.delete(limits).ok
     try:
-        assert audit.findings() == [("limitrange-missing", TEAM, f"LimitRange {namespace}/{name}")]
+        (finding,) = audit.findings()
+        name = limits["metadata"]["name"]
+        assert (finding["kind"], finding["team"], finding["object"]) == (
+            "limitrange-missing",
+            TEAM,
+            f"LimitRange {names.namespace(TEAM)}/{name}",
+        )
+        audit.run_fix(finding)
+        assert audit.findings() == []
     finally:
-        recreated = admin.create(_restored(limits))
-        assert recreated.ok, recreated.message
-    assert audit.findings() == []
+        _put_back(admin, limits)
+
+
+def test_a_limit_range_given_a_default(audit: Audit) -> None:
+    """A field added to a declared object: the printed fix must take it away again, not merge around it."""
+    admin = audit.on.admin
+    limits = _limit_range(admin)
+    edited = copy.deepcopy(limits)
+    edited["spec"]["limits"][0]["default"] = {"memory": "4Gi"}
+    answer = admin.request("PUT", admin.path_of(edited), body=edited)
+    assert answer.ok, answer.message
+    try:
+        (finding,) = audit.findings()
+        assert (finding["kind"], finding["team"]) == ("limitrange-edited", TEAM)
+        audit.run_fix(finding)
+        assert audit.findings() == []
+    finally:
+        _put_back(admin, limits)
