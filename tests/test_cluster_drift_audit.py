@@ -10,10 +10,12 @@ synthesized environment and its own reader (:func:`hyperpod_tenancy.runtime.kube
 against the cluster's CA, a bearer token, pages of 5 here). The Lambda's bearer token is an EKS token, which only
 EKS verifies: here it is a service account's token, bound to the same ClusterRole by a binding of the test's own.
 
-The platform as applied has no finding. Each drift is then injected into the real server as an administrator
-would (a namespace's tenancy label removed, a ResourceQuota raised, a cluster-admin ClusterRoleBinding for a
-team's group, a LimitRange deleted), the audit reports exactly the expected finding, and the drift is put back
-before the next one (the platform stays applied for the other modules).
+The platform as applied has no finding, and what ``kube_world.rendered_cluster`` (the unit tests' stand-in) says
+such a cluster lists is what the real server lists. Each drift is then injected into the real server as an
+administrator would (a namespace's tenancy label removed, a ResourceQuota raised, a cluster-admin
+ClusterRoleBinding for a team's group, a LimitRange deleted, a LimitRange given a default): the audit reports
+exactly the expected finding, the fix it prints, run with ``kubectl``, clears it, and the drift is put back in any
+case before the next one (the platform stays applied for the other modules).
 """
 
 from __future__ import annotations
