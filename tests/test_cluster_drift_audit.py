@@ -38,7 +38,6 @@ import yaml
 from cluster_platform import OnCluster
 from kube_client import KubeClient, wait_until
 from kube_world import PRUNE_LABEL_PREFIX, rendered_cluster
-from moto_server import reset
 from platforms import reference_data
 from synth import resources_of
 
@@ -163,10 +162,12 @@ def audit(
     kubeconfig = on.plane.kubeconfig("drift-audit", user=AUDIT_USER, groups=(AUDIT_GROUP,))
     policy = workdir / "platform.yaml"
     policy.write_text(yaml.safe_dump(reference_data() | {"fairnessBackend": "kueue"}))
-    reset(moto)
-    ssm = boto3.client("ssm", region_name=on.synth.platform.region)
-    for name, value in _kube_records(on).items():
-        ssm.put_parameter(Name=name, Value=value, Type="String", Tier="Advanced")
+    # moto's state is the process's: the POSIX webhook's table lives there too, so nothing is reset, and the
+    # records are deleted at the end
+    ssm = boto3.client("ssm", region_name=on.synth.platform.region, endpoint_url=moto)
+    records = _kube_records(on)
+    for name, value in records.items():
+        ssm.put_parameter(Name=name, Value=value, Type="String", Tier="Advanced", Overwrite=True)
     environment = _function_environment(on)
     for obj in (LAMBDA_ACCOUNT, _lambda_binding()):
         created = on.admin.create(obj)
@@ -206,6 +207,7 @@ def audit(
     finally:
         for obj in (_lambda_binding(), LAMBDA_ACCOUNT):
             on.admin.delete(obj)
+        ssm.delete_parameters(Names=list(records))
 
 
 # ---------------------------------------------------------------------- the identity and its grant
