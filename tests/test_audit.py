@@ -2,8 +2,9 @@
 
 AWS: Identity Center, IAM, SSM and the Studio domains are moto's (server mode, real HTTP); EKS access entries and
 Task Governance compute quotas, which moto 5.2 does not serve, are botocore ``Stubber`` responses validated against
-botocore's service models. Kubernetes: a fake API server over a real socket serving the platform's own rendered
-team charts (plus the objects a real EKS cluster has of its own), then mutated one way at a time.
+botocore's service models. Kubernetes: the checks on what the API server lists of the platform's own rendered team
+charts (plus the objects a real EKS cluster has of its own), mutated one way at a time; the command line reading
+the real API server, as the audit's own identity, is ``test_cluster_drift_audit.py``.
 """
 
 from __future__ import annotations
@@ -19,15 +20,14 @@ from typing import Any
 
 import kubernetes_validate
 import pytest
-import yaml
 from botocore.stub import Stubber
 from drift_world import NOW, TRUST, AwsWorld
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from kube_world import FakeKube, kubeconfig, named, rendered_cluster
+from kube_world import named, rendered_cluster
 from kubernetes.utils.quantity import parse_quantity as kubernetes_quantity
 from moto_server import reset
-from platforms import PLATFORM_YAML, kueue_platform, reference_data, reference_platform
+from platforms import PLATFORM_YAML, kueue_platform, reference_platform
 
 from hyperpod_tenancy import cli
 from hyperpod_tenancy.k8s.labels import TENANT_LABEL
@@ -167,16 +167,6 @@ def test_team_stack_not_deployed(aws: AwsWorld) -> None:
 
 
 # ---------------------------------------------------------------------- Kubernetes
-def policy_file(tmp_path: Path, backend: str) -> Path:
-    if backend == "task-governance":
-        return PLATFORM_YAML
-    data = reference_data()
-    data["fairnessBackend"] = backend
-    path = tmp_path / "platform.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return path
-
-
 def audit(*args: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     import contextlib
@@ -195,25 +185,11 @@ def kube_kinds(platform: Platform, objects: dict[str, list[dict[str, Any]]]) -> 
 
 
 @pytest.mark.parametrize("backend", PLATFORMS)
-def test_a_cluster_matching_its_policy_has_no_kubernetes_finding(backend: str, tmp_path: Path) -> None:
+def test_a_cluster_matching_its_policy_has_no_kubernetes_finding(backend: str) -> None:
+    """What the API server lists of the platform as applied (the command line on the real control plane:
+    ``test_cluster_drift_audit.py``, which also checks :func:`rendered_cluster` against it)."""
     platform = PLATFORMS[backend]()
-    objects = rendered_cluster(platform)
-    assert kube_kinds(platform, objects) == []
-    with FakeKube(objects) as server:
-        status, out, err = audit(
-            str(policy_file(tmp_path, backend)),
-            "--skip",
-            "aws",
-            "--kubeconfig",
-            str(kubeconfig(tmp_path / "kc", server.url)),
-        )
-    assert (status, err) == (0, "")
-    assert (
-        out
-        == f"No drift: platform ml-platform matches {policy_file(tmp_path, backend)} (Kubernetes checked).\n"
-    )
-    # every page of every list was read
-    assert sum("continue=" in r for r in server.requests) >= 3
+    assert kube_kinds(platform, rendered_cluster(platform)) == []
 
 
 def test_namespace_lost_its_tenancy_label() -> None:
@@ -383,51 +359,20 @@ def test_what_is_not_a_quantity_is_refused_by_both_parsers(text: str) -> None:
         parse_quantity(text)
 
 
-def test_limit_range_edited(tmp_path: Path) -> None:
+def test_limit_range_edited() -> None:
     platform = reference_platform()
     objects = rendered_cluster(platform)
     limits = named(objects["LimitRange"], names.namespace(TEAM), "container-defaults")
     limits["spec"]["limits"][0]["default"] = {"memory": "4Gi"}
     kubernetes_validate.validate(limits, "1.33.0", strict=True)
     assert kube_kinds(platform, objects) == [("limitrange-edited", TEAM)]
-    with FakeKube(objects) as server:
-        status, out, err = audit(
-            str(PLATFORM_YAML),
-            "--skip",
-            "aws",
-            "--format",
-            "json",
-            "--kubeconfig",
-            str(kubeconfig(tmp_path / "kc", server.url)),
-        )
-    assert (status, err) == (1, "")
-    report = json.loads(out)
-    assert report["count"] == 1
-    (finding,) = report["findings"]
-    assert finding["kind"] == "limitrange-edited"
-    assert finding["object"] == f"LimitRange {names.namespace(TEAM)}/container-defaults"
-    assert finding["fix"].startswith("echo ") and finding["fix"].endswith(" | kubectl apply -f -")
-    # the fix applies the rendered object
-    applied = json.loads(finding["fix"].removeprefix("echo '").removesuffix("' | kubectl apply -f -"))
+    live = LiveCluster(namespaces=objects["Namespace"], objects=objects)
+    (finding,) = kube_findings(platform, live, stack_of={t.name: "s" for t in platform.hosted_teams})
+    assert finding.object == f"LimitRange {names.namespace(TEAM)}/container-defaults"
+    assert finding.fix.startswith("echo ") and finding.fix.endswith(" | kubectl apply -f -")
+    # the fix applies the rendered object (run with kubectl on the real server: test_cluster_drift_audit.py)
+    applied = json.loads(finding.fix.removeprefix("echo '").removesuffix("' | kubectl apply -f -"))
     assert "default" not in applied["spec"]["limits"][0]
-
-
-def test_text_output_names_object_expectation_state_and_fix(tmp_path: Path) -> None:
-    platform = reference_platform()
-    objects = rendered_cluster(platform)
-    del named(objects["Namespace"], "", names.namespace(TEAM))["metadata"]["labels"][TENANT_LABEL]
-    with FakeKube(objects) as server:
-        status, out, _ = audit(
-            str(PLATFORM_YAML), "--skip", "aws", "--kubeconfig", str(kubeconfig(tmp_path / "kc", server.url))
-        )
-    assert status == 1
-    assert out.splitlines()[:4] == [
-        f"[namespace-label] Namespace {names.namespace(TEAM)} (team {TEAM})",
-        f"    expected: {TENANT_LABEL}=true",
-        f"    actual:   {TENANT_LABEL} missing (without it the admission policies do not apply)",
-        f"    fix:      kubectl label namespace {names.namespace(TEAM)} --overwrite {TENANT_LABEL}=true",
-    ]
-    assert out.endswith("1 finding(s) on platform ml-platform (docs/audit.md explains each).\n")
 
 
 # ---------------------------------------------------------------------- errors
@@ -471,16 +416,6 @@ def test_unreadable_kubeconfig_is_a_one_line_error(tmp_path: Path) -> None:
     status, _, err = audit(str(PLATFORM_YAML), "--skip", "aws", "--kubeconfig", str(tmp_path / "missing"))
     assert status == 2
     assert err.startswith("hyperpod-tenancy audit: error: cannot use the kubeconfig")
-    assert err.count("\n") == 1
-
-
-def test_refused_list_is_a_one_line_error(tmp_path: Path) -> None:
-    with FakeKube(rendered_cluster(reference_platform())) as server:
-        path = kubeconfig(tmp_path / "kc", server.url)
-        path.write_text(path.read_text().replace(FakeKube.TOKEN, "wrong"))
-        status, _, err = audit(str(PLATFORM_YAML), "--skip", "aws", "--kubeconfig", str(path))
-    assert status == 2
-    assert err.startswith("hyperpod-tenancy audit: error: list Namespace refused by http://127.0.0.1:")
     assert err.count("\n") == 1
 
 

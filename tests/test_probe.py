@@ -13,7 +13,8 @@ is held to the same offline models the isolation suites use, on both fairness ba
   removed): the models then predict the crossing, and :func:`verdict` fed with those predictions says FAIL.
 
 The live runner runs end to end through the CLI against :mod:`probe_cluster`, a fake API server over a real
-socket that judges every request with the RBAC and CEL models and checks the impersonation headers.
+socket that judges every request with the RBAC and CEL models and checks the impersonation headers; the same
+command runs against the real control plane, with the same verdicts, in ``test_cluster_probe.py``.
 """
 
 from __future__ import annotations

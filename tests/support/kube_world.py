@@ -1,8 +1,15 @@
-"""A deployed cluster's Kubernetes side for the drift audit's tests: what its API server lists, and a fake API.
+"""A deployed cluster's Kubernetes side for the drift audit's unit tests: what its API server lists, and a fake API.
 
 :func:`rendered_cluster` is the platform's own rendered team charts plus the objects a real EKS cluster has of its
-own; :class:`FakeKube` serves such objects as the API server's paged cluster-wide lists over a real socket (TLS
-when asked), for the command line's official client and the Lambda's ``urllib`` alike.
+own; ``test_cluster_drift_audit.py`` checks it against what the real API server lists of the platform as applied
+(every object it names is there, as it names it), so the in-memory drift cases of ``test_audit.py`` start from
+what a cluster lists.
+
+:class:`FakeKube` serves such objects as the API server's paged cluster-wide lists over real TLS to the daily
+Lambda's ``urllib`` reader (``test_drift_audit_lambda.py``). It remains for what the real API server cannot do
+here: verify an EKS bearer token (a presigned STS ``GetCallerIdentity`` URL, which only EKS's authenticator
+checks) and answer every list with a chosen failure. The same drifts, the command line and the Lambda's reader
+with a service account's token run against the real server in ``test_cluster_drift_audit.py``.
 """
 
 from __future__ import annotations
@@ -12,10 +19,8 @@ import ssl
 import urllib.parse
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
-import yaml
 from kube_api_server import ServedOnThread, answer_json
 from platforms import FSX
 from webhook_server import Certificates
@@ -27,6 +32,9 @@ from hyperpod_tenancy.k8s.team_chart import TeamChart
 from hyperpod_tenancy.k8s.team_manifests import DEFAULT_SERVICE_ACCOUNT
 from hyperpod_tenancy.policy import FairnessBackend, Platform, names
 from hyperpod_tenancy.runtime.kube_drift import LIST_PATHS
+
+#: The prefix of the label ``aws_eks.KubernetesManifest`` puts on what it applies (``prune``), a hash after it.
+PRUNE_LABEL_PREFIX = "aws.cdk.eks/prune-"
 
 
 def rendered_cluster(platform: Platform) -> dict[str, list[dict[str, Any]]]:
@@ -44,7 +52,12 @@ def rendered_cluster(platform: Platform) -> dict[str, list[dict[str, Any]]]:
                     "name": "system::leader-locking-kube-scheduler",
                 },
                 "subjects": [
-                    {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "system:kube-scheduler"}
+                    {
+                        "apiGroup": "rbac.authorization.k8s.io",
+                        "kind": "User",
+                        "name": "system:kube-scheduler",
+                    },
+                    {"kind": "ServiceAccount", "name": "kube-scheduler", "namespace": "kube-system"},
                 ],
             }
         ],
@@ -124,6 +137,8 @@ def rendered_cluster(platform: Platform) -> dict[str, list[dict[str, Any]]]:
                 }
             )
         for manifest in chart:
+            if manifest["kind"] == "Namespace":  # the label CDK's KubernetesManifest prunes by (no drift)
+                manifest["metadata"]["labels"][f"{PRUNE_LABEL_PREFIX}c8{team.name:0>40}"[:60]] = ""
             if manifest["kind"] in objects:
                 objects[manifest["kind"]].append(manifest)
     for kind, items in objects.items():
@@ -211,22 +226,6 @@ class FakeKube(ServedOnThread):
             context.load_cert_chain(tls.cert, tls.key)
             self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
             self.scheme = "https"
-
-
-def kubeconfig(path: Path, url: str) -> Path:
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": "c", "cluster": {"server": url}}],
-                "users": [{"name": "u", "user": {"token": FakeKube.TOKEN}}],
-                "contexts": [{"name": "audit", "context": {"cluster": "c", "user": "u"}}],
-                "current-context": "audit",
-            }
-        )
-    )
-    return path
 
 
 def write_kube_records(ssm: Any, platform: Platform, *, stack_of: Callable[[str], str]) -> None:

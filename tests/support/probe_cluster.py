@@ -1,5 +1,10 @@
 """A stand-in for the cluster ``hyperpod-tenancy probe`` runs against, over a real socket (plain HTTP on loopback).
 
+It remains for what the real control plane cannot show: probe pods that run and write the logs the network checks
+read (KWOK runs no containers), and scripted failures (an image that cannot be pulled, an interrupted run).
+``test_cluster_probe.py`` runs the same command against the real server and against this stand-in and requires
+the same verdict for every check (the admission and RBAC checks judged for real there).
+
 It answers the requests the probe's live runner makes with the kubernetes client and judges them with the same
 offline models the rest of the suite uses, never with the probe's own code:
 
