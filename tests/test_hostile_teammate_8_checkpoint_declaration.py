@@ -13,7 +13,6 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-import pytest
 import tenant_admission as ta
 from synth import Synth
 
@@ -67,9 +66,6 @@ def _running_workload(template_annotations: dict[str, str]) -> dict[str, Any]:
     }
 
 
-@pytest.mark.xfail(
-    strict=True, reason="open: the collector reads pod-template annotations admission never checks"
-)
 def test_an_unchecked_interval_does_not_silence_the_overdue_alert() -> None:
     overdue = eviction_collector.checkpoints_overdue(
         [_running_workload(SILENCER)],
@@ -77,9 +73,7 @@ def test_an_unchecked_interval_does_not_silence_the_overdue_alert() -> None:
         now=NOW,
         queue_prefix=names.NAMESPACE_PREFIX,
         queue_suffix=names.CLUSTER_QUEUE_SUFFIX,
-        interval_annotation=labels.CHECKPOINT_INTERVAL_ANNOTATION,
         last_checkpoint_annotation=labels.LAST_CHECKPOINT_ANNOTATION,
-        path_annotation=labels.CHECKPOINT_PATH_ANNOTATION,
         interval_env=labels.CHECKPOINT_INTERVAL_ENV,
         dir_env=labels.CHECKPOINT_DIR_ENV,
     )
