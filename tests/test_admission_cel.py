@@ -45,38 +45,55 @@ def job(
     annotations: dict[str, str] | None = None,
     owners: list[dict[str, Any]] | None = None,
     kind: str = "Job",
+    checkpoint: dict[str, str] | None = None,
+    mount_path: str = "/fsx/research",
 ) -> dict[str, Any]:
+    """A Job whose container declares ``checkpoint`` (default :data:`ENV_CHECKPOINT`; ``{}``: none) in its
+    environment, below its mount of the team FSx claim at ``mount_path``."""
     labels = {}
     if priority is not None:
         labels["kueue.x-k8s.io/priority-class"] = priority
     labels["kueue.x-k8s.io/queue-name"] = queue if queue is not None else names.local_queue(team)
     metadata: dict[str, Any] = {"name": "train", "namespace": names.namespace(team), "labels": labels}
-    # research and vision borrow, so all their work declares a checkpoint (tests/test_hostile_6_*.py)
-    metadata["annotations"] = dict(CHECKPOINT) if annotations is None else annotations
+    if annotations is not None:
+        metadata["annotations"] = annotations
     if owners is not None:
         metadata["ownerReferences"] = owners
-    return {"apiVersion": "batch/v1", "kind": kind, "metadata": metadata, "spec": {}}
-
-
-def env_job(
-    env: dict[str, str], *, annotations: dict[str, str] | None = None, mount_path: str = "/fsx/research"
-) -> dict[str, Any]:
-    """A preemptible Job declaring its checkpoint in its container environment (the HyperPod CLI's way)."""
-    obj = job(priority="experimentation-priority", annotations=annotations or {})
-    container = {
+    # research and vision borrow, so all their work declares a checkpoint (tests/test_hostile_6_*.py)
+    env = ENV_CHECKPOINT if checkpoint is None else checkpoint
+    container: dict[str, Any] = {
         "name": "train",
         "image": "train:1",
-        "env": [{"name": k, "value": v} for k, v in env.items()],
         "volumeMounts": [{"name": "fsx", "mountPath": mount_path}],
     }
+    if env:
+        container["env"] = [{"name": k, "value": v} for k, v in env.items()]
     volumes = [{"name": "fsx", "persistentVolumeClaim": {"claimName": "fsx"}}]
-    obj["spec"] = {"template": {"spec": {"containers": [container], "volumes": volumes}}}
+    obj: dict[str, Any] = {"apiVersion": "batch/v1", "kind": kind, "metadata": metadata}
+    # the pod spec where the kind keeps it (Job: spec.template.spec, PyTorchJob: spec.pytorchReplicaSpecs{}...)
+    (path, *_) = next(k.pod_specs for k in workloads.WORKLOAD_KINDS if k.kind == kind)
+    node = obj
+    *parents, last = path.split(".")
+    for segment in parents:
+        field = segment.removesuffix("{}").removesuffix("[]")
+        child: dict[str, Any] = {}
+        if segment.endswith("{}"):
+            node[field] = {"Worker": child}
+        elif segment.endswith("[]"):
+            node[field] = [child]
+        else:
+            node[field] = child
+        node = child
+    node[last] = {"containers": [container], "volumes": volumes}
     return obj
 
 
-ENV_CHECKPOINT = {
-    "HYPERPOD_TENANCY_CHECKPOINT_DIR": "/fsx/research/exp-1",
-    "HYPERPOD_TENANCY_CHECKPOINT_INTERVAL": "30m",
+DIR_ENV, INTERVAL_ENV = "HYPERPOD_TENANCY_CHECKPOINT_DIR", "HYPERPOD_TENANCY_CHECKPOINT_INTERVAL"
+ENV_CHECKPOINT = {DIR_ENV: "/fsx/research/exp-1", INTERVAL_ENV: "30m"}
+#: The annotations that once declared a checkpoint, now refused.
+ANNOTATIONS = {
+    "hyperpod-tenancy.io/checkpoint-path": "/fsx/research/runs/exp-1/",
+    "hyperpod-tenancy.io/checkpoint-interval": "30m",
 }
 
 
@@ -101,12 +118,6 @@ def decide(
         user_info={"username": user} if user is not None else None,
         old_object=copy.deepcopy(obj) if operation == "UPDATE" else None,
     )
-
-
-CHECKPOINT = {
-    "hyperpod-tenancy.io/checkpoint-path": "/fsx/research/runs/exp-1/",
-    "hyperpod-tenancy.io/checkpoint-interval": "30m",
-}
 
 
 def by_name(objects: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
@@ -183,9 +194,9 @@ def test_checkpoint_binding_warns_when_the_policy_says_warn() -> None:
     objects = admission.admission_policies(platforms.fair_share_disabled())  # checkpointEnforcement: warn
     binding = by_name(objects)[("ValidatingAdmissionPolicyBinding", admission.CHECKPOINT_POLICY)]
     assert binding["spec"]["validationActions"] == ["Warn"]
-    decision = decide(job(priority="experimentation-priority", annotations={}), policies=objects)
+    decision = decide(job(priority="experimentation-priority", checkpoint={}), policies=objects)
     assert decision.allowed
-    assert any("checkpoint-path" in w for w in decision.warnings)
+    assert any(f"{DIR_ENV}=/fsx/research/<job>" in w for w in decision.warnings)
 
 
 def test_without_preemptible_classes_only_borrowing_or_self_preempting_namespaces_need_checkpoints() -> None:
@@ -197,7 +208,7 @@ def test_without_preemptible_classes_only_borrowing_or_self_preempting_namespace
     )
     objects = admission.admission_policies(platform)
     assert admission.CHECKPOINT_POLICY in {o["metadata"]["name"] for o in objects}
-    bare = job(priority="experimentation-priority", annotations={})
+    bare = job(priority="experimentation-priority", checkpoint={})
     assert not decide(bare, policies=objects).allowed  # research borrows
     ns = namespace("research")
     ns["metadata"]["labels"]["hyperpod-tenancy.io/borrows"] = "false"
@@ -218,9 +229,9 @@ def test_expressions_use_only_standard_cel() -> None:
     kinds = len([k for k in workloads.served_kinds() if k.pod_specs])
     # conditions: 2 + 2 + 1 + 1 (whether work can be preempted is part of each checkpoint validation: match
     # conditions see no namespaceObject), and the team-namespace condition of each of the 4 policies;
-    # validations: 7 + 9 + 3 per kind with pod specs (priority class, GPU visibility, EFA with accelerators) + 3,
-    # each with a messageExpression or ''
-    assert len(expressions) == 6 + 4 + 2 * (7 + 9 + 3 * kinds + 3)
+    # validations: 7 + 6 (2 refusing the checkpoint annotations, 4 on the environment's declaration) + 3 per kind
+    # with pod specs (priority class, GPU visibility, EFA with accelerators) + 3, each with a messageExpression or ''
+    assert len(expressions) == 6 + 4 + 2 * (7 + 6 + 3 * kinds + 3)
     for expression in expressions:
         assert functions_used(expression) <= STANDARD_CEL_FUNCTIONS, expression
         for forbidden in ("authorizer", "params", "variables."):
@@ -405,7 +416,7 @@ def test_a_team_namespace_without_the_tenant_label_is_still_checked() -> None:
 
 
 def test_preemptible_class_with_checkpoint_is_allowed() -> None:
-    decision = decide(job(priority="experimentation-priority", annotations=dict(CHECKPOINT)))
+    decision = decide(job(priority="experimentation-priority"))
     assert decision.policies() == {
         admission.WORKLOAD_POLICY,
         admission.CHECKPOINT_POLICY,
@@ -413,70 +424,83 @@ def test_preemptible_class_with_checkpoint_is_allowed() -> None:
     }
     assert decision.allowed, decision.denied
     for interval in ("1h", "60m", "5m"):  # training: the default maxCheckpointInterval 1h
-        annotations = {**CHECKPOINT, "hyperpod-tenancy.io/checkpoint-interval": interval}
-        assert decide(job(annotations=annotations)).allowed, interval
+        assert decide(job(checkpoint={**ENV_CHECKPOINT, INTERVAL_ENV: interval})).allowed, interval
     for interval in ("30m", "1m", "15m"):  # experimentation: maxCheckpointInterval 30m
-        annotations = {**CHECKPOINT, "hyperpod-tenancy.io/checkpoint-interval": interval}
-        assert decide(job(priority="experimentation-priority", annotations=annotations)).allowed, interval
+        checkpoint = {**ENV_CHECKPOINT, INTERVAL_ENV: interval}
+        assert decide(job(priority="experimentation-priority", checkpoint=checkpoint)).allowed, interval
 
 
 def test_non_preemptible_class_of_a_team_that_does_not_borrow_needs_no_checkpoint() -> None:
-    decision = decide(job("inference", priority="inference-priority", annotations={}), team="inference")
+    decision = decide(job("inference", priority="inference-priority", checkpoint={}), team="inference")
     assert admission.CHECKPOINT_POLICY not in decision.failed_policies()
     assert decision.allowed
 
 
-def test_missing_checkpoint_annotations_are_denied() -> None:
-    denied = decide(job(priority="experimentation-priority", annotations={})).denied
-    assert len(denied) == 2
-    assert "Add annotation hyperpod-tenancy.io/checkpoint-path: /fsx/research/<job>/" in denied[0]
-    assert "hyperpod-tenancy.io/checkpoint-interval" in denied[1]
-    only_path = {"hyperpod-tenancy.io/checkpoint-path": "/fsx/research/x/"}
-    (message,) = decide(job(priority="experimentation-priority", annotations=only_path)).denied
-    assert "checkpoint-interval" in message
+def test_a_missing_checkpoint_declaration_is_denied() -> None:
+    (message,) = decide(job(priority="experimentation-priority", checkpoint={})).denied
+    assert f"{DIR_ENV}=/fsx/research/<job> and {INTERVAL_ENV}=30m" in message
+    assert "--volume name=fsx,type=pvc,mount_path=/fsx/research,claim_name=fsx" in message
+    only_dir = {DIR_ENV: "/fsx/research/x"}
+    (message,) = decide(job(priority="experimentation-priority", checkpoint=only_dir)).denied
+    assert f"must also set {INTERVAL_ENV}" in message
+
+
+@pytest.mark.parametrize("where", ["object", "pod template"])
+@pytest.mark.parametrize("key", list(ANNOTATIONS))
+def test_the_checkpoint_annotations_are_refused_wherever_they_are(key: str, where: str) -> None:
+    """One declaration, in the environment: an annotation beside it is a second one nothing reads or bounds."""
+    for team, obj in (
+        ("research", job(priority="experimentation-priority")),
+        (
+            "inference",
+            job("inference", priority="inference-priority", checkpoint={}),
+        ),  # needs none: refused too
+    ):
+        at = obj["metadata"] if where == "object" else obj["spec"]["template"].setdefault("metadata", {})
+        at["annotations"] = {key: ANNOTATIONS[key]}
+        (message,) = decide(obj, team=team).denied
+        assert ("no longer declare a checkpoint" if where == "object" else "on a pod template") in message
+        assert f"{DIR_ENV} (a directory below the container's mount of the team FSx claim fsx)" in message
 
 
 @pytest.mark.parametrize(
     "path",
     [
-        "/fsx/vision/runs/",  # another team's directory
-        "/fsx/research",  # the team directory needs a trailing slash (so /fsx/research-x is not inside)
-        "/fsx/research-old/runs/",
-        "/scratch/research/",
-        "fsx/research/runs/",
-        "/fsx/research/../vision/runs/",
+        "/fsx/vision/runs",  # another team's directory
+        "/fsx/research-old/runs",
+        "/scratch/research",
+        "fsx/research/runs",
+        "/fsx/research/../vision/runs",
         "/fsx/research/runs/..",
     ],
 )
-def test_checkpoint_path_outside_the_team_directory_is_denied(path: str) -> None:
-    annotations = {**CHECKPOINT, "hyperpod-tenancy.io/checkpoint-path": path}
-    (message,) = decide(job(priority="experimentation-priority", annotations=annotations)).denied
-    assert (
-        message
-        == f"checkpoint path {path} must be inside the team directory /fsx/research/ (without ..): "
-        + ("other teams cannot read or keep it.")
+def test_a_checkpoint_directory_outside_the_team_claim_is_denied(path: str) -> None:
+    checkpoint = {**ENV_CHECKPOINT, DIR_ENV: path}
+    (message,) = decide(job(priority="experimentation-priority", checkpoint=checkpoint)).denied
+    assert message.startswith(
+        f"environment variable {DIR_ENV} must name a directory where this container writes"
     )
 
 
 @pytest.mark.parametrize("interval", ["30", "0m", "30s", "1d", "1h30m", "m", " 30m", "30min"])
 def test_bad_checkpoint_interval_is_denied(interval: str) -> None:
-    annotations = {**CHECKPOINT, "hyperpod-tenancy.io/checkpoint-interval": interval}
-    (message,) = decide(job(priority="experimentation-priority", annotations=annotations)).denied
-    assert message.startswith(f"annotation hyperpod-tenancy.io/checkpoint-interval {interval} is not")
+    checkpoint = {**ENV_CHECKPOINT, INTERVAL_ENV: interval}
+    (message,) = decide(job(priority="experimentation-priority", checkpoint=checkpoint)).denied
+    assert message.startswith(f"a container that sets {DIR_ENV} must also set {INTERVAL_ENV}")
 
 
-def test_checkpoint_path_needs_the_team_label_on_the_namespace() -> None:
+def test_the_missing_declaration_message_needs_the_team_label_on_the_namespace() -> None:
     ns = namespace("research")
     del ns["metadata"]["labels"]["hyperpod-tenancy.io/team"]
     decision = evaluate_policies(
         POLICIES,
-        obj=job(priority="experimentation-priority", annotations=dict(CHECKPOINT)),
+        obj=job(priority="experimentation-priority", checkpoint={}),
         namespace=ns,
         group="batch",
         resource="jobs",
     )
     (message,) = decision.denied
-    assert "/fsx/<team>/" in message
+    assert f"{DIR_ENV}=/fsx/<team>/<job>" in message
 
 
 def test_every_validation_can_fail_and_pass() -> None:
@@ -486,27 +510,24 @@ def test_every_validation_can_fail_and_pass() -> None:
         job(priority=None),
         job(priority="inference-priority"),
         job(queue="hyperpod-ns-vision-localqueue"),
-        job(priority="experimentation-priority", annotations=dict(CHECKPOINT)),
-        job(priority="experimentation-priority", annotations={}),
-        job(
-            priority="experimentation-priority",
-            annotations={**CHECKPOINT, "hyperpod-tenancy.io/checkpoint-path": "/x"},
-        ),
-        job(
-            priority="experimentation-priority",
-            annotations={**CHECKPOINT, "hyperpod-tenancy.io/checkpoint-interval": "1d"},
-        ),
-        job(
-            priority="experimentation-priority",
-            annotations={**CHECKPOINT, "hyperpod-tenancy.io/checkpoint-interval": "2h"},
-        ),
+        job(priority="experimentation-priority"),
+        job(priority="experimentation-priority", checkpoint={}),
+        job(priority="experimentation-priority", checkpoint={**ENV_CHECKPOINT, INTERVAL_ENV: "1d"}),
+        job(priority="experimentation-priority", checkpoint={**ENV_CHECKPOINT, INTERVAL_ENV: "2h"}),
+        job(annotations={"hyperpod-tenancy.io/checkpoint-interval": "30m"}),
         job(owners=[{"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "1", "controller": True}]),
         {**job(), "metadata": {**job()["metadata"], "finalizers": ["orphan"]}},
-        env_job(ENV_CHECKPOINT),
-        env_job(ENV_CHECKPOINT, annotations=dict(CHECKPOINT)),
-        env_job(ENV_CHECKPOINT, mount_path="/scratch"),
-        env_job({"HYPERPOD_TENANCY_CHECKPOINT_DIR": "/fsx/research/exp-1"}),
-        env_job({**ENV_CHECKPOINT, "HYPERPOD_TENANCY_CHECKPOINT_INTERVAL": "2h"}),
+        job(priority="experimentation-priority", mount_path="/scratch"),
+        job(priority="experimentation-priority", checkpoint={DIR_ENV: "/fsx/research/exp-1"}),
+        {
+            **job(),
+            "spec": {
+                "template": {
+                    "metadata": {"annotations": ANNOTATIONS},
+                    "spec": job()["spec"]["template"]["spec"],
+                }
+            },
+        },
     ]
     import cel
 

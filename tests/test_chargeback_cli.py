@@ -533,8 +533,10 @@ def test_html_is_well_formed_with_one_chart_per_instance_type() -> None:
     root = ET.fromstring(
         page.removeprefix("<!DOCTYPE html>\n").replace('<meta charset="utf-8">', '<meta charset="utf-8"/>')
     )
-    svgs = root.findall(".//{http://www.w3.org/2000/svg}svg")
-    assert len(svgs) == 1
+    charts = root.findall(".//{http://www.w3.org/2000/svg}svg")
+    # the money chart of the whole month, and one GPU-hours chart per instance type
+    assert [svg.get("class") for svg in charts] == ["chart money", "chart"]
+    svgs = charts[1:]
     bars = {
         t.text: float(r.get("width", "0"))
         for r in svgs[0].iter("{http://www.w3.org/2000/svg}rect")

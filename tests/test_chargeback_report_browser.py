@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import io
+import itertools
 import json
 import re
 import struct
@@ -153,6 +154,34 @@ def test_the_chart_labels_only_bars_that_are_drawn(laid: Laid) -> None:
     ]
     assert len(bars) == sum(1 for value in drawn if value > 0)
     assert sorted(b["labels"][0] for b in bars) == sorted(f"{v:,}" for v in drawn if v > 0)
+
+
+def test_the_money_chart_shows_what_each_team_is_billed_on_the_drawn_scale(laid: Laid) -> None:
+    money = laid.layout["money"]
+    # each team's (and the idle and shared rows') amount, as the JSON report's rows add up to it
+    billed: dict[tuple[str, str], Decimal] = {}
+    for row in laid.document["rows"]:
+        key = (row["team"], row["costCenter"])
+        billed[key] = billed.get(key, Decimal(0)) + Decimal(str(row["total"]))
+    teams = {(m["name"], m["center"]): m for m in money if m["kind"] == "team"}
+    assert {key: m["label"] for key, m in teams.items()} == {key: f"${v:,.2f}" for key, v in billed.items()}
+    # the platform's cost center holds the idle and the shared rows: its subtotal is drawn too
+    subtotals = {m["center"]: m["label"] for m in money if m["kind"] == "subtotal"}
+    assert subtotals == {
+        "platform": f"${billed[('(idle)', 'platform')] + billed[('(shared)', 'platform')]:,.2f}"
+    }
+    # as drawn: the axis' ticks evenly spaced, and every bar's right edge where its amount is on that scale
+    ticks = [
+        (t["box"]["x"] + t["box"]["w"] / 2, Decimal(t["text"][1:].replace(",", "")))
+        for t in laid.layout["ticks"]
+    ]
+    assert len(ticks) >= 3 and ticks[0][1] == 0
+    (x0, v0), (x1, v1) = ticks[0], ticks[-1]
+    per_dollar = (x1 - x0) / float(v1 - v0)
+    for m in money:
+        amount = float(Decimal(m["label"][1:].replace(",", "")))
+        assert m["bar"]["x"] == pytest.approx(x0, abs=1), m
+        assert m["bar"]["x"] + m["bar"]["w"] == pytest.approx(x0 + amount * per_dollar, abs=1.5), m
 
 
 def test_every_link_on_the_page_leads_to_an_element(laid: Laid) -> None:
@@ -332,7 +361,7 @@ def test_the_legend_says_what_each_series_means() -> None:
 
 
 def test_the_chart_has_no_bar_and_no_label_for_a_zero_value() -> None:
-    (svg,) = _page().iter(f"{SVG}svg")
+    (svg,) = (s for s in _page().iter(f"{SVG}svg") if s.get("class") == "chart")
     titles = [_text(t) for g in svg.iter(f"{SVG}g") if g.get("class") == "bar" for t in g.iter(f"{SVG}title")]
     # 0.04 lent GPU-hours are 0.0 at one decimal: no bar; speech has its guarantee only
     assert sorted(titles) == [
@@ -342,6 +371,136 @@ def test_the_chart_has_no_bar_and_no_label_for_a_zero_value() -> None:
     ]
     values = [_text(t) for t in svg.iter(f"{SVG}text") if t.get("class") == "value"]
     assert sorted(values) == ["100,452.0", "28.2", "5,952.0"]
+
+
+#: Two teams of one cost center, a team alone in its own, the idle owner's row and the shared costs' row on
+#: the same cost center, and a team whose credits exceed its charges (a negative total).
+MONEY = dataclasses.replace(
+    BIG,
+    rows=(
+        dataclasses.replace(_row("vision", "ml.p5.48xlarge", total="61234.5"), cost_center="research"),
+        dataclasses.replace(_row("speech", "ml.p5.48xlarge", total="18000.25"), cost_center="research"),
+        dataclasses.replace(_row("speech", "ml.g5.12xlarge", total="765.43"), cost_center="research"),
+        dataclasses.replace(_row("ads", "ml.p5.48xlarge", total="-1500"), cost_center="marketing"),
+        dataclasses.replace(_row(model.IDLE_ROW, "ml.p5.48xlarge", total="9876.54"), cost_center="platform"),
+        dataclasses.replace(
+            _row(model.SHARED_COSTS_ROW, "ml.p5.48xlarge", total="1200.5"), cost_center="platform"
+        ),
+    ),
+)
+
+
+def _money_chart(root: ET.Element) -> ET.Element:
+    (svg,) = (s for s in root.iter(f"{SVG}svg") if "money" in (s.get("class") or "").split())
+    return svg
+
+
+def _dollars(text: str) -> Decimal:
+    """``$1,234.56`` or ``-$1,500.00`` as a number (the chart writes money with its currency sign)."""
+    assert re.fullmatch(r"-?\$\d{1,3}(,\d{3})*(\.\d+)?", text), text
+    return Decimal(text.replace("$", "").replace(",", ""))
+
+
+def _amounts(svg: ET.Element, kind: str) -> dict[tuple[str, str], tuple[str, ET.Element]]:
+    """(name, cost center) → (the drawn label, the group) of each bar group of ``kind`` (team or subtotal)."""
+    found = {}
+    for g in svg.iter(f"{SVG}g"):
+        if (g.get("class") or "").split() == ["amount", kind]:
+            key = (g.get("data-name", ""), g.get("data-cost-center", ""))
+            assert key not in found, key
+            (label,) = (t for t in g.iter(f"{SVG}text") if t.get("class") == "amount")
+            found[key] = (_text(label), g)
+    return found
+
+
+def _table(root: ET.Element, heading: str) -> list[list[str]]:
+    children = list(root.iter())
+    start = next(i for i, el in enumerate(children) if el.tag == "h2" and _text(el) == heading)
+    table = next(el for el in children[start:] if el.tag == "table")
+    return [[_text(td) for td in tr.iter("td")] for tr in table.iter("tr") if tr.find("td") is not None]
+
+
+def test_the_money_chart_shows_each_teams_billed_amount_as_the_tables_do() -> None:
+    root = _page(MONEY)
+    svg = _money_chart(root)
+    teams = _amounts(svg, "team")
+    # every row of the per-team table (its footer aside) is a bar labelled with the table's figure, in USD
+    *per_team, _ = _table(root, "Per team")
+    assert {(team, center): _usd(total) for team, center, _, total in per_team} == {
+        key: _dollars(label) for key, (label, _) in teams.items()
+    }
+    assert teams[("speech", "research")][0] == "$18,765.68"
+    assert teams[("ads", "marketing")][0] == "-$1,500.00"
+    # a cost center of two or more rows has a subtotal bar, equal to the per-cost-center table's figure;
+    # a center of one row is its team's bar
+    *per_center, _ = _table(root, "Per cost center")
+    centers = {center: _usd(total) for center, total in per_center}
+    subtotals = _amounts(svg, "subtotal")
+    assert {center: _dollars(label) for (_, center), (label, _) in subtotals.items()} == {
+        "platform": centers["platform"],
+        "research": centers["research"],
+    }
+    assert centers["platform"] == Decimal("11077.04")
+    # the bars are grouped by cost center: each center's rows are drawn together, its subtotal under them
+    order = [
+        (g.get("data-cost-center"), (g.get("class") or "").split()[1])
+        for g in svg.iter(f"{SVG}g")
+        if "amount" in (g.get("class") or "").split()
+    ]
+    assert [center for center, _ in order] == sorted(center for center, _ in order)
+    assert [kind for center, kind in order if center == "research"] == ["team", "team", "subtotal"]
+
+
+def _x(element: ET.Element, name: str) -> float:
+    return float(element.get(name, "nan"))
+
+
+def test_the_money_chart_draws_amounts_on_an_axis_in_usd() -> None:
+    svg = _money_chart(_page(MONEY))
+    # an accessible picture: a title and a description the image is labelled by
+    assert svg.get("role") == "img"
+    title, desc = svg.find(f"{SVG}title"), svg.find(f"{SVG}desc")
+    assert title is not None and desc is not None
+    assert svg.get("aria-labelledby") == f"{title.get('id')} {desc.get('id')}"
+    assert "USD" in _text(title) and "cost center" in _text(title)
+    assert "$89,577.22" in _text(desc), "the description states the total charged"
+    # the axis: ticks labelled in dollars, evenly spaced, and its title names the currency
+    (axis,) = (g for g in svg.iter(f"{SVG}g") if g.get("class") == "axis")
+    ticks = [(_x(t, "x"), _dollars(_text(t))) for t in axis.iter(f"{SVG}text") if t.get("class") == "tick"]
+    assert len(ticks) >= 3 and ticks[0][1] < 0 < ticks[-1][1], (
+        "the axis spans the negative total and the largest"
+    )
+    assert any(value == 0 for _, value in ticks)
+    steps = {b[1] - a[1] for a, b in itertools.pairwise(ticks)}
+    pitches = [b[0] - a[0] for a, b in itertools.pairwise(ticks)]
+    assert len(steps) == 1 and max(pitches) - min(pitches) < 0.2
+    assert any("USD" in _text(t) for t in axis.iter(f"{SVG}text") if t.get("class") == "axis-title")
+    # each bar runs from the axis' zero to its amount, on the axis' scale
+    (x0, v0), (x1, v1) = ticks[0], ticks[-1]
+    per_dollar = (x1 - x0) / float(v1 - v0)
+    zero = x0 - float(v0) * per_dollar
+    for kind in ("team", "subtotal"):
+        for key, (label, g) in _amounts(svg, kind).items():
+            amount = float(_dollars(label))
+            rect = g.find(f"{SVG}rect")
+            assert rect is not None, key
+            left, right = _x(rect, "x"), _x(rect, "x") + _x(rect, "width")
+            assert (left, right) == pytest.approx(sorted((zero, zero + amount * per_dollar)), abs=0.6), key
+    # the legend inside the picture names both kinds of bar in the colours drawn
+    legend = {
+        _text(g.find(f"{SVG}text")): g.find(f"{SVG}rect").get("fill")  # type: ignore[union-attr]
+        for g in svg.iter(f"{SVG}g")
+        if g.get("class") == "key"
+    }
+    fills = {
+        kind: {g.find(f"{SVG}rect").get("fill") for _, (_, g) in _amounts(svg, kind).items()}  # type: ignore[union-attr]
+        for kind in ("team", "subtotal")
+    }
+    assert legend == {
+        "billed to the team (USD)": fills["team"].pop(),
+        "cost center subtotal (USD)": fills["subtotal"].pop(),
+    }
+    assert fills == {"team": set(), "subtotal": set()}
 
 
 def test_notes_link_to_the_rows_they_explain_and_back() -> None:

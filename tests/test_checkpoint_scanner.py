@@ -150,8 +150,11 @@ def workload(
     env: list[dict[str, str]] | None = None,
     mounts: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """A Workload of one pod set whose template declares ``path`` (annotation) or ``env`` (container variable)."""
-    template_annotations = {labels.CHECKPOINT_PATH_ANNOTATION: path} if path else {}
+    """A Workload of one pod set whose template's container declares ``path`` (the directory variable, below
+    its mount of the team claim at ``/fsx/<team>``) or sets ``env`` with ``mounts``."""
+    if path is not None:
+        env = [*(env or []), {"name": labels.CHECKPOINT_DIR_ENV, "value": path}]
+        mounts = mounts or [{"name": "data", "mountPath": f"{names.FSX_ROOT}{TEAM}"}]
     container: dict[str, Any] = {"name": "train", "image": "train:1"}
     if env:
         container["env"] = env
@@ -168,7 +171,7 @@ def workload(
                     "name": "main",
                     "count": 1,
                     "template": {
-                        "metadata": {"annotations": template_annotations},
+                        "metadata": {"annotations": {}},
                         "spec": {
                             "containers": [container],
                             "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "fsx"}}],
@@ -226,7 +229,6 @@ def _env(api: WorkloadApi, certs: Certificates, fsx: Path, tmp_path: Path, **ext
         "TEAM_DIRECTORY": str(fsx / TEAM),
         "FSX_ROOT": names.FSX_ROOT,
         "CLAIM_NAME": "fsx",
-        "PATH_ANNOTATION": labels.CHECKPOINT_PATH_ANNOTATION,
         "DIR_ENV": labels.CHECKPOINT_DIR_ENV,
         "LAST_CHECKPOINT_ANNOTATION": LAST,
         "KUBERNETES_API": api.url,
@@ -359,6 +361,21 @@ def test_a_path_that_comes_back_into_the_team_directory_is_normalised(
     assert api.workloads[(NAMESPACE, "w")]["metadata"]["annotations"] == {LAST: "2026-07-01T01:40:00Z"}
 
 
+def test_an_annotation_on_the_pod_template_declares_no_directory(
+    api: WorkloadApi, certs: Certificates, fsx: Path, tmp_path: Path
+) -> None:
+    """The container environment is the one declaration: a pod template's annotation (refused by admission) is
+    not read, so nothing is scanned for it."""
+    _tree(fsx)
+    annotated = workload("w")
+    annotated["spec"]["podSets"][0]["template"]["metadata"]["annotations"] = {
+        labels.CHECKPOINT_PATH_ANNOTATION: f"/fsx/{TEAM}/ckpt/"
+    }
+    api.workloads[(NAMESPACE, "w")] = annotated
+    assert _run(_env(api, certs, fsx, tmp_path))[0] == 0
+    assert api.workloads[(NAMESPACE, "w")]["metadata"]["annotations"] == {}
+
+
 def test_an_environment_declaration_is_mapped_through_the_claim_mount(
     api: WorkloadApi, certs: Certificates, fsx: Path, tmp_path: Path
 ) -> None:
@@ -477,7 +494,7 @@ def test_a_missing_setting_or_token_is_named(tmp_path: Path) -> None:
     out, err = io.StringIO(), io.StringIO()
     assert scanner.main({"NAMESPACE": NAMESPACE}, out=out, err=err) == 2
     assert "set TEAM_DIRECTORY, FSX_ROOT" in err.getvalue() and "Traceback" not in err.getvalue()
-    required = ("NAMESPACE", "TEAM_DIRECTORY", "FSX_ROOT", "CLAIM_NAME", "PATH_ANNOTATION", "DIR_ENV")
+    required = ("NAMESPACE", "TEAM_DIRECTORY", "FSX_ROOT", "CLAIM_NAME", "DIR_ENV")
     env = dict.fromkeys((*required, "LAST_CHECKPOINT_ANNOTATION"), "x")
     err = io.StringIO()
     assert scanner.main({**env, "MAX_ENTRIES": "lots"}, out=out, err=err) == 2

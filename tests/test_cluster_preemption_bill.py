@@ -32,7 +32,7 @@ from hyperpod_tenancy.chargeback.model import (
     UsageInputs,
 )
 from hyperpod_tenancy.constructs.chargeback_pipeline import EVICTION_COLLECTOR_ROLE
-from hyperpod_tenancy.k8s.labels import CHECKPOINT_INTERVAL_ANNOTATION
+from hyperpod_tenancy.k8s.labels import CHECKPOINT_DIR_ENV, CHECKPOINT_INTERVAL_ENV
 from hyperpod_tenancy.policy import names
 from hyperpod_tenancy.runtime.eviction_collector import (
     CLUSTER_QUEUES_PATH,
@@ -115,7 +115,8 @@ def test_a_real_preemption_is_collected_and_billed(kueue_on_cluster: OnCluster, 
                 workloads,
                 cluster=platform.cluster.name,
                 since=since,
-                interval_annotation=CHECKPOINT_INTERVAL_ANNOTATION,
+                interval_env=CHECKPOINT_INTERVAL_ENV,
+                dir_env=CHECKPOINT_DIR_ENV,
                 team_gpu_flavors=flavors,
             )
         )

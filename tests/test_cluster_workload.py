@@ -52,6 +52,9 @@ def test_an_honest_job_is_stamped_admitted_by_kueue_and_runs_on_a_p5_node(
             }
         ],
     }
+    job = ta.place_checkpoint(
+        {**job, "metadata": {**job["metadata"], "annotations": dict(ta.CHECKPOINT)}}, "research"
+    )
     answer = alice.create(job)
     assert answer.ok, answer.message
     try:

@@ -122,12 +122,24 @@ def _job(team: str, priority_class: str) -> dict[str, Any]:
                 labels.PRIORITY_CLASS_LABEL: names.workload_priority_class(priority_class),
                 labels.QUEUE_NAME_LABEL: names.local_queue(team),
             },
-            "annotations": {
-                labels.CHECKPOINT_PATH_ANNOTATION: f"/fsx/{team}/runs/1/",
-                labels.CHECKPOINT_INTERVAL_ANNOTATION: "30m",
-            },
         },
-        "spec": {},
+        "spec": {
+            "template": {
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "train",
+                            "env": [
+                                {"name": labels.CHECKPOINT_DIR_ENV, "value": f"/fsx/{team}/runs/1"},
+                                {"name": labels.CHECKPOINT_INTERVAL_ENV, "value": "30m"},
+                            ],
+                            "volumeMounts": [{"name": "fsx", "mountPath": f"/fsx/{team}"}],
+                        }
+                    ],
+                    "volumes": [{"name": "fsx", "persistentVolumeClaim": {"claimName": "fsx"}}],
+                }
+            }
+        },
     }
 
 

@@ -43,7 +43,6 @@ from hyperpod_tenancy.k8s.labels import (
     CHECKPOINT_DIR_ENV,
     CHECKPOINT_INTERVAL_ANNOTATION,
     CHECKPOINT_INTERVAL_ENV,
-    CHECKPOINT_PATH_ANNOTATION,
     LAST_CHECKPOINT_ANNOTATION,
 )
 from hyperpod_tenancy.policy import names
@@ -171,7 +170,8 @@ def collector_env(aws: str, api: FakeApi, monkeypatch: pytest.MonkeyPatch) -> Fa
         "BUCKET": BUCKET,
         "API_ENDPOINT": api.url,
         "CA_DATA": base64.b64encode(api.ca_pem.encode()).decode(),
-        "CHECKPOINT_INTERVAL_ANNOTATION": CHECKPOINT_INTERVAL_ANNOTATION,
+        "CHECKPOINT_INTERVAL_ENV": CHECKPOINT_INTERVAL_ENV,
+        "CHECKPOINT_DIR_ENV": CHECKPOINT_DIR_ENV,
         # as the construct sets them
         "TEAM_QUEUE_PREFIX": names.NAMESPACE_PREFIX,
         "TEAM_QUEUE_SUFFIX": names.CLUSTER_QUEUE_SUFFIX,
@@ -189,8 +189,13 @@ def workload(
     admitted: bool = True,
     annotations: dict[str, str] | None = None,
     template_annotations: dict[str, str] | None = None,
+    env: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """A Workload of two 8-GPU pods on ml.p5.48xlarge (``admitted``: Kueue still holds the admission)."""
+    """A Workload of two 8-GPU pods on ml.p5.48xlarge (``admitted``: Kueue still holds the admission); ``env``:
+    the training container's environment (where a checkpoint is declared)."""
+    train: dict[str, Any] = {"name": "train", "resources": {"requests": {"nvidia.com/gpu": "8"}}}
+    if env:
+        train["env"] = [{"name": k, "value": v} for k, v in env.items()]
     conditions: list[dict[str, Any]] = [
         {
             "type": "Admitted",
@@ -238,7 +243,7 @@ def workload(
                         "spec": {
                             "nodeSelector": {"node.kubernetes.io/instance-type": "ml.p5.48xlarge"},
                             "containers": [
-                                {"name": "train", "resources": {"requests": {"nvidia.com/gpu": "8"}}},
+                                train,
                                 {"name": "sidecar", "resources": {}},
                             ],
                         },
@@ -248,6 +253,15 @@ def workload(
         },
         "status": status,
     }
+
+
+#: The declaration's variables, as the construct passes them to the collector.
+ENVS = {"interval_env": CHECKPOINT_INTERVAL_ENV, "dir_env": CHECKPOINT_DIR_ENV}
+
+
+def declared(interval: str, directory: str = "/fsx/team-a/ckpt") -> dict[str, str]:
+    """The checkpoint declaration of a training container: its directory and interval variables."""
+    return {CHECKPOINT_DIR_ENV: directory, CHECKPOINT_INTERVAL_ENV: interval}
 
 
 def _objects(prefix: str = PREFIX) -> dict[str, list[dict[str, Any]]]:
@@ -266,9 +280,7 @@ def _objects(prefix: str = PREFIX) -> dict[str, list[dict[str, Any]]]:
 def test_each_new_preemption_is_one_json_line_under_its_hour(collector_env: FakeApi) -> None:
     api = collector_env
     api.workloads = [
-        workload(
-            "train-a", uid="uid-a", template_annotations={"hyperpod-tenancy.io/checkpoint-interval": "30m"}
-        ),
+        workload("train-a", uid="uid-a", env=declared("30m")),
         workload("train-b", uid="uid-b", admitted=False, evicted_at="2026-07-01T01:58:00Z"),
         workload("finished", uid="uid-c", evicted_at=None),
         workload("deactivated", uid="uid-d", reason="Deactivated"),
@@ -344,16 +356,7 @@ def test_an_eviction_seen_again_is_not_a_second_row(collector_env: FakeApi) -> N
 def test_duplicate_items_in_one_listing_are_written_once() -> None:
     twice = [workload("train-a", uid="uid-a")] * 2
     since = dt.datetime(2026, 7, 1, 1, 50, tzinfo=dt.UTC)
-    assert (
-        len(
-            list(
-                eviction_collector.new_evictions(
-                    twice, cluster=CLUSTER, since=since, interval_annotation=CHECKPOINT_INTERVAL_ANNOTATION
-                )
-            )
-        )
-        == 1
-    )
+    assert len(list(eviction_collector.new_evictions(twice, cluster=CLUSTER, since=since, **ENVS))) == 1
 
 
 def test_an_untrusted_api_certificate_is_refused(
@@ -380,39 +383,43 @@ def test_checkpoint_interval_annotation(text: str | None, minutes: int | None) -
     assert eviction_collector.interval_minutes(text) == minutes
 
 
-def test_the_workload_annotation_is_read_before_the_pod_template() -> None:
+def test_annotations_declare_no_interval_wherever_they_are() -> None:
+    """The one declaration is the training container's environment; annotations on the Workload or on a pod
+    template (which admission refuses) are not read."""
     record = eviction_collector.eviction_record(
         workload(
             "w",
             uid="u",
-            annotations={"hyperpod-tenancy.io/checkpoint-interval": "1h"},
-            template_annotations={"hyperpod-tenancy.io/checkpoint-interval": "30m"},
+            annotations={CHECKPOINT_INTERVAL_ANNOTATION: "1h"},
+            template_annotations={CHECKPOINT_INTERVAL_ANNOTATION: "9999h"},
+            env=declared("30m"),
         ),
         cluster=CLUSTER,
-        interval_annotation=CHECKPOINT_INTERVAL_ANNOTATION,
+        **ENVS,
     )
-    assert record is not None and record["checkpoint_interval_minutes"] == 60
+    assert record is not None and record["checkpoint_interval_minutes"] == 30
+    bare = workload("w", uid="u", template_annotations={CHECKPOINT_INTERVAL_ANNOTATION: "30m"})
+    record = eviction_collector.eviction_record(bare, cluster=CLUSTER, **ENVS)
+    assert record is not None and record["checkpoint_interval_minutes"] is None
 
 
 def test_the_interval_declared_in_the_container_environment_is_read() -> None:
-    """``hyp create hyp-pytorch-job --environment`` declares the interval as a container variable (issue 12)."""
+    """``hyp create hyp-pytorch-job --environment`` declares the interval as a container variable."""
     evicted = workload("w", uid="u")
     containers = evicted["spec"]["podSets"][0]["template"]["spec"]["containers"]
     containers[0]["env"] = [
         {"name": "OTHER", "value": "5m"},
         {"name": CHECKPOINT_INTERVAL_ENV, "value": "20m"},
     ]
-    args: dict[str, Any] = {"cluster": CLUSTER, "interval_annotation": CHECKPOINT_INTERVAL_ANNOTATION}
-    record = eviction_collector.eviction_record(evicted, **args, interval_env=CHECKPOINT_INTERVAL_ENV)
+    record = eviction_collector.eviction_record(evicted, cluster=CLUSTER, **ENVS)
     assert record is not None and record["checkpoint_interval_minutes"] == 20
-    # without the variable's name (an older deployment) it is not seen: the engine then bounds the loss by the
-    # class's longest interval
-    unnamed = eviction_collector.eviction_record(evicted, **args)
-    assert unnamed is not None and unnamed["checkpoint_interval_minutes"] is None
-    # an annotation, where both exist, wins (admission refuses both at once; the collector does not guess)
-    evicted["metadata"]["annotations"] = {CHECKPOINT_INTERVAL_ANNOTATION: "45m"}
-    both = eviction_collector.eviction_record(evicted, **args, interval_env=CHECKPOINT_INTERVAL_ENV)
-    assert both is not None and both["checkpoint_interval_minutes"] == 45
+    # a value from a ConfigMap is invisible to admission, so it declares nothing here either
+    containers[0]["env"][1] = {
+        "name": CHECKPOINT_INTERVAL_ENV,
+        "valueFrom": {"configMapKeyRef": {"name": "c"}},
+    }
+    record = eviction_collector.eviction_record(evicted, cluster=CLUSTER, **ENVS)
+    assert record is not None and record["checkpoint_interval_minutes"] is None
 
 
 # ---------------------------------------------------------------------- EKS access
@@ -585,7 +592,7 @@ def _record(evicted: dict[str, Any]) -> dict[str, Any]:
     record = eviction_collector.eviction_record(
         evicted,
         cluster=CLUSTER,
-        interval_annotation=CHECKPOINT_INTERVAL_ANNOTATION,
+        **ENVS,
         last_checkpoint_annotation=LAST_CHECKPOINT_ANNOTATION,
     )
     assert record is not None
@@ -602,9 +609,7 @@ def test_the_last_checkpoint_is_the_scanners_annotation_on_the_workload_itself()
     garbled = workload("w", uid="u", annotations={LAST_CHECKPOINT_ANNOTATION: "yesterday"})
     assert _record(garbled)["last_checkpoint"] is None
     # without the annotation's name (an older deployment) nothing is read
-    unnamed = eviction_collector.eviction_record(
-        scanned, cluster=CLUSTER, interval_annotation=CHECKPOINT_INTERVAL_ANNOTATION
-    )
+    unnamed = eviction_collector.eviction_record(scanned, cluster=CLUSTER, **ENVS)
     assert unnamed is not None and unnamed["last_checkpoint"] is None
 
 
@@ -652,14 +657,18 @@ def _eviction(record: dict[str, Any]) -> Eviction:
 
 
 def test_a_measured_last_checkpoint_bills_the_measured_loss() -> None:
-    declared = {CHECKPOINT_INTERVAL_ANNOTATION: "30m"}
     measured = _record(
-        workload("w", uid="u", annotations={**declared, LAST_CHECKPOINT_ANNOTATION: "2026-07-01T01:51:04Z"})
+        workload(
+            "w",
+            uid="u",
+            annotations={LAST_CHECKPOINT_ANNOTATION: "2026-07-01T01:51:04Z"},
+            env=declared("30m"),
+        )
     )
     # 16 GPUs x 12 minutes since the checkpoint, measured
     assert preemption_loss(_eviction(measured)) == (Decimal("3.2"), LossBasis.MEASURED)
     # without the annotation: the declared 30 minutes, an upper bound
-    bounded = _record(workload("w", uid="u", annotations=declared))
+    bounded = _record(workload("w", uid="u", env=declared("30m")))
     assert preemption_loss(_eviction(bounded)) == (Decimal(8), LossBasis.DECLARED_INTERVAL)
 
 
@@ -678,22 +687,17 @@ def running(
     admitted_at: str = "2026-07-01T00:00:00Z",
     evicted: bool = False,
 ) -> dict[str, Any]:
-    """A running Workload of ``team``'s ClusterQueue declaring ``path`` and ``interval`` on its pod template."""
-    template = {
-        k: v
-        for k, v in (
-            (CHECKPOINT_PATH_ANNOTATION, path),
-            (CHECKPOINT_INTERVAL_ANNOTATION, interval),
-            (LAST_CHECKPOINT_ANNOTATION, template_last),
-        )
-        if v is not None
+    """A running Workload of ``team``'s ClusterQueue whose training container declares ``path`` and ``interval``."""
+    env = {
+        k: v for k, v in ((CHECKPOINT_DIR_ENV, path), (CHECKPOINT_INTERVAL_ENV, interval)) if v is not None
     }
     obj = workload(
         name,
         uid=f"uid-{name}",
         evicted_at="2026-07-01T02:00:00Z" if evicted else None,
         annotations={LAST_CHECKPOINT_ANNOTATION: last} if last else {},
-        template_annotations=template,
+        template_annotations={LAST_CHECKPOINT_ANNOTATION: template_last} if template_last else {},
+        env=env,
     )
     obj["status"]["admission"]["clusterQueue"] = names.cluster_queue(team)
     obj["status"]["conditions"][0]["lastTransitionTime"] = admitted_at
@@ -741,8 +745,11 @@ OVERDUE_CASES = [
     running("forged", template_last="2026-07-01T02:04:00Z"),
     # the annotation of an earlier run, before this admission 10 minutes ago: not yet due
     running("requeued", last="2026-07-01T00:30:00Z", admitted_at="2026-07-01T01:55:00Z"),
-    running("undeclared", path=None),  # nothing to watch (no directory declared)
+    # nothing declared (admitted while the policy warned): nothing saves its work, overdue after one scan
+    running("undeclared", path=None),
     running("no-interval", interval=None),
+    # an interval on the pod template is no declaration (admission refuses it): as good as none
+    running("silenced", path=None, interval=None, template_last=None),
     running("evicted", evicted=True),
     running("lender", team="team-b", last="2026-07-01T00:00:00Z"),  # team-b does not borrow
 ]
@@ -760,34 +767,25 @@ def test_overdue_checkpoints_count_borrowing_teams_running_work_only() -> None:
         now=NOW,
         queue_prefix=names.NAMESPACE_PREFIX,
         queue_suffix=names.CLUSTER_QUEUE_SUFFIX,
-        interval_annotation=CHECKPOINT_INTERVAL_ANNOTATION,
         last_checkpoint_annotation=LAST_CHECKPOINT_ANNOTATION,
-        path_annotation=CHECKPOINT_PATH_ANNOTATION,
-        dir_env=CHECKPOINT_DIR_ENV,
+        **ENVS,
     )
-    assert overdue == {"team-a": 3, "team-b": 0}  # stale, never, forged
+    assert overdue == {"team-a": 6, "team-b": 0}  # stale, never, forged, undeclared, no-interval, silenced
 
 
-def test_a_checkpoint_declared_in_the_environment_is_watched_too() -> None:
-    obj = running("env", path=None, interval=None)
-    obj["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["env"] = [
-        {"name": CHECKPOINT_DIR_ENV, "value": "/fsx/team-a/ckpt"},
-        {"name": CHECKPOINT_INTERVAL_ENV, "value": "30m"},
-    ]
+def test_a_workload_that_declares_nothing_is_overdue_one_scan_after_its_admission() -> None:
     args: dict[str, Any] = {
         "now": NOW,
         "queue_prefix": names.NAMESPACE_PREFIX,
         "queue_suffix": names.CLUSTER_QUEUE_SUFFIX,
-        "interval_annotation": CHECKPOINT_INTERVAL_ANNOTATION,
         "last_checkpoint_annotation": LAST_CHECKPOINT_ANNOTATION,
-        "path_annotation": CHECKPOINT_PATH_ANNOTATION,
+        **ENVS,
     }
     gauges = {"team-a": {"GpusBorrowed": 8}}
-    assert eviction_collector.checkpoints_overdue(
-        [obj], gauges, **args, dir_env=CHECKPOINT_DIR_ENV, interval_env=CHECKPOINT_INTERVAL_ENV
-    ) == {"team-a": 1}
-    # the variables' names not configured: not seen as a declaration
-    assert eviction_collector.checkpoints_overdue([obj], gauges, **args) == {"team-a": 0}
+    within = running("within", path=None, interval=None, admitted_at="2026-07-01T02:01:00Z")  # 4 minutes
+    assert eviction_collector.checkpoints_overdue([within], gauges, **args) == {"team-a": 0}
+    beyond = running("beyond", path=None, interval=None, admitted_at="2026-07-01T01:59:00Z")  # 6 minutes
+    assert eviction_collector.checkpoints_overdue([beyond], gauges, **args) == {"team-a": 1}
 
 
 @pytest.fixture(scope="module")
@@ -807,8 +805,6 @@ def test_the_overdue_count_reaches_the_workspace(
         "TEAM_QUEUE_PREFIX": names.NAMESPACE_PREFIX,
         "TEAM_QUEUE_SUFFIX": names.CLUSTER_QUEUE_SUFFIX,
         "LAST_CHECKPOINT_ANNOTATION": LAST_CHECKPOINT_ANNOTATION,
-        "CHECKPOINT_PATH_ANNOTATION": CHECKPOINT_PATH_ANNOTATION,
-        "CHECKPOINT_DIR_ENV": CHECKPOINT_DIR_ENV,
         "REMOTE_WRITE_URL": f"{workspace}/api/v1/write",
     }.items():
         monkeypatch.setenv(key, value)
@@ -820,7 +816,7 @@ def test_the_overdue_count_reaches_the_workspace(
         selector = f'{eviction_collector.OVERDUE_SERIES}{{cluster="{CLUSTER}",team="{team}"}}'
         return [float(r["value"][1]) for r in query(workspace, selector, at=at.timestamp())]
 
-    assert written("team-a") == [3.0]
+    assert written("team-a") == [6.0]  # OVERDUE_CASES: six overdue in team-a
     assert written("team-b") == [0.0]  # a value for every team: no gap
     # the live GPU gauges still go to CloudWatch (the dashboards), the count does not
     cloudwatch = boto3.client("cloudwatch")

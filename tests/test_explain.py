@@ -460,7 +460,11 @@ def _member(team: str) -> dict[str, Any]:
     return {"username": "alice@example.com", "groups": [names.kubernetes_group(team), "system:authenticated"]}
 
 
-def _job(priority: str, annotations: dict[str, str] | None = None) -> dict[str, Any]:
+def _job(priority: str, checkpoint: dict[str, str] | None = None) -> dict[str, Any]:
+    container: dict[str, Any] = {"name": "train", "image": "x"}
+    if checkpoint:
+        container["env"] = [{"name": k, "value": v} for k, v in checkpoint.items()]
+        container["volumeMounts"] = [{"name": "fsx", "mountPath": "/fsx/research"}]
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -471,11 +475,16 @@ def _job(priority: str, annotations: dict[str, str] | None = None) -> dict[str, 
                 "kueue.x-k8s.io/queue-name": "hyperpod-ns-research-localqueue",
                 "kueue.x-k8s.io/priority-class": priority,
             },
-            "annotations": annotations or {},
         },
         "spec": {
             "suspend": True,
-            "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "train", "image": "x"}]}},
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [container],
+                    "volumes": [{"name": "fsx", "persistentVolumeClaim": {"claimName": "fsx"}}],
+                }
+            },
         },
     }
 
@@ -487,8 +496,8 @@ def _recorded_denial(name: str) -> str:
 def test_recorded_denials_are_what_the_policies_say(platform: Platform) -> None:
     """The recorded kubectl errors carry exactly the messages the rendered policies produce (CEL evaluated)."""
     checkpoint = {
-        "hyperpod-tenancy.io/checkpoint-path": "/fsx/research/train-42/",
-        "hyperpod-tenancy.io/checkpoint-interval": "30m",
+        "HYPERPOD_TENANCY_CHECKPOINT_DIR": "/fsx/research/train-42",
+        "HYPERPOD_TENANCY_CHECKPOINT_INTERVAL": "30m",
     }
     for recording, job in (
         ("priority_denied", _job("inference-priority", checkpoint)),
@@ -524,7 +533,7 @@ def test_checkpoint_denial_names_the_policy_and_the_fix(platform: Platform) -> N
     assert main.cause is Cause.ADMISSION_DENIED
     assert "policy: hyperpod-tenancy-checkpoints (binding hyperpod-tenancy-checkpoints)" in main.details
     assert "it prevents: borrowed capacity used by work that does not checkpoint" in main.details
-    assert "hyperpod-tenancy.io/checkpoint-path: /fsx/research/<job>/" in main.fix[0]
+    assert "HYPERPOD_TENANCY_CHECKPOINT_DIR=/fsx/research/<job>" in main.fix[0]
 
 
 def test_webhook_denial(platform: Platform) -> None:

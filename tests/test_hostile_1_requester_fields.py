@@ -18,7 +18,7 @@ import pytest
 import tenant_admission as ta
 from synth import Synth
 
-from hyperpod_tenancy.k8s import admission
+from hyperpod_tenancy.k8s import admission, labels
 
 
 def _owner(kind: str, api_version: str, name: str = "small") -> dict[str, Any]:
@@ -61,8 +61,8 @@ def test_a_spoofed_owner_does_not_skip_the_checkpoint_rule(synth: Synth) -> None
     obj = ta.job(labels=ta.kueue_labels(priority="experimentation-priority"))
     obj["metadata"]["ownerReferences"] = [_owner("MPIJob", "kubeflow.org/v2beta1")]
     denied = ta.decide(synth, obj).denied
-    assert any("checkpoint-path" in m for m in denied), denied
-    assert any("checkpoint-interval" in m for m in denied)
+    assert any(labels.CHECKPOINT_DIR_ENV in m for m in denied), denied
+    assert any(labels.CHECKPOINT_INTERVAL_ENV in m for m in denied)
 
 
 def test_a_bare_gpu_pod_with_a_spoofed_replicaset_owner_still_needs_a_queue(synth: Synth) -> None:

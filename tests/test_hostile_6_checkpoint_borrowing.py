@@ -23,7 +23,7 @@ from hyperpod_tenancy.policy.model import interval_minutes
 
 
 def _with_interval(value: str) -> dict[str, str]:
-    return {**ta.CHECKPOINT, "hyperpod-tenancy.io/checkpoint-interval": value}
+    return {**ta.CHECKPOINT, labels.CHECKPOINT_INTERVAL_ENV: value}
 
 
 def test_the_borrowing_label_is_what_the_synthesized_namespaces_say(synth: Synth) -> None:
@@ -41,10 +41,10 @@ def test_non_preemptible_work_of_a_borrowing_team_must_checkpoint(synth: Synth, 
     denied = ta.decide(synth, obj).denied
     assert any(
         m.startswith("namespace hyperpod-ns-research borrows idle capacity of other teams")
-        and "checkpoint-path" in m
+        and labels.CHECKPOINT_DIR_ENV in m
         for m in denied
     ), denied
-    assert any("checkpoint-interval" in m for m in denied)
+    assert any(labels.CHECKPOINT_INTERVAL_ENV in m for m in denied)
 
 
 def test_a_team_that_does_not_borrow_needs_no_checkpoint_for_a_non_preemptible_class(synth: Synth) -> None:
@@ -87,7 +87,7 @@ def test_work_its_own_team_may_preempt_must_checkpoint(synth: Synth, kind: str) 
     denied = decide(ns, "training-priority").denied
     assert any(
         m.startswith("work of the same team at a higher priority class than training-priority may preempt it")
-        and "checkpoint-path" in m
+        and labels.CHECKPOINT_DIR_ENV in m
         for m in denied
     ), denied
     top = decide(ns, "inference-priority")
@@ -142,9 +142,7 @@ def test_the_interval_is_bounded_by_the_class(
     assert decision.allowed is allowed, decision.denied
     if not allowed:
         (message,) = decision.denied
-        assert message.startswith(
-            f"annotation hyperpod-tenancy.io/checkpoint-interval {interval} is longer than"
-        )
+        assert message.startswith(f"environment variable {labels.CHECKPOINT_INTERVAL_ENV} is longer than")
         assert f"of priority class {priority}" in message
 
 

@@ -1,13 +1,11 @@
 """Two sources for one rule: the checkpoint interval admission bounds and the one the overdue alert reads.
 
-Admission bounds the checkpoint declaration on the workload object (annotations ``hyperpod-tenancy.io/
-checkpoint-*``) or in the containers' environment (where ``hyp create hyp-pytorch-job`` puts it); the eviction
-collector and the overdue-checkpoint alert read the Workload Kueue makes, which carries the pod templates but
-not the object's annotations, so they read the pod templates' annotations, which admission never checks. A
-team that declares ``30m`` on the object and ``9999h`` on the pod template passes admission and is never
-overdue. OPEN: both tests below are strict expected failures until the declaration is one (in the containers'
-environment), read through one function and checked by admission where it is read; they pass (and then fail
-as unexpected passes, to be turned into plain tests) once it is.
+Admission once bounded a checkpoint declared on the workload object (annotations ``hyperpod-tenancy.io/
+checkpoint-*``) or in the containers' environment, while the eviction collector and the overdue-checkpoint alert
+read the pod templates' annotations, which admission never checked: a team that declared ``30m`` on the object
+and ``9999h`` on the pod template passed admission and was never overdue. The declaration is now one, in the
+containers' environment (where ``hyp create hyp-pytorch-job --environment`` puts it), bounded by admission and
+read by the collector and the scanner through one function; the annotations are refused wherever they are.
 """
 
 from __future__ import annotations
@@ -15,7 +13,6 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-import pytest
 import tenant_admission as ta
 from synth import Synth
 
@@ -27,14 +24,13 @@ NOW = dt.datetime(2026, 7, 1, 3, 0, tzinfo=dt.UTC)
 SILENCER = {labels.CHECKPOINT_INTERVAL_ANNOTATION: "9999h"}
 
 
-@pytest.mark.xfail(
-    strict=True, reason="open: pod-template checkpoint annotations are not checked by admission"
-)
 def test_an_unbounded_interval_on_the_pod_template_is_refused(synth: Synth) -> None:
     job = ta.pytorchjob(annotations=dict(ta.CHECKPOINT))
+    assert ta.decide(synth, job).allowed, "the declaration in the environment is admitted"
     for replica in job["spec"]["pytorchReplicaSpecs"].values():
         replica["template"]["metadata"] = {"annotations": dict(SILENCER)}
-    assert not ta.decide(synth, job).allowed
+    (message,) = ta.decide(synth, job).denied
+    assert "refused on a pod template" in message and labels.CHECKPOINT_INTERVAL_ENV in message
 
 
 def _running_workload(template_annotations: dict[str, str]) -> dict[str, Any]:
@@ -70,9 +66,6 @@ def _running_workload(template_annotations: dict[str, str]) -> dict[str, Any]:
     }
 
 
-@pytest.mark.xfail(
-    strict=True, reason="open: the collector reads pod-template annotations admission never checks"
-)
 def test_an_unchecked_interval_does_not_silence_the_overdue_alert() -> None:
     overdue = eviction_collector.checkpoints_overdue(
         [_running_workload(SILENCER)],
@@ -80,9 +73,7 @@ def test_an_unchecked_interval_does_not_silence_the_overdue_alert() -> None:
         now=NOW,
         queue_prefix=names.NAMESPACE_PREFIX,
         queue_suffix=names.CLUSTER_QUEUE_SUFFIX,
-        interval_annotation=labels.CHECKPOINT_INTERVAL_ANNOTATION,
         last_checkpoint_annotation=labels.LAST_CHECKPOINT_ANNOTATION,
-        path_annotation=labels.CHECKPOINT_PATH_ANNOTATION,
         interval_env=labels.CHECKPOINT_INTERVAL_ENV,
         dir_env=labels.CHECKPOINT_DIR_ENV,
     )

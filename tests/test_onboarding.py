@@ -82,7 +82,10 @@ def test_research_onboarding_prints_what_a_member_needs(capsys: pytest.CaptureFi
     (experiment,) = [line for line in out.splitlines() if line.strip().startswith("experimentation-priority")]
     assert "interval at most 1h" in training and "borrows" in training
     assert "interval at most 30m" in experiment and "preemptible" in experiment
-    assert "hyperpod-tenancy.io/checkpoint-path: /fsx/research/checkpoints/onboarding-check/" in out
+    assert (
+        f"name: {labels.CHECKPOINT_DIR_ENV}" in out
+        and "value: /fsx/research/checkpoints/onboarding-check" in out
+    )
     assert "hyp create hyp-pytorch-job" in out and "--priority training-priority" in out
 
 
@@ -92,7 +95,7 @@ def test_inference_onboarding_needs_no_checkpoint(capsys: pytest.CaptureFixture[
     (line,) = [x for x in out.splitlines() if x.strip().startswith("inference-priority")]
     assert "no checkpoint required" in line
     assert "[profile shared-gpu-inference]" in out and "sso_role_name = Inference" in out
-    assert "checkpoint-path" not in out.split("# inference-job.yaml")[1]
+    assert labels.CHECKPOINT_DIR_ENV not in out.split("# inference-job.yaml")[1]
     assert labels.CHECKPOINT_DIR_ENV not in out.split("# inference-hyp.sh")[1]
 
 
@@ -237,8 +240,8 @@ def test_the_kubectl_job_fails_in_another_team(synth: Synth, team: str, other: s
 
 def test_a_sample_without_its_checkpoint_is_denied_where_the_team_must_checkpoint(synth: Synth) -> None:
     job = onboarding.kubectl_job(_facts(synth.platform, "research"))
-    del job["metadata"]["annotations"]
-    assert any("checkpoint-path" in m for m in ta.decide(synth, _stamped(job, "research")).denied)
+    del job["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert any(labels.CHECKPOINT_DIR_ENV in m for m in ta.decide(synth, _stamped(job, "research")).denied)
 
 
 def test_the_checkpoint_rule_printed_is_the_one_admission_applies(synth: Synth) -> None:
@@ -249,7 +252,7 @@ def test_the_checkpoint_rule_printed_is_the_one_admission_applies(synth: Synth) 
         facts = _facts(synth.platform, team.name)
         for rule in facts.classes:
             job = onboarding.kubectl_job(facts)
-            job["metadata"].pop("annotations", None)
+            job["spec"]["template"]["spec"]["containers"][0].pop("env", None)
             job["metadata"]["labels"][labels.PRIORITY_CLASS_LABEL] = rule.workload_priority_class
             decision = ta.decide(synth, _stamped(job, team.name), team=team.name)
             refused = any(o.policy == admission.CHECKPOINT_POLICY and o.failures for o in decision.outcomes)

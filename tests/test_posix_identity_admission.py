@@ -31,7 +31,7 @@ VISION_GID = ta.team_gid("vision")
 def _pod(spec: dict[str, Any], *, parent: dict[str, Any] | None = None) -> dict[str, Any]:
     if parent is not None:
         return ta.child("Pod", parent, spec=spec, labels=ta.kueue_labels())
-    return {
+    pod = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {
@@ -42,6 +42,7 @@ def _pod(spec: dict[str, Any], *, parent: dict[str, Any] | None = None) -> dict[
         },
         "spec": spec,
     }
+    return ta.place_checkpoint(pod, "research")
 
 
 def _posix_denials(synth: Synth, pod: dict[str, Any], **kwargs: Any) -> list[str]:

@@ -154,7 +154,7 @@ def screenshot(open_browser: Any, page: Path, png: Path) -> Any:
 
 
 #: Collects the layout the tests check (run in the page): every box of visible text, and the boxes of the
-#: team-name cells, the number cells and the chart's bars.
+#: team-name cells, the number cells, the charts' bars and the money chart's axis ticks.
 LAYOUT_JS = """() => {
   const hidden = new Set(['TITLE', 'STYLE', 'SCRIPT', 'HEAD']);
   const box = (r) => ({x: r.left, y: r.top, w: r.width, h: r.height});
@@ -163,7 +163,7 @@ LAYOUT_JS = """() => {
   for (let node = walker.nextNode(); node; node = walker.nextNode()) {
     const text = node.textContent.trim();
     const parent = node.parentElement;
-    if (!text || parent.closest('title, style, script')) continue;
+    if (!text || parent.closest('title, desc, style, script')) continue;
     if (hidden.has(parent.tagName.toUpperCase())) continue;
     let rects;
     if (parent instanceof SVGElement) {
@@ -206,9 +206,17 @@ LAYOUT_JS = """() => {
     labels: Array.from(g.querySelectorAll('text')).map((t) => t.textContent),
   }));
   const labels = document.querySelectorAll('svg.chart text.value').length;
+  const money = Array.from(document.querySelectorAll('svg.money g.amount')).map((g) => {
+    const rect = g.querySelector('rect');
+    return {kind: g.classList.contains('subtotal') ? 'subtotal' : 'team', name: g.dataset.name,
+            center: g.dataset.costCenter, label: g.querySelector('text.amount').textContent,
+            bar: rect ? box(rect.getBoundingClientRect()) : null};
+  });
+  const ticks = Array.from(document.querySelectorAll('svg.money text.tick')).map(
+    (t) => ({text: t.textContent, box: box(t.getBoundingClientRect())}));
   const ids = Array.from(document.querySelectorAll('[id]')).map((el) => el.id);
   const links = Array.from(document.querySelectorAll('a[href^="#"]')).map((a) => a.getAttribute('href'));
-  return {texts, teams, numbers, bars, labels, ids, links,
+  return {texts, teams, numbers, bars, labels, money, ticks, ids, links,
           scrollWidth: document.documentElement.scrollWidth, viewport: window.innerWidth};
 }"""
 

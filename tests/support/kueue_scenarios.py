@@ -30,7 +30,9 @@ from typing import Any
 
 from fairness_interpreters import KueueWorkloadSimulator, exceeds_capacity, insufficient_quota
 from kube_client import KubeClient, wait_until
+from tenant_admission import place_checkpoint
 
+from hyperpod_tenancy.k8s.labels import CHECKPOINT_DIR_ENV, CHECKPOINT_INTERVAL_ENV
 from hyperpod_tenancy.policy import Platform, names
 from hyperpod_tenancy.tools.tenancy_plan import TenancyPlan
 
@@ -314,7 +316,7 @@ def job_object(sub: Submission) -> dict[str, Any]:
     """The suspended workload a member submits for ``sub`` (queue and priority labels, checkpoint declaration)."""
     job = _batch_job(sub)
     if sub.kind == "Job":
-        return job
+        return place_checkpoint(job, sub.team)
     assert sub.kind == "PyTorchJob", sub.kind
     template = job["spec"]["template"]
     template["spec"]["restartPolicy"] = "OnFailure"
@@ -324,12 +326,13 @@ def job_object(sub: Submission) -> dict[str, Any]:
         return {"replicas": count, "restartPolicy": "OnFailure", "template": copy.deepcopy(template)}
 
     specs = {"Master": replicas(1), **({"Worker": replicas(sub.pods - 1)} if sub.pods > 1 else {})}
-    return {
+    pytorchjob = {
         "apiVersion": "kubeflow.org/v1",
         "kind": "PyTorchJob",
         "metadata": job["metadata"],
         "spec": {"runPolicy": {"suspend": True}, "pytorchReplicaSpecs": specs},
     }
+    return place_checkpoint(pytorchjob, sub.team)
 
 
 def _batch_job(sub: Submission) -> dict[str, Any]:
@@ -345,9 +348,10 @@ def _batch_job(sub: Submission) -> dict[str, Any]:
                 "kueue.x-k8s.io/queue-name": names.local_queue(sub.team),
                 "kueue.x-k8s.io/priority-class": names.workload_priority_class(sub.priority_class),
             },
+            # moved into the containers' environment by job_object (tenant_admission.place_checkpoint)
             "annotations": {
-                "hyperpod-tenancy.io/checkpoint-path": f"/fsx/{sub.team}/runs/{sub.name}/",
-                "hyperpod-tenancy.io/checkpoint-interval": "30m",
+                CHECKPOINT_DIR_ENV: f"/fsx/{sub.team}/runs/{sub.name}",
+                CHECKPOINT_INTERVAL_ENV: "30m",
             },
         },
         "spec": {
@@ -355,13 +359,7 @@ def _batch_job(sub: Submission) -> dict[str, Any]:
             "parallelism": sub.pods,
             "completions": sub.pods,
             "template": {
-                "metadata": {
-                    "annotations": {
-                        "hyperpod-tenancy.io/checkpoint-path": f"/fsx/{sub.team}/runs/{sub.name}/",
-                        "hyperpod-tenancy.io/checkpoint-interval": "30m",
-                        **RUNS_FOR_A_DAY,
-                    }
-                },
+                "metadata": {"annotations": dict(RUNS_FOR_A_DAY)},
                 "spec": {
                     "restartPolicy": "Never",
                     "containers": [

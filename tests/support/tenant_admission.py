@@ -18,7 +18,9 @@ from cel_admission import TEAM_MEMBER, AdmissionDecision, evaluate_policies
 from platforms import reference_platform
 from synth import Synth, manifests_in, resources_of
 
+from hyperpod_tenancy.k8s import labels as klabels
 from hyperpod_tenancy.k8s import workloads
+from hyperpod_tenancy.k8s.team_manifests import FSX_CLAIM_NAME
 from hyperpod_tenancy.policy import FairnessBackend, names
 
 #: ``request.userInfo`` of each controller, by description (the identities of the one table).
@@ -37,9 +39,14 @@ KUBERAY_OPERATOR = CONTROLLER["KubeRay operator"]
 KUEUE = CONTROLLER["Kueue"]
 MEMBER = dict(TEAM_MEMBER)
 
+#: The checkpoint declaration of the honest objects: where the job writes its checkpoints and how often, as the
+#: container environment variables admission, the eviction collector and the scanner read. Pass it as
+#: ``annotations=CHECKPOINT`` (or merged with other annotations) to a builder: every builder takes these two
+#: names out of the annotations and places them where a checkpoint is declared, in every container of every
+#: pod template, below a mount of the team FSx claim at ``/fsx/<team>`` (:func:`place_checkpoint`).
 CHECKPOINT = {
-    "hyperpod-tenancy.io/checkpoint-path": "/fsx/research/runs/exp-1/",
-    "hyperpod-tenancy.io/checkpoint-interval": "30m",
+    klabels.CHECKPOINT_DIR_ENV: "/fsx/research/runs/exp-1",
+    klabels.CHECKPOINT_INTERVAL_ENV: "30m",
 }
 GPU = {"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32"}
 IMAGE = "111122223333.dkr.ecr.us-east-1.amazonaws.com/train:1"
@@ -132,6 +139,62 @@ def kueue_labels(team: str = "research", priority: str = "training-priority") ->
     return {"kueue.x-k8s.io/queue-name": names.local_queue(team), "kueue.x-k8s.io/priority-class": priority}
 
 
+def pod_specs(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every PodSpec of a workload object, at the paths the workload table gives its kind."""
+    group = obj["apiVersion"].rpartition("/")[0]
+    (spec,) = [k for k in workloads.WORKLOAD_KINDS if k.kind == obj["kind"] and k.group == group]
+    found: list[dict[str, Any]] = []
+
+    def walk(node: Any, segments: list[str]) -> None:
+        if not segments:
+            if isinstance(node, dict):
+                found.append(node)
+            return
+        head, rest = segments[0], segments[1:]
+        field = head.removesuffix("[]").removesuffix("{}")
+        value = node.get(field) if isinstance(node, dict) else None
+        if value is None:
+            return
+        if head.endswith("[]"):
+            for item in value:
+                walk(item, rest)
+        elif head.endswith("{}"):
+            for item in value.values():
+                walk(item, rest)
+        else:
+            walk(value, rest)
+
+    for path in spec.pod_specs:
+        walk(obj, path.split("."))
+    return found
+
+
+def place_checkpoint(obj: dict[str, Any], team: str) -> dict[str, Any]:
+    """Move the :data:`CHECKPOINT` variables given among ``obj``'s annotations into its containers' environment.
+
+    Each container of each pod template gets them, with a writable mount of the team's FSx claim at
+    ``/fsx/<team>`` (the PodSpec gets the claim's volume), as ``hyp create hyp-pytorch-job --volume
+    name=fsx,type=pvc,mount_path=/fsx/<team>,claim_name=fsx --environment '{...}'`` renders them.
+    """
+    obj = copy.deepcopy(obj)
+    annotations = obj["metadata"].get("annotations") or {}
+    declared = {k: annotations.pop(k) for k in list(annotations) if k in CHECKPOINT}
+    if not declared:
+        return obj
+    for spec in pod_specs(obj):
+        volumes = spec.setdefault("volumes", [])
+        if not any(v.get("name") == FSX_CLAIM_NAME for v in volumes):
+            volumes.append({"name": FSX_CLAIM_NAME, "persistentVolumeClaim": {"claimName": FSX_CLAIM_NAME}})
+        for container in spec.get("containers", []):
+            env = container.setdefault("env", [])
+            env += [{"name": k, "value": v} for k, v in declared.items()]
+            mounts = container.setdefault("volumeMounts", [])
+            mount = {"name": FSX_CLAIM_NAME, "mountPath": names.fsx_directory(team)}
+            if mount not in mounts:
+                mounts.append(mount)
+    return obj
+
+
 def _meta(
     name: str, team: str, labels: dict[str, str] | None, annotations: dict[str, str] | None
 ) -> dict[str, Any]:
@@ -195,15 +258,18 @@ def job(
     name: str = "train",
 ) -> dict[str, Any]:
     """A batch/v1 Job as ``kubectl create -f`` sends it (Kubernetes Job API)."""
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": _meta(name, team, labels if labels is not None else kueue_labels(team), annotations),
-        "spec": {
-            "suspend": True,
-            "template": {"spec": spec if spec is not None else pod_spec(resources=GPU, team=team)},
+    return place_checkpoint(
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": _meta(name, team, labels if labels is not None else kueue_labels(team), annotations),
+            "spec": {
+                "suspend": True,
+                "template": {"spec": spec if spec is not None else pod_spec(resources=GPU, team=team)},
+            },
         },
-    }
+        team,
+    )
 
 
 def pytorchjob(team: str = "research", *, annotations: dict[str, str] | None = None) -> dict[str, Any]:
@@ -214,24 +280,32 @@ def pytorchjob(team: str = "research", *, annotations: dict[str, str] | None = N
         "restartPolicy": "OnFailure",
         "template": {"spec": pod_spec(resources=GPU, team=team)},
     }
-    return {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "PyTorchJob",
-        "metadata": _meta("pt", team, kueue_labels(team), annotations),
-        "spec": {"pytorchReplicaSpecs": {"Master": copy.deepcopy(replica), "Worker": copy.deepcopy(replica)}},
-    }
+    return place_checkpoint(
+        {
+            "apiVersion": "kubeflow.org/v1",
+            "kind": "PyTorchJob",
+            "metadata": _meta("pt", team, kueue_labels(team), annotations),
+            "spec": {
+                "pytorchReplicaSpecs": {"Master": copy.deepcopy(replica), "Worker": copy.deepcopy(replica)}
+            },
+        },
+        team,
+    )
 
 
 def mpijob(team: str = "research", *, annotations: dict[str, str] | None = None) -> dict[str, Any]:
     """A v2beta1 MPIJob (``charts/mpi-operator/templates/mpijob-crd.yaml``: ``spec.mpiReplicaSpecs``)."""
     launcher = {"replicas": 1, "template": {"spec": pod_spec(team=team)}}
     worker = {"replicas": 2, "template": {"spec": pod_spec(resources=GPU, team=team)}}
-    return {
-        "apiVersion": "kubeflow.org/v2beta1",
-        "kind": "MPIJob",
-        "metadata": _meta("mpi", team, kueue_labels(team), annotations),
-        "spec": {"slotsPerWorker": 8, "mpiReplicaSpecs": {"Launcher": launcher, "Worker": worker}},
-    }
+    return place_checkpoint(
+        {
+            "apiVersion": "kubeflow.org/v2beta1",
+            "kind": "MPIJob",
+            "metadata": _meta("mpi", team, kueue_labels(team), annotations),
+            "spec": {"slotsPerWorker": 8, "mpiReplicaSpecs": {"Launcher": launcher, "Worker": worker}},
+        },
+        team,
+    )
 
 
 def mpi_launcher(parent: dict[str, Any]) -> dict[str, Any]:
@@ -282,49 +356,61 @@ def hyperpod_pytorch_job(
             team,
         ),
     }
-    return {
-        "apiVersion": "sagemaker.amazonaws.com/v1",
-        "kind": "HyperPodPyTorchJob",
-        "metadata": meta,
-        "spec": {"nprocPerNode": "8", "replicaSpecs": [{"name": "pod", "replicas": 2, "template": template}]},
-    }
+    return place_checkpoint(
+        {
+            "apiVersion": "sagemaker.amazonaws.com/v1",
+            "kind": "HyperPodPyTorchJob",
+            "metadata": meta,
+            "spec": {
+                "nprocPerNode": "8",
+                "replicaSpecs": [{"name": "pod", "replicas": 2, "template": template}],
+            },
+        },
+        team,
+    )
 
 
 def raycluster(team: str = "research", *, annotations: dict[str, str] | None = None) -> dict[str, Any]:
     """A KubeRay ``ray.io/v1`` RayCluster (``spec.headGroupSpec.template``, ``spec.workerGroupSpecs[].template``)."""
-    return {
-        "apiVersion": "ray.io/v1",
-        "kind": "RayCluster",
-        "metadata": _meta("ray", team, kueue_labels(team), annotations),
-        "spec": {
-            "headGroupSpec": {"rayStartParams": {}, "template": {"spec": pod_spec(team=team)}},
-            "workerGroupSpecs": [
-                {
-                    "groupName": "gpu",
-                    "replicas": 2,
-                    "rayStartParams": {},
-                    "template": {"spec": pod_spec(resources=GPU, team=team)},
-                }
-            ],
+    return place_checkpoint(
+        {
+            "apiVersion": "ray.io/v1",
+            "kind": "RayCluster",
+            "metadata": _meta("ray", team, kueue_labels(team), annotations),
+            "spec": {
+                "headGroupSpec": {"rayStartParams": {}, "template": {"spec": pod_spec(team=team)}},
+                "workerGroupSpecs": [
+                    {
+                        "groupName": "gpu",
+                        "replicas": 2,
+                        "rayStartParams": {},
+                        "template": {"spec": pod_spec(resources=GPU, team=team)},
+                    }
+                ],
+            },
         },
-    }
+        team,
+    )
 
 
 def deployment(team: str = "inference", *, annotations: dict[str, str] | None = None) -> dict[str, Any]:
     """An inference Deployment (``apps/v1``) with the team's queue and class on the object."""
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": _meta("llm", team, kueue_labels(team, "inference-priority"), annotations),
-        "spec": {
-            "replicas": 2,
-            "selector": {"matchLabels": {"app": "llm"}},
-            "template": {
-                "metadata": {"labels": {"app": "llm"}},
-                "spec": pod_spec(resources={"nvidia.com/gpu": "4"}, team=team),
+    return place_checkpoint(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": _meta("llm", team, kueue_labels(team, "inference-priority"), annotations),
+            "spec": {
+                "replicas": 2,
+                "selector": {"matchLabels": {"app": "llm"}},
+                "template": {
+                    "metadata": {"labels": {"app": "llm"}},
+                    "spec": pod_spec(resources={"nvidia.com/gpu": "4"}, team=team),
+                },
             },
         },
-    }
+        team,
+    )
 
 
 def child(

@@ -7,10 +7,12 @@ money to cents, GPU-hours to thousandths and prices to ten-thousandths of a doll
 numbers with exactly those digits. The renderings for people (Markdown, HTML) print GPU-hours to one decimal
 and money to cents, both with thousands separators (``1,234,567.89``), right-aligned in their tables.
 
-The HTML report is one self-contained page: a summary box (the billing rule and the reconciliation), a legend
-that says what each series means, and per instance type an inline SVG chart (guaranteed, borrowed, lent, idle
-and lost GPU-hours per team, one column per series, one row per team, drawn in pure Python because the Lambda
-has no plotting library) above its table. A bar is drawn and labelled only where its value is not zero at one
+The HTML report is one self-contained page: a summary box (the billing rule and the reconciliation), a chart
+of what each team is billed (a bar per team on an axis in USD, grouped by cost center, with a subtotal bar per
+cost center of more than one row) above the per-team and per-cost-center tables, a legend that says what each
+GPU-hour series means, and per instance type an inline SVG chart (guaranteed, borrowed, lent, idle and lost
+GPU-hours per team, one column per series, one row per team) above its table. The charts are drawn in pure
+Python because the Lambda has no plotting library. A bar is drawn and labelled only where its value is not zero at one
 decimal; every label has room of its own, so no two texts overlap. Notes link to the rows they explain and
 back.
 """
@@ -25,7 +27,7 @@ import io
 import json
 import re
 from collections.abc import Container, Iterable, Sequence
-from decimal import ROUND_HALF_EVEN, Decimal
+from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, Decimal
 
 from .model import (
     IDLE_ROW,
@@ -885,6 +887,156 @@ def _chart(instance_type: str, rows: Sequence[TeamCharge]) -> str:
     return "\n".join(parts)
 
 
+def _dollars(value: Decimal) -> str:
+    """Money in the charts: the currency sign, cents, thousands separators (``$1,234.56``, ``-$15.00``)."""
+    text = _usd(value)
+    return f"-${text[1:]}" if text.startswith("-") else f"${text}"
+
+
+def _tick_label(value: Decimal) -> str:
+    """Write an axis tick in dollars: whole dollars when the tick is whole (``$50,000``), else cents."""
+    return _dollars(value) if value != value.to_integral_value() else _dollars(value).removesuffix(".00")
+
+
+def _ticks(low: Decimal, high: Decimal, room: float, widest: float) -> list[Decimal]:
+    """Return evenly spaced round ticks (1, 2, 2.5 or 5 times a power of ten) spanning ``low`` to ``high``.
+
+    As many as fit ``room`` px with labels ``widest`` px wide apart, at most six intervals.
+    """
+    power = Decimal(10) ** ((high - low).adjusted() - 1)
+    for step in (m * power * 10**k for k in range(3) for m in (1, 2, Decimal("2.5"), 5)):
+        first = (low / step).to_integral_value(rounding=ROUND_FLOOR) * step
+        last = (high / step).to_integral_value(rounding=ROUND_CEILING) * step
+        count = int((last - first) / step)
+        if count <= 6 and room / count >= widest + 12:
+            return [first + step * i for i in range(count + 1)]
+    return [low, high]
+
+
+#: The money chart's bar colours (distinct from the GPU-hour series) and its key's labels.
+_TEAM_FILL, _SUBTOTAL_FILL = "#76b7b2", "#2f6b66"
+_TEAM_KEY, _SUBTOTAL_KEY = "billed to the team (USD)", "cost center subtotal (USD)"
+#: How much wider bold text is than regular, at most (DejaVu Sans Bold).
+_BOLD = 1.15
+
+
+def _money_rows(report: Report) -> list[tuple[str, str, str, Decimal]]:
+    """Return the money chart's rows grouped by cost center: (kind, name, cost center, amount).
+
+    A subtotal follows the rows of a cost center that has more than one.
+    """
+    subtotal = dict(_cost_center_totals(report))
+    rows: list[tuple[str, str, str, Decimal]] = []
+    for center in sorted(subtotal):
+        members = [(team, total) for team, c, total in _team_totals(report) if c == center]
+        rows += [("team", team, center, total) for team, total in members]
+        if len(members) > 1:
+            rows.append(("subtotal", "subtotal", center, subtotal[center]))
+    return rows
+
+
+def _money_key(left: float, subtotals: bool) -> list[str]:
+    """Draw the money chart's key in its header row, from ``left``: the colour of each kind of bar drawn."""
+    parts, x = [], left
+    for text, fill in ((_TEAM_KEY, _TEAM_FILL), (_SUBTOTAL_KEY, _SUBTOTAL_FILL))[: 2 if subtotals else 1]:
+        parts.append(
+            f'<g class="key"><rect x="{x}" y="6" width="{_FONT - 2}" height="{_FONT - 2}" fill="{fill}"/>'
+            f'<text x="{x + _FONT + 2}" y="{6 + _FONT - 2}">{_e(text)}</text></g>'
+        )
+        x = round(x + _FONT + 2 + _width(text) + 16, 1)
+    return parts
+
+
+def _money_chart(report: Report, ids: _Ids) -> str:
+    """Draw what each team is billed in USD, grouped by cost center, on one axis in dollars.
+
+    A bar runs from zero to each amount, its figure beside it; a cost center's subtotal is under its teams.
+    """
+    rows = _money_rows(report)
+    amounts = [amount for _, _, _, amount in rows]
+    labels = [_dollars(a) for a in amounts]
+    low, high = min([Decimal(0), *amounts]), max([Decimal(0), *amounts])
+    if low == high:
+        high = Decimal(1)
+    bold = [_BOLD if kind == "subtotal" else 1.0 for kind, _, _, _ in rows]
+    centers_w = max([_width("cost center"), *(_width(c) for _, _, c, _ in rows)])
+    names_w = max([_width("team"), *(_width(n) * b for (_, n, _, _), b in zip(rows, bold, strict=True))])
+    label_w = max(_width(t) * b for t, b in zip(labels, bold, strict=True))
+    names_x = round(4 + centers_w + 12, 1)
+    left = round(names_x + names_w + 12 + (label_w + 4 if low < 0 else 0), 1)
+    track = min(max(_CHART_W - left - label_w - 8, 2 * _TRACK_MAX), 3 * _TRACK_MAX)
+    widest = max(_width(_tick_label(v)) for v in (low, high)) + _width("$0")
+    ticks = _ticks(low, high, track, widest)
+    scale = track / float(ticks[-1] - ticks[0])
+
+    def x(value: Decimal) -> float:
+        return round(left + float(value - ticks[0]) * scale, 1)
+
+    axis_y = _HEAD + len(rows) * _ROW + 4
+    height = axis_y + 2 * _FONT + 28
+    width = round(max(left + track + 4 + label_w, left + track + widest / 2) + 8, 1)
+    title_id, desc_id = ids("money", "title"), ids("money", "desc")
+    title = "Billed per team and cost center (USD)"
+    total = sum((total for _, _, total in _team_totals(report)), Decimal(0))
+    desc = (
+        f"{report.month}, cluster {report.cluster}: one bar per team from zero to what it is billed in USD, the "
+        "figures of the Per team table, grouped by cost center; a cost center of more than one row has a "
+        f"subtotal bar under its rows. The bars add up to the {_dollars(total)} the rows charge."
+    )
+    parts = [
+        f'<svg class="chart money" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-labelledby="{title_id} {desc_id}" font-size="{_FONT}">',
+        f'<title id="{title_id}">{_e(title)}</title>',
+        f'<desc id="{desc_id}">{_e(desc)}</desc>',
+        f'<text class="head" x="4" y="{6 + _FONT - 2}">cost center</text>',
+        f'<text class="head" x="{names_x}" y="{6 + _FONT - 2}">team</text>',
+    ]
+    parts += _money_key(left, any(kind == "subtotal" for kind, _, _, _ in rows))
+    grid = [
+        f'<line x1="{x(v)}" y1="{_HEAD - 2}" x2="{x(v)}" y2="{axis_y}" stroke="{"#888" if v == 0 else "#e3e3e3"}"/>'
+        for v in ticks
+    ]
+    parts.append('<g class="grid">' + "".join(grid) + "</g>")
+    previous = None
+    for j, ((kind, name, center, amount), label) in enumerate(zip(rows, labels, strict=True)):
+        top = _HEAD + j * _ROW
+        base = top + (_ROW + _FONT) // 2 - 2
+        if center != previous:
+            if previous is not None:
+                parts.append(f'<line x1="4" y1="{top}" x2="{width - 4}" y2="{top}" stroke="#ccc"/>')
+            parts.append(f'<text class="center" x="4" y="{base}">{_e(center)}</text>')
+            previous = center
+        weight = ' font-weight="bold"' if kind == "subtotal" else ""
+        fill = _SUBTOTAL_FILL if kind == "subtotal" else _TEAM_FILL
+        start, end = sorted((x(Decimal(0)), x(amount)))
+        what = f"cost center {center} subtotal" if kind == "subtotal" else f"{name} (cost center {center})"
+        bar = (
+            f'<rect x="{start}" y="{top + (_ROW - _BAR) // 2}" width="{round(end - start, 1)}" height="{_BAR}" '
+            f'fill="{fill}"><title>{_e(what)}: {label}</title></rect>'
+            if end > start
+            else ""
+        )
+        at, anchor = (end + 4, "start") if amount >= 0 else (start - 4, "end")
+        parts.append(
+            f'<g class="amount {kind}" data-name="{_e(name)}" data-cost-center="{_e(center)}">'
+            f'<text class="name" x="{names_x}" y="{base}"{weight}>{_e(name)}</text>{bar}'
+            f'<text class="amount" x="{round(at, 1)}" y="{base}" text-anchor="{anchor}"{weight}>{label}</text></g>'
+        )
+    axis = [
+        f'<line x1="{left}" y1="{axis_y}" x2="{x(ticks[-1])}" y2="{axis_y}" stroke="#444"/>',
+        *(
+            f'<line x1="{x(v)}" y1="{axis_y}" x2="{x(v)}" y2="{axis_y + 4}" stroke="#444"/>'
+            f'<text class="tick" x="{x(v)}" y="{axis_y + 6 + _FONT}" text-anchor="middle">{_tick_label(v)}</text>'
+            for v in ticks
+        ),
+        f'<text class="axis-title" x="{round(left + track / 2, 1)}" y="{axis_y + 2 * _FONT + 18}" '
+        'text-anchor="middle">billed amount (USD)</text>',
+    ]
+    parts.append('<g class="axis">' + "".join(axis) + "</g>")
+    parts.append("</svg>")
+    return "\n".join(parts)
+
+
 def _legend(report: Report) -> list[str]:
     """Say what each series of the charts (and each GPU-hour column of the tables) means."""
     if report.idle_owner == SHARED:
@@ -1007,6 +1159,8 @@ def _html_totals(report: Report, ids: _Ids) -> list[str]:
     lines: list[str] = []
     totals = _team_totals(report)
     use = _use_of_guarantee(report)
+    lines.append('<h2 id="billed">Billed per team and cost center</h2>')
+    lines.append(_money_chart(report, ids))
     lines.append("<h2>Per team</h2>")
     lines += _html_table(
         ["team", "cost center", "used of guarantee", "total (USD)"],

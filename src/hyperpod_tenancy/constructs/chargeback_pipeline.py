@@ -213,6 +213,7 @@ EVICTION_COLLECTOR_HANDLER = "hyperpod_tenancy.runtime.eviction_collector.handle
 #: The runtime modules of the eviction collector's asset: the handler and the ones it imports.
 EVICTION_COLLECTOR_MODULES = (
     "eviction_collector.py",
+    "checkpoint_scanner.py",
     "kube_api.py",
     "preemption_notice.py",
     "remote_write.py",
@@ -376,8 +377,9 @@ def checkpoint_rule(cluster: str, team: str) -> dict[str, Any]:
 
     It reads the series :data:`CHECKPOINTS_OVERDUE_SERIES`, which the eviction collector writes to the workspace
     (Prometheus remote write, :mod:`hyperpod_tenancy.runtime.remote_write`) every 5 minutes for every team:
-    the team's admitted workloads, while its ClusterQueue borrows, that declare a checkpoint directory and have
-    not written it within their declared interval plus one scan of the team's checkpoint scanner
+    the team's admitted workloads, while its ClusterQueue borrows, that have not written their declared checkpoint
+    directory within their declared interval plus one scan of the team's checkpoint scanner, or that declare none
+    in their containers' environment and were admitted more than one scan ago
     (:func:`hyperpod_tenancy.runtime.eviction_collector.checkpoints_overdue`). Kueue has no checkpoint metric: the
     signal comes from the file system, through the in-cluster scanner's Workload annotation. The rule fires when
     every sample of the last :data:`_OVERDUE_WINDOW` is at least 1 (two runs in a row: one late scan does not page
@@ -397,7 +399,7 @@ def checkpoint_rule(cluster: str, team: str) -> dict[str, Any]:
             "summary": f'{{{{ $value | printf "%.0f" }}}} workloads of team {team} on borrowed capacity have not '
             "written their checkpoint directory within their declared interval.",
             "description": "A reclaim of the borrowed capacity now would lose more than the declared interval. "
-            "Check the job's checkpointing (its hyperpod-tenancy.io/checkpoint-path and the "
+            f"Check the job's checkpointing (its {labels.CHECKPOINT_DIR_ENV} and the "
             "hyperpod-tenancy.io/last-checkpoint annotation of its Workload) and the team's checkpoint scanner "
             "CronJob.",
         },
@@ -1540,12 +1542,11 @@ class ChargebackPipeline(Construct):
                 "BUCKET": self.bucket.bucket_name,
                 "PREFIX": f"{_RAW}eviction/",
                 "LOOKBACK_MINUTES": "15",
-                "CHECKPOINT_INTERVAL_ANNOTATION": labels.CHECKPOINT_INTERVAL_ANNOTATION,
+                # the one checkpoint declaration: variables of the pod templates' main containers
                 "CHECKPOINT_INTERVAL_ENV": labels.CHECKPOINT_INTERVAL_ENV,
+                "CHECKPOINT_DIR_ENV": labels.CHECKPOINT_DIR_ENV,
                 # the team checkpoint scanners' annotation (measured preemption loss, CheckpointsOverdue gauge)
                 "LAST_CHECKPOINT_ANNOTATION": labels.LAST_CHECKPOINT_ANNOTATION,
-                "CHECKPOINT_PATH_ANNOTATION": labels.CHECKPOINT_PATH_ANNOTATION,
-                "CHECKPOINT_DIR_ENV": labels.CHECKPOINT_DIR_ENV,
                 # the teams' live GPU gauges (in use, borrowed, guarantee, ceiling) for their dashboards
                 "GAUGE_NAMESPACE": METRIC_NAMESPACE,
                 "TEAM_QUEUE_PREFIX": names.NAMESPACE_PREFIX,

@@ -156,14 +156,6 @@ def _label(key: str) -> str:
     return f"object.metadata.labels[{_q(key)}]"
 
 
-def _annotation_set(key: str) -> str:
-    return f"(has(object.metadata.annotations) && {_q(key)} in object.metadata.annotations)"
-
-
-def _annotation(key: str) -> str:
-    return f"object.metadata.annotations[{_q(key)}]"
-
-
 def _namespace_label_set(key: str) -> str:
     return f"(has(namespaceObject.metadata.labels) && {_q(key)} in namespaceObject.metadata.labels)"
 
@@ -430,14 +422,6 @@ def _env_declares(spec: str) -> str:
     return f"(has({spec}.containers) && {spec}.containers.exists(c, {_env_sets('c', labels.CHECKPOINT_DIR_ENV)}))"
 
 
-def _env_uses(spec: str) -> str:
-    """CEL: a main container of PodSpec ``spec`` sets either checkpoint variable."""
-    either = (
-        f"({_env_sets('c', labels.CHECKPOINT_DIR_ENV)} || {_env_sets('c', labels.CHECKPOINT_INTERVAL_ENV)})"
-    )
-    return f"(has({spec}.containers) && {spec}.containers.exists(c, {either}))"
-
-
 def _every_container(check: Callable[[str, str], str]) -> Callable[[str], str]:
     """Return a PodSpec check applying ``check(spec, container)`` to every main container with an environment."""
 
@@ -467,25 +451,23 @@ def _on_team_claim(spec: str, container: str, path: str) -> str:
 
 
 def _checkpoint_validations(platform: Platform) -> list[dict[str, str]]:
-    """Return the checkpoint policy's validations: one declaration, by annotations or by container environment.
+    """Return the checkpoint policy's validations of work that can be preempted: one declaration, in containers.
 
-    The annotations (:data:`~hyperpod_tenancy.k8s.labels.CHECKPOINT_PATH_ANNOTATION`, ``…-interval``) are the
-    declaration of ``kubectl`` and Kubeflow manifests. The HyperPod CLI cannot set annotations on a job (its
-    template ``hyperpod_pytorch_job_template/v1_1/model.py`` ``to_domain`` sets only the Kueue topology
-    annotations) but sets the environment and volumes of the job's one container, so the same declaration is
-    accepted as container environment variables (:data:`~hyperpod_tenancy.k8s.labels.CHECKPOINT_DIR_ENV`,
-    :data:`~hyperpod_tenancy.k8s.labels.CHECKPOINT_INTERVAL_ENV`), read only from main containers (init and
-    ephemeral containers do not train). An environment declaration must be about where the job writes: a
-    literal value (``valueFrom`` is invisible at admission), at or below a writable mount of the team's FSx
-    claim *in the same container* (:func:`_on_team_claim`), without ``..``, with an interval in the same
-    container, bounded like the annotation. At least one main container of the workload declares (a sidecar
-    need not), every container that sets one variable sets both, and a workload declares by annotations or by
-    environment, never both (two declarations could disagree, and the bound would be checked on the one the
-    job does not use).
+    The declaration is where ``hyp create hyp-pytorch-job`` puts it, the only place that client can: its
+    ``--environment`` becomes the env of the job's one container and ``--volume`` its volumes and mounts
+    (HyperPod CLI 3.12 template ``hyperpod_pytorch_job_template/v1_1/model.py`` ``to_domain``, which sets no
+    annotation but the Kueue topology ones), and every other client can set a container's environment too.
+    :data:`~hyperpod_tenancy.k8s.labels.CHECKPOINT_DIR_ENV` and
+    :data:`~hyperpod_tenancy.k8s.labels.CHECKPOINT_INTERVAL_ENV` are read only from main containers (init and
+    ephemeral containers do not train) and must be about where the job writes: a literal value (``valueFrom``
+    is invisible at admission), at or below a writable mount of the team's FSx claim *in the same container*
+    (:func:`_on_team_claim`), without ``..``, with an interval in the same container no longer than the class's
+    ``maxCheckpointInterval``. At least one main container of the workload declares (a sidecar need not), and
+    every container that sets one variable sets both. The eviction collector, the overdue-checkpoint alert and
+    the checkpoint scanner read exactly these variables of the pod templates Kueue copies into the Workload
+    (``hyperpod_tenancy.runtime.checkpoint_scanner.declarations``), so what is bounded here is what they read.
     """
     pc = labels.PRIORITY_CLASS_LABEL
-    path = labels.CHECKPOINT_PATH_ANNOTATION
-    interval = labels.CHECKPOINT_INTERVAL_ANNOTATION
     dir_env = labels.CHECKPOINT_DIR_ENV
     interval_env = labels.CHECKPOINT_INTERVAL_ENV
     team = labels.TEAM_LABEL
@@ -508,92 +490,23 @@ def _checkpoint_validations(platform: Platform) -> list[dict[str, str]]:
         + "}"
     )
     maxima = "{" + ", ".join(f"{_q(n)}: {_q(c.max_checkpoint_interval)}" for n, c in bounds.items()) + "}"
-    bounded = (
-        f"({_annotation_set(interval)} && {_annotation(interval)}.matches({_q(CHECKPOINT_INTERVAL_PATTERN)}) && "
-        f"{_label_set(pc)} && {_label(pc)} in {regexes})"
-    )
     env_declared = _for_some_pod_spec(_env_declares)
-    env_used = _for_some_pod_spec(_env_uses)
-    annotations_used = f"({_annotation_set(path)} || {_annotation_set(interval)})"
     class_bounded = f"({_label_set(pc)} && {_label(pc)} in {regexes})"
-    env_hint = (
-        f"or, where only the container environment can be set (hyp create hyp-pytorch-job), mount the team FSx "
-        f"claim and set {dir_env} and {interval_env} in the container: --volume name={FSX_CLAIM_NAME},type=pvc,"
-        f"mount_path={FSX_ROOT}"
-    )
     return [
         {
-            "expression": f"{_annotation_set(path)} || {env_declared}",
+            "expression": env_declared,
             "messageExpression": (
-                f"{why} + ': the work can be preempted, so it must checkpoint. "
-                f"Add annotation {path}: {FSX_ROOT}' + {team_or_placeholder} + '/<job>/ (where the job writes "
-                f"its checkpoints) and {interval}, {env_hint}' + {team_or_placeholder} + ',claim_name="
-                f'{FSX_CLAIM_NAME} and --environment with {{"{dir_env}": "{FSX_ROOT}\' + {team_or_placeholder} + '
-                f'\'/<job>", "{interval_env}": "30m"}} (docs/submitting-work.md).\''
+                f"{why} + ': the work can be preempted, so it must checkpoint. Declare where and how often in "
+                f"the environment of the training container, below its mount of the team FSx claim "
+                f"{FSX_CLAIM_NAME}: {dir_env}={FSX_ROOT}' + {team_or_placeholder} + '/<job> and {interval_env}=30m "
+                f"(with hyp: --volume name={FSX_CLAIM_NAME},type=pvc,mount_path={FSX_ROOT}' + {team_or_placeholder} "
+                f'+ \',claim_name={FSX_CLAIM_NAME} and --environment with {{"{dir_env}": "{FSX_ROOT}\' + '
+                f'{team_or_placeholder} + \'/<job>", "{interval_env}": "30m"}}; docs/submitting-work.md).\''
             ),
             "message": (
-                f"work that can be preempted must declare annotation {path} with its checkpoint "
-                f"directory under {FSX_ROOT}<team>/ (or container environment variables {dir_env} and "
-                f"{interval_env})."
-            ),
-            "reason": "Invalid",
-        },
-        {
-            "expression": (
-                f"!{_annotation_set(path)} || ({_namespace_label_set(team)} && "
-                f"{_annotation(path)}.startsWith({_q(FSX_ROOT)} + {_namespace_label(team)} + '/') && "
-                f"!{_annotation(path)}.matches({_q(_PARENT_SEGMENT)}))"
-            ),
-            "messageExpression": (
-                f"'checkpoint path ' + {_annotation(path)} + ' must be inside the team directory "
-                f"{FSX_ROOT}' + {team_or_placeholder} + '/ (without ..): other teams cannot read or keep it.'"
-            ),
-            "message": f"annotation {path} must be a path under {FSX_ROOT}<team>/ without '..'.",
-            "reason": "Forbidden",
-        },
-        {
-            "expression": f"{_annotation_set(interval)} || (!{_annotation_set(path)} && {env_declared})",
-            "messageExpression": (
-                f"{why} + ': the work can be preempted, so it must declare "
-                f"annotation {interval} (how often it checkpoints, e.g. 30m or 1h).'"
-            ),
-            "message": (
-                f"work that can be preempted must declare annotation {interval} (how often it "
-                "checkpoints, e.g. 30m or 1h)."
-            ),
-            "reason": "Invalid",
-        },
-        {
-            "expression": (
-                f"!{_annotation_set(interval)} || "
-                f"{_annotation(interval)}.matches({_q(CHECKPOINT_INTERVAL_PATTERN)})"
-            ),
-            "messageExpression": (
-                f"'annotation {interval} ' + {_annotation(interval)} + ' is not a number of minutes or hours "
-                "such as 30m or 1h.'"
-            ),
-            "message": f"annotation {interval} must look like 30m or 1h.",
-            "reason": "Invalid",
-        },
-        {
-            "expression": f"!{bounded} || {_annotation(interval)}.matches({regexes}[{_label(pc)}])",
-            "messageExpression": (
-                f"'annotation {interval} ' + {_annotation(interval)} + ' is longer than ' + "
-                f"{maxima}[{_label(pc)}] + ', the longest checkpoint interval of priority class ' + "
-                f"{_label(pc)} + ' (scheduling.priorityClasses[].maxCheckpointInterval): an eviction would "
-                "throw away more GPU time than the platform allows. Checkpoint more often.'"
-            ),
-            "message": (
-                f"annotation {interval} is longer than the maxCheckpointInterval of the workload's priority class."
-            ),
-            "reason": "Forbidden",
-        },
-        {
-            "expression": f"!({annotations_used} && {env_used})",
-            "message": (
-                f"declare the checkpoint once: either the annotations {path} and {interval}, or the container "
-                f"environment variables {dir_env} and {interval_env}, not both: two declarations can disagree, "
-                "and the platform would bound one while the job uses the other. Remove one of them."
+                f"work that can be preempted must declare its checkpoint in a container's environment: "
+                f"{dir_env} (a directory below the container's mount of the team FSx claim {FSX_CLAIM_NAME}) and "
+                f"{interval_env} (e.g. 30m)."
             ),
             "reason": "Invalid",
         },
@@ -660,6 +573,63 @@ def _checkpoint_validations(platform: Platform) -> list[dict[str, str]]:
                 "priority class."
             ),
             "reason": "Forbidden",
+        },
+    ]
+
+
+#: Annotations that once declared a checkpoint on the workload or its pod templates; nothing reads them.
+CHECKPOINT_ANNOTATIONS = (labels.CHECKPOINT_PATH_ANNOTATION, labels.CHECKPOINT_INTERVAL_ANNOTATION)
+
+
+def _no_checkpoint_annotation(metadata: str) -> str:
+    """CEL: the metadata at ``metadata`` carries none of :data:`CHECKPOINT_ANNOTATIONS`."""
+    keys = _cel_list(list(CHECKPOINT_ANNOTATIONS))
+    return f"(!has({metadata}.annotations) || !{keys}.exists(k, k in {metadata}.annotations))"
+
+
+def _for_every_pod_template(check: Callable[[str], str]) -> str:
+    """CEL: ``check`` holds for the metadata of every pod template of the workload under review."""
+    return " && ".join(
+        f"(!{_is_resource(kind)} || ("
+        + " && ".join(_walk("object", [*p.split(".")[:-1], "metadata"], check) for p in kind.pod_specs)
+        + "))"
+        for kind in WORKLOAD_RESOURCES
+        if kind.pod_specs and all(p.endswith(".spec") for p in kind.pod_specs)
+    )
+
+
+def _checkpoint_annotation_validations() -> list[dict[str, str]]:
+    """Refuse the checkpoint annotations on the workload and its pod templates, whether or not it must checkpoint.
+
+    A checkpoint is declared once, in the containers' environment (:func:`_checkpoint_validations`). An
+    annotation beside it would be a second declaration that nothing checks and nothing reads (a pod template's
+    ``checkpoint-interval: 9999h`` once silenced the overdue-checkpoint alert); refusing it tells the team
+    where the declaration went instead of leaving them to believe they declared one.
+    """
+    listed = " and ".join(CHECKPOINT_ANNOTATIONS)
+    fix = (
+        f"Remove it, and declare the checkpoint in the training container's environment instead: "
+        f"{labels.CHECKPOINT_DIR_ENV} (a directory below the container's mount of the team FSx claim "
+        f"{FSX_CLAIM_NAME}) and {labels.CHECKPOINT_INTERVAL_ENV} (e.g. 30m), as hyp --environment does "
+        "(docs/submitting-work.md)."
+    )
+    return [
+        {
+            "expression": _no_checkpoint_annotation("object.metadata"),
+            "message": (
+                f"the annotations {listed} no longer declare a checkpoint and are refused on a workload: "
+                f"nothing reads them. {fix}"
+            ),
+            "reason": "Invalid",
+        },
+        {
+            "expression": _for_every_pod_template(_no_checkpoint_annotation),
+            "message": (
+                f"the annotations {listed} are refused on a pod template: a checkpoint is declared once, in the "
+                f"containers' environment, where admission bounds it and the overdue-checkpoint alert reads it. "
+                f"{fix}"
+            ),
+            "reason": "Invalid",
         },
     ]
 
@@ -907,8 +877,11 @@ def admission_policies(platform: Platform) -> list[dict[str, Any]]:
             # whether the work can be preempted reads the namespace: the API server gives match conditions no
             # namespaceObject (an error there refuses the request), so each validation holds it instead
             validations=[
-                {**v, "expression": f"!({_needs_checkpoint(platform)}) || ({v['expression']})"}
-                for v in _checkpoint_validations(platform)
+                *_checkpoint_annotation_validations(),
+                *(
+                    {**v, "expression": f"!({_needs_checkpoint(platform)}) || ({v['expression']})"}
+                    for v in _checkpoint_validations(platform)
+                ),
             ],
         ),
         vap.policy_binding(CHECKPOINT_POLICY, [checkpoint_action]),

@@ -55,9 +55,10 @@ POSIX_GID_ANNOTATION = POSIX_GID_LABEL
 WEBHOOK_CONFIG_HASH_ANNOTATION = "hyperpod-tenancy.io/config-sha256"
 #: ``reportingController`` of the Events the POSIX identity webhook records (a break-glass use).
 WEBHOOK_REPORTING_CONTROLLER = "hyperpod-tenancy.io/posix-identity-webhook"
-#: Job/pod annotation naming the checkpoint directory (must be under ``/fsx/<team>/``).
+#: Former annotation naming the checkpoint directory; refused on a workload and its pod templates (the checkpoint
+#: is declared once, by :data:`CHECKPOINT_DIR_ENV` and :data:`CHECKPOINT_INTERVAL_ENV`).
 CHECKPOINT_PATH_ANNOTATION = "hyperpod-tenancy.io/checkpoint-path"
-#: Job/pod annotation with the checkpoint interval, e.g. ``30m`` or ``1h``.
+#: Former annotation with the checkpoint interval; refused like :data:`CHECKPOINT_PATH_ANNOTATION`.
 CHECKPOINT_INTERVAL_ANNOTATION = "hyperpod-tenancy.io/checkpoint-interval"
 #: Workload annotation the team's checkpoint scanner writes (:mod:`hyperpod_tenancy.runtime.checkpoint_scanner`):
 #: the newest modification time under the workload's checkpoint directory, RFC 3339 UTC
@@ -78,13 +79,14 @@ TEAM_SHARED_LABEL = "hyperpod-tenancy.io/team-shared"
 PROBE_LABEL = "hyperpod-tenancy.io/probe"
 #: Label of a probe pod saying which part of the run it is (``server``, ``client``); the probe Service selects it.
 PROBE_ROLE_LABEL = "hyperpod-tenancy.io/probe-role"
-#: Container environment variable naming the checkpoint directory: the same declaration as
-#: :data:`CHECKPOINT_PATH_ANNOTATION`, for clients that can set a container's environment but not the
-#: workload's annotations (``hyp create hyp-pytorch-job --environment``). A path *in the container*, under a
-#: writable mount of the team's FSx claim in that same container.
+#: Container environment variable naming the checkpoint directory: with :data:`CHECKPOINT_INTERVAL_ENV`, the one
+#: checkpoint declaration, where ``hyp create hyp-pytorch-job --environment`` puts it and every client can set it.
+#: A path *in the container*, under a writable mount of the team's FSx claim in that same container. Admission
+#: bounds it; the eviction collector and the scanner read it through
+#: :func:`hyperpod_tenancy.runtime.checkpoint_scanner.declarations`.
 CHECKPOINT_DIR_ENV = "HYPERPOD_TENANCY_CHECKPOINT_DIR"
-#: Container environment variable with the checkpoint interval (the value rules of
-#: :data:`CHECKPOINT_INTERVAL_ANNOTATION`).
+#: Container environment variable with the checkpoint interval: ``<n>m`` or ``<n>h``, at most the class's
+#: ``maxCheckpointInterval``.
 CHECKPOINT_INTERVAL_ENV = "HYPERPOD_TENANCY_CHECKPOINT_INTERVAL"
 #: Kueue label every job must carry: the team's LocalQueue (:func:`~hyperpod_tenancy.policy.names.local_queue`).
 QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"

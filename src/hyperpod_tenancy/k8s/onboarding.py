@@ -325,9 +325,9 @@ def _sample_command(facts: OnboardingFacts) -> list[str]:
 def kubectl_job(facts: OnboardingFacts) -> dict[str, Any]:
     """Return the sample ``batch/v1`` Job a member applies with ``kubectl apply -f``.
 
-    It carries the team's LocalQueue and its highest priority class, the checkpoint annotations when that class
-    requires them in this team, and the team's FSx claim mounted at ``/fsx/<team>`` (so paths in the container
-    are the paths on FSx). What the POSIX identity webhook adds (UID, GID, home directory) is not written here.
+    It carries the team's LocalQueue and its highest priority class, the team's FSx claim mounted at
+    ``/fsx/<team>`` (so paths in the container are the paths on FSx) and, when that class requires a checkpoint
+    in this team, its declaration in the container's environment, as :func:`hyp_command` makes it. What the POSIX identity webhook adds (UID, GID, home directory) is not written here.
     """
     rule = facts.sample_class
     metadata: dict[str, Any] = {
@@ -338,11 +338,18 @@ def kubectl_job(facts: OnboardingFacts) -> dict[str, Any]:
             labels.PRIORITY_CLASS_LABEL: rule.workload_priority_class,
         },
     }
+    container: dict[str, Any] = {
+        "name": "check",
+        "image": SAMPLE_IMAGE,
+        "command": _sample_command(facts),
+        "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
+    }
     if rule.checkpoint_required:
-        metadata["annotations"] = {
-            labels.CHECKPOINT_PATH_ANNOTATION: facts.checkpoint_directory + "/",
-            labels.CHECKPOINT_INTERVAL_ANNOTATION: rule.max_checkpoint_interval,
-        }
+        container["env"] = [
+            {"name": labels.CHECKPOINT_DIR_ENV, "value": facts.checkpoint_directory},
+            {"name": labels.CHECKPOINT_INTERVAL_ENV, "value": rule.max_checkpoint_interval},
+        ]
+    container["volumeMounts"] = [{"name": facts.fsx_claim, "mountPath": facts.fsx_directory}]
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -353,15 +360,7 @@ def kubectl_job(facts: OnboardingFacts) -> dict[str, Any]:
             "template": {
                 "spec": {
                     "restartPolicy": "Never",
-                    "containers": [
-                        {
-                            "name": "check",
-                            "image": SAMPLE_IMAGE,
-                            "command": _sample_command(facts),
-                            "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
-                            "volumeMounts": [{"name": facts.fsx_claim, "mountPath": facts.fsx_directory}],
-                        }
-                    ],
+                    "containers": [container],
                     "volumes": [
                         {"name": facts.fsx_claim, "persistentVolumeClaim": {"claimName": facts.fsx_claim}}
                     ],
@@ -374,9 +373,9 @@ def kubectl_job(facts: OnboardingFacts) -> dict[str, Any]:
 def hyp_command(facts: OnboardingFacts) -> list[str]:
     """Return the sample ``hyp create hyp-pytorch-job`` command line (argv, ``hyp`` first).
 
-    The HyperPod CLI cannot set annotations, so the checkpoint is declared in the container's environment
+    The checkpoint is declared in the container's environment
     (:data:`~hyperpod_tenancy.k8s.labels.CHECKPOINT_DIR_ENV`, ``…_INTERVAL``) under the claim's mount at
-    ``/fsx/<team>``. On the ``kueue`` backend admission refuses the kind (:attr:`OnboardingFacts.hyp_supported`).
+    ``/fsx/<team>``, the one place a checkpoint is declared. On the ``kueue`` backend admission refuses the kind (:attr:`OnboardingFacts.hyp_supported`).
     """
     rule = facts.sample_class
     argv = [

@@ -910,7 +910,6 @@ def checkpoint_scanner(team: Team) -> list[Manifest]:
         "TEAM_DIRECTORY": names.fsx_directory(team.name),
         "FSX_ROOT": names.FSX_ROOT,
         "CLAIM_NAME": FSX_CLAIM_NAME,
-        "PATH_ANNOTATION": labels.CHECKPOINT_PATH_ANNOTATION,
         "DIR_ENV": labels.CHECKPOINT_DIR_ENV,
         "LAST_CHECKPOINT_ANNOTATION": labels.LAST_CHECKPOINT_ANNOTATION,
     }

@@ -5,12 +5,13 @@ One scanner per team runs as a Kubernetes CronJob in the platform namespace ever
 non-root user whose only group is the team's POSIX GID, and:
 
 1. lists the Kueue ``Workload`` objects (``kueue.x-k8s.io/v1beta2``) of the team namespace and keeps those that
-   are admitted (condition ``Admitted`` ``True``, not ``Finished``) and declare a checkpoint directory on a pod
-   set's template — the annotation ``hyperpod-tenancy.io/checkpoint-path`` (``/fsx/<team>/...``; Kueue copies
-   each pod template, annotations included, into ``spec.podSets[].template``, but not the Job's own
-   annotations: ``pkg/controller/jobframework/utils.go`` ``NewWorkload``, kueue v0.19.2), or the container
-   variable ``HYPERPOD_TENANCY_CHECKPOINT_DIR`` (a path in the container, below a mount of the team claim
-   ``fsx`` of that container, mapped back through the mount's ``subPath``);
+   are admitted (condition ``Admitted`` ``True``, not ``Finished``) and declare a checkpoint directory: the
+   variable ``HYPERPOD_TENANCY_CHECKPOINT_DIR`` of a main container of a pod set's template (a path in the
+   container, below a mount of the team claim ``fsx`` of that container, mapped back through the mount's
+   ``subPath``). Kueue copies each pod template, containers and their environment included, into
+   ``spec.podSets[].template`` (``pkg/controller/jobframework/utils.go`` ``NewWorkload``, kueue v0.19.2). The
+   one reading of that declaration is :func:`declarations`, which the eviction collector uses too, and which
+   reads the very variables the checkpoint admission policy bounds;
 2. finds the newest modification time (``lstat``) of the directory and of everything below it, within the
    team directory only (:func:`newest_write`);
 3. writes it to the Workload as the annotation ``hyperpod-tenancy.io/last-checkpoint`` (RFC 3339, UTC, to the
@@ -42,7 +43,7 @@ Every run prints one JSON line per workload (what it found and skipped) and a su
 Workload was handled (skips included), 1 when the Kubernetes API failed, 2 on a configuration error (named).
 
 Environment (the CronJob sets it): ``NAMESPACE``, ``TEAM_DIRECTORY`` (``/fsx/<team>``), ``FSX_ROOT``
-(``/fsx/``), ``CLAIM_NAME`` (``fsx``), ``PATH_ANNOTATION``, ``DIR_ENV``, ``LAST_CHECKPOINT_ANNOTATION``,
+(``/fsx/``), ``CLAIM_NAME`` (``fsx``), ``DIR_ENV``, ``LAST_CHECKPOINT_ANNOTATION``,
 optionally ``MAX_DEPTH``, ``MAX_ENTRIES``, ``KUBERNETES_API`` (default ``https://kubernetes.default.svc``),
 ``TOKEN_FILE`` and ``CA_FILE`` (default the service account's). Only the standard library is imported: the
 module runs as a file in the stock Python image.
@@ -96,8 +97,6 @@ class Settings:
     fsx_root: str
     #: The team's FSx claim (an environment declaration must be below a mount of it).
     claim_name: str
-    #: The checkpoint directory annotation key.
-    path_annotation: str
     #: The checkpoint directory container variable.
     dir_env: str
     #: The annotation the scanner writes.
@@ -118,7 +117,6 @@ class Settings:
             "TEAM_DIRECTORY",
             "FSX_ROOT",
             "CLAIM_NAME",
-            "PATH_ANNOTATION",
             "DIR_ENV",
             "LAST_CHECKPOINT_ANNOTATION",
         )
@@ -136,7 +134,6 @@ class Settings:
             team_directory=posixpath.normpath(env["TEAM_DIRECTORY"]),
             fsx_root=env["FSX_ROOT"],
             claim_name=env["CLAIM_NAME"],
-            path_annotation=env["PATH_ANNOTATION"],
             dir_env=env["DIR_ENV"],
             last_checkpoint_annotation=env["LAST_CHECKPOINT_ANNOTATION"],
             max_depth=limits["MAX_DEPTH"],
@@ -179,33 +176,67 @@ def _inside(team_directory: str, path: str) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class Declaration:
+    """One main container's checkpoint declaration, as a Workload's pod set carries it."""
+
+    #: The PodSpec of the pod set's template.
+    spec: Mapping[str, Any]
+    #: The declaring container.
+    container: Mapping[str, Any]
+    #: The literal value of the directory variable (a path in the container), ``None`` when not set literally.
+    directory: str | None
+    #: The literal value of the interval variable (``30m``), ``None`` when not set literally.
+    interval: str | None
+
+
+def declarations(
+    workload: Mapping[str, Any], *, dir_env: str, interval_env: str | None = None
+) -> list[Declaration]:
+    """Return the checkpoint declarations of a Kueue Workload: the one place a checkpoint is declared.
+
+    Each main container (``containers``; init and ephemeral containers do not train) of each pod set's template
+    that sets ``dir_env`` or ``interval_env``, with the literal values it gives them (``valueFrom`` is invisible
+    to admission, so it declares nothing). Annotations declare nothing, on the Workload or on a pod template.
+    """
+    found: list[Declaration] = []
+    for pod_set in (workload.get("spec") or {}).get("podSets") or []:
+        spec = (pod_set.get("template") or {}).get("spec") or {}
+        for container in spec.get("containers") or []:
+            values: dict[str, str | None] = {}
+            for env in container.get("env") or []:
+                name = env.get("name")
+                if name in (dir_env, interval_env) and name not in values:
+                    value = env.get("value")
+                    values[str(name)] = value if isinstance(value, str) and value else None
+            if values:
+                found.append(
+                    Declaration(
+                        spec=spec,
+                        container=container,
+                        directory=values.get(dir_env),
+                        interval=values.get(interval_env) if interval_env else None,
+                    )
+                )
+    return found
+
+
 def declared_directories(workload: Mapping[str, Any], settings: Settings) -> list[str | None]:
     """Return the checkpoint directories a Workload's pod sets declare, relative to the team directory.
 
-    ``None`` stands for a declaration outside the team directory (refused). The annotation is a path of the
-    shared file system (``<fsx_root><team>/...``); the container variable a path in that container, below a
-    mount of the team claim there (its ``subPath`` included), so it is mapped through the mount.
+    ``None`` stands for a declaration outside the team directory (refused). Each is a path in its container,
+    below a mount of the team claim there (its ``subPath`` included), so it is mapped through the mount.
     """
-    team = posixpath.basename(settings.team_directory)
-    shared_root = posixpath.join(settings.fsx_root, team)
     found: list[str | None] = []
-    for pod_set in (workload.get("spec") or {}).get("podSets") or []:
-        template = pod_set.get("template") or {}
-        annotations = (template.get("metadata") or {}).get("annotations") or {}
-        declared = annotations.get(settings.path_annotation)
-        if isinstance(declared, str) and declared:
-            found.append(_inside(shared_root, declared) if declared.startswith("/") else None)
-        spec = template.get("spec") or {}
+    for declared in declarations(workload, dir_env=settings.dir_env):
+        if declared.directory is None:
+            continue
         claims = {
             v.get("name"): v
-            for v in spec.get("volumes") or []
+            for v in declared.spec.get("volumes") or []
             if (v.get("persistentVolumeClaim") or {}).get("claimName") == settings.claim_name
         }
-        for container in spec.get("containers") or []:
-            for env in container.get("env") or []:
-                if env.get("name") != settings.dir_env or not isinstance(env.get("value"), str):
-                    continue
-                found.append(_through_mount(env["value"], container, claims))
+        found.append(_through_mount(declared.directory, declared.container, claims))
     return found
 
 

@@ -34,11 +34,11 @@ Where each field comes from:
   than the eviction; otherwise (the admission is already cleared) the run start is not recorded by Kueue and
   the Workload's ``creationTimestamp`` is written — an upper bound of the run (the engine bounds the loss by
   the checkpoint interval anyway where one is declared).
-* ``checkpoint_interval_minutes``: the annotation ``hyperpod-tenancy.io/checkpoint-interval`` (``30m``,
-  ``1h``, ``90``) on the Workload or on a pod set's pod template. Kueue does not copy a Job's own annotations
-  to its Workload (only ``provreq.kueue.x-k8s.io/`` ones), but the pod template — with its annotations — is
-  part of ``spec.podSets[].template``; an annotation on the Job object alone is therefore not seen and the
-  field is ``null`` (the engine then uses the class's maximum as an upper bound).
+* ``checkpoint_interval_minutes``: the variable ``HYPERPOD_TENANCY_CHECKPOINT_INTERVAL`` (``30m``, ``1h``) of a
+  main container of a pod set's template, the one checkpoint declaration, read through
+  :func:`hyperpod_tenancy.runtime.checkpoint_scanner.declarations` (Kueue copies each pod template, its
+  containers' environment included, into ``spec.podSets[].template``; admission bounds exactly these
+  variables). ``null`` where none is declared (the engine then uses the class's maximum as an upper bound).
 * ``last_checkpoint``: the annotation ``hyperpod-tenancy.io/last-checkpoint`` of the Workload's own metadata
   (RFC 3339), capped at the eviction time; ``null`` where it is missing or unreadable (the engine then bounds the
   loss by the declared interval: an upper bound, and the report says so per eviction). The team's checkpoint
@@ -69,11 +69,11 @@ Environment: ``CLUSTER_NAME`` (EKS cluster name), ``CLUSTER_LABEL`` (the ``clust
 the cluster name), ``BUCKET``, ``PREFIX`` (default ``raw/eviction/``), ``LOOKBACK_MINUTES`` (default 15: three
 schedules, so a failed run is caught up by the next ones), ``API_ENDPOINT`` and ``CA_DATA`` (base64 PEM; both
 optional, they replace ``DescribeCluster``), ``LAST_CHECKPOINT_ANNOTATION`` (the scanner's annotation; unset: no
-``last_checkpoint`` and no overdue gauge), ``CHECKPOINT_PATH_ANNOTATION`` and ``CHECKPOINT_DIR_ENV`` (what makes a
-workload one that checkpoints), ``CHECKPOINT_SCAN_MINUTES`` (the scanner's period, default 5),
+``last_checkpoint`` and no overdue gauge), ``CHECKPOINT_DIR_ENV`` and ``CHECKPOINT_INTERVAL_ENV`` (the
+declaration's variables), ``CHECKPOINT_SCAN_MINUTES`` (the scanner's period, default 5),
 ``REMOTE_WRITE_URL`` (unset: no overdue count). Only the standard library, botocore,
-boto3 and the package's own :mod:`~hyperpod_tenancy.runtime.remote_write` and :mod:`~hyperpod_tenancy.runtime.kube_api` (in the asset beside this module) are
-imported.
+boto3 and the package's own :mod:`~hyperpod_tenancy.runtime.remote_write`, :mod:`~hyperpod_tenancy.runtime.kube_api`
+and :mod:`~hyperpod_tenancy.runtime.checkpoint_scanner` (in the asset beside this module) are imported.
 """
 
 from __future__ import annotations
@@ -88,6 +88,7 @@ from typing import Any
 
 import boto3
 
+from hyperpod_tenancy.runtime.checkpoint_scanner import declarations
 from hyperpod_tenancy.runtime.kube_api import (
     cluster_access,  # noqa: F401 - part of this module's interface before the module was shared
     eks_token,
@@ -301,40 +302,19 @@ def _pod_gpus(template: Mapping[str, Any]) -> int:
     return total
 
 
-def _declared(workload: Mapping[str, Any], annotation: str, env_name: str | None) -> list[object]:
-    """Values of ``annotation`` on the Workload and its pod-set templates, then of ``env_name`` in their containers."""
-    metadata = workload.get("metadata") or {}
-    pod_sets = (workload.get("spec") or {}).get("podSets") or []
-    annotations = [metadata.get("annotations") or {}] + [
-        ((p.get("template") or {}).get("metadata") or {}).get("annotations") or {} for p in pod_sets
-    ]
-    declared: list[object] = [a.get(annotation) for a in annotations if a.get(annotation)]
-    if env_name:
-        declared += [
-            env.get("value")
-            for p in pod_sets
-            for container in ((p.get("template") or {}).get("spec") or {}).get("containers") or []
-            for env in container.get("env") or []
-            if env.get("name") == env_name and env.get("value")
-        ]
-    return declared
-
-
-def declared_interval(
-    workload: Mapping[str, Any], *, interval_annotation: str, interval_env: str | None = None
-) -> int | None:
+def declared_interval(workload: Mapping[str, Any], *, interval_env: str, dir_env: str) -> int | None:
     """Return the checkpoint interval (minutes) a Workload declares, or ``None``.
 
-    Read from ``interval_annotation`` on the Workload or its pod sets' templates, else from the ``interval_env``
-    variable of a pod set's containers (the declaration clients such as ``hyp create hyp-pytorch-job`` make,
-    which admission checks the same way; Kueue copies each pod template's spec, containers and their environment
-    included, into the Workload's pod sets).
+    The first readable ``interval_env`` of the Workload's :func:`~hyperpod_tenancy.runtime.checkpoint_scanner.
+    declarations` (the environment of its pod sets' main containers: where ``hyp create hyp-pytorch-job`` puts
+    it and admission bounds it). No annotation is read: the Workload's carry nothing of the Job, and a pod
+    template's are written by the tenant and refused by admission.
     """
     return next(
         (
             m
-            for text in _declared(workload, interval_annotation, interval_env)
-            if (m := interval_minutes(text)) is not None
+            for d in declarations(workload, dir_env=dir_env, interval_env=interval_env)
+            if (m := interval_minutes(d.interval)) is not None
         ),
         None,
     )
@@ -369,8 +349,8 @@ def eviction_record(
     workload: Mapping[str, Any],
     *,
     cluster: str,
-    interval_annotation: str,
-    interval_env: str | None = None,
+    interval_env: str,
+    dir_env: str,
     last_checkpoint_annotation: str | None = None,
     team_gpu_flavors: Sequence[str] = (),
 ) -> dict[str, Any] | None:
@@ -415,7 +395,7 @@ def eviction_record(
             admitted_at = None
     if admitted_at is None and metadata.get("creationTimestamp"):
         admitted_at = parse_time(str(metadata["creationTimestamp"]))
-    interval = declared_interval(workload, interval_annotation=interval_annotation, interval_env=interval_env)
+    interval = declared_interval(workload, interval_env=interval_env, dir_env=dir_env)
     checkpoint = (
         None
         if last_checkpoint_annotation is None
@@ -449,11 +429,9 @@ def checkpoints_overdue(
     now: dt.datetime,
     queue_prefix: str,
     queue_suffix: str,
-    interval_annotation: str,
     last_checkpoint_annotation: str,
-    path_annotation: str,
-    interval_env: str | None = None,
-    dir_env: str | None = None,
+    interval_env: str,
+    dir_env: str,
     scan_minutes: int = DEFAULT_SCAN_MINUTES,
 ) -> dict[str, int]:
     """Team -> running workloads that may be on borrowed capacity and have not checkpointed within their interval.
@@ -463,10 +441,12 @@ def checkpoints_overdue(
     ``apis/kueue/v1beta2/workload_types.go`` ``Admission``); what it does record is the ClusterQueue's borrowed
     usage. The practical rule is therefore: the team's ClusterQueue is borrowing GPUs (``GpusBorrowed`` of
     :func:`team_gpu_gauges` above 0), and the workload is admitted to it (``Admitted`` ``True``, neither
-    ``Evicted`` nor ``Finished``), holds GPUs, and declares a checkpoint directory (``path_annotation`` or
-    ``dir_env``) and interval: in a borrowing ClusterQueue any of its workloads may be the one on borrowed quota
-    and be reclaimed, which is why admission makes every one of them declare a checkpoint there. A workload whose
-    declaration Kueue does not carry (annotations on the Job object only) cannot be watched and is not counted.
+    ``Evicted`` nor ``Finished``) and holds GPUs: in a borrowing ClusterQueue any of its workloads may be the one
+    on borrowed quota and be reclaimed, which is why admission makes every one of them declare a checkpoint
+    there. The declaration (directory and interval) is read through
+    :func:`~hyperpod_tenancy.runtime.checkpoint_scanner.declarations`, the very variables admission bounds. A
+    workload that declares none (admitted while the policy only warned, or before it) has nothing that could
+    save its work: it counts as overdue one scan period after its admission, whatever its annotations say.
 
     Such a workload is overdue when its ``last_checkpoint_annotation`` (written by the checkpoint scanner from the
     file system) is older than its interval plus one scan period (``scan_minutes``, the scanner's lag), or, where
@@ -493,13 +473,10 @@ def checkpoints_overdue(
         assignments = admission.get("podSetAssignments") or []
         if sum(_quantity((a.get("resourceUsage") or {}).get(GPU_RESOURCE, 0)) for a in assignments) <= 0:
             continue
-        if not _declared(workload, path_annotation, dir_env):
-            continue
-        interval = declared_interval(
-            workload, interval_annotation=interval_annotation, interval_env=interval_env
-        )
-        if interval is None:
-            continue
+        declared = declarations(workload, dir_env=dir_env, interval_env=interval_env)
+        interval = declared_interval(workload, interval_env=interval_env, dir_env=dir_env)
+        if interval is None or not any(d.directory for d in declared):
+            interval = 0  # nothing declared: nothing saves the work
         since = parse_time(str(admitted["lastTransitionTime"]))
         checkpoint = last_checkpoint(workload, annotation=last_checkpoint_annotation)
         if checkpoint is not None and checkpoint >= since:
@@ -525,8 +502,8 @@ def new_evictions(
     *,
     cluster: str,
     since: dt.datetime,
-    interval_annotation: str,
-    interval_env: str | None = None,
+    interval_env: str,
+    dir_env: str,
     last_checkpoint_annotation: str | None = None,
     team_gpu_flavors: Mapping[str, Sequence[str]] | None = None,
 ) -> Iterator[dict[str, Any]]:
@@ -540,8 +517,8 @@ def new_evictions(
         record = eviction_record(
             workload,
             cluster=cluster,
-            interval_annotation=interval_annotation,
             interval_env=interval_env,
+            dir_env=dir_env,
             last_checkpoint_annotation=last_checkpoint_annotation,
             team_gpu_flavors=(team_gpu_flavors or {}).get(namespace, ()),
         )
@@ -581,9 +558,9 @@ def handler(event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
     cluster_name = os.environ["CLUSTER_NAME"]
     cluster = os.environ.get("CLUSTER_LABEL") or cluster_name
     bucket = os.environ["BUCKET"]
-    # the platform's checkpoint-interval annotation key (hyperpod_tenancy.k8s.labels), set by the construct
-    interval_annotation = os.environ["CHECKPOINT_INTERVAL_ANNOTATION"]
-    interval_env = os.environ.get("CHECKPOINT_INTERVAL_ENV")
+    # the platform's checkpoint declaration variables (hyperpod_tenancy.k8s.labels), set by the construct
+    interval_env = os.environ["CHECKPOINT_INTERVAL_ENV"]
+    dir_env = os.environ["CHECKPOINT_DIR_ENV"]
     last_checkpoint_annotation = os.environ.get("LAST_CHECKPOINT_ANNOTATION") or None
     prefix = os.environ.get("PREFIX", "raw/eviction/")
     since = snapshot_time(event) - dt.timedelta(minutes=int(os.environ.get("LOOKBACK_MINUTES", "15")))
@@ -600,8 +577,8 @@ def handler(event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
         workloads,
         cluster=cluster,
         since=since,
-        interval_annotation=interval_annotation,
         interval_env=interval_env,
+        dir_env=dir_env,
         last_checkpoint_annotation=last_checkpoint_annotation,
         team_gpu_flavors=gpu_flavors(cluster_queues, queue_prefix=queue_prefix, queue_suffix=queue_suffix),
     ):
@@ -628,11 +605,9 @@ def handler(event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
                 now=snapshot_time(event),
                 queue_prefix=os.environ["TEAM_QUEUE_PREFIX"],
                 queue_suffix=os.environ["TEAM_QUEUE_SUFFIX"],
-                interval_annotation=interval_annotation,
                 last_checkpoint_annotation=last_checkpoint_annotation,
-                path_annotation=os.environ["CHECKPOINT_PATH_ANNOTATION"],
                 interval_env=interval_env,
-                dir_env=os.environ.get("CHECKPOINT_DIR_ENV"),
+                dir_env=dir_env,
                 scan_minutes=int(os.environ.get("CHECKPOINT_SCAN_MINUTES", str(DEFAULT_SCAN_MINUTES))),
             )
         data = gauge_metric_data(gauges, cluster=cluster, timestamp=snapshot_time(event))

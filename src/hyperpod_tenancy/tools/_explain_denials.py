@@ -24,11 +24,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hyperpod_tenancy.k8s import admission, posix_identity
+from hyperpod_tenancy.k8s import admission, labels, posix_identity
 from hyperpod_tenancy.k8s.operator_guards import operator_guard_policies
 from hyperpod_tenancy.k8s.team_manifests import (
     ACCELERATOR_QUOTA_NAME,
     COMPUTE_QUOTA_NAME,
+    FSX_CLAIM_NAME,
     SYSTEM_PRIORITY_QUOTA_NAME,
 )
 from hyperpod_tenancy.k8s.tenant_guards import tenant_guard_policies
@@ -175,10 +176,12 @@ def _policy_diagnosis(platform: Platform, team: Team, denial: Denial) -> Diagnos
         fix = [f"label the job and its pod templates `kueue.x-k8s.io/queue-name: {queue}`"]
     elif denial.name == admission.CHECKPOINT_POLICY:
         fix = [
-            f"annotate the job: hyperpod-tenancy.io/checkpoint-path: {names.fsx_directory(team.name)}/<job>/ and "
-            "hyperpod-tenancy.io/checkpoint-interval: 30m (at most the class's maxCheckpointInterval)",
-            "or, with `hyp`, set HYPERPOD_TENANCY_CHECKPOINT_DIR and HYPERPOD_TENANCY_CHECKPOINT_INTERVAL in the "
-            "container that mounts the team's FSx claim (docs/submitting-work.md)",
+            f"in the training container, mount the team's FSx claim {FSX_CLAIM_NAME} at "
+            f"{names.fsx_directory(team.name)} and set {labels.CHECKPOINT_DIR_ENV}="
+            f"{names.fsx_directory(team.name)}/<job> and {labels.CHECKPOINT_INTERVAL_ENV}=30m (at most the "
+            "class's maxCheckpointInterval); with `hyp`: --volume and --environment (docs/submitting-work.md)",
+            f"remove any annotation {' or '.join(admission.CHECKPOINT_ANNOTATIONS)} from the job and its pod "
+            "templates: the environment is the one declaration",
         ]
     elif denial.name == posix_identity.POSIX_IDENTITY_POLICY:
         fix = [

@@ -11,7 +11,8 @@ The objects are ordinary tenant work, held to every admission rule a team member
 * team members cannot create bare Pods (the team Role of :mod:`hyperpod_tenancy.k8s.team_manifests`), so every
   probe pod is a batch/v1 Job on the team's own LocalQueue at a priority class the team is entitled to (the
   workload-label policy of :mod:`hyperpod_tenancy.k8s.admission`), with the checkpoint annotations under
-  ``/fsx/<team>/`` (work of a team that borrows, or at a preemptible class, must declare one);
+  ``/fsx/<team>/`` in the container's environment (work of a team that borrows, or at a preemptible class, must
+  declare one);
 * no GPU: the containers request 10m CPU and 16Mi memory (ClusterQueues cover ``cpu`` and ``memory``,
   :mod:`hyperpod_tenancy.k8s.kueue`; the namespace's ``compute-ceiling`` quota needs requests on both);
 * they run on a healthy HyperPod node (node affinity ``sagemaker.amazonaws.com/node-health-status In
@@ -272,7 +273,7 @@ def _probe_class(platform: Platform, team: Team) -> PriorityClass:
 
 
 def _workload_meta(platform: Platform, team: Team, run: str, name: str, role: str) -> dict[str, Any]:
-    """Job metadata: probe labels, the team's LocalQueue and class, a checkpoint declaration under ``/fsx/<team>``."""
+    """Job metadata: probe labels, the team's LocalQueue and class."""
     return {
         "name": name,
         "namespace": names.namespace(team.name),
@@ -283,12 +284,18 @@ def _workload_meta(platform: Platform, team: Team, run: str, name: str, role: st
             labels.QUEUE_NAME_LABEL: names.local_queue(team.name),
             labels.PRIORITY_CLASS_LABEL: _probe_class(platform, team).workload_priority_class,
         },
-        # harmless where no checkpoint is required; required where the team borrows or the class is preemptible
-        "annotations": {
-            labels.CHECKPOINT_PATH_ANNOTATION: f"{names.fsx_directory(team.name)}/{names.probe_object(run, 'ckpt')}/",
-            labels.CHECKPOINT_INTERVAL_ANNOTATION: "1m",
-        },
     }
+
+
+def _checkpoint_env(team: Team, run: str) -> list[tuple[str, str]]:
+    """Return the checkpoint declaration of a probe's container, below its mount of the claim at ``/fsx/<team>``.
+
+    Harmless where no checkpoint is required; required where the team borrows or the class is preemptible.
+    """
+    return [
+        (labels.CHECKPOINT_DIR_ENV, f"{names.fsx_directory(team.name)}/{names.probe_object(run, 'ckpt')}"),
+        (labels.CHECKPOINT_INTERVAL_ENV, "1m"),
+    ]
 
 
 def _job(
@@ -319,8 +326,7 @@ def _job(
             {"name": "tmp", "mountPath": "/tmp"},  # noqa: S108 - an emptyDir of the pod's own
         ],
     }
-    if env:
-        container["env"] = [{"name": k, "value": v} for k, v in env]
+    container["env"] = [{"name": k, "value": v} for k, v in (*env, *_checkpoint_env(team, run))]
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -614,9 +620,9 @@ def probe_plan(  # noqa: PLR0915 - one statement per check keeps the plan readab
     else:
         skipped.append(f"b-unentitled-class: team {intruder} is entitled to every priority class")
     visible = intruder_job("b-gpu")
-    visible["spec"]["template"]["spec"]["containers"][0]["env"] = [
+    visible["spec"]["template"]["spec"]["containers"][0]["env"].append(
         {"name": GPU_VISIBILITY_ENV[0], "value": "all"}
-    ]
+    )
     dry_runs["b-gpu-visibility"] = (intruder, visible)
     checks.append(
         Check(

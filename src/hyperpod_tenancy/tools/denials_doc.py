@@ -38,11 +38,12 @@ WHAT_TO_DO: dict[str, str] = {
         "instead of a `HyperPodPyTorchJob`."
     ),
     "hyperpod-tenancy-checkpoints": (
-        "Declare one checkpoint: the annotations `hyperpod-tenancy.io/checkpoint-path` (under `/fsx/<team>/`) "
-        "and `hyperpod-tenancy.io/checkpoint-interval` (e.g. `30m`, at most the class's "
-        "`maxCheckpointInterval`), or, with `hyp`, `HYPERPOD_TENANCY_CHECKPOINT_DIR` and "
-        "`HYPERPOD_TENANCY_CHECKPOINT_INTERVAL` in a container that mounts the claim `fsx` there; never both. "
-        "See [Submitting work](submitting-work.md)."
+        "Declare the checkpoint once, in the training container's environment: "
+        "`HYPERPOD_TENANCY_CHECKPOINT_DIR` (a directory below the container's mount of the claim `fsx`, e.g. "
+        "`/fsx/<team>/<job>`) and `HYPERPOD_TENANCY_CHECKPOINT_INTERVAL` (e.g. `30m`, at most the class's "
+        "`maxCheckpointInterval`), with `kubectl` as with `hyp --environment`. Remove the annotations "
+        "`hyperpod-tenancy.io/checkpoint-path` and `hyperpod-tenancy.io/checkpoint-interval` from the job and its "
+        "pod templates. See [Submitting work](submitting-work.md)."
     ),
     "hyperpod-tenancy-pod-specs": (
         "Remove `priorityClassName` from the pod template (the Kueue label carries the priority), remove the "

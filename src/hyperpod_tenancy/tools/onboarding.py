@@ -231,8 +231,8 @@ def _declaration() -> str:
     from hyperpod_tenancy.k8s import labels  # noqa: PLC0415 - see the tools package
 
     return (
-        f"annotations {labels.CHECKPOINT_PATH_ANNOTATION} and {labels.CHECKPOINT_INTERVAL_ANNOTATION} (kubectl), "
-        f"or container variables {labels.CHECKPOINT_DIR_ENV} and {labels.CHECKPOINT_INTERVAL_ENV} (hyp)"
+        f"container variables {labels.CHECKPOINT_DIR_ENV} and {labels.CHECKPOINT_INTERVAL_ENV} below the "
+        "container's mount of the team FSx claim (kubectl and hyp alike)"
     )
 
 
