@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import copy
 import datetime as dt
 import http.server
 import ipaddress
@@ -171,6 +172,9 @@ def collector_env(aws: str, api: FakeApi, monkeypatch: pytest.MonkeyPatch) -> Fa
         "API_ENDPOINT": api.url,
         "CA_DATA": base64.b64encode(api.ca_pem.encode()).decode(),
         "CHECKPOINT_INTERVAL_ANNOTATION": CHECKPOINT_INTERVAL_ANNOTATION,
+        # as the construct sets them
+        "TEAM_QUEUE_PREFIX": names.NAMESPACE_PREFIX,
+        "TEAM_QUEUE_SUFFIX": names.CLUSTER_QUEUE_SUFFIX,
     }.items():
         monkeypatch.setenv(key, value)
     return api
@@ -313,8 +317,9 @@ def test_each_new_preemption_is_one_json_line_under_its_hour(collector_env: Fake
             }
         ],
     }
-    # every page was read with the EKS bearer token
-    assert len(api.requests) == 3
+    # every page was read with the EKS bearer token: three of Workloads, one of ClusterQueues (the flavors)
+    assert len(api.requests) == 4
+    assert api.requests[3][0].startswith(eviction_collector.CLUSTER_QUEUES_PATH)
     assert all(auth.startswith("Bearer k8s-aws-v1.") for _, auth in api.requests)
     assert "continue=2" in api.requests[1][0] and "limit=500" in api.requests[0][0]
 
@@ -929,3 +934,57 @@ def test_a_team_without_its_topic_does_not_stop_the_collection(
     monkeypatch.setenv("TEAM_QUEUE_PREFIX", names.NAMESPACE_PREFIX)
     collector_env.workloads = [_victim()]
     assert len(eviction_collector.handler(EVENT)["keys"]) == 1
+
+
+def as_kueue_leaves_it(name: str, *, uid: str) -> dict[str, Any]:
+    """A preempted Workload as Kueue v0.19.2 leaves it once the Job's pods are gone (read from the real server in
+    ``test_cluster_preemption_bill.py``): admission cleared, the pod sets as the Job wrote them (no node selector:
+    Kueue injects the flavor's into the Job only while admitted), the class in ``spec.priorityClassRef`` and no
+    priority-class label."""
+    found = workload(name, uid=uid, admitted=False, evicted_at="2026-07-01T01:58:00Z")
+    del found["spec"]["podSets"][0]["template"]["spec"]["nodeSelector"]
+    found["metadata"]["labels"] = {"kueue.x-k8s.io/job-uid": f"job-{uid}"}
+    found["spec"]["priorityClassRef"] = {
+        "group": "kueue.x-k8s.io",
+        "kind": "WorkloadPriorityClass",
+        "name": "training-priority",
+    }
+    return found
+
+
+def test_the_instance_type_of_a_cleared_admission_is_the_team_queues_only_gpu_flavor(
+    collector_env: FakeApi,
+) -> None:
+    collector_env.workloads = [as_kueue_leaves_it("train-real", uid="uid-real")]
+    queue = _queue("team-a", 0)
+    g5 = {
+        "name": "ml.g5.12xlarge",
+        "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 0, "borrowingLimit": 0}],
+    }
+    queue["spec"]["resourceGroups"][0]["flavors"].append(g5)  # listed, but the team can hold no GPU there
+    collector_env.cluster_queues = [queue]
+    (key,) = eviction_collector.handler(EVENT)["keys"]
+    ((record,),) = [v for k, v in _objects().items() if k == key]
+    assert (record["instance_type"], record["gpus"], record["priority_class"]) == (
+        "ml.p5.48xlarge",
+        16,
+        "training-priority",
+    )
+
+
+def test_two_gpu_flavors_leave_the_instance_type_unknown() -> None:
+    queue = _queue("team-a", 0)
+    other = copy.deepcopy(queue["spec"]["resourceGroups"][0]["flavors"][0])
+    other["name"] = "ml.g5.12xlarge"
+    queue["spec"]["resourceGroups"][0]["flavors"].append(other)
+    flavors = eviction_collector.gpu_flavors(
+        [queue], queue_prefix=names.NAMESPACE_PREFIX, queue_suffix=names.CLUSTER_QUEUE_SUFFIX
+    )
+    assert flavors == {"hyperpod-ns-team-a": ["ml.p5.48xlarge", "ml.g5.12xlarge"]}
+    record = eviction_collector.eviction_record(
+        as_kueue_leaves_it("w", uid="u"),
+        cluster=CLUSTER,
+        interval_annotation=CHECKPOINT_INTERVAL_ANNOTATION,
+        team_gpu_flavors=flavors["hyperpod-ns-team-a"],
+    )
+    assert record is not None and record["instance_type"] == ""

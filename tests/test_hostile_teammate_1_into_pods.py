@@ -15,7 +15,9 @@ object is the *Options"; kubernetes ``pkg/registry/core/pod/rest/subresources.go
 from __future__ import annotations
 
 import copy
+import datetime
 import json
+import re
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -48,6 +50,7 @@ from webhook_server import (
 
 from hyperpod_tenancy.k8s import posix_identity
 from hyperpod_tenancy.policy import names
+from hyperpod_tenancy.webhook import kube
 
 NS = names.namespace("research")
 TOKEN = WEBHOOK_TOKEN
@@ -325,3 +328,14 @@ def test_the_platform_routes_every_path_into_a_pod_through_the_webhook(synth: Sy
         o for o in objects if o["kind"] == "Deployment" and o["metadata"]["name"] == posix_identity.DEPLOYMENT
     ]
     assert deployment["spec"]["template"]["spec"]["automountServiceAccountToken"] is True
+
+
+def test_the_event_of_a_long_pod_name_is_still_a_valid_name() -> None:
+    """The Event is named ``<pod>.<hex time>`` (client-go's form); a pod name of the longest length still fits."""
+    moment = datetime.datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=datetime.UTC)
+    for pod in ("train-worker-0", "a" * 253):
+        name = kube.event_name(pod, moment)
+        assert len(name) <= 253 and re.fullmatch(
+            r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*", name
+        )
+    assert kube.event_name("p", moment) != kube.event_name("p", moment + datetime.timedelta(microseconds=1))

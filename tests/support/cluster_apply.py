@@ -5,7 +5,7 @@
 * :func:`chart_objects`: the platform chart and every team chart of a policy, rendered without CDK.
 * :func:`operator_crds`: the CRDs the platform's objects and the teams' workloads need (:data:`CRD_SOURCES`).
 * :func:`posix_webhook`: the real POSIX identity webhook for a synthesized platform, its configurations
-  pointed at it.
+  pointed at it (reading the API server with its service account's token, :class:`ApiAccess`).
 * :func:`pointed_at`: webhook configurations with their ``clientConfig`` on a loopback server (every other
   field as rendered).
 * :func:`differences`: what the server changed in an object, less the entries of :data:`ALLOWED`, each of which
@@ -42,6 +42,7 @@ from hyperpod_tenancy.policy import Platform, names
 
 __all__ = [
     "ALLOWED",
+    "ApiAccess",
     "AppliedPlatform",
     "Outcome",
     "apply_all",
@@ -321,24 +322,62 @@ def _team_records(synth: Synth, prefix: str) -> dict[str, str]:
     return found
 
 
+@dataclass(frozen=True)
+class ApiAccess:
+    """How the webhook reaches the API server, as in its pod: the server, its CA and a service-account token file.
+
+    The webhook re-reads the token file on every call (kubelet rotates projected tokens), so the token can be
+    written once the platform's ServiceAccount exists (:meth:`grant`), after the webhook has started.
+    """
+
+    server: str
+    ca: Path
+    token_file: Path
+
+    def args(self) -> tuple[str, ...]:
+        """``hyperpod-tenancy webhook serve``'s flags for this access."""
+        return (
+            "--kube-api",
+            self.server,
+            "--kube-token-file",
+            str(self.token_file),
+            "--kube-ca-file",
+            str(self.ca),
+        )
+
+    def grant(self, token: str) -> None:
+        """Write the webhook's service-account token (read at its next call to the API server)."""
+        self.token_file.write_text(token + "\n")
+
+
 @contextlib.contextmanager
 def posix_webhook(
-    applied: AppliedPlatform, synth: Synth | None, workdir: Path
+    applied: AppliedPlatform, synth: Synth | None, workdir: Path, *, api: ApiAccess | None = None
 ) -> Iterator[list[dict[str, Any]]]:
     """The real POSIX identity webhook for the platform's configuration; yields the platform's objects with the
-    webhook configurations pointed at it (as rendered where the platform has no webhook)."""
+    webhook configurations pointed at it (as rendered where the platform has no webhook).
+
+    With ``api`` the webhook reads Pods and writes Events through the API server as its pod does (a CONNECT
+    carries the connect options, not the Pod); without it, every request into a pod is denied (it cannot be
+    judged).
+    """
     config = _webhook_configuration(applied.objects)
     if config is None or synth is None:  # the charts alone render no webhook
         yield [dict(o) for o in applied.objects]
         return
     config_path = workdir / "teams.json"
     config_path.write_text(json.dumps(config))
+    if api is not None and not api.token_file.exists():
+        api.token_file.write_text("")  # no token yet: the API server refuses the webhook until it is granted
     with serial_moto_server():
         ssm = boto3.client("ssm")
         for name, value in _team_records(synth, config["teamRecords"]["ssmPath"]).items():
             ssm.put_parameter(Name=name, Value=value, Type="String", Overwrite=True)
         certs = certificates(workdir)
-        with WebhookProcess(certs=certs, table=create_table(), config_path=config_path) as server:
+        extra = api.args() if api is not None else ()
+        with WebhookProcess(
+            certs=certs, table=create_table(), config_path=config_path, extra_args=extra
+        ) as server:
             yield pointed_at(applied.objects, url=f"https://127.0.0.1:{server.port}", ca=certs.ca)
 
 

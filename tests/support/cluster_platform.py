@@ -1,7 +1,8 @@
 """A synthesized platform applied to the session's real control plane, one at a time, shared by test modules.
 
 :class:`ClusterPlatforms` (the ``cluster_platforms`` session fixture) applies a platform as a deploy does
-(``cluster_apply.apply_all``), with the real POSIX identity webhook on loopback and KWOK nodes of the platform's
+(``cluster_apply.apply_all``), with the real POSIX identity webhook on loopback (reading Pods and writing Events
+through the API server with its own ServiceAccount's token, as its pod does) and KWOK nodes of the platform's
 instance groups (GPUs, EFA, CPU and memory as AWS publishes them), and keeps it applied for every later module
 that asks for the same platform. Asking for another platform removes the first: a control plane holds one
 platform at a time, as a cluster does.
@@ -20,6 +21,7 @@ from typing import Any
 
 import tenant_admission as ta
 from cluster_apply import (
+    ApiAccess,
     AppliedPlatform,
     apply_all,
     operator_crds,
@@ -32,6 +34,8 @@ from instance_specs import spec as instance_spec
 from kube_client import Answer, KubeClient, wait_until
 from synth import Synth
 from webhook_server import controller, sso_user
+
+from hyperpod_tenancy.k8s import posix_identity
 
 
 def platform_nodes(synth: Synth) -> list[dict[str, Any]]:
@@ -76,8 +80,10 @@ class OnCluster:
         return self.plane.admin.as_user(user_info["username"], user_info["groups"], user_info.get("extra"))
 
     def member(self, person: str, team: str) -> KubeClient:
-        """A member of ``team`` as EKS authenticates an Identity Center user (``webhook_server.sso_user``)."""
-        return self.as_identity(sso_user(person, team))
+        """A member of ``team`` as EKS authenticates an Identity Center user (``webhook_server.sso_user``), in
+        the role of the team's permission set (its ``permissionSetName`` where the platform names one)."""
+        identity = self.synth.platform.team(team).identity
+        return self.as_identity(sso_user(person, team, permission_set=identity.permission_set_name))
 
     def controller(self, description: str) -> KubeClient:
         """A controller of the platform's list (``webhook_server.controller``), by its description."""
@@ -94,6 +100,15 @@ class OnCluster:
             return None if answer.ok else answer
 
         return wait_until(refused, timeout=90, what="the admission policies to be in force")
+
+
+def _is_webhook_account(obj: Mapping[str, Any]) -> bool:
+    meta = obj["metadata"]
+    return (
+        obj["kind"] == "ServiceAccount"
+        and meta.get("namespace") == posix_identity.WEBHOOK_NAMESPACE
+        and meta["name"] == posix_identity.SERVICE_ACCOUNT
+    )
 
 
 class ClusterPlatforms:
@@ -118,9 +133,16 @@ class ClusterPlatforms:
         stack = contextlib.ExitStack()
         workdir = self.workdir / name
         workdir.mkdir(parents=True, exist_ok=True)
-        objects = stack.enter_context(posix_webhook(applied, synth, workdir))
+        api = ApiAccess(self.plane.server, self.plane.pki.cert, workdir / "webhook-token")
+        objects = stack.enter_context(posix_webhook(applied, synth, workdir, api=api))
         outcome = apply_all(self.plane.admin, applied, objects)
         assert outcome.refused == [], outcome.refused
+        if any(_is_webhook_account(o) for o in objects):  # its ServiceAccount and ClusterRole are applied now
+            api.grant(
+                self.plane.service_account_token(
+                    posix_identity.WEBHOOK_NAMESPACE, posix_identity.SERVICE_ACCOUNT
+                )
+            )
         nodes = platform_nodes(synth)
         for node in nodes:
             answer = self.plane.admin.create(node)

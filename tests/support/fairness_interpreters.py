@@ -1,5 +1,9 @@
 """Two independent readers of the fairness renderings, and a small Kueue admission simulator.
 
+The simulator (:class:`KueueCohortSimulator`: the quota check; :class:`KueueWorkloadSimulator`: workloads that
+wait, are admitted and preempt) is checked against real Kueue: ``tests/test_cluster_fairness*.py`` play the
+scenarios of ``kueue_scenarios.py`` on both, step by step, and fail on any disagreement.
+
 ``from_task_governance`` reads ``AWS::SageMaker::ClusterSchedulerConfig`` / ``ComputeQuota`` properties
 with Task Governance semantics; ``from_kueue`` reads ``kueue.x-k8s.io/v1beta2`` objects and the Kueue
 manager configuration with Kueue semantics. Both produce a :class:`FairnessForm`: per (team, instance
@@ -214,6 +218,20 @@ def from_kueue(objects: Sequence[Mapping[str, Any]], helm_values: Mapping[str, A
 # ------------------------------------------------------------------------------------- admission simulation
 
 
+def exceeds_capacity(resource: str, flavor: str) -> str:
+    """Kueue v0.19.2's reason when a workload asks more than its ClusterQueue could ever have (nominal +
+    ``borrowingLimit``, or what the cohort holds): ``fitsResourceQuota`` in
+    ``pkg/scheduler/flavorassigner/flavorassigner.go``."""
+    return f"insufficient quota for {resource} in flavor {flavor}"
+
+
+def insufficient_quota(resource: str, flavor: str) -> str:
+    """Kueue v0.19.2's reason when the workload could fit but not now: the ClusterQueue is at its borrowing
+    ceiling or the cohort has nothing idle left (same function; Kueue's message does not say which, and is
+    followed by ``, <n> more needed``)."""
+    return f"insufficient unused quota for {resource} in flavor {flavor}"
+
+
 @dataclass(frozen=True)
 class Admission:
     """Outcome of one admission attempt."""
@@ -257,26 +275,45 @@ class KueueCohortSimulator:
         lendable = nominal if lending is None else lending
         return max(Decimal(0), min(lendable, nominal - self.usage[(team, flavor, resource)]))
 
-    def _fits(self, team: str, flavor: str, resource: str, amount: Decimal) -> str:
-        nominal, borrowing, _ = self.quota[(team, flavor, resource)]
-        new_usage = self.usage[(team, flavor, resource)] + amount
+    def room(self, team: str, flavor: str, resource: str) -> tuple[Decimal, Decimal]:
+        """What ``team`` can take now, and at most (every other member idle): Kueue's ``Available`` and
+        ``PotentialAvailable`` of a ClusterQueue in a flat cohort (``pkg/cache/scheduler``)."""
+        nominal, borrowing, lending = self.quota[(team, flavor, resource)]
+        usage = self.usage[(team, flavor, resource)]
         if not self.cohort[team]:
-            return "" if new_usage <= nominal else f"{resource}: above nominal quota and not in a cohort"
-        if borrowing is not None and new_usage > nominal + borrowing:
-            return f"{resource}: {new_usage} exceeds nominal {nominal} + borrowingLimit {borrowing}"
-        pool = Decimal(0)
-        used = Decimal(0)
+            return max(Decimal(0), nominal - usage), nominal
+        kept = Decimal(0) if lending is None else nominal - lending
+        pool = others = Decimal(0)
         for member, cohort in self.cohort.items():
             if cohort != self.cohort[team]:
                 continue
             m_nominal, _, m_lending = self.quota[(member, flavor, resource)]
-            kept = Decimal(0) if m_lending is None else m_nominal - m_lending
-            pool += m_nominal - kept
-            usage = new_usage if member == team else self.usage[(member, flavor, resource)]
-            used += max(Decimal(0), usage - kept)
-        if used > pool:
-            return f"{resource}: the cohort has no idle {resource} left to lend ({used} > {pool})"
-        return ""
+            m_kept = Decimal(0) if m_lending is None else m_nominal - m_lending
+            pool += m_nominal - m_kept
+            if member != team:
+                others += max(Decimal(0), self.usage[(member, flavor, resource)] - m_kept)
+        available, potential = kept - usage + pool - others, kept + pool
+        if borrowing is not None:
+            available = min(available, nominal + borrowing - usage)
+            potential = min(potential, nominal + borrowing)
+        return max(Decimal(0), available), potential
+
+    def _fits(self, team: str, flavor: str, resource: str, amount: Decimal) -> str:
+        """Empty when ``amount`` fits; else Kueue's reason (``fitsResourceQuota``), then which limit binds."""
+        available, potential = self.room(team, flavor, resource)
+        if amount <= available:
+            return ""
+        if amount > potential:
+            kueue = f"{exceeds_capacity(resource, flavor)}: {amount} > maximum capacity ({potential})"
+        else:
+            kueue = f"{insufficient_quota(resource, flavor)}, {amount - available} more needed"
+        nominal, borrowing, _ = self.quota[(team, flavor, resource)]
+        new_usage = self.usage[(team, flavor, resource)] + amount
+        if not self.cohort[team]:
+            return f"{kueue}: above nominal quota and not in a cohort"
+        if borrowing is not None and new_usage > nominal + borrowing:
+            return f"{kueue}: {new_usage} exceeds nominal {nominal} + borrowingLimit {borrowing}"
+        return f"{kueue}: the cohort has no idle {resource} left to lend"
 
     def admit(self, team: str, flavor: str, request: Mapping[str, Decimal]) -> Admission:
         """Try to admit a workload; on success its usage is recorded."""
@@ -291,3 +328,189 @@ class KueueCohortSimulator:
             self.usage[key] += amount
             borrowed[resource] = max(Decimal(0), self.usage[key] - self.quota[key][0]) - before
         return Admission(True, borrowed)
+
+
+# -------------------------------------------------------------------------------------- workloads, preemption
+
+#: A workload's states in :class:`KueueWorkloadSimulator`.
+ADMITTED, PENDING, PREEMPTED = "admitted", "pending", "preempted"
+
+
+@dataclass
+class SimulatedWorkload:
+    """One workload of :class:`KueueWorkloadSimulator`."""
+
+    name: str
+    team: str
+    flavor: str
+    request: dict[str, Decimal]
+    priority: int
+    #: Submission order (Kueue orders equal priorities by creation time).
+    created: int
+    status: str = PENDING
+    #: Why it waits (Kueue's message part) or why it was preempted (the ``Preempted`` condition's reason).
+    reason: str = ""
+    #: Admission order (Kueue's preemption takes the most recently admitted of equal priority first).
+    admitted: int = -1
+
+
+class KueueWorkloadSimulator(KueueCohortSimulator):
+    """:class:`KueueCohortSimulator` with workloads that wait, are admitted when they fit, and preempt.
+
+    Classic preemption as Kueue v0.19.2 documents it (``site/content/en/docs/concepts/preemption.md``;
+    ``pkg/scheduler/preemption/preemption.go``), for one flavor per workload:
+
+    * a pending workload that does not fit may preempt **in its own ClusterQueue** workloads of lower priority
+      when ``withinClusterQueue`` is ``LowerPriority``, and **in other ClusterQueues of the cohort** workloads
+      of ClusterQueues that are borrowing, when ``reclaimWithinCohort`` is ``Any`` (or ``LowerPriority`` and the
+      victim's priority is lower) and the workload fits within its own ClusterQueue's nominal quota;
+    * candidates are ordered: other ClusterQueues first, then lower priority, then the most recently admitted;
+      taken in that order until the workload fits, then every target not needed for the fit is given back;
+    * a preempted workload waits again (``Preempted`` reason ``InClusterQueue`` or ``InCohortReclamation``) and
+      is admitted again when it fits; pending workloads are tried by priority, then creation time.
+
+    Every :meth:`submit` and :meth:`delete` settles the queues before it returns.
+    """
+
+    def __init__(self, objects: Sequence[Mapping[str, Any]]) -> None:
+        super().__init__(objects)
+        self.preemption: dict[str, dict[str, Any]] = {
+            _team_of(cq): dict(cq["spec"].get("preemption", {}))
+            for cq in objects
+            if cq["kind"] == "ClusterQueue"
+        }
+        self.workloads: dict[str, SimulatedWorkload] = {}
+        self._clock = 0
+
+    def submit(
+        self, name: str, team: str, flavor: str, request: Mapping[str, Decimal], *, priority: int
+    ) -> SimulatedWorkload:
+        """Queue a workload and settle."""
+        self._clock += 1
+        workload = SimulatedWorkload(name, team, flavor, dict(request), priority, self._clock)
+        self.workloads[name] = workload
+        self._settle()
+        return workload
+
+    def delete(self, name: str) -> None:
+        """Remove a workload (finished or deleted), releasing its quota, and settle."""
+        workload = self.workloads.pop(name)
+        if workload.status == ADMITTED:
+            self._release(workload)
+        self._settle()
+
+    def state(self, name: str) -> tuple[str, str]:
+        """The workload's status and reason."""
+        workload = self.workloads[name]
+        return workload.status, workload.reason
+
+    def _release(self, workload: SimulatedWorkload) -> None:
+        for resource, amount in workload.request.items():
+            self.usage[(workload.team, workload.flavor, resource)] -= amount
+
+    def _take(self, workload: SimulatedWorkload) -> None:
+        for resource, amount in workload.request.items():
+            self.usage[(workload.team, workload.flavor, resource)] += amount
+
+    def _misfit(self, workload: SimulatedWorkload) -> str:
+        for resource, amount in workload.request.items():
+            reason = self._fits(workload.team, workload.flavor, resource, amount)
+            if reason:
+                return reason
+        return ""
+
+    def _within_nominal(self, workload: SimulatedWorkload) -> bool:
+        return all(
+            self.usage[(workload.team, workload.flavor, r)] + a
+            <= self.quota[(workload.team, workload.flavor, r)][0]
+            for r, a in workload.request.items()
+        )
+
+    def _borrowing(self, team: str, flavor: str) -> bool:
+        return any(
+            self.usage[(team, flavor, r)] > self.quota[(team, flavor, r)][0]
+            for (t, f, r) in self.quota
+            if t == team and f == flavor
+        )
+
+    def _candidates(self, workload: SimulatedWorkload) -> list[tuple[SimulatedWorkload, str]]:
+        policy = self.preemption.get(workload.team, {})
+        within = policy.get("withinClusterQueue", "Never")
+        reclaim = policy.get("reclaimWithinCohort", "Never")
+        found: list[tuple[SimulatedWorkload, str]] = []
+        for other in self.workloads.values():
+            if other.status != ADMITTED or other.flavor != workload.flavor or other is workload:
+                continue
+            if other.team == workload.team:
+                if within == "LowerPriority" and other.priority < workload.priority:
+                    found.append((other, "InClusterQueue"))
+                continue
+            same_cohort = self.cohort[other.team] and self.cohort[other.team] == self.cohort[workload.team]
+            if not same_cohort or not self._borrowing(other.team, other.flavor):
+                continue
+            lower = other.priority < workload.priority
+            if reclaim == "Any" or (reclaim == "LowerPriority" and lower):
+                found.append((other, "InCohortReclamation"))
+        found.sort(key=lambda c: (c[0].team == workload.team, c[0].priority, -c[0].admitted))
+        return found
+
+    def _targets(self, workload: SimulatedWorkload) -> list[tuple[SimulatedWorkload, str]]:
+        candidates = self._candidates(workload)
+        reclaim_allowed = self._within_nominal_after(workload, [c for c, _ in candidates])
+        if not reclaim_allowed:  # reclaiming in the cohort needs the workload to fit its own nominal quota
+            candidates = [c for c in candidates if c[1] == "InClusterQueue"]
+        targets: list[tuple[SimulatedWorkload, str]] = []
+        for candidate in candidates:
+            self._release(candidate[0])
+            targets.append(candidate)
+            if not self._misfit(workload):
+                break
+        else:
+            for victim, _ in targets:
+                self._take(victim)
+            return []
+        for candidate in reversed(targets[:-1]):  # give back what the fit does not need
+            self._take(candidate[0])
+            if self._misfit(workload):
+                self._release(candidate[0])
+            else:
+                targets.remove(candidate)
+        for victim, _ in targets:
+            self._take(victim)
+        return targets
+
+    def _within_nominal_after(
+        self, workload: SimulatedWorkload, own_victims: list[SimulatedWorkload]
+    ) -> bool:
+        freed = [v for v in own_victims if v.team == workload.team]
+        for victim in freed:
+            self._release(victim)
+        fits = self._within_nominal(workload)
+        for victim in freed:
+            self._take(victim)
+        return fits
+
+    def _settle(self) -> None:
+        changed = True
+        while changed:
+            changed = False
+            waiting = sorted(
+                (w for w in self.workloads.values() if w.status != ADMITTED),
+                key=lambda w: (-w.priority, w.created),
+            )
+            for workload in waiting:
+                reason = self._misfit(workload)
+                if reason:
+                    targets = self._targets(workload)
+                    if not targets:
+                        if workload.status == PENDING:
+                            workload.reason = reason
+                        continue
+                    for victim, why in targets:
+                        self._release(victim)
+                        victim.status, victim.reason = PREEMPTED, why
+                self._take(workload)
+                self._clock += 1
+                workload.status, workload.reason, workload.admitted = ADMITTED, "", self._clock
+                changed = True
+                break

@@ -4,7 +4,8 @@
 ``GET /api/v1/nodes?limit=N[&continue=T]`` lists :attr:`KubeApiServer.nodes` in pages of ``N``, as a ``NodeList``
 with ``metadata.continue`` where more remain (the API server's chunked list), and ``GET /api/v1/namespaces`` lists
 :attr:`KubeApiServer.namespaces` the same way;
-``POST /apis/events.k8s.io/v1/namespaces/<ns>/events`` records the Event (201). Every request must carry
+``POST /apis/events.k8s.io/v1/namespaces/<ns>/events`` records the Event (201), or refuses it (422) unless its
+``metadata.name`` or ``metadata.generateName`` is a DNS subdomain (RFC 1123), as the API server validates both. Every request must carry
 ``Authorization: Bearer <token>`` with the token of the file the webhook was given (401 otherwise), as the API
 server requires of a service account. Request paths and bodies are kept for the tests to read.
 """
@@ -33,6 +34,8 @@ def answer_json(handler: BaseHTTPRequestHandler, status: int, body: Any) -> None
 
 _POD = re.compile(r"^/api/v1/namespaces/([^/]+)/pods/([^/]+)$")
 _EVENTS = re.compile(r"^/apis/events\.k8s\.io/v1/namespaces/([^/]+)/events$")
+#: A DNS subdomain (RFC 1123), as ``k8s.io/apimachinery`` ``IsDNS1123Subdomain`` checks it.
+_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
 class ServedOnThread:
@@ -131,6 +134,11 @@ class KubeApiServer(ServedOnThread):
                 match = _EVENTS.match(self.path)
                 if match is None or body.get("metadata", {}).get("namespace") != match[1]:
                     self._answer(400, {"kind": "Status", "code": 400})
+                    return
+                meta = body["metadata"]
+                name = meta.get("name") or meta.get("generateName", "")
+                if not (_SUBDOMAIN.match(name) and len(name) <= 253):
+                    self._answer(422, {"kind": "Status", "code": 422, "reason": "Invalid"})
                     return
                 outer.events.append(body)
                 self._answer(201, body)

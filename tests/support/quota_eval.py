@@ -13,6 +13,9 @@ Modelled from the Kubernetes documentation and the quota evaluator it describes:
   ``Exists``, ``DoesNotExist`` on ``spec.priorityClassName``;
   https://kubernetes.io/docs/concepts/policy/resource-quotas/#quota-scopes);
 * a request that would raise any tracked usage above ``hard`` is refused (``exceeded quota``).
+
+``tests/test_cluster_quota.py`` replays every call the hostile quota suites make of this model on the real
+control plane's quota and LimitRange admission, and fails on any verdict that differs.
 """
 
 from __future__ import annotations

@@ -319,9 +319,14 @@ def webhook_on_api(
     )
 
 
-def sso_user(person: str, team: str = "research") -> dict[str, Any]:
-    """``request.userInfo`` of an Identity Center user of ``team`` as EKS authenticates them."""
-    role = f"{sso_prefix(team)}0123456789abcdef"
+def sso_user(person: str, team: str = "research", *, permission_set: str | None = None) -> dict[str, Any]:
+    """``request.userInfo`` of an Identity Center user of ``team`` as EKS authenticates them (the role of
+    ``permission_set``, by default the team's default permission set name)."""
+    role = (
+        f"AWSReservedSSO_{permission_set}_0123456789abcdef"
+        if permission_set
+        else f"{sso_prefix(team)}0123456789abcdef"
+    )
     arn = f"arn:aws:sts::{ACCOUNT}:assumed-role/{role}/{person}"
     return {
         "username": arn,

@@ -26,7 +26,10 @@ Where each field comes from:
   Kueue still holds it; Kueue clears the admission once the evicted pods are gone, so otherwise
   ``spec.podSets[].count`` times the GPUs the pod template's containers request (limits where no request).
 * ``instance_type``: the ResourceFlavor assigned to ``nvidia.com/gpu`` (the platform names each flavor after
-  its instance type), else the pod template's ``node.kubernetes.io/instance-type`` node selector, else ``""``.
+  its instance type) while Kueue still holds the admission, else the pod template's
+  ``node.kubernetes.io/instance-type`` node selector, else the one flavor in which the team's ClusterQueue can
+  hold GPUs (:func:`gpu_flavors`; Kueue v0.19.2 clears a preempted Workload's admission as soon as its pods
+  are gone, which is before the next run), else ``""``.
 * ``admitted_at``: the ``Admitted`` condition's ``lastTransitionTime`` when it is still ``True`` and not later
   than the eviction; otherwise (the admission is already cleared) the run start is not recorded by Kueue and
   the Workload's ``creationTimestamp`` is written — an upper bound of the run (the engine bounds the loss by
@@ -196,6 +199,31 @@ def team_gpu_gauges(
     return dict(sorted(gauges.items()))
 
 
+def gpu_flavors(
+    cluster_queues: Sequence[Mapping[str, Any]], *, queue_prefix: str, queue_suffix: str
+) -> dict[str, list[str]]:
+    """Team namespace (``<queue_prefix><team>``) -> the flavors in which the team's ClusterQueue can hold GPUs.
+
+    A flavor counts where the queue's ``nvidia.com/gpu`` has a nominal quota, or may borrow it from a cohort
+    (``borrowingLimit`` unset or above 0). Kueue clears a preempted Workload's ``status.admission`` (the flavor
+    it ran on) as soon as its pods are gone, before the collector's next run, so the flavor of an eviction is
+    read from here: unambiguous where the team's queue can hold GPUs in one flavor only.
+    """
+    team_queue = re.compile(f"^{re.escape(queue_prefix)}{_TEAM}{re.escape(queue_suffix)}$")
+    found: dict[str, list[str]] = {}
+    for queue in cluster_queues:
+        match = team_queue.match(str((queue.get("metadata") or {}).get("name")))
+        if match is None:
+            continue
+        in_cohort = bool((queue.get("spec") or {}).get("cohortName"))
+        found[f"{queue_prefix}{match['team']}"] = [
+            flavor
+            for flavor, (nominal, borrow, _lend) in _gpu_quotas(queue).items()
+            if nominal > 0 or (in_cohort and (borrow is None or borrow > 0))
+        ]
+    return found
+
+
 def gauge_metric_data(
     gauges: Mapping[str, Mapping[str, int]], *, cluster: str, timestamp: dt.datetime
 ) -> list[dict[str, Any]]:
@@ -344,8 +372,13 @@ def eviction_record(
     interval_annotation: str,
     interval_env: str | None = None,
     last_checkpoint_annotation: str | None = None,
+    team_gpu_flavors: Sequence[str] = (),
 ) -> dict[str, Any] | None:
     """Return the record of the workload's current preemption eviction, or ``None`` when it is not evicted by preemption.
+
+    ``team_gpu_flavors``: the flavors in which the workload's team queue can hold GPUs (:func:`gpu_flavors`), the
+    instance type where Kueue has already cleared the admission and the pod sets select none; only one is
+    unambiguous.
 
     The declared checkpoint interval is :func:`declared_interval`; the last checkpoint is
     :func:`last_checkpoint` (``last_checkpoint_annotation`` of the Workload's metadata, ``None``: not read),
@@ -372,7 +405,8 @@ def eviction_record(
         )
         for p in pod_sets
     ]
-    instance_type = next((f for f in flavors + selectors if f), "")
+    only_flavor = [team_gpu_flavors[0]] if len(team_gpu_flavors) == 1 else []
+    instance_type = next((f for f in flavors + selectors + only_flavor if f), "")
     admitted = _condition(workload, "Admitted")
     admitted_at: dt.datetime | None = None
     if admitted and admitted.get("status") == "True" and admitted.get("lastTransitionTime"):
@@ -494,16 +528,22 @@ def new_evictions(
     interval_annotation: str,
     interval_env: str | None = None,
     last_checkpoint_annotation: str | None = None,
+    team_gpu_flavors: Mapping[str, Sequence[str]] | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """Yield the records of preemption evictions later than ``since``, one per workload UID + time, sorted."""
+    """Yield the records of preemption evictions later than ``since``, one per workload UID + time, sorted.
+
+    ``team_gpu_flavors``: :func:`gpu_flavors` of the cluster's queues (by team namespace).
+    """
     seen: dict[tuple[str, str], dict[str, Any]] = {}
     for workload in workloads:
+        namespace = str((workload.get("metadata") or {}).get("namespace", ""))
         record = eviction_record(
             workload,
             cluster=cluster,
             interval_annotation=interval_annotation,
             interval_env=interval_env,
             last_checkpoint_annotation=last_checkpoint_annotation,
+            team_gpu_flavors=(team_gpu_flavors or {}).get(namespace, ()),
         )
         if record is not None and record["timestamp"] > _stamp(since):
             seen.setdefault((record["uid"], record["timestamp"]), record)
@@ -549,6 +589,8 @@ def handler(event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
     since = snapshot_time(event) - dt.timedelta(minutes=int(os.environ.get("LOOKBACK_MINUTES", "15")))
     endpoint, ca_pem = endpoint_and_ca(cluster_name)
     workloads = list_workloads(endpoint, eks_token(cluster_name), ca_pem)
+    cluster_queues = list_objects(endpoint, eks_token(cluster_name), ca_pem, CLUSTER_QUEUES_PATH)
+    queue_prefix, queue_suffix = os.environ["TEAM_QUEUE_PREFIX"], os.environ["TEAM_QUEUE_SUFFIX"]
     s3 = boto3.client("s3")
     keys = []
     # each team's own topic (<prefix><team>), told of its new evictions: once, when the record is first written
@@ -561,6 +603,7 @@ def handler(event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
         interval_annotation=interval_annotation,
         interval_env=interval_env,
         last_checkpoint_annotation=last_checkpoint_annotation,
+        team_gpu_flavors=gpu_flavors(cluster_queues, queue_prefix=queue_prefix, queue_suffix=queue_suffix),
     ):
         key = object_key(prefix, record)
         body = json.dumps(record, sort_keys=True, separators=(",", ":")) + "\n"
@@ -575,11 +618,7 @@ def handler(event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
     teams = 0
     namespace = os.environ.get("GAUGE_NAMESPACE")
     if namespace:
-        gauges = team_gpu_gauges(
-            list_objects(endpoint, eks_token(cluster_name), ca_pem, CLUSTER_QUEUES_PATH),
-            queue_prefix=os.environ["TEAM_QUEUE_PREFIX"],
-            queue_suffix=os.environ["TEAM_QUEUE_SUFFIX"],
-        )
+        gauges = team_gpu_gauges(cluster_queues, queue_prefix=queue_prefix, queue_suffix=queue_suffix)
         overdue: dict[str, int] = {}
         remote_write = os.environ.get("REMOTE_WRITE_URL")
         if last_checkpoint_annotation and remote_write:

@@ -31,6 +31,7 @@ __all__ = [
     "IN_CLUSTER_TOKEN",
     "KubeApi",
     "KubeApiUnavailable",
+    "event_name",
     "in_cluster_url",
 ]
 
@@ -45,6 +46,20 @@ _TIMEOUT_SECONDS = 3.0
 
 class KubeApiUnavailable(Exception):  # noqa: N818
     """The API server did not answer, or refused the call; the message says which."""
+
+
+#: The longest name of an object (a DNS subdomain, RFC 1123).
+_NAME_MAX = 253
+
+
+def event_name(pod: str, moment: datetime.datetime) -> str:
+    """Return the name of an Event about ``pod`` at ``moment``: ``<pod>.<nanoseconds, hex>``.
+
+    client-go's recorder names Events so (``k8s.io/client-go/tools/events``). A ``generateName`` of ``<pod>.`` is
+    refused: the API server validates the prefix itself as a DNS subdomain, which may not end with a dot.
+    """
+    stamp = f"{int(moment.timestamp() * 1_000_000) * 1000:x}"
+    return f"{pod[: _NAME_MAX - len(stamp) - 1]}.{stamp}"
 
 
 def in_cluster_url() -> str | None:
@@ -151,11 +166,12 @@ class KubeApi:
         """
         meta = pod.get("metadata") or {}
         namespace = str(meta.get("namespace", ""))
-        now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        moment = datetime.datetime.now(datetime.UTC)
+        now = moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         event = {
             "apiVersion": "events.k8s.io/v1",
             "kind": "Event",
-            "metadata": {"generateName": f"{meta.get('name', 'pod')}.", "namespace": namespace},
+            "metadata": {"name": event_name(str(meta.get("name", "pod")), moment), "namespace": namespace},
             "eventTime": now,
             "reportingController": labels.WEBHOOK_REPORTING_CONTROLLER,
             "reportingInstance": instance[:128],
