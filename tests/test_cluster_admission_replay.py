@@ -15,14 +15,20 @@ the webhook) are counted apart and printed; they are not agreements.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 import tenant_admission as ta
-from admission_replay import Case, Replay, Verdict, by_platform, load, policies_of, record, replay
-from cluster_platform import ClusterPlatforms
+from admission_replay import Case, Replay, Verdict, by_platform, identities, load, policies_of, record, replay
+from cel_admission import TEAM_MEMBER
+from cluster_platform import ClusterPlatforms, OnCluster
+from kube_client import wait_until
 from synth import Synth
+from webhook_server import sso_user
+
+from hyperpod_tenancy.policy import Platform, names
 
 pytestmark = pytest.mark.cluster
 
@@ -57,8 +63,49 @@ def replays(
             ns["metadata"]["name"]: ns["metadata"].get("labels", {})
             for ns in on.admin.list("v1", "Namespace")
         }
-        found[fixture] = replay(on.admin, cases, namespaces=namespaces)
+        person = as_eks_authenticates(synth.platform)
+        _allocate_uids(on, [person(i, n) for i, n in identities(cases)])
+        found[fixture] = replay(on.admin, cases, namespaces=namespaces, person=person)
     yield found
+
+
+def as_eks_authenticates(platform: Platform) -> Callable[[Mapping[str, Any], str], dict[str, Any]]:
+    """The identity a case's ``userInfo`` models, as EKS authenticates it: the suites' default requester is a
+    member of the team whose namespace the request is in; a person named by an e-mail address
+    and a team's group is that team's Identity Center user (``webhook_server.sso_user``, in the team's
+    permission set) with the case's groups; an assumed role or a service account is sent as recorded."""
+    teams = {names.kubernetes_group(t.name): t for t in platform.hosted_teams}
+    of_namespace = {names.namespace(t.name): t for t in platform.hosted_teams}
+
+    def person(info: Mapping[str, Any], namespace: str) -> dict[str, Any]:
+        if dict(info) == dict(TEAM_MEMBER) and namespace in of_namespace:  # the suites' default requester
+            team = of_namespace[namespace]
+            return sso_user("alice", team.name, permission_set=team.identity.permission_set_name)
+        username = str(info["username"])
+        team = next((teams[g] for g in info.get("groups", []) if g in teams), None)
+        if username.startswith(("arn:aws:", "system:")) or team is None:
+            return dict(info)
+        modelled = sso_user(
+            username.split("@", maxsplit=1)[0], team.name, permission_set=team.identity.permission_set_name
+        )
+        return {**modelled, "groups": list(info.get("groups", []))}
+
+    return person
+
+
+def _allocate_uids(on: OnCluster, people: list[dict[str, Any]]) -> None:
+    """Each Identity Center person submits one honest Job for real first: the webhook allocates a POSIX UID on
+    a person's first real submission and refuses a dry run before it (it does not allocate on a dry run)."""
+    teams = {names.kubernetes_group(t.name): t.name for t in on.synth.platform.hosted_teams}
+    for info in people:
+        team = next((teams[g] for g in info.get("groups", []) if g in teams), None)
+        if team is None or not str(info["username"]).startswith("arn:aws:sts::"):
+            continue
+        job = ta.job(team, annotations=ta.CHECKPOINT, name="uid-allocation")
+        client = on.as_identity(info)
+        if client.create(job).ok:
+            on.admin.delete(job, propagation="Background")
+            wait_until(lambda j=job: on.admin.get(j) is None, timeout=30, what="the allocation Job to go")
 
 
 def _summary(name: str, result: Replay) -> str:

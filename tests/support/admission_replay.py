@@ -39,6 +39,8 @@ import platforms
 from cel_admission import POLICY_KINDS, RECORD_DIR, policy_digest
 from kube_client import Answer, KubeClient, KubeError, wait_until
 
+from hyperpod_tenancy.k8s.labels import CREATED_BY_ANNOTATION
+
 #: The offline suites whose requests are replayed (every request they judge with the policies).
 SUITES = (
     "tests/test_admission_cel.py",
@@ -177,12 +179,15 @@ def _path(client: KubeClient, obj: Mapping[str, Any], namespace: str, name: str 
     return resource.path(namespace=namespace, name=name)
 
 
-def identities(cases: Iterable[Case]) -> list[dict[str, Any]]:
-    """The distinct ``userInfo`` of the cases."""
-    seen: dict[str, dict[str, Any]] = {}
+def identities(cases: Iterable[Case]) -> list[tuple[dict[str, Any], str]]:
+    """The distinct ``userInfo`` of the cases, each with a namespace it sent a request to."""
+    seen: dict[str, tuple[dict[str, Any], str]] = {}
     for case in cases:
-        info = case.context["request"]["userInfo"]
-        seen.setdefault(json.dumps(info, sort_keys=True), info)
+        request = case.context["request"]
+        seen.setdefault(
+            json.dumps([request["userInfo"], request["namespace"]], sort_keys=True),
+            (request["userInfo"], request["namespace"]),
+        )
     return list(seen.values())
 
 
@@ -226,7 +231,10 @@ def _one(admin: KubeClient, case: Case, identity: Mapping[str, Any]) -> Verdict 
     existing = _sendable(old, namespace)
     existing["metadata"].pop("generateName", None)
     existing["metadata"]["name"] = existing["metadata"].get("name") or "case"
-    created = admin.request("POST", _path(admin, existing, namespace, None), body=existing)
+    creator = existing["metadata"].get("annotations", {}).get(CREATED_BY_ANNOTATION)
+    # the webhook records who creates a ConfigMap or Secret: the old object is created by its recorded creator
+    owner = _as_person(admin, {**identity, "username": creator}) if creator else admin
+    created = owner.request("POST", _path(admin, existing, namespace, None), body=existing)
     if not created.ok:
         return f"its old object cannot be created: {_who_refused(created)[0]}"
     name = existing["metadata"]["name"]
@@ -248,7 +256,7 @@ def _one(admin: KubeClient, case: Case, identity: Mapping[str, Any]) -> Verdict 
         return _verdict(case, answer)
     finally:
         gone = _path(admin, existing, namespace, name)
-        admin.request("DELETE", gone, params={"gracePeriodSeconds": "0"})
+        owner.request("DELETE", gone, params={"gracePeriodSeconds": "0"})
         wait_until(lambda: admin.request("GET", gone).status == 404, timeout=30, what=f"{gone} to be deleted")
 
 
@@ -264,7 +272,7 @@ def replay(
     cases: Iterable[Case],
     *,
     namespaces: Mapping[str, Mapping[str, str]],
-    person: Callable[[Mapping[str, Any]], Mapping[str, Any]],
+    person: Callable[[Mapping[str, Any], str], Mapping[str, Any]],
 ) -> Replay:
     """Send each case (whose namespace is on the server with the labels it was judged under) as the identity
     ``person`` gives for its ``userInfo``."""
@@ -278,7 +286,8 @@ def replay(
         if dict(live) != dict(namespace.get("labels", {})):
             result.unsent["judged under namespace labels other than the server's"] += 1
             continue
-        outcome = _one(admin, case, person(case.context["request"]["userInfo"]))
+        request = case.context["request"]
+        outcome = _one(admin, case, person(request["userInfo"], request["namespace"]))
         if isinstance(outcome, str):
             result.unsent[outcome] += 1
         else:
