@@ -7,10 +7,14 @@ to ``message``) and the binding's ``validationActions`` decide whether it denies
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import cel
@@ -39,6 +43,10 @@ TEAM_MEMBER: Mapping[str, Any] = {
     "username": "arn:aws:sts::111122223333:assumed-role/AWSReservedSSO_Research_0123456789abcdef/alice",
     "groups": ["hyperpod-ns-research-namespace-level-group", "system:authenticated"],
 }
+#: Where :func:`evaluate_policies` records each request it judges (a directory; one JSON-lines file a process),
+#: for the differential test that replays them on the real API server (``tests/test_cluster_admission_replay.py``).
+RECORD_DIR = "HYPERPOD_TENANCY_RECORD_ADMISSION"
+POLICY_KINDS = ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
 _CALL = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
 _STRING = re.compile(r"'[^']*'")
 
@@ -202,4 +210,34 @@ def evaluate_policies(
                     assert isinstance(message, str) and message
                 outcome.failures.append(message)
         outcomes.append(outcome)
-    return AdmissionDecision(outcomes)
+    decision = AdmissionDecision(outcomes)
+    if os.environ.get(RECORD_DIR):
+        _record(objects, context, decision)
+    return decision
+
+
+def _record(
+    objects: Sequence[Mapping[str, Any]], context: Mapping[str, Any], decision: AdmissionDecision
+) -> None:
+    """Append one judged request and its verdict to this process's file; the policies it was judged by are kept
+    once, under their digest (:func:`policy_digest`)."""
+    policies = [o for o in objects if o["kind"] in POLICY_KINDS]
+    digest = policy_digest(policies)
+    folder = Path(os.environ[RECORD_DIR])
+    kept = folder / f"policies-{digest}.json"
+    if not kept.exists():
+        kept.write_text(json.dumps(policies))
+    case = {
+        "test": os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" (", 1)[0],
+        "policies": digest,
+        "context": context,
+        "denied": {o.policy: o.failures for o in decision.outcomes if "Deny" in o.actions and o.failures},
+    }
+    with (folder / f"{os.getpid()}.jsonl").open("a", encoding="utf-8") as out:
+        out.write(json.dumps(case, default=str) + "\n")
+
+
+def policy_digest(policies: Sequence[Mapping[str, Any]]) -> str:
+    """A digest naming one set of policies and bindings, whatever their order."""
+    kept = sorted(json.dumps(p, sort_keys=True) for p in policies if p["kind"] in POLICY_KINDS)
+    return hashlib.sha256("\n".join(kept).encode()).hexdigest()[:16]
