@@ -30,13 +30,14 @@ Four policies, because their scope and enforcement differ:
   namespace labelled* ``hyperpod-tenancy.io/borrows: "true"`` (a team that borrows can have any of its work
   placed on borrowed quota and reclaimed), and, in a namespace labelled
   ``hyperpod-tenancy.io/preempts-own-work: "true"``, work at a class below a higher one the namespace is
-  entitled to (its own team's work preempts it: :func:`_preempted_by_own_team`), declares ``hyperpod-tenancy.io/checkpoint-path`` under
-  ``/fsx/<team>/`` and ``hyperpod-tenancy.io/checkpoint-interval`` (:data:`CHECKPOINT_INTERVAL_PATTERN`) no
-  longer than its class's ``maxCheckpointInterval`` (a generated regular expression per class, see
-  :func:`interval_regex`), so ``9999h`` is denied. Clients that cannot set annotations (``hyp create
-  hyp-pytorch-job``) declare the same through container environment variables instead, checked on every
-  PodSpec of each kind (:func:`_checkpoint_validations`): the directory at or below the declaring container's
-  own writable mount of the team's FSx claim, the interval bounded the same way, one declaration per workload.
+  entitled to (its own team's work preempts it: :func:`_preempted_by_own_team`), declares its checkpoint in
+  the containers' environment, where ``hyp create hyp-pytorch-job --environment`` puts it
+  (``HYPERPOD_TENANCY_CHECKPOINT_DIR`` and ``HYPERPOD_TENANCY_CHECKPOINT_INTERVAL``), checked on every PodSpec of
+  each kind (:func:`_checkpoint_validations`): the directory at or below the declaring container's own writable
+  mount of the team's FSx claim, the interval (:data:`CHECKPOINT_INTERVAL_PATTERN`) no longer than its class's
+  ``maxCheckpointInterval`` (a generated regular expression per class, see :func:`interval_regex`, so ``9999h``
+  is denied), one declaration per workload. The former annotations ``hyperpod-tenancy.io/checkpoint-path`` and
+  ``-interval`` are refused wherever they appear, so no second declaration can disagree with the first.
 * :data:`POD_SPEC_POLICY` (``Deny``; every requester, controllers included, because the pod spec is what
   runs): every PodSpec of a workload (its pod templates at the paths of ``WorkloadKindSpec.pod_specs``: Job
   ``spec.template``, Kubeflow ``spec.<x>ReplicaSpecs.*.template``, HyperPodPyTorchJob

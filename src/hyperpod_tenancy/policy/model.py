@@ -40,7 +40,7 @@ def interval_minutes(text: str) -> int | None:
     """Minutes of an interval written ``<n>m`` or ``<n>h`` (``n`` a positive integer without leading zero).
 
     Returns ``None`` for anything else (``0m``, ``1h30m``, ``30``, ``1d``): the same grammar admission accepts
-    in ``hyperpod-tenancy.io/checkpoint-interval``.
+    in ``HYPERPOD_TENANCY_CHECKPOINT_INTERVAL``.
     """
     digits, unit = text[:-1], text[-1:]
     if unit not in ("m", "h") or not digits.isascii() or not digits.isdigit() or digits.startswith("0"):
@@ -383,7 +383,7 @@ class PriorityClass:
     preemptible: bool = False
     #: Longest checkpoint interval work at this class may declare (``<n>m`` or ``<n>h``, at most
     #: :data:`MAX_CHECKPOINT_INTERVAL_CEILING`): the most GPU time one eviction can throw away. Admission denies
-    #: a longer ``hyperpod-tenancy.io/checkpoint-interval``. Default :data:`DEFAULT_MAX_CHECKPOINT_INTERVAL`.
+    #: a longer ``HYPERPOD_TENANCY_CHECKPOINT_INTERVAL``. Default :data:`DEFAULT_MAX_CHECKPOINT_INTERVAL`.
     max_checkpoint_interval: str = DEFAULT_MAX_CHECKPOINT_INTERVAL
 
     @property
