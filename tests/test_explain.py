@@ -28,6 +28,7 @@ import platforms
 import pytest
 import yaml
 from cel_admission import evaluate_policies
+from explain_messages import KUBECTL_PREFIX, clauses, normalised, parse_written
 from kube_api_server import ServedOnThread, answer_json
 from kueue_crd_validator import validate_kueue
 from rbac_eval import Authorizer, Request, Subject
@@ -46,6 +47,7 @@ from hyperpod_tenancy.tools._explain_objects import (
     ExplainInputError,
     Objects,
     objects_from_documents,
+    owner_names,
 )
 
 CASES = Path(__file__).parent / "support" / "explain_cases"
@@ -202,12 +204,18 @@ def test_larger_than_the_ceiling_with_granular_reasons(platform: Platform) -> No
     is ``potentialAvailable`` in pkg/cache/scheduler/resource_node.go; reason names in
     apis/kueue/v1beta2/workload_types.go).
     """
-    diagnoses = explain(platform, "exceeds_ceiling")
-    main = diagnoses[0]
-    assert main.cause is Cause.BORROWING_CEILING
-    assert "128 nvidia.com/gpu against a ceiling of 108" in main.summary
-    assert "make the job smaller: at most 108 nvidia.com/gpu in flavor ml.p5.48xlarge" in main.fix
-    assert_visibility(diagnoses)
+    # recorded as Kueue v0.19.2 writes it by default (reason Pending: tests/test_cluster_explain.py); with the
+    # UnadmittedWorkloadsObservability gate on, the same message comes with the granular reason
+    for reason in ("Pending", "ExceedsMaxQuota"):
+        items = load("exceeds_ceiling")
+        items[0]["status"]["conditions"][0]["reason"] = reason
+        objects = objects_from_documents(items, asked=KUEUE_CASES["exceeds_ceiling"], namespace=None)
+        diagnoses = diagnose(platform, objects)
+        main = diagnoses[0]
+        assert main.cause is Cause.BORROWING_CEILING
+        assert "128 nvidia.com/gpu against a ceiling of 108" in main.summary
+        assert "make the job smaller: at most 108 nvidia.com/gpu in flavor ml.p5.48xlarge" in main.fix
+        assert_visibility(diagnoses)
 
 
 def test_lenders_have_no_idle_capacity(platform: Platform) -> None:
@@ -1053,3 +1061,97 @@ def test_waiting_without_the_queue_uses_the_policy_guarantee(platform: Platform)
     assert "cannot tell whose quota" not in rendered
     assert "your queue: 0 admitted" not in rendered
     assert "guarantee" in rendered
+
+
+# ------------------------------------------------------------------------- what real Kueue wrote (recorded)
+
+LIVE_CASES = CASES / "live"
+#: Per case: the Workload's conditions as real Kueue wrote them, normalised (tests/test_cluster_explain.py).
+LIVE_MESSAGES = json.loads((CASES / "live_messages.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("path", sorted(LIVE_CASES.glob("*.json")), ids=lambda p: p.stem)
+def test_what_real_kueue_wrote_is_explained_offline_as_it_was_live(platform: Platform, path: Path) -> None:
+    """The objects explain read on the real control plane (``HYPERPOD_TENANCY_RECORD_EXPLAIN=1``), explained
+    again from the file: the same causes, and never a ceiling read off a flavor the team has no quota on."""
+    document = json.loads(path.read_text(encoding="utf-8"))
+    objects = objects_from_documents(document["items"], asked=document["explained"]["asked"], namespace=None)
+    diagnoses = diagnose(platform, objects)
+    assert [d.cause.value for d in diagnoses] == document["explained"]["causes"], text(diagnoses)
+    assert "ceiling of 0" not in text(diagnoses)
+
+
+def _recorded_conditions(case: str) -> dict[str, str]:
+    (workload,) = [
+        o
+        for o in load(case)
+        if o["kind"] == "Workload" and KUEUE_CASES[case] in (o["metadata"]["name"], *owner_names(o))
+    ]
+    return {
+        f"{c['type']}/{c['status']}/{c.get('reason', '')}": c.get("message", "")
+        for c in workload["status"]["conditions"]
+        if c["type"] in ("QuotaReserved", "Evicted", "Preempted")
+    }
+
+
+@pytest.mark.parametrize("case", sorted(set(LIVE_MESSAGES) & set(KUEUE_CASES)))
+def test_the_recorded_conditions_say_what_real_kueue_writes(case: str) -> None:
+    """Each recorded condition has the type, status and reason real Kueue wrote in the same situation, and every
+    clause of its message is one Kueue wrote (names and numbers aside: ``explain_messages.normalised``)."""
+    live = dict(parse_written(line) for line in LIVE_MESSAGES[case])
+    by_state = {head.rsplit("/", 1)[0]: head for head in live}
+    compared = 0
+    for head, message in _recorded_conditions(case).items():
+        state = head.rsplit("/", 1)[0]  # a recording may be of another moment (still stopping, say)
+        if state not in by_state:
+            continue
+        assert head in live, f"{case}: recorded {head}, Kueue wrote {by_state[state]}"
+        missing = clauses(message) - clauses(live[head])
+        assert not missing, f"{case}: {head} clauses Kueue did not write: {missing}\nKueue: {live[head]}"
+        compared += 1
+    assert compared, f"{case}: no recorded condition is in a state Kueue was seen in"
+
+
+def test_the_recorded_denial_is_what_the_api_server_says() -> None:
+    (live,) = LIVE_MESSAGES["priority_denied"]
+    recorded = KUBECTL_PREFIX.sub("", _recorded_denial("priority_denied"))
+    assert normalised(recorded) == live
+
+
+def test_only_the_workload_with_every_flavor_named_uses_the_team_flavor_of_the_policy(
+    platform: Platform,
+) -> None:
+    """Real Kueue names every resource of every flavor (``... nvidia.com/gpu in flavor ml.g5.12xlarge ... >
+    maximum capacity (0), ... in flavor ml.p5.48xlarge ... > maximum capacity (108)``): with ``--platform``
+    alone, the flavor the team has quota on is the one explained, not the first one named."""
+    (workload,) = [o for o in load("exceeds_ceiling") if o["kind"] == "Workload"]
+    workload["status"]["conditions"][0]["message"] = (
+        "couldn't assign flavors to pod set main: insufficient quota for nvidia.com/gpu in flavor ml.g5.12xlarge, "
+        "previously considered podsets requests (0) + current podset request (128) > maximum capacity (0), "
+        "insufficient quota for nvidia.com/gpu in flavor ml.p5.48xlarge, previously considered podsets requests "
+        "(0) + current podset request (128) > maximum capacity (108)"
+    )
+    (main, *_) = diagnose(
+        platform, objects_from_documents([workload], asked=KUEUE_CASES["exceeds_ceiling"], namespace=None)
+    )
+    assert main.cause is Cause.BORROWING_CEILING
+    assert "128 nvidia.com/gpu against a ceiling of 108" in main.summary, main.render()
+
+
+def test_a_message_naming_only_flavors_without_quota_is_read_on_the_team_flavor(platform: Platform) -> None:
+    """Seen on real Kueue right after a reclamation: the pending message names only ml.g5.12xlarge, where research
+    has no quota. The team's own flavor decides (72 held + 24 asked, within 108: lenders busy), not a ceiling of 0."""
+    document = json.loads((LIVE_CASES / "preempted_reclaim.json").read_text(encoding="utf-8"))
+    workload = document["items"][0]
+    reserved = next(c for c in workload["status"]["conditions"] if c["type"] == "QuotaReserved")
+    reserved["message"] = (
+        "couldn't assign flavors to pod set main: insufficient quota for cpu in flavor ml.g5.12xlarge, previously "
+        "considered podsets requests (0) + current podset request (750m) > maximum capacity (0), insufficient quota "
+        "for memory in flavor ml.g5.12xlarge, previously considered podsets requests (0) + current podset request "
+        "(1536Mi) > maximum capacity (0), insufficient quota for nvidia.com/gpu in flavor ml.g5.12xlarge, previously "
+        "considered podsets requests (0) + current podset request (24) > maximum capacity (0)"
+    )
+    objects = objects_from_documents(document["items"], asked=document["explained"]["asked"], namespace=None)
+    diagnoses = diagnose(platform, objects)
+    assert [d.cause for d in diagnoses] == [Cause.PREEMPTED, Cause.LENDERS_BUSY], text(diagnoses)
+    assert "ceiling of 0" not in text(diagnoses)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,5 +128,10 @@ class CertificateAuthority:
     def client(self, stem: str, *, user: str, groups: Sequence[str] = ()) -> KeyPair:
         """A client certificate the API server reads as ``user`` in ``groups``, written as ``<stem>.crt/.key``."""
         attributes = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, g) for g in groups]
-        subject = x509.Name([*attributes, x509.NameAttribute(NameOID.COMMON_NAME, user)])
+        # EKS user names (assumed-role ARNs) are longer than the 64 characters RFC 5280 suggests for a common
+        # name; the API server reads any length, so the bound is not enforced (cryptography warns otherwise)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            common_name = x509.NameAttribute(NameOID.COMMON_NAME, user, _validate=False)
+        subject = x509.Name([*attributes, common_name])
         return self._issue(stem, subject, usage=ExtendedKeyUsageOID.CLIENT_AUTH, sans=())

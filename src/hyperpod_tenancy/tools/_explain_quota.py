@@ -216,6 +216,16 @@ def _quota_diagnosis(
     from_policy = objects.cluster_queue is None
     lines = quota_lines(objects.cluster_queue if not from_policy else policy_cluster_queue(platform, team))
     line = lines.get((flavor, resource))
+    if line is not None and line.nominal == 0 and line.borrowing_limit == 0:
+        # Kueue's message may name only flavors the team has no quota on (v0.19.2 writes such a message right
+        # after a reclamation): then the team's own flavor of that resource decides, by its numbers
+        own = max(
+            (q for q in lines.values() if q.resource == resource and q.nominal > 0),
+            key=lambda q: q.nominal,
+            default=None,
+        )
+        if own is not None:
+            line, flavor, shape = own, own.flavor, "unused"
     assert objects.workload is not None  # noqa: S101 - only called for a workload
     request = requested(objects.workload, resource) or _num(match.groupdict().get("request"))
     if line is None:
@@ -395,7 +405,9 @@ def diagnose_pending(platform: Platform, team: Team, objects: Objects) -> Diagno
                 f"tell the platform team (LocalQueue {names.local_queue(team.name)}, ClusterQueue {names.cluster_queue(team.name)})",
             ),
         )
-    if (picked := _pick(message, quota_lines(objects.cluster_queue))) is not None:
+    # without the team's queue, the policy's rendering tells which flavor the team has quota on
+    queue = objects.cluster_queue or policy_cluster_queue(platform, team)
+    if (picked := _pick(message, quota_lines(queue))) is not None:
         return _quota_diagnosis(platform, team, objects, match=picked[0], shape=picked[1], message=message)
     if not message:
         return Diagnosis(
