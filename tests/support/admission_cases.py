@@ -44,12 +44,15 @@ class Case:
     old: dict[str, Any] | None = None
     old_identity: Mapping[str, Any] | None = None
     refused_on_kueue: bool = False
+    #: On the real server, part of the message of what refuses first where that is not a policy: RBAC, Kueue's
+    #: Job webhook (a controller owner it cannot find) or the POSIX identity webhook (no person to stamp).
+    real_fragment: str = ""
 
-    def expected(self, kueue: bool) -> tuple[bool, str]:
-        """The verdict and message fragment on one backend."""
+    def expected(self, kueue: bool, *, real: bool = False) -> tuple[bool, str]:
+        """The verdict and message fragment on one backend (``real``: as the API server words the refusal)."""
         if kueue and self.refused_on_kueue:
             return False, ta.KUEUE_REFUSAL
-        return self.allowed, self.fragment
+        return self.allowed, (self.real_fragment if real and self.real_fragment else self.fragment)
 
 
 @dataclass
@@ -139,7 +142,7 @@ def cases() -> list[Case]:
             "CREATE",
             ta.job(labels={}, annotations=ta.CHECKPOINT, name="ac-unlabelled"),
             False,
-            "kueue.x-k8s.io/queue-name",
+            "kueue.x-k8s.io/priority-class is required",
         ),
         Case(
             "another team's queue",
@@ -175,6 +178,7 @@ def cases() -> list[Case]:
             ),
             False,
             owner_msg,
+            real_fragment='MPIJob.kubeflow.org "small" not found',
         ),
         Case(
             "a large Job pointed at a small admitted Job",
@@ -190,6 +194,7 @@ def cases() -> list[Case]:
             ),
             False,
             owner_msg,
+            real_fragment='Job.batch "small" not found',
         ),
         Case(
             "a spoofed owner does not skip the checkpoint rule",
@@ -201,6 +206,7 @@ def cases() -> list[Case]:
             ),
             False,
             "checkpoint-path",
+            real_fragment='MPIJob.kubeflow.org "small" not found',
         ),
         Case(
             "a bare GPU Pod with a spoofed ReplicaSet owner",
@@ -209,6 +215,7 @@ def cases() -> list[Case]:
             _bare_pod("ac-pod", ta.GPU, _owner("ReplicaSet", "apps/v1")),
             False,
             "queue-name",
+            real_fragment='cannot create resource "pods"',
         ),
         Case(
             "a lookalike controller user name",
@@ -220,6 +227,7 @@ def cases() -> list[Case]:
             ta.job(labels={}, name="ac-lookalike"),
             False,
             "kueue.x-k8s.io/queue-name",
+            real_fragment="is not an IAM role session",
         ),
         # hostile updates
         Case(
@@ -278,7 +286,7 @@ def disagreements(
     """Every case where the real server, the offline engine and the expectation do not all agree (one line each)."""
     found = []
     for case, mine, theirs in zip(table, offline, real, strict=True):
-        allowed, fragment = case.expected(kueue)
+        allowed, fragment = case.expected(kueue, real=True)
         problems = []
         if theirs.allowed != mine.allowed:
             problems.append(f"real {verdict_text(theirs)} vs offline {verdict_text(mine)}")
