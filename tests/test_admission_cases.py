@@ -12,14 +12,14 @@ from synth import Synth
 def test_every_case_is_judged_as_expected_offline(synth: Synth) -> None:
     table = ac.cases()
     verdicts = [ac.offline(synth, case) for case in table]
-    assert ac.disagreements(table, ta.on_kueue(synth), verdicts, verdicts) == []
+    assert ac.disagreements(table, ta.on_kueue(synth), verdicts, verdicts, worded="offline") == []
 
 
 def test_a_flipped_expectation_is_reported(synth: Synth) -> None:
     table = ac.cases()
     verdicts = [ac.offline(synth, case) for case in table]
     flipped = [ac.Verdict(not v.allowed, v.messages) for v in verdicts]
-    found = ac.disagreements(table, ta.on_kueue(synth), verdicts, flipped)
+    found = ac.disagreements(table, ta.on_kueue(synth), verdicts, flipped, worded="offline")
     assert len(found) == len(table), found
     assert all("real" in line and "vs offline" in line for line in found)
 

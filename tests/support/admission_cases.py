@@ -281,12 +281,20 @@ def offline(synth: Synth, case: Case) -> Verdict:
 
 
 def disagreements(
-    table: Sequence[Case], kueue: bool, offline: Sequence[Verdict], real: Sequence[Verdict]
+    table: Sequence[Case],
+    kueue: bool,
+    offline: Sequence[Verdict],
+    real: Sequence[Verdict],
+    *,
+    worded: str = "real",
 ) -> list[str]:
-    """Every case where the real server, the offline engine and the expectation do not all agree (one line each)."""
+    """Every case where the real server, the offline engine and the expectation do not all agree (one line each).
+
+    ``worded``: whose wording of a refusal to expect (``real``: :attr:`Case.real_fragment` where it is set).
+    """
     found = []
     for case, mine, theirs in zip(table, offline, real, strict=True):
-        allowed, fragment = case.expected(kueue, real=True)
+        allowed, fragment = case.expected(kueue, real=worded == "real")
         problems = []
         if theirs.allowed != mine.allowed:
             problems.append(f"real {verdict_text(theirs)} vs offline {verdict_text(mine)}")
