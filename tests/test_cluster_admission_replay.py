@@ -28,6 +28,7 @@ from kube_client import wait_until
 from synth import Synth
 from webhook_server import sso_user
 
+from hyperpod_tenancy.k8s import workloads
 from hyperpod_tenancy.policy import Platform, names
 
 pytestmark = pytest.mark.cluster
@@ -127,6 +128,33 @@ def test_the_real_server_agrees_with_every_offline_verdict(fixture: str, replays
     assert any(v.outcome == "policy" for v in compared) and any(v.outcome == "admitted" for v in compared)
     flips = result.disagreements()
     assert not flips, f"{len(flips)} disagreements:\n" + "\n".join(v.describe() for v in flips)
+
+
+@pytest.mark.parametrize("fixture", list(APPLIED_AS))
+def test_each_admitted_workload_comes_back_stamped_with_its_submitter(
+    fixture: str, replays: dict[str, Replay], request: pytest.FixtureRequest
+) -> None:
+    """What a person's admitted workload runs as: each pod template of the object the server answered carries
+    a person's POSIX UID (not root or a system UID) and the team's GID, as the webhook stamped them."""
+    platform = request.getfixturevalue(fixture).platform
+    gids = {names.namespace(t.name): t.identity.posix_gid for t in platform.hosted_teams}
+    kinds = {(k.group, k.kind) for k in workloads.WORKLOAD_KINDS if k.kind != "Pod"}
+    checked, wrong = 0, []
+    for verdict in replays[fixture].verdicts:
+        served, req = verdict.served, verdict.case.context["request"]
+        if verdict.outcome != "admitted" or served is None or req["operation"] != "CREATE":
+            continue
+        if (served["apiVersion"].rpartition("/")[0], served["kind"]) not in kinds:
+            continue
+        if str(req["userInfo"]["username"]).startswith("system:"):  # a controller: nothing is stamped
+            continue
+        for spec in ta.pod_specs(served):
+            context = spec.get("securityContext", {})
+            checked += 1
+            if context.get("runAsGroup") != gids[req["namespace"]] or int(context.get("runAsUser", 0)) < 1000:
+                wrong.append(f"{verdict.case.test}: {served['kind']} runs as {context}")
+    assert checked >= 20, checked
+    assert wrong == [], "\n".join(wrong)
 
 
 def test_a_flipped_verdict_is_a_disagreement(replays: dict[str, Replay]) -> None:

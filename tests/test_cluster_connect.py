@@ -132,19 +132,7 @@ def plane(kueue_on_cluster: OnCluster) -> Iterator[OnCluster]:
 @pytest.fixture(scope="module")
 def alice_pod(plane: OnCluster) -> Iterator[dict[str, Any]]:
     """Alice's honest Job, stamped by the webhook and admitted by Kueue; its pod Running on a KWOK node."""
-    job = ta.job(annotations=ta.CHECKPOINT, name=JOB)
-    gpu = {"nvidia.com/gpu": "1"}
-    job["spec"]["template"]["spec"] = {
-        "restartPolicy": "Never",
-        "containers": [
-            {
-                "name": "train",
-                "image": ta.IMAGE,
-                "command": ["torchrun", "train.py"],
-                "resources": {"requests": gpu, "limits": gpu},
-            }
-        ],
-    }
+    job = ta.runnable_job(JOB, gpus=1)
     answer = plane.member("alice", "research").create(job)
     assert answer.ok, answer.message
 

@@ -44,6 +44,7 @@ from kube_client import wait_until
 from webhook_server import sso_user
 
 from hyperpod_tenancy import cli
+from hyperpod_tenancy.k8s.labels import CHECKPOINT_DIR_ENV, CHECKPOINT_INTERVAL_ENV
 from hyperpod_tenancy.policy import Platform, names
 from hyperpod_tenancy.tools._explain_diagnose import diagnose
 from hyperpod_tenancy.tools._explain_live import read_live
@@ -74,10 +75,8 @@ def member(person: str, team: str) -> dict[str, Any]:
 
 
 def _checkpoint(team: str) -> dict[str, str]:
-    return {
-        "hyperpod-tenancy.io/checkpoint-path": f"/fsx/{team}/runs/explain/",
-        "hyperpod-tenancy.io/checkpoint-interval": "30m",
-    }
+    """The checkpoint declaration, as :func:`tenant_admission.place_checkpoint` moves it into the containers."""
+    return {CHECKPOINT_DIR_ENV: f"/fsx/{team}/runs/explain", CHECKPOINT_INTERVAL_ENV: "30m"}
 
 
 def job(
@@ -90,7 +89,8 @@ def job(
     node_selector: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """A suspended Job of ``pods`` pods of ``gpus`` GPUs each, on the team's queue at ``priority``."""
-    obj = ta.job(team, labels=ta.kueue_labels(team, priority), annotations=_checkpoint(team), name=name)
+    obj = ta.job(team, labels=ta.kueue_labels(team, priority), name=name)
+    obj["metadata"]["annotations"] = _checkpoint(team)
     spec: dict[str, Any] = {
         "restartPolicy": "Never",
         "containers": [
@@ -106,7 +106,7 @@ def job(
     # no node has keeps the pods Pending while Kueue (which matches only its flavors' node labels) admits the Job
     spec["nodeSelector"] = {HOLD: "true", **(node_selector or {})}
     obj["spec"].update({"parallelism": pods, "completions": pods, "template": {"spec": spec}})
-    return obj
+    return ta.place_checkpoint(obj, team)
 
 
 class Scenario:

@@ -115,7 +115,8 @@ def test_accelerators_over_the_ceiling_are_refused_by_quota_admission(
 ) -> None:
     ceiling = hard(plane, "research", "accelerator-ceiling", GPU)
     headroom = ceiling - int(used(plane, "research", "accelerator-ceiling", GPU))
-    over = controller_pod("research", "over", {GPU: str(headroom + 1), EFA: str(4 * (headroom + 1))})
+    # over the GPU ceiling only: with its EFA interfaces over theirs too, quota admission may name either quota
+    over = controller_pod("research", "over", {GPU: str(headroom + 1), EFA: str(4 * headroom)})
     exceeded(job_controller.create(over, dry_run=True), "accelerator-ceiling", GPU)
     at = controller_pod("research", "at", {GPU: str(headroom), EFA: str(4 * headroom)})
     answer = job_controller.create(at, dry_run=True)

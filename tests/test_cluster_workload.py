@@ -40,21 +40,7 @@ def test_an_honest_job_is_stamped_admitted_by_kueue_and_runs_on_a_p5_node(
     plane = kueue_on_cluster
     plane.await_admission()
     alice = plane.member("alice", "research")
-    job = ta.job(annotations=ta.CHECKPOINT, name="honest")
-    job["spec"]["template"]["spec"] = {
-        "restartPolicy": "Never",
-        "containers": [
-            {
-                "name": "train",
-                "image": ta.IMAGE,
-                "command": ["torchrun", "train.py"],
-                "resources": {"requests": dict(ta.GPU), "limits": dict(ta.GPU)},
-            }
-        ],
-    }
-    job = ta.place_checkpoint(
-        {**job, "metadata": {**job["metadata"], "annotations": dict(ta.CHECKPOINT)}}, "research"
-    )
+    job = ta.runnable_job("honest", gpus=8)
     answer = alice.create(job)
     assert answer.ok, answer.message
     try:

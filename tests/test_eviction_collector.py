@@ -980,7 +980,8 @@ def test_two_gpu_flavors_leave_the_instance_type_unknown() -> None:
     record = eviction_collector.eviction_record(
         as_kueue_leaves_it("w", uid="u"),
         cluster=CLUSTER,
-        interval_annotation=CHECKPOINT_INTERVAL_ANNOTATION,
+        interval_env=CHECKPOINT_INTERVAL_ENV,
+        dir_env=CHECKPOINT_DIR_ENV,
         team_gpu_flavors=flavors["hyperpod-ns-team-a"],
     )
     assert record is not None and record["instance_type"] == ""

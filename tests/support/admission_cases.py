@@ -205,7 +205,7 @@ def cases() -> list[Case]:
                 _set_meta("ownerReferences", [_owner("MPIJob", "kubeflow.org/v2beta1")]),
             ),
             False,
-            "checkpoint-path",
+            "HYPERPOD_TENANCY_CHECKPOINT_DIR",
             real_fragment='MPIJob.kubeflow.org "small" not found',
         ),
         Case(

@@ -119,6 +119,8 @@ class Verdict:
     outcome: str
     policy: str = ""
     message: str = ""
+    #: The object as the server answered an admitted request (what the webhook stamped on it).
+    served: dict[str, Any] | None = None
 
     @property
     def compared(self) -> bool:
@@ -262,7 +264,7 @@ def _one(admin: KubeClient, case: Case, identity: Mapping[str, Any]) -> Verdict 
 
 def _verdict(case: Case, answer: Answer) -> Verdict:
     if answer.ok:
-        return Verdict(case, "admitted")
+        return Verdict(case, "admitted", served=answer.body if isinstance(answer.body, dict) else None)
     outcome, policy, message = _who_refused(answer)
     return Verdict(case, outcome, policy, message)
 

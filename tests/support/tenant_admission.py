@@ -272,6 +272,20 @@ def job(
     )
 
 
+def runnable_job(name: str, *, gpus: int, team: str = "research") -> dict[str, Any]:
+    """A Job a member submits to run on the cluster: one container asking ``gpus`` GPUs (request = limit), its
+    checkpoint declared in the container's environment (:func:`place_checkpoint`)."""
+    gpu = {"nvidia.com/gpu": str(gpus)}
+    container = {
+        "name": "train",
+        "image": IMAGE,
+        "command": ["torchrun", "train.py"],
+        "resources": {"requests": gpu, "limits": dict(gpu)},
+    }
+    spec = {"restartPolicy": "Never", "containers": [container]}
+    return job(team, name=name, annotations=dict(CHECKPOINT), spec=spec)
+
+
 def pytorchjob(team: str = "research", *, annotations: dict[str, str] | None = None) -> dict[str, Any]:
     """A Kubeflow PyTorchJob (``kubeflow.org/v1``; HyperPod CLI chart ``charts/training-operators/crds/
     pytorchjobs.kubeflow.org-CustomResourceDefinition.yaml``: ``spec.pytorchReplicaSpecs.<Master|Worker>``)."""
