@@ -178,6 +178,14 @@ def widened(plane: OnCluster) -> Iterator[None]:
     binding = _binding("RoleBinding", WIDENED, names.kubernetes_group("research"), "Role", WIDENED)
     for obj in (role, binding):
         assert plane.admin.create(obj).ok
+    # the RBAC authorizer sees a new binding once its informer has it: wait until the grant is in force
+    attach = {"namespace": NS, "resource": "pods", "subresource": "attach", "verb": "create"}
+    groups = [names.kubernetes_group("research"), "system:authenticated"]
+    wait_until(
+        lambda: plane.admin.access_review(user="widened-check", groups=groups, attributes=attach),
+        timeout=30,
+        what="the widened Role to be in force",
+    )
     try:
         yield
     finally:
