@@ -34,6 +34,7 @@ from webhook_server import (
     review,
     serial_moto_server,
     sso_user,
+    values_at,
     workload,
 )
 
@@ -85,11 +86,11 @@ def honest(kind: WorkloadKindSpec, team: str) -> dict[str, Any]:
     for dotted in kind.pod_specs:
         if "." in dotted:
             parent = dotted.rpartition(".")[0]
-            for template in _values(obj, parent):
+            for template in values_at(obj, parent):
                 template.setdefault("metadata", {})
                 template["metadata"]["labels"] = {"app": "train", **decoys}
                 template["metadata"]["annotations"] = {"team.example/owner": "alice", **decoys}
-        for pod_spec in _values(obj, dotted):
+        for pod_spec in values_at(obj, dotted):
             for container in pod_spec["containers"]:
                 container["env"] = _decoy_env()
     if kind.group == "kubeflow.org" or kind.kind == "HyperPodPyTorchJob":
@@ -129,25 +130,6 @@ def _ray(spec: dict[str, Any], kind: WorkloadKindSpec, decoys: dict[str, str]) -
         )
     if kind.kind == "RayJob":
         spec["entrypoint"] = "python train.py"
-
-
-def _values(obj: dict[str, Any], dotted: str) -> list[Any]:
-    nodes: list[Any] = [obj]
-    for segment in dotted.split("."):
-        name = segment.removesuffix("[]").removesuffix("{}")
-        found: list[Any] = []
-        for node in nodes:
-            child = node.get(name) if isinstance(node, dict) else None
-            if child is None:
-                continue
-            if segment.endswith("[]"):
-                found += child
-            elif segment.endswith("{}"):
-                found += list(child.values())
-            else:
-                found.append(child)
-        nodes = found
-    return nodes
 
 
 def _matches(path: Path, dotted: str) -> bool:

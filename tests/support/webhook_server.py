@@ -481,7 +481,7 @@ def values_at(obj: dict[str, Any], dotted: str) -> list[Any]:
         name = segment.removesuffix("[]").removesuffix("{}")
         found: list[Any] = []
         for node in nodes:
-            child = node.get(name)
+            child = node.get(name) if isinstance(node, dict) else None
             if child is None:
                 continue
             if segment.endswith("[]"):
