@@ -20,6 +20,7 @@ import yaml
 from aws_cdk.assertions import Annotations, Match, Template
 from cfn_lint import lint_template
 from kube_api_server import KubeApiServer
+from pipeline_template import imported_cluster
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from synth import TOKEN, new_app, render_intrinsics, resources_of
@@ -39,11 +40,10 @@ from hyperpod_tenancy.constructs.chargeback_pipeline import (
     job_asset_files,
     preemption_rules,
 )
-from hyperpod_tenancy.constructs.shared_hyperpod_cluster import SharedHyperPodCluster
 from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.k8s import labels as k8s_labels
 from hyperpod_tenancy.k8s import posix_identity
-from hyperpod_tenancy.policy import Platform, names
+from hyperpod_tenancy.policy import names
 from hyperpod_tenancy.stacks import PlatformStage
 from hyperpod_tenancy.webhook.metrics import WebhookMetrics
 from hyperpod_tenancy.webhook.server import NAMESPACE_REFRESH_ENV
@@ -489,25 +489,6 @@ def test_the_job_bills_the_team_records_of_the_team_stacks(synthesized: Synthesi
     assert all(path.rstrip("/") in render_intrinsics(r) for r in ssm[0]["Resource"])
 
 
-def _imported_cluster(stack: cdk.Stack, platform: Platform) -> Any:
-    return SharedHyperPodCluster.from_attributes(
-        stack,
-        "Cluster",
-        platform=platform,
-        eks_cluster_name="eks",
-        kubectl_provider_service_token="arn:aws:lambda:eu-west-1:111122223333:function:kubectl",
-        hyperpod_cluster_arn="arn:aws:sagemaker:eu-west-1:111122223333:cluster/abc",
-        vpc_id="vpc-0123456789abcdef0",
-        private_subnet_ids=["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"],
-        api_endpoint_security_group_id="sg-0123456789abcdef0",
-        data_bucket_name="data",
-        file_system_id="fs-1",
-        file_system_dns_name="fs-1.fsx",
-        file_system_mount_name="mnt",
-        network_policy_enforced=True,
-    )
-
-
 def test_outside_native_regions_no_export_and_a_warning_naming_the_alternative(tmp_path: Path) -> None:
     platform = platforms.reference_platform()
     app = new_app(tmp_path)
@@ -515,7 +496,7 @@ def test_outside_native_regions_no_export_and_a_warning_naming_the_alternative(t
     ChargebackPipeline(
         stack,
         "Chargeback",
-        cluster=_imported_cluster(stack, platform),
+        cluster=imported_cluster(stack, platform),
         billing_rule=BillingRule.USAGE,
         idle_owner="shared",
     )
@@ -550,7 +531,7 @@ def test_fails_on_contradictory_props(tmp_path: Path, kwargs: dict[str, Any], me
     )
     props: dict[str, Any] = {"billing_rule": BillingRule.USAGE, "idle_owner": "shared", **kwargs}
     with pytest.raises(TenancyError, match=message):
-        ChargebackPipeline(stack, "Chargeback", cluster=_imported_cluster(stack, platform), **props)
+        ChargebackPipeline(stack, "Chargeback", cluster=imported_cluster(stack, platform), **props)
 
 
 # ---------------------------------------------------------------------- the rule file, checked by promtool
@@ -1104,7 +1085,7 @@ def test_props_from_the_policy_give_the_policys_engine_config(tmp_path: Path) ->
         new_app(tmp_path), "Cb", env=cdk.Environment(account="111122223333", region="us-east-1")
     )
     pipeline = ChargebackPipeline(
-        stack, "Chargeback", cluster=_imported_cluster(stack, platform), **pipeline_props(platform)
+        stack, "Chargeback", cluster=imported_cluster(stack, platform), **pipeline_props(platform)
     )
     assert pipeline.config == chargeback_config(platform)
 

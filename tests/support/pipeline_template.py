@@ -18,17 +18,27 @@ def chargeback_pipeline_template(directory: Path, **pipeline: Any) -> dict[str, 
 
     from hyperpod_tenancy.chargeback.model import BillingRule
     from hyperpod_tenancy.constructs.chargeback_pipeline import ChargebackPipeline
-    from hyperpod_tenancy.constructs.shared_hyperpod_cluster import SharedHyperPodCluster
 
     app = new_app(directory)
     stack = cdk.Stack(app, "Cb", env=cdk.Environment(account="111122223333", region="us-east-1"))
-    cluster = SharedHyperPodCluster.from_attributes(
+    cluster = imported_cluster(stack, platforms.reference_platform())
+    props: dict[str, Any] = {"billing_rule": BillingRule.USAGE, "idle_owner": "shared", **pipeline}
+    ChargebackPipeline(stack, "Chargeback", cluster=cluster, **props)
+    return dict(Template.from_stack(stack).to_json())
+
+
+def imported_cluster(stack: Any, platform: Any) -> Any:
+    """``SharedHyperPodCluster.from_attributes`` of ``platform`` in ``stack``'s account and region (fixed ids)."""
+    from hyperpod_tenancy.constructs.shared_hyperpod_cluster import SharedHyperPodCluster
+
+    arn = f"{stack.region}:{stack.account}"
+    return SharedHyperPodCluster.from_attributes(
         stack,
         "Cluster",
-        platform=platforms.reference_platform(),
+        platform=platform,
         eks_cluster_name="eks",
-        kubectl_provider_service_token="arn:aws:lambda:us-east-1:111122223333:function:kubectl",
-        hyperpod_cluster_arn="arn:aws:sagemaker:us-east-1:111122223333:cluster/abc",
+        kubectl_provider_service_token=f"arn:aws:lambda:{arn}:function:kubectl",
+        hyperpod_cluster_arn=f"arn:aws:sagemaker:{arn}:cluster/abc",
         vpc_id="vpc-0123456789abcdef0",
         private_subnet_ids=["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"],
         api_endpoint_security_group_id="sg-0123456789abcdef0",
@@ -38,6 +48,3 @@ def chargeback_pipeline_template(directory: Path, **pipeline: Any) -> dict[str, 
         file_system_mount_name="mnt",
         network_policy_enforced=True,
     )
-    props: dict[str, Any] = {"billing_rule": BillingRule.USAGE, "idle_owner": "shared", **pipeline}
-    ChargebackPipeline(stack, "Chargeback", cluster=cluster, **props)
-    return dict(Template.from_stack(stack).to_json())
