@@ -22,6 +22,9 @@ KWOK_VERSION := 0.8.0
 #: CRDs only: KubeRay's (the kuberay-operator chart the platform pins) and cert-manager's (the HyperPod chart's)
 KUBERAY_VERSION := 1.4.2
 CERT_MANAGER_VERSION := 1.18.2
+#: CRDs only: Kubeflow's TFJob, XGBoostJob and PaddleJob (the last v1 training operator; its PyTorchJob and the
+#: MPI operator's MPIJob come from the HyperPod chart, in shared/operator-crds)
+TRAINING_OPERATOR_VERSION := 1.8.1
 
 CONTROL_PLANE_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/hyperpod-tenancy/control-plane
 # a wrapper module's go.mod and go.sum pin the staging modules: a change to them is a new build
@@ -30,7 +33,7 @@ K8S_DIR := $(CONTROL_PLANE_CACHE)/kubernetes-v$(K8S_VERSION)-$(call wrapper_sum,
 ETCD_DIR := $(CONTROL_PLANE_CACHE)/etcd-v$(ETCD_VERSION)-$(call wrapper_sum,etcd)
 KUEUE_DIR := $(CONTROL_PLANE_CACHE)/kueue-v$(KUEUE_VERSION)-kustomize-v$(KUSTOMIZE_VERSION)
 KWOK_DIR := $(CONTROL_PLANE_CACHE)/kwok-v$(KWOK_VERSION)
-OPERATOR_CRDS_DIR := $(CONTROL_PLANE_CACHE)/crds-kuberay-v$(KUBERAY_VERSION)-cert-manager-v$(CERT_MANAGER_VERSION)
+OPERATOR_CRDS_DIR := $(CONTROL_PLANE_CACHE)/crds-kuberay-v$(KUBERAY_VERSION)-cert-manager-v$(CERT_MANAGER_VERSION)-training-operator-v$(TRAINING_OPERATOR_VERSION)
 CONTROL_PLANE := $(K8S_DIR)/.built $(ETCD_DIR)/.built $(KUEUE_DIR)/.built $(KWOK_DIR)/.built $(OPERATOR_CRDS_DIR)/.built
 
 # The variables the test fixture reads (tests/support/control_plane.py names each one).
@@ -97,10 +100,14 @@ $(KWOK_DIR)/.built:
 # CRDs only, from the modules' source (go mod download: no build)
 $(OPERATOR_CRDS_DIR)/.built:
 	@$(go_check)
-	@echo "==> KubeRay v$(KUBERAY_VERSION) and cert-manager v$(CERT_MANAGER_VERSION) CRDs: go mod download"
-	rm -rf $(OPERATOR_CRDS_DIR).tmp && mkdir -p $(OPERATOR_CRDS_DIR).tmp/kuberay $(OPERATOR_CRDS_DIR).tmp/cert-manager
+	@echo "==> KubeRay v$(KUBERAY_VERSION), cert-manager v$(CERT_MANAGER_VERSION) and training-operator v$(TRAINING_OPERATOR_VERSION) CRDs: go mod download"
+	rm -rf $(OPERATOR_CRDS_DIR).tmp && mkdir -p $(OPERATOR_CRDS_DIR).tmp/kuberay $(OPERATOR_CRDS_DIR).tmp/cert-manager \
+		$(OPERATOR_CRDS_DIR).tmp/training-operator
 	cd $(OPERATOR_CRDS_DIR).tmp && $(GO) mod download github.com/ray-project/kuberay/ray-operator@v$(KUBERAY_VERSION) \
-		github.com/cert-manager/cert-manager@v$(CERT_MANAGER_VERSION)
+		github.com/cert-manager/cert-manager@v$(CERT_MANAGER_VERSION) \
+		github.com/kubeflow/training-operator@v$(TRAINING_OPERATOR_VERSION)
+	cp --no-preserve=mode $(foreach k,tfjobs xgboostjobs paddlejobs,$(call MODULE_DIR,github.com/kubeflow/training-operator,$(TRAINING_OPERATOR_VERSION))/manifests/base/crds/kubeflow.org_$(k).yaml) \
+		$(OPERATOR_CRDS_DIR).tmp/training-operator/
 	cp --no-preserve=mode $(call MODULE_DIR,github.com/ray-project/kuberay/ray-operator,$(KUBERAY_VERSION))/config/crd/bases/*.yaml \
 		$(OPERATOR_CRDS_DIR).tmp/kuberay/
 	cp --no-preserve=mode $(call MODULE_DIR,github.com/cert-manager/cert-manager,$(CERT_MANAGER_VERSION))/deploy/crds/*.yaml \

@@ -160,13 +160,15 @@ def _without_templates(crd: dict[str, Any]) -> dict[str, Any]:
 def operator_crds(operator_crds_dir: Path) -> list[dict[str, Any]]:
     """The CRDs of the operators the platform renders objects or grants for (see docs/testing.md):
 
-    KubeRay's and cert-manager's from their Go modules (``make control-plane``), the HyperPod inference
-    operator's and Kubeflow's from ``shared/operator-crds`` (unmodified upstream copies), and the minimal
+    KubeRay's, cert-manager's and Kubeflow's TFJob, XGBoostJob and PaddleJob from their Go modules
+    (``make control-plane``), the HyperPod inference operator's, Kubeflow's PyTorchJob and the MPIJob from
+    ``shared/operator-crds`` (unmodified upstream copies), and the minimal
     ``HyperPodPyTorchJob`` schema written here (:data:`HYPERPOD_PYTORCHJOB_CRD`).
     """
     files = [
         *sorted((operator_crds_dir / "kuberay").glob("*.yaml")),
         *sorted((operator_crds_dir / "cert-manager").glob("*.yaml")),
+        *sorted((operator_crds_dir / "training-operator").glob("*.yaml")),
         *sorted(SHARED_OPERATOR_CRDS.glob("*.yaml")),
         HYPERPOD_PYTORCHJOB_CRD,
     ]
