@@ -12,6 +12,7 @@ what Kueue saw, step for step: one disagreement fails.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any
 
@@ -27,6 +28,7 @@ from kueue_scenarios import (
 )
 
 from hyperpod_tenancy.k8s import kueue
+from hyperpod_tenancy.policy import PreemptTeamTasks
 from hyperpod_tenancy.tools.tenancy_plan import build_plan
 
 pytestmark = pytest.mark.cluster
@@ -71,3 +73,63 @@ def test_scenario_on_real_kueue_and_the_simulator(
     expected = [step.expected for step in scenario.steps]
     assert seen == expected, describe(scenario, seen, expected, "expected")
     assert simulated == seen, describe(scenario, seen, simulated, "simulator")
+
+
+def test_where_a_team_never_preempts_its_own_work_the_higher_class_waits(
+    kueue_on_cluster: OnCluster, scenarios: dict[str, Scenario]
+) -> None:
+    """``preemptTeamTasks: Never`` for research, as the platform renders its ClusterQueue: in the priority
+    scenario the training Job waits instead of preempting the team's experimentation Job, on real Kueue and on
+    the simulator alike (research's queue is put back as applied at the end)."""
+    on = kueue_on_cluster
+    on.await_admission()
+    platform = on.synth.platform
+    research = platform.team("research")
+    never = dataclasses.replace(
+        research, compute=dataclasses.replace(research.compute, preempt_team_tasks=PreemptTeamTasks.NEVER)
+    )
+    changed = dataclasses.replace(
+        platform, teams=tuple(never if t.name == "research" else t for t in platform.teams)
+    )
+    (queue,) = (o for o in kueue.team_objects(changed, never) if o["kind"] == "ClusterQueue")
+    assert queue["spec"]["preemption"]["withinClusterQueue"] == "Never"
+    objects = [
+        queue if o["kind"] == "ClusterQueue" and o["metadata"]["name"] == queue["metadata"]["name"] else o
+        for o in _rendered(on)
+    ]
+    scenario = scenarios["priority"]
+    simulated = play_on_simulator(objects, scenario, priorities=_priorities(on))
+    assert simulated[-1].workloads["prio-train"].status == "pending"
+    assert simulated[-1] != scenario.steps[-1].expected
+    # real Kueue is polled until it shows what the simulator saw (or the time runs out), then compared
+    expecting = dataclasses.replace(
+        scenario,
+        steps=tuple(
+            dataclasses.replace(s, expected=seen) for s, seen in zip(scenario.steps, simulated, strict=True)
+        ),
+    )
+    live = {
+        "apiVersion": queue["apiVersion"],
+        "kind": "ClusterQueue",
+        "metadata": {"name": queue["metadata"]["name"]},
+    }
+    applied = on.admin.get(live)
+    assert applied is not None
+    path = on.admin.path_of(live)
+
+    def set_preemption(preemption: dict[str, Any]) -> None:
+        answer = on.admin.request(
+            "PATCH",
+            path,
+            body={"spec": {"preemption": preemption}},
+            content_type="application/merge-patch+json",
+        )
+        assert answer.ok, answer.message
+
+    set_preemption(queue["spec"]["preemption"])
+    try:
+        with played_on_kueue(on.admin, lambda team: on.member("fairness-tester", team), expecting) as real:
+            seen: list[Observed] = list(real)
+    finally:
+        set_preemption(applied["spec"]["preemption"])
+    assert seen == simulated, describe(expecting, seen, simulated, "simulator")
