@@ -1090,6 +1090,29 @@ def test_props_from_the_policy_give_the_policys_engine_config(tmp_path: Path) ->
     assert pipeline.config == chargeback_config(platform)
 
 
+def test_a_pipeline_built_directly_bills_each_team_as_the_stage_does(tmp_path: Path) -> None:
+    """A user's app that builds the pipeline itself gets the cost centers of the team records (``costCenter``)
+    and the same derived figures as the platform stage, not the team names."""
+    platform = platforms.reference_platform()
+    assert any(t.cost_center for t in platform.teams), "the reference policy names a cost center"
+    stack = cdk.Stack(
+        new_app(tmp_path), "Cb", env=cdk.Environment(account="111122223333", region="us-east-1")
+    )
+    direct = ChargebackPipeline(
+        stack,
+        "Chargeback",
+        cluster=imported_cluster(stack, platform),
+        billing_rule=BillingRule.USAGE,
+        idle_owner="shared",
+    ).config
+    stage = PlatformStage(new_app(tmp_path / "stage"), platform.name, platform=platform)
+    assert stage.chargeback_stack is not None
+    staged = stage.chargeback_stack.pipeline.config
+    assert direct.teams == staged.teams
+    assert direct.gpus_per_instance == staged.gpus_per_instance
+    assert direct.max_checkpoint_minutes == staged.max_checkpoint_minutes
+
+
 _OVERDUE = 'hyperpod_tenancy_checkpoints_overdue{{cluster="shared-gpu",team="{team}"}}'
 
 

@@ -65,8 +65,7 @@ from hyperpod_tenancy.constructs.posix_identity_webhook import PosixIdentityWebh
 from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.k8s import labels, posix_identity
 from hyperpod_tenancy.policy import names
-from hyperpod_tenancy.policy.chargeback import team_borrows
-from hyperpod_tenancy.policy.instance_types import resource_shape
+from hyperpod_tenancy.policy.chargeback import gpus_per_instance, max_checkpoint_minutes, team_configs
 
 __all__ = [
     "COLLECTION_ALARMS",
@@ -775,7 +774,7 @@ class ChargebackPipeline(Construct):
         signed_off_by: who signed the term off (the cost-center owners, or the record of their sign-off); every
             report names it. Default: not recorded (the policy requires it: ``HPT-CHARGEBACK-SIGN-OFF``).
         mid_quarter_reason: why ``effective_from`` is not the first day of a quarter; required when it is not.
-        cost_centers: team → cost center. Default: each team is its own cost center.
+        cost_centers: team → cost center. Default: each team's ``costCenter`` in the policy, else its name.
         prices: fallback $/GPU-hour per instance type, where the CUR has no cluster line. Default: none.
         tolerance: relative bill mismatch above which a report is flagged. Default: 0.005 (0.5 %).
         unknown_teams: a namespace with usage that is no team of the cluster fails the month's reconciliation
@@ -1006,32 +1005,13 @@ class ChargebackPipeline(Construct):
                 f"{self.node.path}: cost_centers names {unknown}, which are not teams of the cluster; use team names "
                 f"from the policy ({', '.join(t.name for t in teams)})."
             )
-        # as the policy's chargeback_config does: instance types with accelerators
-        gpus: dict[str, int] = {}
-        for group in platform.cluster.instance_groups:
-            shape = resource_shape(group)
-            if shape is not None and shape.accelerators > 0:
-                gpus.setdefault(group.instance_type, shape.accelerators)
-        checkpoint = {
-            pc.workload_priority_class: minutes
-            for pc in platform.scheduling.priority_classes
-            if (minutes := pc.max_checkpoint_minutes) is not None
-        }
         return model.ChargebackConfig(
             cluster=platform.cluster.name,
             terms=tuple(terms),
-            teams=tuple(
-                model.TeamConfig(
-                    name=t.name,
-                    cost_center=cost_centers.get(t.name, t.name),
-                    quotas=dict(t.compute.quotas),
-                    borrows=team_borrows(platform, t),
-                )
-                for t in sorted(teams, key=lambda t: t.name)
-            ),
-            gpus_per_instance=dict(sorted(gpus.items())),
+            teams=team_configs(platform, cost_centers),
+            gpus_per_instance=gpus_per_instance(platform),
             prices=dict(sorted(prices.items())),
-            max_checkpoint_minutes=dict(sorted(checkpoint.items())),
+            max_checkpoint_minutes=max_checkpoint_minutes(platform),
             tolerance=tolerance,
             unknown_teams=unknown_teams,
         )

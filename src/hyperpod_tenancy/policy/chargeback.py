@@ -9,6 +9,7 @@ fallback prices and the reconciliation tolerance.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from decimal import Decimal
 
 from hyperpod_tenancy.chargeback.model import BillingTerm, ChargebackConfig, TeamConfig
@@ -56,32 +57,54 @@ def chargeback_config(platform: Platform) -> ChargebackConfig:
                 mid_quarter_reason=term.mid_quarter_reason or "",
             )
         )
+    return ChargebackConfig(
+        cluster=platform.cluster.name,
+        terms=tuple(sorted(terms, key=lambda t: t.effective_from)),
+        teams=team_configs(platform),
+        gpus_per_instance=gpus_per_instance(platform),
+        prices={itype: _decimal(price) for itype, price in sorted(spec.prices.items())},
+        max_checkpoint_minutes=max_checkpoint_minutes(platform),
+        tolerance=_decimal(spec.reconciliation_tolerance),
+        unknown_teams=spec.unknown_teams,
+    )
+
+
+def team_configs(platform: Platform, cost_centers: Mapping[str, str] | None = None) -> tuple[TeamConfig, ...]:
+    """Return the chargeback record of each team the cluster hosts, by name.
+
+    Its cost center is the one ``cost_centers`` gives for it, else the policy's ``costCenter``, else the team
+    name; with its guarantee and whether it borrows.
+    """
+    chosen = cost_centers or {}
+    return tuple(
+        TeamConfig(
+            name=t.name,
+            cost_center=chosen.get(t.name, t.effective_cost_center),
+            quotas=dict(t.compute.quotas),
+            borrows=team_borrows(platform, t),
+        )
+        for t in sorted(platform.hosted_teams, key=lambda t: t.name)
+    )
+
+
+def gpus_per_instance(platform: Platform) -> dict[str, int]:
+    """Return the accelerators of one instance, per instance type of the cluster that has any."""
     gpus: dict[str, int] = {}
     for group in platform.cluster.instance_groups:
         shape = resource_shape(group)
         if shape is not None and shape.accelerators > 0:
             gpus.setdefault(group.instance_type, shape.accelerators)
-    return ChargebackConfig(
-        cluster=platform.cluster.name,
-        terms=tuple(sorted(terms, key=lambda t: t.effective_from)),
-        teams=tuple(
-            TeamConfig(
-                name=t.name,
-                cost_center=t.effective_cost_center,
-                quotas=dict(t.compute.quotas),
-                borrows=team_borrows(platform, t),
-            )
-            for t in sorted(platform.hosted_teams, key=lambda t: t.name)
-        ),
-        gpus_per_instance=dict(sorted(gpus.items())),
-        prices={itype: _decimal(price) for itype, price in sorted(spec.prices.items())},
-        max_checkpoint_minutes={
-            pc.workload_priority_class: minutes
+    return dict(sorted(gpus.items()))
+
+
+def max_checkpoint_minutes(platform: Platform) -> dict[str, int]:
+    """Return the checkpoint bound in minutes of each WorkloadPriorityClass with a ``maxCheckpointInterval``."""
+    return dict(
+        sorted(
+            (pc.workload_priority_class, minutes)
             for pc in platform.scheduling.priority_classes
             if (minutes := pc.max_checkpoint_minutes) is not None
-        },
-        tolerance=_decimal(spec.reconciliation_tolerance),
-        unknown_teams=spec.unknown_teams,
+        )
     )
 
 
