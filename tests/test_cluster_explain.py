@@ -284,10 +284,18 @@ def text(diagnoses: list[Diagnosis]) -> str:
     return "\n".join(d.render() for d in diagnoses)
 
 
-def cli_json(kubeconfig: Path, obj: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
-    """``hyperpod-tenancy explain <job> -n <ns> --kubeconfig <member's> --json``, as the member runs it."""
+def cli_json(
+    kubeconfig: Path, obj: dict[str, Any], capsys: pytest.CaptureFixture[str], *, policy: bool = True
+) -> dict[str, Any]:
+    """``hyperpod-tenancy explain <job> -n <ns> --kubeconfig <member's> --json``, as the member runs it (with
+    ``--platform``, or without it from a folder that has no ``platform.yaml``)."""
     argv = ["explain", obj["metadata"]["name"], "-n", obj["metadata"]["namespace"], "--kubeconfig"]
-    status = cli.main([*argv, str(kubeconfig), "--platform", str(platforms.PLATFORM_YAML), "--json"])
+    argv += [str(kubeconfig), "--json"]
+    if policy:
+        status = cli.main([*argv, "--platform", str(platforms.PLATFORM_YAML)])
+    else:
+        assert not Path("platform.yaml").exists()
+        status = cli.main(argv)
     out, err = capsys.readouterr()
     assert status == 0, err
     return dict(json.loads(out))
@@ -421,7 +429,15 @@ def test_preempted_in_the_queue_then_reclaimed(
         assert diagnoses[1].cause is Cause.LENDERS_BUSY, text(diagnoses)
 
 
-def test_the_borrowing_ceiling(cluster: OnCluster, platform: Platform, kubeconfigs: dict[str, Path]) -> None:
+def test_the_borrowing_ceiling(
+    cluster: OnCluster,
+    platform: Platform,
+    kubeconfigs: dict[str, Path],
+    *,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     """Research holds 104 of its 108 (32 borrowed from vision's idle quota): 8 more do not fit."""
     with scenario(cluster) as s:
         base = job("research", "ex-base", pods=9, gpus=8, priority="training-priority")
@@ -436,6 +452,14 @@ def test_the_borrowing_ceiling(cluster: OnCluster, platform: Platform, kubeconfi
         diagnoses, _ = explain(platform, kubeconfigs, late, "borrowing_ceiling")
         assert diagnoses[0].cause is Cause.BORROWING_CEILING, text(diagnoses)
         assert "holds 104 nvidia.com/gpu (32 borrowed) of at most 108" in diagnoses[0].summary
+        # a member without platform.yaml: the same causes and figures, from what the team's Role lets them read
+        with_policy = cli_json(kubeconfigs["research"], late, capsys)
+        monkeypatch.chdir(tmp_path)
+        without = cli_json(kubeconfigs["research"], late, capsys, policy=False)
+        assert [(d["cause"], d["summary"]) for d in without["diagnoses"]] == [
+            (d["cause"], d["summary"]) for d in with_policy["diagnoses"]
+        ]
+        assert "platform.yaml" not in json.dumps(without)
 
 
 @contextlib.contextmanager

@@ -1155,3 +1155,52 @@ def test_a_message_naming_only_flavors_without_quota_is_read_on_the_team_flavor(
     diagnoses = diagnose(platform, objects)
     assert [d.cause for d in diagnoses] == [Cause.PREEMPTED, Cause.LENDERS_BUSY], text(diagnoses)
     assert "ceiling of 0" not in text(diagnoses)
+
+
+# ------------------------------------------------------------------------------------- without platform.yaml
+
+
+def _with_queue(case: str) -> bool:
+    return any(item["kind"] == "ClusterQueue" for item in load(case))
+
+
+@pytest.mark.parametrize("case", sorted(c for c in KUEUE_CASES if _with_queue(c)))
+def test_without_the_policy_the_queue_gives_the_same_causes_and_figures(platform: Platform, case: str) -> None:
+    """A member without platform.yaml: the team's facts come from its ClusterQueue, which the team's Role lets
+    them read. The causes and the figures are the policy's; only the fixes no longer name platform.yaml."""
+    objects = objects_from_documents(load(case), asked=KUEUE_CASES[case], namespace=None)
+    with_policy = diagnose(platform, objects)
+    without = diagnose(None, objects)
+    assert [d.cause for d in without] == [d.cause for d in with_policy]
+    assert [d.summary for d in without] == [d.summary for d in with_policy]
+    for d in without:
+        assert "platform.yaml" not in d.render(), d.render()
+        assert "teams[" not in d.render(), d.render()
+
+
+def test_without_the_policy_no_class_is_suggested_that_the_team_may_not_use(platform: Platform) -> None:
+    """Which classes a team is entitled to is in namespace labels a member cannot read: without the policy the
+    fixes suggest no class, and no entitlement is judged."""
+    objects = objects_from_documents(load("own_quota"), asked=KUEUE_CASES["own_quota"], namespace=None)
+    rendered = "\n".join(d.render() for d in diagnose(None, objects))
+    assert "label it `kueue.x-k8s.io/priority-class" not in rendered
+    assert Cause.PRIORITY_NOT_ENTITLED not in [d.cause for d in diagnose(None, objects)]
+
+
+def test_without_the_policy_a_namespace_that_is_no_teams_is_refused() -> None:
+    with pytest.raises(ExplainInputError, match="not a team namespace"):
+        diagnose(None, Objects(namespace="default", workload={"metadata": {"name": "x"}}))
+
+
+def test_cli_without_platform_yaml_reads_the_facts_from_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No --platform and no platform.yaml in the working directory: explained all the same; a --platform that
+    names a missing file is still an error."""
+    monkeypatch.chdir(tmp_path)
+    case = CASES / "borrowing_ceiling.json"
+    assert cli.main(["explain", KUEUE_CASES["borrowing_ceiling"], "--from-file", str(case), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["diagnoses"][0]["cause"] == "borrowing-ceiling"
+    assert cli.main(["explain", "x", "--from-file", str(case), "--platform", "missing.yaml"]) == 1
+    assert "missing.yaml not found" in capsys.readouterr().err

@@ -34,9 +34,10 @@ from hyperpod_tenancy.k8s.team_manifests import (
 )
 from hyperpod_tenancy.k8s.tenant_guards import tenant_guard_policies
 from hyperpod_tenancy.policy import names
-from hyperpod_tenancy.policy.model import Platform, SupplementalGroupsPolicy, Team
+from hyperpod_tenancy.policy.model import Platform, SupplementalGroupsPolicy
 from hyperpod_tenancy.policy.rules import GUARDRAILS
 from hyperpod_tenancy.tools._explain_objects import Cause, Diagnosis
+from hyperpod_tenancy.tools._explain_team import TeamFacts
 
 __all__ = ["Denial", "diagnose_denial", "find_denials", "matching_rule", "parse_denial"]
 
@@ -144,18 +145,24 @@ def _guardrail_failure(code: str) -> str | None:
     return next((g.failure for g in GUARDRAILS if g.code == code), None)
 
 
-def _priority_fix(platform: Platform, team: Team) -> list[str]:
-    allowed = ", ".join(names.workload_priority_class(c) for c in team.allowed_priority_classes)
-    index = platform.teams.index(team)
+def _priority_fix(team: TeamFacts) -> list[str]:
+    where = " in platform.yaml" if team.policy is not None else ""
+    ask = (
+        f"to use another class, ask the platform team to add it to `{team.field('allowedPriorityClasses')}` "
+        f"(team {team.name}){where}"
+    )
+    if team.classes is None:
+        return ["label the job `kueue.x-k8s.io/priority-class: <class>` with a class your team may use", ask]
+    allowed = ", ".join(team.classes)
     return [
         f"label the job `kueue.x-k8s.io/priority-class: <class>` with one of your team's classes: {allowed}",
-        f"to use another class, ask the platform team to add it to `teams[{index}].allowedPriorityClasses` "
-        f"(team {team.name}) in platform.yaml",
+        ask,
     ]
 
 
-def _policy_diagnosis(platform: Platform, team: Team, denial: Denial) -> Diagnosis:
-    rule = matching_rule(platform, denial.name, denial.message)
+def _policy_diagnosis(team: TeamFacts, denial: Denial) -> Diagnosis:
+    policy = team.policy
+    rule = matching_rule(policy.platform, denial.name, denial.message) if policy is not None else None
     details = [f"policy: {denial.name}" + (f" (binding {denial.binding})" if denial.binding else "")]
     if rule is not None:
         details.append(
@@ -171,7 +178,7 @@ def _policy_diagnosis(platform: Platform, team: Team, denial: Denial) -> Diagnos
     about = str(rule[1].get("message", "")) if rule is not None else denial.message
     if denial.name == admission.WORKLOAD_POLICY and "kueue.x-k8s.io/priority-class" in about:
         cause = Cause.PRIORITY_NOT_ENTITLED if "not allowed" in about else cause
-        fix = _priority_fix(platform, team)
+        fix = _priority_fix(team)
     elif denial.name == admission.WORKLOAD_POLICY and "kueue.x-k8s.io/queue-name" in about:
         fix = [f"label the job and its pod templates `kueue.x-k8s.io/queue-name: {queue}`"]
     elif denial.name == admission.CHECKPOINT_POLICY:
@@ -203,7 +210,7 @@ def _policy_diagnosis(platform: Platform, team: Team, denial: Denial) -> Diagnos
     return Diagnosis(cause, summary, tuple(details), tuple(fix))
 
 
-def _webhook_diagnosis(platform: Platform, denial: Denial) -> Diagnosis:
+def _webhook_diagnosis(denial: Denial) -> Diagnosis:
     details = [f"webhook: {denial.name}", f"message: {denial.message}", f"seen in: {denial.source}"]
     fix = ["do what the message says, then submit again"]
     if "cannot be looked up right now" in denial.message:
@@ -222,8 +229,8 @@ def _webhook_diagnosis(platform: Platform, denial: Denial) -> Diagnosis:
     )
 
 
-def _unavailable_diagnosis(platform: Platform, denial: Denial) -> Diagnosis:
-    policy = platform.cluster.posix_identity.failure_policy
+def _unavailable_diagnosis(team: TeamFacts, denial: Denial) -> Diagnosis:
+    policy = team.policy.platform.cluster.posix_identity.failure_policy if team.policy is not None else None
     why = (
         "it refused the connection" if "connection refused" in denial.message else "it did not answer in time"
     )
@@ -231,8 +238,12 @@ def _unavailable_diagnosis(platform: Platform, denial: Denial) -> Diagnosis:
         why = "none of its pods is ready"
     details = [
         f"webhook: {denial.name} ({why})",
-        f"cluster.posixIdentity.failurePolicy: {policy.value if policy is not None else 'unset'} (platform.yaml): "
-        "while the webhook does not answer, nothing is admitted in team namespaces, so that nothing runs "
+        (
+            f"cluster.posixIdentity.failurePolicy: {policy.value if policy is not None else 'unset'} (platform.yaml): "
+            if team.policy is not None
+            else "the webhook fails closed: "
+        )
+        + "while the webhook does not answer, nothing is admitted in team namespaces, so that nothing runs "
         "with a wrong identity",
         f"error: {denial.message}",
         f"seen in: {denial.source}",
@@ -250,8 +261,7 @@ def _unavailable_diagnosis(platform: Platform, denial: Denial) -> Diagnosis:
     )
 
 
-def _quota_diagnosis(platform: Platform, team: Team, denial: Denial) -> Diagnosis:
-    index = platform.teams.index(team)
+def _quota_diagnosis(team: TeamFacts, denial: Denial) -> Diagnosis:
     what = {
         ACCELERATOR_QUOTA_NAME: "accelerators (GPUs, Neuron devices) requested by the namespace's pods",
         COMPUTE_QUOTA_NAME: "CPU, memory, EFA interfaces and huge pages requested by the namespace's pods",
@@ -269,17 +279,18 @@ def _quota_diagnosis(platform: Platform, team: Team, denial: Denial) -> Diagnosi
         (
             "pods outside Kueue's count hold the quota: look for pods that still run after their job ended "
             f"(kubectl get pods -n {names.namespace(team.name)})",
-            f"the ceiling comes from teams[{index}].compute.quotas and borrowLimit in platform.yaml",
+            f"the ceiling comes from {team.field('compute.quotas')} and borrowLimit"
+            + (" in platform.yaml" if team.policy is not None else ""),
         ),
     )
 
 
-def diagnose_denial(platform: Platform, team: Team, denial: Denial) -> Diagnosis:
-    """Explain one refusal for a member of ``team``: the policy or webhook, its rule, and the fix."""
+def diagnose_denial(team: TeamFacts, denial: Denial) -> Diagnosis:
+    """Explain one refusal for a member of ``team``: the policy or webhook, its rule (with the policy), the fix."""
     if denial.kind == "policy":
-        return _policy_diagnosis(platform, team, denial)
+        return _policy_diagnosis(team, denial)
     if denial.kind == "unavailable":
-        return _unavailable_diagnosis(platform, denial)
+        return _unavailable_diagnosis(team, denial)
     if denial.kind == "quota":
-        return _quota_diagnosis(platform, team, denial)
-    return _webhook_diagnosis(platform, denial)
+        return _quota_diagnosis(team, denial)
+    return _webhook_diagnosis(denial)

@@ -23,7 +23,7 @@ from typing import Any
 
 from hyperpod_tenancy.k8s import fsx_dirs, labels
 from hyperpod_tenancy.policy import names
-from hyperpod_tenancy.policy.model import Platform, Team
+from hyperpod_tenancy.policy.model import Platform
 from hyperpod_tenancy.tools._explain_denials import diagnose_denial, find_denials
 from hyperpod_tenancy.tools._explain_objects import (
     Cause,
@@ -34,8 +34,9 @@ from hyperpod_tenancy.tools._explain_objects import (
     owner_names,
 )
 from hyperpod_tenancy.tools._explain_quota import diagnose_pending, requested
+from hyperpod_tenancy.tools._explain_team import TeamFacts, from_cluster, from_policy, team_of_queue
 
-__all__ = ["diagnose", "team_of"]
+__all__ = ["diagnose", "facts_of"]
 
 _PREEMPTOR = re.compile(
     r"Preempted to accommodate a workload \(UID: (?P<uid>[^,]+), JobUID: (?P<job_uid>[^)]+)\) due to "
@@ -53,24 +54,16 @@ _PREEMPTION_REASONS = {
 }
 
 
-def team_of(platform: Platform, namespace: str) -> Team:
-    """Return the team whose namespace is ``namespace``.
+def facts_of(platform: Platform | None, objects: Objects) -> TeamFacts:
+    """Return what the diagnosis knows of the team of ``objects``: from the policy, or else from the cluster.
 
     Raises:
-        ExplainInputError: it is no team namespace of the policy.
+        ExplainInputError: the namespace is no team's.
 
     """
-    for team in platform.teams:
-        if names.namespace(team.name) == namespace:
-            return team
-    known = ", ".join(names.namespace(t.name) for t in platform.teams)
-    raise ExplainInputError(
-        f"namespace {namespace} is not a team namespace of this platform.yaml (teams: {known})"
-    )
-
-
-def _team_of_queue(platform: Platform, cluster_queue: str) -> str | None:
-    return next((t.name for t in platform.teams if names.cluster_queue(t.name) == cluster_queue), None)
+    if platform is not None:
+        return from_policy(platform, objects.namespace)
+    return from_cluster(objects.namespace, objects.cluster_queue)
 
 
 def _is_true(obj: dict[str, Any] | None, kind: str) -> bool:
@@ -82,7 +75,7 @@ def _name(obj: dict[str, Any] | None) -> str:
     return str(((obj or {}).get("metadata") or {}).get("name") or "")
 
 
-def _preempted(platform: Platform, team: Team, objects: Objects) -> list[Diagnosis]:
+def _preempted(team: TeamFacts, objects: Objects) -> list[Diagnosis]:
     workload = objects.workload
     assert workload is not None  # noqa: S101
     cond = condition(workload, "Preempted") or condition(workload, "Evicted") or {}
@@ -94,7 +87,7 @@ def _preempted(platform: Platform, team: Team, objects: Objects) -> list[Diagnos
     by = "another workload"
     if preemptor is not None:
         queue = preemptor["path"].rstrip("/").rsplit("/", 1)[-1]
-        other = _team_of_queue(platform, queue)
+        other = team_of_queue(queue)
         match = next(
             (w for w in objects.workloads if str(w.get("metadata", {}).get("uid")) == preemptor["uid"]), None
         )
@@ -126,7 +119,7 @@ def _preempted(platform: Platform, team: Team, objects: Objects) -> list[Diagnos
         tuple(fix),
     )
     # queued again: what it waits for now is a diagnosis of its own
-    return [diagnosis] if stopping else [diagnosis, diagnose_pending(platform, team, objects)]
+    return [diagnosis] if stopping else [diagnosis, diagnose_pending(team, objects)]
 
 
 def _pods_of(objects: Objects) -> list[dict[str, Any]]:
@@ -159,7 +152,9 @@ def _home_failure(pod: dict[str, Any]) -> tuple[int, str] | None:
     return None
 
 
-def _home_diagnosis(team: Team, objects: Objects, pod: dict[str, Any], code: int, text: str) -> Diagnosis:
+def _home_diagnosis(
+    team: TeamFacts, objects: Objects, pod: dict[str, Any], code: int, text: str
+) -> Diagnosis:
     meta = pod.get("metadata") or {}
     uid = (meta.get("annotations") or {}).get(labels.POSIX_UID_ANNOTATION) or (
         (pod.get("spec") or {}).get("securityContext") or {}
@@ -204,7 +199,7 @@ def _scheduling_fix(reasons: list[str], objects: Objects) -> list[str]:
     return fix
 
 
-def _admitted(team: Team, objects: Objects) -> Diagnosis:
+def _admitted(team: TeamFacts, objects: Objects) -> Diagnosis:
     workload = objects.workload
     assert workload is not None  # noqa: S101
     pods = _pods_of(objects)
@@ -270,17 +265,18 @@ def _finished(objects: Objects) -> Diagnosis:
     )
 
 
-def _entitlement(platform: Platform, team: Team, objects: Objects) -> Diagnosis | None:
+def _entitlement(team: TeamFacts, objects: Objects) -> Diagnosis | None:
     ref = ((objects.workload or {}).get("spec") or {}).get("priorityClassRef") or {}
     wanted = ref.get("name")
-    allowed = [names.workload_priority_class(c) for c in team.allowed_priority_classes]
+    if team.classes is None:  # which classes the team is entitled to is not known without the policy
+        return None
+    allowed = list(team.classes)
     if ref.get("kind") != "WorkloadPriorityClass" or wanted in allowed:
         return None
-    index = platform.teams.index(team)
     return Diagnosis(
         Cause.PRIORITY_NOT_ENTITLED,
         f"The job carries priority class {wanted}, which team {team.name} is not entitled to.",
-        (f"entitled: {', '.join(allowed)} (teams[{index}].allowedPriorityClasses)",),
+        (f"entitled: {', '.join(allowed)} ({team.field('allowedPriorityClasses')})",),
         (
             f"resubmit it with `kueue.x-k8s.io/priority-class:` one of {', '.join(allowed)}; admission refuses any "
             "update of it until then",
@@ -288,15 +284,18 @@ def _entitlement(platform: Platform, team: Team, objects: Objects) -> Diagnosis 
     )
 
 
-def diagnose(platform: Platform, objects: Objects) -> list[Diagnosis]:
+def diagnose(platform: Platform | None, objects: Objects) -> list[Diagnosis]:
     """Every cause that holds the workload of ``objects`` for its team, the main one first.
+
+    With ``platform`` (the policy) the fixes name the fields of ``platform.yaml`` behind the figures; without it
+    the team's facts come from what the cluster shows a member (:func:`facts_of`).
 
     Raises:
         ExplainInputError: the namespace is no team's, or there is neither a Workload nor a refusal to explain.
 
     """
-    team = team_of(platform, objects.namespace)
-    found = [diagnose_denial(platform, team, d) for d in find_denials(objects.denials, _events_of(objects))]
+    team = facts_of(platform, objects)
+    found = [diagnose_denial(team, d) for d in find_denials(objects.denials, _events_of(objects))]
     workload = objects.workload
     if workload is None:
         if found:
@@ -313,17 +312,17 @@ def diagnose(platform: Platform, objects: Objects) -> list[Diagnosis]:
     if _is_true(workload, "Finished"):
         main = [_finished(objects)]
     elif preempted:
-        main = _preempted(platform, team, objects)
+        main = _preempted(team, objects)
     elif evicted:
         main = [_evicted(objects)]
     elif _is_true(workload, "Admitted"):
         main = [_admitted(team, objects)]
     else:
-        main = [diagnose_pending(platform, team, objects)]
+        main = [diagnose_pending(team, objects)]
     if found and main[0].cause is Cause.ADMITTED:
         # admitted, yet its pods were refused: the refusal is what holds the work
         return [*found, *main]
-    extra = [d for d in [_entitlement(platform, team, objects)] if d is not None]
+    extra = [d for d in [_entitlement(team, objects)] if d is not None]
     return [*main, *found, *extra]
 
 

@@ -25,10 +25,10 @@ from decimal import Decimal
 from typing import Any
 
 from hyperpod_tenancy.policy import names
-from hyperpod_tenancy.policy.model import Platform, PreemptTeamTasks, Team
 from hyperpod_tenancy.tools._explain_objects import Cause, Diagnosis, Objects, condition, parse_quantity
+from hyperpod_tenancy.tools._explain_team import TeamFacts
 
-__all__ = ["QuotaLine", "diagnose_pending", "policy_cluster_queue", "quota_lines", "requested"]
+__all__ = ["QuotaLine", "diagnose_pending", "quota_lines", "requested"]
 
 _UNUSED = re.compile(
     r"insufficient unused quota for (?P<resource>\S+) in flavor (?P<flavor>[^\s,]+), (?P<more>\S+) more needed"
@@ -151,23 +151,6 @@ def _holders(objects: Objects, flavor: str, resource: str) -> list[str]:
     return [h[1] for h in held]
 
 
-def policy_cluster_queue(platform: Platform, team: Team) -> dict[str, Any] | None:
-    """Return the team's ClusterQueue as the policy renders it (nominal quotas, borrowing limits; no status).
-
-    Both backends give the team these numbers (Task Governance's ``ComputeQuota`` and the Kueue rendering express
-    the same policy, flavors named by instance type), so a member who has only the Workload still learns the
-    guarantee and the ceiling. ``None`` when the policy cannot render it (a team not hosted here).
-    """
-    from hyperpod_tenancy.errors import TenancyError  # noqa: PLC0415
-    from hyperpod_tenancy.k8s.kueue import team_objects  # noqa: PLC0415
-
-    try:
-        rendered = team_objects(platform, team)
-    except TenancyError:
-        return None
-    return next((o for o in rendered if o.get("kind") == "ClusterQueue"), None)
-
-
 def _counts(objects: Objects) -> str:
     status = (objects.cluster_queue or {}).get("status") or {}
     return (
@@ -191,17 +174,12 @@ def _pick(message: str, lines: dict[tuple[str, str], QuotaLine]) -> tuple[re.Mat
     return max(found, key=rank) if found else None
 
 
-def _wait_fix(platform: Platform, team: Team, objects: Objects) -> list[str]:
+def _wait_fix(team: TeamFacts, objects: Objects) -> list[str]:
     fix = [f"wait: it starts by itself when quota frees up (kubectl get workloads -n {objects.namespace})"]
-    classes = [platform.priority_class(c) for c in team.allowed_priority_classes]
+    classes = team.classes or {}
     mine = ((objects.workload or {}).get("spec") or {}).get("priorityClassRef", {}).get("name")
-    higher = [
-        pc.workload_priority_class
-        for pc in classes
-        if pc.workload_priority_class != mine
-        and pc.weight > max((c.weight for c in classes if c.workload_priority_class == mine), default=0)
-    ]
-    if higher and team.compute.preempt_team_tasks is PreemptTeamTasks.LOWER_PRIORITY:
+    higher = [c for c, value in classes.items() if c != mine and value > classes.get(mine, 0)]
+    if higher and team.preempts_own_work:
         fix.append(
             f"if it matters more than your team's running work, label it `kueue.x-k8s.io/priority-class: "
             f"{higher[0]}`: a higher class preempts your team's lower-priority work"
@@ -210,11 +188,11 @@ def _wait_fix(platform: Platform, team: Team, objects: Objects) -> list[str]:
 
 
 def _quota_diagnosis(
-    platform: Platform, team: Team, objects: Objects, *, match: re.Match[str], shape: str, message: str
+    team: TeamFacts, objects: Objects, *, match: re.Match[str], shape: str, message: str
 ) -> Diagnosis:
     flavor, resource = match["flavor"], match["resource"]
     from_policy = objects.cluster_queue is None
-    lines = quota_lines(objects.cluster_queue if not from_policy else policy_cluster_queue(platform, team))
+    lines = quota_lines(objects.cluster_queue if not from_policy else team.policy_queue)
     line = lines.get((flavor, resource))
     if line is not None and line.nominal == 0 and line.borrowing_limit == 0:
         # Kueue's message may name only flavors the team has no quota on (v0.19.2 writes such a message right
@@ -238,13 +216,7 @@ def _quota_diagnosis(
                 f"add your queue to the input: kubectl get clusterqueue {names.cluster_queue(team.name)} -o json",
             ),
         )
-    index = platform.teams.index(team)
-    sharing = platform.effective_sharing(team)
-    why_limit = (
-        f"teams[{index}].compute.borrowLimit = {team.compute.borrow_limit}% of the guarantee"
-        if sharing.borrows
-        else f"sharing {sharing.value}: your team does not borrow"
-    )
+    why_limit = _why_limit(team, line)
     source = " (from platform.yaml: your queue was not read)" if from_policy else ""
     numbers = [
         f"this job asks for {_fmt(request)} {resource} in flavor {flavor}",
@@ -272,17 +244,25 @@ def _quota_diagnosis(
             tuple(numbers),
             (
                 f"add your queue to the input: kubectl get clusterqueue {names.cluster_queue(team.name)} -o json",
-                *_wait_fix(platform, team, objects),
+                *_wait_fix(team, objects),
             ),
         )
-    return _classify(
-        platform, team, objects, line=line, request=request, maximum=maximum, numbers=tuple(numbers)
-    )
+    return _classify(team, objects, line=line, request=request, maximum=maximum, numbers=tuple(numbers))
+
+
+def _why_limit(team: TeamFacts, line: QuotaLine) -> str:
+    """Say where the borrowing limit comes from: the policy's field, or the team's queue."""
+    if team.policy is None:
+        return "from your team's ClusterQueue" if line.borrowing_limit else "your team does not borrow"
+    platform, spec = team.policy.platform, team.policy.team
+    sharing = platform.effective_sharing(spec)
+    if not sharing.borrows:
+        return f"sharing {sharing.value}: your team does not borrow"
+    return f"{team.field('compute.borrowLimit')} = {spec.compute.borrow_limit}% of the guarantee"
 
 
 def _classify(
-    platform: Platform,
-    team: Team,
+    team: TeamFacts,
     objects: Objects,
     *,
     line: QuotaLine,
@@ -290,12 +270,12 @@ def _classify(
     maximum: Decimal | None,
     numbers: tuple[str, ...],
 ) -> Diagnosis:
-    index = platform.teams.index(team)
     ceiling = line.ceiling if maximum is None else maximum
     res = line.resource
+    where = " in platform.yaml" if team.policy is not None else ""
     raise_limit = (
-        f"ask the platform team to raise teams[{index}].compute.borrowLimit or teams[{index}].compute.quotas "
-        f"(team {team.name}) in platform.yaml"
+        f"ask the platform team to raise {team.field('compute.borrowLimit')} or "
+        f"{team.field('compute.quotas')} (team {team.name}){where}"
     )
     if maximum is not None or (ceiling is not None and request > ceiling):
         return Diagnosis(
@@ -313,14 +293,14 @@ def _classify(
                 f"The job waits for your team's own quota: {_fmt(line.used)} of your {_fmt(line.nominal)} {res} "
                 f"are in use by your team's work, and your team does not borrow.",
                 numbers,
-                tuple(_wait_fix(platform, team, objects)),
+                tuple(_wait_fix(team, objects)),
             )
         return Diagnosis(
             Cause.BORROWING_CEILING,
             f"Your team has reached its borrowing ceiling: it holds {_fmt(line.used)} {res} ({_fmt(line.borrowed)} "
             f"borrowed) of at most {_fmt(ceiling)}, and this job needs {_fmt(request)} more.",
             numbers,
-            (*_wait_fix(platform, team, objects), raise_limit),
+            (*_wait_fix(team, objects), raise_limit),
         )
     if line.used + request > line.nominal:
         free = max(line.nominal - line.used, Decimal(0))
@@ -352,7 +332,7 @@ def _classify(
     )
 
 
-def _flavor_diagnosis(team: Team, objects: Objects, message: str) -> Diagnosis | None:
+def _flavor_diagnosis(team: TeamFacts, objects: Objects, message: str) -> Diagnosis | None:
     lines = quota_lines(objects.cluster_queue)
     flavors = sorted({f for f, _ in lines}) or ["(your queue was not read)"]
     owned = sorted({f for (f, _), line in lines.items() if line.nominal > 0})
@@ -390,7 +370,7 @@ def _flavor_diagnosis(team: Team, objects: Objects, message: str) -> Diagnosis |
     return None
 
 
-def diagnose_pending(platform: Platform, team: Team, objects: Objects) -> Diagnosis:
+def diagnose_pending(team: TeamFacts, objects: Objects) -> Diagnosis:
     """Why the workload has no quota reservation: the first cause that its condition message and queue show."""
     assert objects.workload is not None  # noqa: S101 - the caller checked
     message = _message(objects.workload)
@@ -406,9 +386,9 @@ def diagnose_pending(platform: Platform, team: Team, objects: Objects) -> Diagno
             ),
         )
     # without the team's queue, the policy's rendering tells which flavor the team has quota on
-    queue = objects.cluster_queue or policy_cluster_queue(platform, team)
+    queue = objects.cluster_queue or team.policy_queue
     if (picked := _pick(message, quota_lines(queue))) is not None:
-        return _quota_diagnosis(platform, team, objects, match=picked[0], shape=picked[1], message=message)
+        return _quota_diagnosis(team, objects, match=picked[0], shape=picked[1], message=message)
     if not message:
         return Diagnosis(
             Cause.NOT_EVALUATED,

@@ -64,7 +64,12 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="an admission error as kubectl printed it (repeatable)",
     )
     parser.add_argument(
-        "--platform", default="platform.yaml", metavar="PATH", help="the policy (default: platform.yaml)"
+        "--platform",
+        metavar="PATH",
+        help=(
+            "the policy (default: platform.yaml when there is one; without it, your team's facts are read from "
+            "the cluster)"
+        ),
     )
     parser.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
     parser.add_argument("--context", help="kubeconfig context (default: the current one)")
@@ -139,23 +144,35 @@ class _UsageError(Exception):
     """The command line does not say enough (exit :data:`EXIT_USAGE`)."""
 
 
-def _platform(path: str, err: TextIO) -> Platform | None:
-    """Return the loaded policy, or None after saying in one line why it cannot be used."""
+#: The policy read when ``--platform`` is not given and the file is there.
+_DEFAULT_POLICY = "platform.yaml"
+
+
+class _NoPolicy:
+    """``--platform`` was not given and there is no ``platform.yaml``: the team's facts come from the cluster."""
+
+
+def _platform(path: str | None, err: TextIO) -> Platform | _NoPolicy | None:
+    """Return the loaded policy, :class:`_NoPolicy`, or None after saying in one line why it cannot be used."""
     from hyperpod_tenancy.errors import PolicyError  # noqa: PLC0415
     from hyperpod_tenancy.policy import load_platform  # noqa: PLC0415
 
+    if path is None:
+        if not Path(_DEFAULT_POLICY).is_file():
+            return _NoPolicy()
+        path = _DEFAULT_POLICY
     try:
         return load_platform(path)
     except FileNotFoundError:
-        print(f"{_PROG} explain: error: {path} not found: pass --platform PATH", file=err)
+        print(f"{_PROG} explain: error: {path} not found: pass --platform PATH, or leave it out", file=err)
     except (PolicyError, OSError) as exc:
         print(f"{_PROG} explain: error: {path} cannot be used: {str(exc).splitlines()[0]}", file=err)
     return None
 
 
-def _objects(args: argparse.Namespace, platform: Platform) -> Objects:
+def _objects(args: argparse.Namespace, platform: Platform | None) -> Objects:
     """Return the objects to diagnose: from ``--from-file``, or read live (only a team namespace is read)."""
-    from hyperpod_tenancy.tools._explain_diagnose import team_of  # noqa: PLC0415
+    from hyperpod_tenancy.tools._explain_diagnose import facts_of  # noqa: PLC0415
     from hyperpod_tenancy.tools._explain_objects import Objects, objects_from_documents  # noqa: PLC0415
 
     if args.from_file is not None:
@@ -169,7 +186,7 @@ def _objects(args: argparse.Namespace, platform: Platform) -> Objects:
     namespace = args.namespace or context_namespace(args.kubeconfig, args.context)
     if namespace is None:
         raise _UsageError(f"pass -n {names.namespace('<team>')}: the kubeconfig context sets no namespace")
-    team_of(platform, namespace)
+    facts_of(platform, Objects(namespace=namespace))  # refuses a namespace that is no team's
     if args.workload is None:
         return Objects(namespace=namespace, denials=tuple(args.denial))
     return read_live(
@@ -182,15 +199,15 @@ def _objects(args: argparse.Namespace, platform: Platform) -> Objects:
 
 
 def _print(
-    platform: Platform, objects: Objects, diagnoses: list[Diagnosis], *, as_json: bool, out: TextIO
+    platform: Platform | None, objects: Objects, diagnoses: list[Diagnosis], *, as_json: bool, out: TextIO
 ) -> None:
-    from hyperpod_tenancy.tools._explain_diagnose import team_of  # noqa: PLC0415
+    from hyperpod_tenancy.tools._explain_diagnose import facts_of  # noqa: PLC0415
 
     name = ((objects.workload or {}).get("metadata") or {}).get("name")
     if as_json:
         print(_as_json(diagnoses, objects.namespace, name), file=out)
         return
-    team = team_of(platform, objects.namespace).name
+    team = facts_of(platform, objects).name
     what = f"Workload {name}" if name else f"{objects.asked or 'your request'} (no Workload)"
     print(f"{what} in {objects.namespace} (team {team}):", file=out)
     for i, diagnosis in enumerate(diagnoses):
@@ -210,9 +227,10 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
             file=err,
         )
         return EXIT_USAGE
-    platform = _platform(args.platform, err)
-    if platform is None:
+    loaded = _platform(args.platform, err)
+    if loaded is None:
         return EXIT_INPUT
+    platform = None if isinstance(loaded, _NoPolicy) else loaded
     try:
         objects = _objects(args, platform)
         diagnoses = diagnose(platform, objects)
