@@ -113,6 +113,14 @@ def job(
     return ta.place_checkpoint(obj, team)
 
 
+def condition_of(workload: dict[str, Any] | None, kind: str) -> dict[str, Any]:
+    """The Workload's condition of type ``kind`` ({} when it has none)."""
+    for c in (workload or {}).get("status", {}).get("conditions", []):
+        if c["type"] == kind:
+            return dict(c)
+    return {}
+
+
 class Scenario:
     """Jobs submitted by team members, each deleted (and its Workload gone) when the scenario ends."""
 
@@ -422,6 +430,16 @@ def test_preempted_in_the_queue_then_reclaimed(
         s.wait(wide, "preempted")
         s.wait(vision, "admitted")
         s.reserved("research", 72)
+        # Kueue first writes "Workload no longer fits after processing another workload" on the requeued Job, then
+        # why it does not fit once it looks at it again: explain the settled message
+        wait_until(
+            lambda: (
+                "couldn't assign flavors"
+                in str((condition_of(s.workload(wide), "QuotaReserved")).get("message"))
+            ),
+            timeout=90,
+            what="Kueue to say why the preempted Job waits",
+        )
         diagnoses, _ = explain(platform, kubeconfigs, wide, "preempted_reclaim")
         assert diagnoses[0].cause is Cause.PREEMPTED, text(diagnoses)
         assert "preempted by a workload of team vision" in diagnoses[0].summary, text(diagnoses)

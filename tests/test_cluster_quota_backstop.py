@@ -54,6 +54,32 @@ def used(plane: OnCluster, team: str, quota: str, resource: str) -> Decimal:
     return value
 
 
+def settled(plane: OnCluster, team: str, quota: str, resource: str) -> None:
+    """Wait until the quota's ``used`` is what the namespace's pods request: pods another module deleted are gone
+    and kube-controller-manager has counted again (a headroom read before that is too small)."""
+    ns = names.namespace(team)
+
+    def requested() -> Decimal | None:
+        pods = plane.admin.list("v1", "Pod", namespace=ns)
+        if any(p["metadata"].get("deletionTimestamp") for p in pods):
+            return None
+        return sum(
+            (
+                parse_quantity(c.get("resources", {}).get("requests", {}).get(resource, "0"))
+                for p in pods
+                if p.get("status", {}).get("phase") not in ("Succeeded", "Failed")
+                for c in p["spec"]["containers"]
+            ),
+            Decimal(0),
+        )
+
+    wait_until(
+        lambda: (want := requested()) is not None and used(plane, team, quota, resource) == want,
+        timeout=90,
+        what=f"{quota} in {ns} to count only the pods that are there",
+    )
+
+
 def controller_pod(team: str, name: str, resources: dict[str, str], **spec: Any) -> dict[str, Any]:
     """A bare Pod as a controller sends it: the team's Kueue labels, a stamped spec, no owner."""
     pod_spec = {**ta.pod_spec(resources=resources, team=team), **spec}
@@ -114,6 +140,7 @@ def test_accelerators_over_the_ceiling_are_refused_by_quota_admission(
     plane: OnCluster, job_controller: KubeClient
 ) -> None:
     ceiling = hard(plane, "research", "accelerator-ceiling", GPU)
+    settled(plane, "research", "accelerator-ceiling", GPU)
     headroom = ceiling - int(used(plane, "research", "accelerator-ceiling", GPU))
     # over the GPU ceiling only: with its EFA interfaces over theirs too, quota admission may name either quota
     over = controller_pod("research", "over", {GPU: str(headroom + 1), EFA: str(4 * headroom)})
@@ -128,6 +155,7 @@ def test_small_pods_add_up_to_the_ceiling_and_no_further(
 ) -> None:
     """Real pods of 8 GPUs each until the ceiling: each admitted and charged; one more GPU is refused."""
     team, quota = "research", "accelerator-ceiling"
+    settled(plane, team, quota, GPU)
     before = int(used(plane, team, quota, GPU))
     headroom = hard(plane, team, quota, GPU) - before
     made: list[dict[str, Any]] = []

@@ -45,6 +45,22 @@ def test_an_honest_job_is_stamped_admitted_by_kueue_and_runs_on_a_p5_node(
     assert answer.ok, answer.message
     try:
         _stamped_admitted_and_running(plane, answer.body)
+        # `kubectl annotate` / `kubectl label` of the running Job, by its owner and by a teammate: only metadata
+        # changes, the identity is kept, and the Job's template (immutable once admitted) is left as it is
+        for person in ("alice", "bob"):
+            member = plane.member(person, "research")
+            note = {
+                "metadata": {"annotations": {f"note-{person}": "x"}, "labels": {f"seen-by-{person}": "yes"}}
+            }
+            patched = member.request(
+                "PATCH", member.path_of(job), body=note, content_type="application/merge-patch+json"
+            )
+            assert patched.ok, f"{person}: {patched.message}"
+            template = patched.body["spec"]["template"]
+            assert (
+                template["spec"]["securityContext"]
+                == answer.body["spec"]["template"]["spec"]["securityContext"]
+            )
     finally:
         plane.admin.delete(job, propagation="Foreground")
 
