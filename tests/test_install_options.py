@@ -14,6 +14,7 @@ from typing import Any
 import aws_cdk as cdk
 import platforms
 import pytest
+from aws_cdk import aws_eks_v2 as eks
 from synth import Synth, manifests_in, resources_of, synthesize
 
 from hyperpod_tenancy.constructs.shared_hyperpod_cluster import SharedHyperPodCluster
@@ -102,3 +103,5 @@ def test_a_bad_image_option_or_an_unknown_option_is_refused_by_name(tmp_path: Pa
         ClusterStack(app, "C", platform=platform, cluster_options={"image": POLICY_IMAGE})  # type: ignore[arg-type]
     with pytest.raises(TenancyError, match=r"ClusterOptions.posix_identity_image_uri: 3 is not a string"):
         ClusterOptions(posix_identity_image_uri=3)  # type: ignore[arg-type]
+    # the construct's own option types pass
+    ClusterOptions(endpoint_access=eks.EndpointAccess.PRIVATE, vpc_cidr_blocks=["10.0.0.0/16"])

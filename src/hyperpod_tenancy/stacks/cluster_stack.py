@@ -8,7 +8,7 @@ from typing import Any
 
 import aws_cdk as cdk
 from aws_cdk import aws_ec2 as ec2
-from aws_cdk import aws_eks as eks
+from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
