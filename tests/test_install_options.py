@@ -14,12 +14,13 @@ from typing import Any
 import aws_cdk as cdk
 import platforms
 import pytest
+from aws_cdk import aws_eks_v2 as eks
 from synth import Synth, manifests_in, resources_of, synthesize
 
 from hyperpod_tenancy.constructs.shared_hyperpod_cluster import SharedHyperPodCluster
 from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.k8s import posix_identity
-from hyperpod_tenancy.stacks import ClusterStack
+from hyperpod_tenancy.stacks import ClusterOptions, ClusterStack
 
 POLICY_IMAGE = "111122223333.dkr.ecr.us-east-1.amazonaws.com/hyperpod-tenancy-webhook:0.1.0"
 STAGE_IMAGE = "111122223333.dkr.ecr.us-east-1.amazonaws.com/hyperpod-tenancy-webhook@sha256:" + "ab" * 32
@@ -43,7 +44,7 @@ def from_policy(tmp_path_factory: pytest.TempPathFactory) -> Synth:
 def from_stage(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     """The same platform with the stage naming another image: the stage's option wins over the policy's."""
     platform = platforms.variant("platform.yaml with an image and a chart", _edit)
-    options = {"posix_identity_image_uri": STAGE_IMAGE}
+    options = ClusterOptions(posix_identity_image_uri=STAGE_IMAGE)
     return synthesize(platform, tmp_path_factory.mktemp("s"), cluster_options=options)
 
 
@@ -96,5 +97,11 @@ def test_a_bad_image_option_or_an_unknown_option_is_refused_by_name(tmp_path: Pa
     stack = cdk.Stack(app, "S", env=cdk.Environment(account=platform.account, region=platform.region))
     with pytest.raises(TenancyError, match=r"image_uri: 'webhook:latest' is not pinned"):
         SharedHyperPodCluster(stack, "Cluster", platform=platform, posix_identity_image_uri="webhook:latest")
-    with pytest.raises(TenancyError, match=r"cluster_options has 'image'; SharedHyperPodCluster takes vpc, "):
-        ClusterStack(app, "C", platform=platform, cluster_options={"image": POLICY_IMAGE})
+    with pytest.raises(
+        TenancyError, match=r"cluster_options is a dict; pass ClusterOptions\(...\) with any of vpc, "
+    ):
+        ClusterStack(app, "C", platform=platform, cluster_options={"image": POLICY_IMAGE})  # type: ignore[arg-type]
+    with pytest.raises(TenancyError, match=r"ClusterOptions.posix_identity_image_uri: 3 is not a string"):
+        ClusterOptions(posix_identity_image_uri=3)  # type: ignore[arg-type]
+    # the construct's own option types pass
+    ClusterOptions(endpoint_access=eks.EndpointAccess.PRIVATE, vpc_cidr_blocks=["10.0.0.0/16"])

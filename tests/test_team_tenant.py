@@ -425,6 +425,23 @@ def test_add_team_passes_the_tenant_options_through(reference_platform: Platform
     assert stack.cluster.teams == {"research": tenant}
 
 
+def test_team_stack_passes_the_sso_start_url_as_an_option_not_through_the_context(
+    reference_platform: Platform,
+) -> None:
+    from hyperpod_tenancy.k8s import onboarding
+    from hyperpod_tenancy.stacks import TeamStack
+
+    url = "https://example-portal.awsapps.com/start"
+    app = cdk.App()
+    cluster = ClusterStack(app, "Cluster", platform=reference_platform).cluster
+    stack = TeamStack(app, "Research", cluster=cluster, team="research", sso_start_url=url)
+    assert stack.tenant.onboarding.sso_start_url == url
+    # nothing else under the stack sees a URL the caller gave to one tenant
+    assert stack.node.try_get_context(onboarding.SSO_START_URL_CONTEXT) is None
+    direct = cluster.add_team("Vision", team="vision", sso_start_url=url)
+    assert direct.onboarding.sso_start_url == url
+
+
 # ---------------------------------------------------------------------------------------- data grants
 def _granted_policies(platform: Platform, grant: str) -> list[dict[str, Any]]:
     from aws_cdk import aws_iam as iam

@@ -29,7 +29,7 @@ from hyperpod_tenancy.constructs.vpc import VpcAttributes
 from hyperpod_tenancy.errors import PolicyError, TenancyError
 from hyperpod_tenancy.k8s.team_manifests import IMDS_CIDR
 from hyperpod_tenancy.policy import Platform, validate_platform
-from hyperpod_tenancy.stacks import PlatformStage, zone_context
+from hyperpod_tenancy.stacks import ClusterOptions, PlatformStage, zone_context
 
 USER_CIDR = "10.50.0.0/16"
 SECONDARY_CIDR = "100.64.0.0/16"
@@ -227,7 +227,7 @@ def test_a_vpc_object_of_another_stage_is_refused_naming_the_prop(reference_plat
     with pytest.raises(
         TenancyError, match=r"vpc is the VPC object 'Network/Vpc/UserVpc' of another stage"
     ) as raised:
-        PlatformStage(app, "mine", platform=reference_platform, cluster_options={"vpc": vpc})
+        PlatformStage(app, "mine", platform=reference_platform, cluster_options=ClusterOptions(vpc=vpc))
     assert "VpcAttributes(vpc_id=..., cidr_blocks=[...], private_subnets=" in str(raised.value)
 
 
@@ -238,7 +238,9 @@ def test_the_stage_takes_a_vpc_by_its_attributes(reference_platform: Platform) -
         cidr_blocks=[USER_CIDR, SECONDARY_CIDR],
         private_subnets={zone: f"subnet-0{i}23456789abcdef0" for i, zone in enumerate(zones)},
     )
-    stage = PlatformStage(cdk.App(), "mine", platform=reference_platform, cluster_options={"vpc": attributes})
+    stage = PlatformStage(
+        cdk.App(), "mine", platform=reference_platform, cluster_options=ClusterOptions(vpc=attributes)
+    )
     cluster = stage.cluster_stack.cluster
     assert cluster.vpc.vpc_id == "vpc-0123456789abcdef0"
     assert cluster.vpc_cidr_blocks == (USER_CIDR, SECONDARY_CIDR)
@@ -250,7 +252,7 @@ def test_the_stage_takes_a_vpc_by_its_attributes(reference_platform: Platform) -
             cdk.App(),
             "short",
             platform=reference_platform,
-            cluster_options={"vpc": replace(attributes, private_subnets={zones[0]: "subnet-01"})},
+            cluster_options=ClusterOptions(vpc=replace(attributes, private_subnets={zones[0]: "subnet-01"})),
         )
 
 

@@ -656,6 +656,7 @@ class SharedHyperPodCluster(Construct):
         team: str,
         scope: Construct | None = None,
         sso_role_timeout: cdk.Duration | None = None,
+        sso_start_url: str | None = None,
     ) -> TeamTenant:
         """Create the :class:`TeamTenant` for the policy's team ``team``.
 
@@ -665,6 +666,7 @@ class SharedHyperPodCluster(Construct):
             scope: where to create it. Default: inside this construct (use a separate stack per team to keep
                 templates far from CloudFormation's limits).
             sso_role_timeout: as for :class:`TeamTenant`. Default: 15 minutes.
+            sso_start_url: as for :class:`TeamTenant`. Default: the ``hyperpod-tenancy:ssoStartUrl`` context.
 
         Raises:
             TenancyError: no such team, or the team was already added.
@@ -672,7 +674,14 @@ class SharedHyperPodCluster(Construct):
         """
         if team in self._teams:
             raise TenancyError(f"{self.node.path}: team {team!r} was already added.")
-        tenant = TeamTenant(scope or self, id, cluster=self, team=team, sso_role_timeout=sso_role_timeout)
+        tenant = TeamTenant(
+            scope or self,
+            id,
+            cluster=self,
+            team=team,
+            sso_role_timeout=sso_role_timeout,
+            sso_start_url=sso_start_url,
+        )
         self._teams[team] = tenant
         return tenant
 

@@ -79,7 +79,7 @@ def refuse_foreign_stage(vpc: ec2.IVpc, scope: Construct) -> None:
             f"{scope.node.path}: vpc is the VPC object {vpc.node.path!r} of another stage ({where or 'the app'}) "
             f"than the cluster's ({mine or 'the app'}); CDK cannot reference it across stages. Pass its attributes "
             "instead: vpc=VpcAttributes(vpc_id=..., cidr_blocks=[...], private_subnets={zone: subnet ID}) "
-            "(in PlatformStage: cluster_options={'vpc': VpcAttributes(...)})."
+            "(in PlatformStage: cluster_options=ClusterOptions(vpc=VpcAttributes(...)))."
         )
 
 

@@ -1,8 +1,16 @@
 """Stacks: the cluster stack, one stack per team, and the stage that builds them from a policy."""
 
 from hyperpod_tenancy.stacks.chargeback_stack import ChargebackStack
-from hyperpod_tenancy.stacks.cluster_stack import ClusterStack, zone_context
+from hyperpod_tenancy.stacks.cluster_stack import ClusterOptions, ClusterStack, zone_context
 from hyperpod_tenancy.stacks.platform_stage import PlatformStage, team_stack_id
 from hyperpod_tenancy.stacks.team_stack import TeamStack
 
-__all__ = ["ChargebackStack", "ClusterStack", "PlatformStage", "TeamStack", "team_stack_id", "zone_context"]
+__all__ = [
+    "ChargebackStack",
+    "ClusterOptions",
+    "ClusterStack",
+    "PlatformStage",
+    "TeamStack",
+    "team_stack_id",
+    "zone_context",
+]

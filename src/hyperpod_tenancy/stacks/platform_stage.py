@@ -14,7 +14,7 @@ from hyperpod_tenancy.constructs.backends import checked_policy, replacement_wor
 from hyperpod_tenancy.constructs.chargeback_pipeline import TEAM_COST_CENTER_TAG, TEAM_TAG
 from hyperpod_tenancy.policy import Platform, names, replacement_warnings, select_teams
 from hyperpod_tenancy.stacks.chargeback_stack import ChargebackStack
-from hyperpod_tenancy.stacks.cluster_stack import ClusterStack
+from hyperpod_tenancy.stacks.cluster_stack import ClusterOptions, ClusterStack
 from hyperpod_tenancy.stacks.progress import SynthProgress
 from hyperpod_tenancy.stacks.team_stack import TeamStack
 
@@ -41,10 +41,11 @@ class PlatformStage(cdk.Stage):
             When given, every change CloudFormation would perform as a replacement (cluster name, VPC, a
             removed or renamed team, ...) becomes a synth-time warning ``hyperpod-tenancy:HPT-REPLACE-*`` on
             the cluster stack.
-        cluster_options: keyword arguments of
+        cluster_options: the options of
             :class:`~hyperpod_tenancy.constructs.shared_hyperpod_cluster.SharedHyperPodCluster` besides the
-            policy (``vpc``, ``endpoint_access``, ``kubectl_layer``, ``posix_identity_image_uri``), passed by the
-            cluster stack. Default: none, every one at its default.
+            policy (:class:`~hyperpod_tenancy.stacks.cluster_stack.ClusterOptions`: ``vpc``, ``vpc_cidr_blocks``,
+            ``endpoint_access``, ``kubectl_layer``, ``posix_identity_image_uri``), passed by the cluster stack.
+            Default: every one at its default.
         chargeback: keyword arguments of :class:`~hyperpod_tenancy.constructs.chargeback_pipeline.ChargebackPipeline`
             on top of the policy's ``chargeback:`` section (for example ``usage_report_chart``; without a section,
             ``billing_rule`` and ``idle_owner`` at least). With either, the stage adds a ``Chargeback`` stack, tags
@@ -71,7 +72,7 @@ class PlatformStage(cdk.Stage):
         *,
         platform: Platform,
         baseline: Platform | None = None,
-        cluster_options: Mapping[str, Any] | None = None,
+        cluster_options: ClusterOptions | None = None,
         chargeback: Mapping[str, Any] | None = None,
         progress: bool | None = None,
         teams: Sequence[str] | None = None,

@@ -54,13 +54,23 @@ class TeamStack(cdk.Stack):
         kwargs.setdefault("env", cdk.Environment(account=platform.account, region=platform.region))
         super().__init__(scope, id, **kwargs)
         #: The team's tenant (registered with the cluster when it was created in this app).
-        if sso_start_url is not None:
-            # the tenant reads it from the context (SharedHyperPodCluster.add_team passes no such option)
-            self.node.set_context(onboarding.SSO_START_URL_CONTEXT, sso_start_url)
         self.tenant: TeamTenant = (
-            cluster.add_team("Tenant", team=team, scope=self, sso_role_timeout=sso_role_timeout)
+            cluster.add_team(
+                "Tenant",
+                team=team,
+                scope=self,
+                sso_role_timeout=sso_role_timeout,
+                sso_start_url=sso_start_url,
+            )
             if isinstance(cluster, SharedHyperPodCluster)
-            else TeamTenant(self, "Tenant", cluster=cluster, team=team, sso_role_timeout=sso_role_timeout)
+            else TeamTenant(
+                self,
+                "Tenant",
+                cluster=cluster,
+                team=team,
+                sso_role_timeout=sso_role_timeout,
+                sso_start_url=sso_start_url,
+            )
         )
         #: The onboarding outputs by output key.
         self.outputs: dict[str, cdk.CfnOutput] = self._onboarding_outputs()
