@@ -12,17 +12,24 @@ import os
 import urllib.request
 from collections.abc import Iterator
 
+import boto3
 import pytest
 from moto.server import ThreadedMotoServer
 
 
 @contextlib.contextmanager
 def moto_server() -> Iterator[str]:
-    """Run a moto server and point boto3 at it; yields its URL."""
+    """Run a moto server and point boto3 at it; yields its URL.
+
+    boto3's default session keeps what it read when it was made (configuration, credentials, the clients'
+    endpoint resolution, handlers another library registered on it): each server starts and ends with a fresh
+    one, so a module never calls AWS through what an earlier module left in the process.
+    """
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
     url = f"http://{host}:{port}"
+    boto3.DEFAULT_SESSION = None
     try:
         with pytest.MonkeyPatch.context() as mp:
             for var in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL_IAM"):
@@ -35,6 +42,7 @@ def moto_server() -> Iterator[str]:
             mp.setenv("AWS_ENDPOINT_URL", url)
             yield url
     finally:
+        boto3.DEFAULT_SESSION = None
         server.stop()
 
 
