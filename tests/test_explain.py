@@ -1165,7 +1165,9 @@ def _with_queue(case: str) -> bool:
 
 
 @pytest.mark.parametrize("case", sorted(c for c in KUEUE_CASES if _with_queue(c)))
-def test_without_the_policy_the_queue_gives_the_same_causes_and_figures(platform: Platform, case: str) -> None:
+def test_without_the_policy_the_queue_gives_the_same_causes_and_figures(
+    platform: Platform, case: str
+) -> None:
     """A member without platform.yaml: the team's facts come from its ClusterQueue, which the team's Role lets
     them read. The causes and the figures are the policy's; only the fixes no longer name platform.yaml."""
     objects = objects_from_documents(load(case), asked=KUEUE_CASES[case], namespace=None)
