@@ -116,13 +116,7 @@ def real(on: OnCluster, case: ac.Case, readback: list[str]) -> ac.Verdict:
     created = creator.create(old)
     assert created.ok, f"{case.name}: the old object was refused: {created.message}"
     try:
-        answer = client.request(
-            "PATCH",
-            client.path_of(case.obj),
-            body=merge_patch(case.old, case.obj),
-            params={"dryRun": "All"},
-            content_type="application/merge-patch+json",
-        )
+        answer = client.merge_patch(case.obj, merge_patch(case.old, case.obj), dry_run=True)
         return ac.Verdict(answer.ok, [] if answer.ok else [answer.message])
     finally:
         on.admin.delete(old)

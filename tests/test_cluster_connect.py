@@ -29,7 +29,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import tenant_admission as ta
 from cluster_platform import OnCluster
 from kube_client import Answer, KubeClient, wait_until
 from webhook_server import ON_CALL, on_call_user
@@ -132,23 +131,9 @@ def plane(kueue_on_cluster: OnCluster) -> Iterator[OnCluster]:
 @pytest.fixture(scope="module")
 def alice_pod(plane: OnCluster) -> Iterator[dict[str, Any]]:
     """Alice's honest Job, stamped by the webhook and admitted by Kueue; its pod Running on a KWOK node."""
-    job = ta.runnable_job(JOB, gpus=1)
-    answer = plane.member("alice", "research").create(job)
-    assert answer.ok, answer.message
-
-    def running() -> dict[str, Any] | None:
-        selector = f"batch.kubernetes.io/job-name={JOB}"
-        for pod in plane.admin.list("v1", "Pod", namespace=NS, labelSelector=selector):
-            if pod["spec"].get("nodeName") and pod["status"].get("phase") == "Running":
-                return dict(pod)
-        return None
-
-    try:
-        pod = wait_until(running, timeout=240, what="Alice's pod to run")
+    with plane.running_job("alice", "research", JOB) as pod:
         assert pod["metadata"]["annotations"][posix_identity.POSIX_USER_ANNOTATION] == "sso:alice"
         yield pod
-    finally:
-        plane.admin.delete(job, propagation="Foreground")
 
 
 def _binding(kind: str, name: str, group: str, role_kind: str, role: str) -> dict[str, Any]:

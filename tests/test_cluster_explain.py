@@ -592,10 +592,7 @@ def test_a_flavor_that_does_not_exist(
         "resources": [{"name": r["name"], "nominalQuota": 0} for r in first["resources"]],
     }
     widened[0]["flavors"].append(missing)
-    path = cluster.admin.path_of(queue_ref)
-    answer = cluster.admin.request(
-        "PATCH", path, body={"spec": {"resourceGroups": widened}}, content_type="application/merge-patch+json"
-    )
+    answer = cluster.admin.merge_patch(queue_ref, {"spec": {"resourceGroups": widened}})
     assert answer.ok, answer.message
     try:
         with scenario(cluster) as s:
@@ -606,12 +603,7 @@ def test_a_flavor_that_does_not_exist(
             assert diagnoses[0].cause is Cause.FLAVOR_MISSING, text(diagnoses)
             assert "does not exist (ml.p4d.24xlarge)" in diagnoses[0].summary, text(diagnoses)
     finally:
-        restored = cluster.admin.request(
-            "PATCH",
-            path,
-            body={"spec": {"resourceGroups": groups}},
-            content_type="application/merge-patch+json",
-        )
+        restored = cluster.admin.merge_patch(queue_ref, {"spec": {"resourceGroups": groups}})
         assert restored.ok, restored.message
 
 

@@ -115,15 +115,9 @@ def test_where_a_team_never_preempts_its_own_work_the_higher_class_waits(
     }
     applied = on.admin.get(live)
     assert applied is not None
-    path = on.admin.path_of(live)
 
     def set_preemption(preemption: dict[str, Any]) -> None:
-        answer = on.admin.request(
-            "PATCH",
-            path,
-            body={"spec": {"preemption": preemption}},
-            content_type="application/merge-patch+json",
-        )
+        answer = on.admin.merge_patch(live, {"spec": {"preemption": preemption}})
         assert answer.ok, answer.message
 
     set_preemption(queue["spec"]["preemption"])

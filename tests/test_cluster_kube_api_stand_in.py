@@ -20,10 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import tenant_admission as ta
 from cluster_platform import OnCluster
 from kube_api_server import KubeApiServer
-from kube_client import wait_until
 from webhook_server import certificates
 
 from hyperpod_tenancy.k8s import posix_identity
@@ -53,23 +51,9 @@ def outcome(call: Callable[[], Awaitable[Any]]) -> Any:
 @pytest.fixture(scope="module")
 def pod(kueue_on_cluster: OnCluster) -> Iterator[dict[str, Any]]:
     """Alice's honest Job's pod, stamped by the webhook and running on a KWOK node."""
-    on = kueue_on_cluster
-    on.await_admission()
-    job = ta.runnable_job(JOB, gpus=1)
-    answer = on.member("alice", "research").create(job)
-    assert answer.ok, answer.message
-
-    def running() -> dict[str, Any] | None:
-        selector = f"batch.kubernetes.io/job-name={JOB}"
-        for found in on.admin.list("v1", "Pod", namespace=NS, labelSelector=selector):
-            if found["status"].get("phase") == "Running":
-                return dict(found)
-        return None
-
-    try:
-        yield wait_until(running, timeout=240, what="Alice's pod to run")
-    finally:
-        on.admin.delete(job, propagation="Foreground")
+    kueue_on_cluster.await_admission()
+    with kueue_on_cluster.running_job("alice", "research", JOB) as running:
+        yield running
 
 
 def test_the_stand_in_answers_the_webhooks_calls_as_the_real_server(

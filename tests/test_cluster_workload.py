@@ -52,9 +52,7 @@ def test_an_honest_job_is_stamped_admitted_by_kueue_and_runs_on_a_p5_node(
             note = {
                 "metadata": {"annotations": {f"note-{person}": "x"}, "labels": {f"seen-by-{person}": "yes"}}
             }
-            patched = member.request(
-                "PATCH", member.path_of(job), body=note, content_type="application/merge-patch+json"
-            )
+            patched = member.merge_patch(job, note)
             assert patched.ok, f"{person}: {patched.message}"
             template = patched.body["spec"]["template"]
             assert (

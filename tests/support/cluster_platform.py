@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -102,6 +102,27 @@ class OnCluster:
             return None if answer.ok else answer
 
         return wait_until(refused, timeout=90, what="the admission policies to be in force")
+
+    @contextlib.contextmanager
+    def running_job(self, person: str, team: str, name: str, *, gpus: int = 1) -> Iterator[dict[str, Any]]:
+        """``person`` of ``team`` submits an honest Job (:func:`tenant_admission.runnable_job`); yields its pod once
+        Kueue admitted it and it runs on a KWOK node; the Job is deleted (with its pods) at the end."""
+        job = ta.runnable_job(name, gpus=gpus, team=team)
+        answer = self.member(person, team).create(job)
+        assert answer.ok, answer.message
+        namespace = job["metadata"]["namespace"]
+
+        def running() -> dict[str, Any] | None:
+            selector = f"batch.kubernetes.io/job-name={name}"
+            for pod in self.admin.list("v1", "Pod", namespace=namespace, labelSelector=selector):
+                if pod["spec"].get("nodeName") and pod["status"].get("phase") == "Running":
+                    return dict(pod)
+            return None
+
+        try:
+            yield wait_until(running, timeout=240, what=f"{person}'s pod of {name} to run")
+        finally:
+            self.admin.delete(job, propagation="Foreground")
 
 
 def _is_webhook_account(obj: Mapping[str, Any]) -> bool:

@@ -227,6 +227,13 @@ class KubeClient:
         params = {"fieldValidation": "Strict", **({"dryRun": "All"} if dry_run else {})}
         return self.request("POST", resource.path(namespace=meta.get("namespace")), body=obj, params=params)
 
+    def merge_patch(self, obj: Mapping[str, Any], patch: Any, *, dry_run: bool = False) -> Answer:
+        """A JSON merge patch (RFC 7386) of the object ``obj`` names, as ``kubectl patch --type merge`` sends it."""
+        params = {"dryRun": "All"} if dry_run else None
+        return self.request(
+            "PATCH", self.path_of(obj), body=patch, params=params, content_type="application/merge-patch+json"
+        )
+
     def get(self, obj: Mapping[str, Any]) -> dict[str, Any] | None:
         """The object as the server has it, or ``None`` when it does not exist."""
         answer = self.request("GET", self.path_of(obj))

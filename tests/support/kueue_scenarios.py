@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import re
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -492,6 +493,10 @@ def play_on_kueue(
         with contextlib.suppress(AssertionError):
             wait_until(settled, timeout=timeout, what=f"{scenario.name}: {step.submit}", interval=0.3)
         seen.append(last[0])
+        # Kueue picks preemption victims newest quota reservation first, to the second, then by UID
+        # (pkg/scheduler/preemption/common/ordering.go CandidatesOrdering); the simulator takes the most recently
+        # admitted: each step's admissions a second apart keep a tie from choosing another victim
+        time.sleep(1.0)
     return seen
 
 
