@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+import botocore
+import botocore.exceptions
 import duckdb
 import pytest
 from chargeback_data import generate_month, generated_cur
@@ -140,10 +142,19 @@ def job_env(aws: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[s
     s3 = boto3.client("s3")
     s3.create_bucket(Bucket=BUCKET)
     athena = boto3.client("athena")
-    athena.create_work_group(
-        Name=WORKGROUP,
-        Configuration={"ResultConfiguration": {"OutputLocation": f"s3://{BUCKET}/athena-results/"}},
-    )
+    try:
+        athena.create_work_group(
+            Name=WORKGROUP,
+            Configuration={"ResultConfiguration": {"OutputLocation": f"s3://{BUCKET}/athena-results/"}},
+        )
+    except botocore.exceptions.ClientError as error:
+        # seen once in a full run (moto answered 404 for Athena while S3 worked): say what the client was
+        aws_env = {k: v for k, v in os.environ.items() if k.startswith(("AWS_", "MOTO_"))}
+        raise AssertionError(
+            f"{error}; endpoint {athena.meta.endpoint_url}, protocol "
+            f"{athena.meta.service_model.protocol}, signature {athena.meta.config.signature_version}, "
+            f"botocore {botocore.__version__}, env {aws_env}"
+        ) from error
     topic = boto3.client("sns").create_topic(Name="shared-gpu-chargeback")["TopicArn"]
     sqs = boto3.client("sqs")
     queue = sqs.create_queue(QueueName="inbox")["QueueUrl"]
