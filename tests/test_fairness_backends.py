@@ -28,14 +28,14 @@ from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
 from hyperpod_tenancy.errors import PolicyError, PolicyIssue, TenancyError
 from hyperpod_tenancy.k8s.team_manifests import SYSTEM_NAMESPACE
 from hyperpod_tenancy.policy import FairnessBackend, Platform, Team, names, replacement_warnings
-from hyperpod_tenancy.policy.changes import BUILTIN_FAIRNESS_WORDING, FairnessWording
+from hyperpod_tenancy.policy.fairness import FairnessWording, fairness_of
 
 #: Registry key of the test backend: no member of ``policy.FairnessBackend``.
 DUMMY = "dummy-scheduler"
 _HOOKS = ("validate", "cluster_manifests", "team_manifests", "build_cluster", "build_team")
 
 
-class DummyBackend:
+class DummyBackend(backends.Backend):
     """A third fairness backend: a marker resource per cluster and per team, one ConfigMap per chart."""
 
     key = DUMMY
@@ -105,7 +105,7 @@ def test_builtin_backends_are_registered_under_the_policy_keys() -> None:
     assert isinstance(registered[FairnessBackend.KUEUE], KueueBackend)
     for key, backend in registered.items():
         assert backend.key == key
-        assert backend.replacement_wording == BUILTIN_FAIRNESS_WORDING[key]
+        assert fairness_of(key) is backend, "the layers below ask the same object"
 
 
 def test_a_third_backend_runs_only_its_own_hooks(
@@ -175,8 +175,10 @@ def test_replacement_warnings_take_the_backend_wording(
         i for i in replacement_warnings(old, new, wording=backends.replacement_wording) if i.path == "teams"
     ]
     assert "its dummy quota is deleted" in issue.message
-    with pytest.raises(TenancyError, match="no built-in replacement wording"):
-        replacement_warnings(old, new)
+    (default,) = [i for i in replacement_warnings(old, new) if i.path == "teams"]
+    assert default == issue, "the policy layer asks the registered backend for its wording"
+    with pytest.raises(TenancyError, match="no fairness backend is registered for 'nope'"):
+        replacement_warnings(dataclasses.replace(old, fairness_backend="nope"), new)  # type: ignore[arg-type]
 
 
 def test_unknown_backend_and_duplicate_registration_are_refused(reference_platform: Platform) -> None:

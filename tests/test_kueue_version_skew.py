@@ -24,7 +24,7 @@ from kueue_crd_validator import crds_dir, validator_module
 from synth import Synth
 
 from hyperpod_tenancy.k8s import kueue
-from hyperpod_tenancy.policy.changes import HYP_CLI_KUEUE_API_VERSION
+from hyperpod_tenancy.policy.fairness import HYP_CLI_KUEUE_API_VERSION
 
 V1BETA1 = HYP_CLI_KUEUE_API_VERSION
 #: v1beta2 field -> v1beta1 field, per kind, as the conversion webhook maps them (KQ@v0.19.2

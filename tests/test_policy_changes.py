@@ -11,7 +11,7 @@ from platforms import reference_data
 
 from hyperpod_tenancy.errors import PolicyIssue
 from hyperpod_tenancy.policy import Platform, load_platform, platform_from_dict, replacement_warnings
-from hyperpod_tenancy.policy.changes import HYP_CLI_KUEUE_API_VERSION
+from hyperpod_tenancy.policy.fairness import HYP_CLI_KUEUE_API_VERSION
 
 
 @pytest.fixture(scope="module")

@@ -34,11 +34,12 @@ from kubernetes.utils.quantity import parse_quantity
 from synth import Synth, manifests_in, render_intrinsics, resources_of
 from webhook_server import WebhookProcess, certificates, create_table, serial_moto_server
 
-from hyperpod_tenancy.k8s.kueue import renders_fairness_of, team_objects
+from hyperpod_tenancy.k8s.kueue import team_objects
 from hyperpod_tenancy.k8s.platform_chart import PlatformChart
 from hyperpod_tenancy.k8s.team_chart import TeamChart
 from hyperpod_tenancy.k8s.team_manifests import DEFAULT_SERVICE_ACCOUNT
 from hyperpod_tenancy.policy import Platform, names
+from hyperpod_tenancy.policy.fairness import fairness_of
 
 __all__ = [
     "ALLOWED",
@@ -110,7 +111,9 @@ def synthesized_objects(name: str, synth: Synth) -> AppliedPlatform:
             )
     platform = synth.platform
     service = (
-        [] if renders_fairness_of(platform) else [names.namespace(t.name) for t in platform.hosted_teams]
+        []
+        if fairness_of(platform).creates_team_namespace
+        else [names.namespace(t.name) for t in platform.hosted_teams]
     )
     return AppliedPlatform(name, _namespaces_first(objects), patches, service)
 
@@ -122,7 +125,9 @@ def chart_objects(name: str, platform: Platform) -> AppliedPlatform:
         chart = TeamChart(platform, team, fsx=platforms.FSX, service_account=DEFAULT_SERVICE_ACCOUNT)
         objects += chart.to_json()
     service: list[str] = []
-    if not renders_fairness_of(platform):  # Task Governance creates the namespaces: stand in for it
+    if not fairness_of(
+        platform
+    ).creates_team_namespace:  # the service creates the namespaces: stand in for it
         service = [names.namespace(t.name) for t in platform.hosted_teams]
         objects += [
             o for t in platform.hosted_teams for o in team_objects(platform, t) if o["kind"] != "Namespace"

@@ -79,8 +79,9 @@ from hyperpod_tenancy.k8s.team_manifests import EFA_RESOURCE, FSX_CLAIM_NAME, SY
 from hyperpod_tenancy.k8s.vap import ADMISSION_API_VERSION
 from hyperpod_tenancy.k8s.workloads import WorkloadKindSpec
 from hyperpod_tenancy.policy import names
+from hyperpod_tenancy.policy.fairness import fairness_of
 from hyperpod_tenancy.policy.instance_types import resource_shape
-from hyperpod_tenancy.policy.model import CheckpointEnforcement, FairnessBackend, Platform
+from hyperpod_tenancy.policy.model import CheckpointEnforcement, Platform
 
 __all__ = [
     "ADMISSION_API_VERSION",
@@ -306,7 +307,7 @@ def _workload_validations() -> list[dict[str, str]]:
 
 
 def _unqueued_kind_validations(platform: Platform) -> list[dict[str, str]]:
-    """On the ``kueue`` backend, refuse the team-written kinds Kueue has no job integration for.
+    """Refuse the team-written kinds Kueue has no job integration for, when the backend cannot queue them.
 
     Kueue queues a kind as one workload only through a job integration (``integrations.frameworks`` or an
     ``externalFrameworks`` entry with its controller's support). Upstream Kueue 0.19.2 has none for
@@ -319,17 +320,13 @@ def _unqueued_kind_validations(platform: Platform) -> list[dict[str, str]]:
     ``JumpStartModel``, only the Deployment the operator renders from it, which the ``deployment``
     integration queues pod by pod; that is right for serving replicas, each of which serves on its own.
     """
-    if platform.fairness_backend is not FairnessBackend.KUEUE:
+    refusal = fairness_of(platform).unintegrated_kind_refusal
+    if refusal is None:
         return []
     return [
         {
             "expression": f"request.operation != 'CREATE' || !{_is_resource(kind)}",
-            "message": (
-                f"{kind.kind} ({kind.group}/{kind.resource}) is not supported with fairnessBackend: kueue: "
-                f"upstream Kueue has no job integration for it, so its pods would be admitted one by one and "
-                "a multi-node job can deadlock half-admitted. Submit the job as a kubeflow.org PyTorchJob "
-                "(queued as one workload), or ask the platform team for fairnessBackend: task-governance."
-            ),
+            "message": refusal.format(kind=f"{kind.kind} ({kind.group}/{kind.resource})"),
             "reason": "Forbidden",
         }
         for kind in WORKLOAD_RESOURCES

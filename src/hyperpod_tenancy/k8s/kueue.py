@@ -46,7 +46,6 @@ from hyperpod_tenancy.k8s import labels, workloads
 from hyperpod_tenancy.policy import names
 from hyperpod_tenancy.policy.instance_types import resource_shape
 from hyperpod_tenancy.policy.model import (
-    FairnessBackend,
     InstanceGroup,
     Platform,
     PreemptTeamTasks,
@@ -78,7 +77,6 @@ __all__ = [
     "cluster_objects",
     "kueue_helm_values",
     "lint_kueue_objects",
-    "renders_fairness_of",
     "team_objects",
 ]
 
@@ -378,15 +376,6 @@ def team_objects(platform: Platform, team: Team) -> list[dict[str, Any]]:
     objects: list[dict[str, Any]] = [cluster_queue, local_queue]
     _raise_on_findings(lint_kueue_objects([*cluster_objects(platform), *objects]), f"team {team.name!r}")
     return objects
-
-
-def renders_fairness_of(platform: Platform) -> bool:
-    """Whether this module renders ``platform``'s fairness objects (its backend is the built-in ``kueue``).
-
-    Only the charts' defaults for direct callers ask this; the constructs pass the registered backend's
-    objects (:mod:`hyperpod_tenancy.constructs.backends`).
-    """
-    return platform.fairness_backend is FairnessBackend.KUEUE
 
 
 def kueue_helm_values(platform: Platform) -> dict[str, Any]:

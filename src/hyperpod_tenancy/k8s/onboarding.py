@@ -31,8 +31,8 @@ from typing import Any
 from hyperpod_tenancy.k8s import fsx_dirs, labels, team_manifests, workloads
 from hyperpod_tenancy.k8s.team_manifests import FSX_CLAIM_NAME, SYSTEM_NAMESPACE
 from hyperpod_tenancy.policy import names
+from hyperpod_tenancy.policy.fairness import fairness_of
 from hyperpod_tenancy.policy.model import (
-    FairnessBackend,
     Platform,
     PreemptTeamTasks,
     Team,
@@ -184,8 +184,8 @@ class OnboardingFacts:
     checkpoint_enforcement: str
     #: Whether the team borrows idle capacity of other teams.
     borrows: bool
-    #: The fairness backend; ``hyp create hyp-pytorch-job`` is refused on ``kueue``.
-    fairness_backend: str
+    #: Whether ``hyp create hyp-pytorch-job`` is admitted (the fairness backend queues it as one workload).
+    hyp_supported: bool
     #: The instance type of the samples (the team's first quota).
     instance_type: str
     #: The team stack's name (``<platform>-Team-<Team>`` under ``PlatformStage``).
@@ -195,11 +195,6 @@ class OnboardingFacts:
     def sample_class(self) -> ClassRule:
         """The class the samples use: the team's highest."""
         return self.classes[0]
-
-    @property
-    def hyp_supported(self) -> bool:
-        """Whether ``hyp create hyp-pytorch-job`` is admitted (not on the ``kueue`` backend)."""
-        return self.fairness_backend == FairnessBackend.TASK_GOVERNANCE.value
 
     @property
     def checkpoint_directory(self) -> str:
@@ -312,7 +307,7 @@ def onboarding_facts(platform: Platform, team: str, *, sso_start_url: str | None
         ),
         checkpoint_enforcement=platform.scheduling.checkpoint_enforcement.value,
         borrows=labels.team_borrows(platform, spec),
-        fairness_backend=str(platform.fairness_backend),
+        hyp_supported=fairness_of(platform).admits_hyp_pytorch_job,
         instance_type=next(iter(spec.compute.quotas), platform.cluster.instance_groups[0].instance_type),
         stack_name=team_stack_name(platform, spec.name),
     )

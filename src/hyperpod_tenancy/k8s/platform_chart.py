@@ -7,7 +7,7 @@ from typing import Any
 
 from hyperpod_tenancy.k8s._manifest_chart import ManifestChart
 from hyperpod_tenancy.k8s.admission import admission_policies
-from hyperpod_tenancy.k8s.kueue import cluster_objects, renders_fairness_of
+from hyperpod_tenancy.k8s.fairness_objects import cluster_fairness_objects
 from hyperpod_tenancy.k8s.operator_guards import operator_guard_policies
 from hyperpod_tenancy.k8s.posix_identity import posix_identity_policies
 from hyperpod_tenancy.k8s.team_manifests import system_namespace
@@ -40,7 +40,7 @@ class PlatformChart(ManifestChart):
         fairness_objects: Sequence[dict[str, Any]] | None = None,
     ) -> None:
         if fairness_objects is None:
-            fairness_objects = cluster_objects(platform) if renders_fairness_of(platform) else []
+            fairness_objects = cluster_fairness_objects(platform)
         manifests = [
             system_namespace(),
             *admission_policies(platform),

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from hyperpod_tenancy.k8s._manifest_chart import ManifestChart
-from hyperpod_tenancy.k8s.kueue import renders_fairness_of, team_objects
+from hyperpod_tenancy.k8s.fairness_objects import team_fairness_objects
 from hyperpod_tenancy.k8s.team_manifests import (
     FsxVolume,
     checkpoint_scanner,
@@ -14,6 +14,7 @@ from hyperpod_tenancy.k8s.team_manifests import (
     team_manifests,
 )
 from hyperpod_tenancy.policy import Platform, Team
+from hyperpod_tenancy.policy.fairness import fairness_of
 
 __all__ = ["TeamChart"]
 
@@ -43,8 +44,8 @@ class TeamChart(ManifestChart):
             ``cluster.vpc_cidr``.
         fairness_objects: the fairness backend's objects of the team (``Backend.team_manifests``). Default:
             those of the built-in backends (the Kueue queues with the ``kueue`` backend, none otherwise).
-        include_namespace: render the team's Namespace (``Backend.creates_team_namespace``). Default: with the
-            built-in ``kueue`` backend only.
+        include_namespace: render the team's Namespace (``Backend.creates_team_namespace``). Default: as the
+            platform's fairness backend says.
 
     """
 
@@ -60,11 +61,10 @@ class TeamChart(ManifestChart):
         fairness_objects: Sequence[dict[str, Any]] | None = None,
         include_namespace: bool | None = None,
     ) -> None:
-        builtin_kueue = renders_fairness_of(platform)
         if fairness_objects is None:
-            fairness_objects = team_objects(platform, team) if builtin_kueue else []
+            fairness_objects = team_fairness_objects(platform, team)
         if include_namespace is None:
-            include_namespace = builtin_kueue
+            include_namespace = fairness_of(platform).creates_team_namespace
         manifests = team_manifests(
             platform,
             team,

@@ -46,9 +46,9 @@ from hyperpod_tenancy.k8s.fsx_dirs import (
 from hyperpod_tenancy.k8s.labels import namespace_labels
 from hyperpod_tenancy.k8s.workloads import kinds_for
 from hyperpod_tenancy.policy import names
+from hyperpod_tenancy.policy.fairness import fairness_of
 from hyperpod_tenancy.policy.instance_types import resource_shape
 from hyperpod_tenancy.policy.model import (
-    FairnessBackend,
     InstanceGroup,
     Platform,
     PodSecurityLevel,
@@ -682,7 +682,7 @@ def team_manifests(
         vpc_cidrs: every IPv4 CIDR block of the cluster's VPC, excluded from internet egress (pods take VPC
             addresses). Default: the policy's ``cluster.vpc_cidr`` (the VPC the cluster construct creates).
         include_namespace: render the Namespace (the fairness backend's ``creates_team_namespace``). Default:
-            with the ``kueue`` backend only.
+            as the platform's fairness backend says.
 
     Returns:
         Plain manifest dicts (``apiVersion``, ``kind``, ``metadata``...), valid for Kubernetes 1.33.
@@ -690,7 +690,7 @@ def team_manifests(
     """
     objects: list[Manifest] = []
     if include_namespace is None:
-        include_namespace = platform.fairness_backend is FairnessBackend.KUEUE
+        include_namespace = fairness_of(platform).creates_team_namespace
     if include_namespace:
         objects.append(_namespace(platform, team))
     objects.append(_service_account(team, service_account))

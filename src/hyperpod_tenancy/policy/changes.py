@@ -13,64 +13,21 @@ version, or the other fairness backend).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
 
-from hyperpod_tenancy.errors import PolicyIssue, TenancyError
+from hyperpod_tenancy.errors import PolicyIssue
 from hyperpod_tenancy.policy import names
-from hyperpod_tenancy.policy.model import FairnessBackend, Platform, Team
+from hyperpod_tenancy.policy.fairness import FairnessWording, fairness_of
+from hyperpod_tenancy.policy.model import Platform, Team
 
-__all__ = ["BUILTIN_FAIRNESS_WORDING", "HYP_CLI_KUEUE_API_VERSION", "FairnessWording", "replacement_warnings"]
-
-#: The only Kueue API version the HyperPod CLI reads (sagemaker-hyperpod 3.12.0,
-#: ``sagemaker/hyperpod/cli/constants/kueue_constants.py`` ``KUEUE_CUSTOM_OBJECT_VERSION``): ``hyp list-cluster``
-#: reads ClusterQueues, ``hyp create`` checks WorkloadPriorityClasses and ``hyp`` finds Workloads by label through
-#: it. Kueue 0.19.2 still serves it, marked deprecated (``v1beta2`` is the storage version).
-HYP_CLI_KUEUE_API_VERSION = "kueue.x-k8s.io/v1beta1"
-
-
-@dataclass(frozen=True)
-class FairnessWording:
-    """How the replacement warnings name what a fairness backend deletes with a team.
-
-    Attributes:
-        team_objects_deleted: clause naming the team's fairness objects that are deleted with the team,
-            e.g. ``"its AWS::SageMaker::ComputeQuota is deleted"``.
-        rename_cause: why renaming a team replaces those objects (the createOnly property behind it).
-
-    """
-
-    team_objects_deleted: str
-    rename_cause: str
-
-
-#: Wording of the built-in backends (the policy layer cannot ask the backend registry, which sits above it;
-#: each backend module in :mod:`hyperpod_tenancy.constructs.backends` exposes its entry as
-#: ``replacement_wording``, and a new backend brings its own through the ``wording`` argument).
-BUILTIN_FAIRNESS_WORDING: Mapping[Hashable, FairnessWording] = {
-    FairnessBackend.TASK_GOVERNANCE: FairnessWording(
-        team_objects_deleted="its AWS::SageMaker::ComputeQuota is deleted",
-        rename_cause="AWS::SageMaker::ComputeQuota ComputeQuotaTarget/TeamName is createOnly, so CloudFormation "
-        "replaces the team's quota",
-    ),
-    FairnessBackend.KUEUE: FairnessWording(
-        team_objects_deleted="its Kueue ClusterQueue and LocalQueue are deleted",
-        rename_cause="the namespace and queue names are derived from the team name, so they are replaced",
-    ),
-}
+__all__ = ["FairnessWording", "replacement_warnings"]
 
 #: Looks up the wording of a platform's fairness backend.
 WordingLookup = Callable[[Platform], FairnessWording]
 
 
-def _builtin_wording(platform: Platform) -> FairnessWording:
-    try:
-        return BUILTIN_FAIRNESS_WORDING[platform.fairness_backend]
-    except KeyError:
-        raise TenancyError(
-            f"fairness backend {platform.fairness_backend!r} has no built-in replacement wording; pass "
-            "wording=... (the backend's replacement_wording)."
-        ) from None
+def _registered_wording(platform: Platform) -> FairnessWording:
+    return fairness_of(platform).replacement_wording
 
 
 def replacement_warnings(
@@ -86,7 +43,7 @@ def replacement_warnings(
         old: the policy that is deployed (the baseline).
         new: the policy about to be deployed.
         wording: how each platform's fairness backend names the team objects it deletes. Default: the
-            built-in backends' wording (:data:`BUILTIN_FAIRNESS_WORDING`).
+            registered backend's ``replacement_wording``.
 
     Returns:
         The replacement warnings, empty when every change updates in place.
@@ -97,7 +54,7 @@ def replacement_warnings(
     _cluster(old, new, out)
     _network(old, new, out)
     _fsx(old, new, out)
-    _teams(old, new, out, wording or _builtin_wording)
+    _teams(old, new, out, wording or _registered_wording)
     _identity_center(old, new, out)
     _kubernetes(old, new, out)
     _scheduler(old, new, out)
@@ -158,22 +115,8 @@ def _scheduler(old: Platform, new: Platform, out: list[PolicyIssue]) -> None:
             )
         )
         return
-    before, after = old.cluster.kueue_chart.version, new.cluster.kueue_chart.version
-    if new.fairness_backend is FairnessBackend.KUEUE and before != after:
-        out.append(
-            PolicyIssue(
-                "cluster.kueueChart.version",
-                f"the Kueue chart changes from {before!r} to {after!r}: its controller and webhooks restart (no "
-                "admission meanwhile), and a new minor version may change its APIs and defaults; this library's "
-                "admission policies and fairness renderings are checked against Kueue 0.19.2.",
-                "read Kueue's release notes of every minor version crossed (their \"Actions Required Before "
-                'Upgrading"); check that the new CRDs still serve '
-                f"{HYP_CLI_KUEUE_API_VERSION}, the only version the `hyp` CLI reads (`kubectl get crd "
-                "workloads.kueue.x-k8s.io -o jsonpath='{.spec.versions[?(@.served==true)].name}'`), or `hyp "
-                "list-cluster` and `hyp create`'s priority check fail; and upgrade while the queues are quiet.",
-                "HPT-UPGRADE-SCHEDULER",
-            )
-        )
+    for path, message, fix in fairness_of(new).upgrade_problems(old, new):
+        out.append(PolicyIssue(path, message, fix, "HPT-UPGRADE-SCHEDULER"))
 
 
 def _stacks(old: Platform, new: Platform, out: list[PolicyIssue]) -> None:

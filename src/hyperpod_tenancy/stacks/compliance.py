@@ -30,6 +30,7 @@ from constructs import IConstruct
 
 from hyperpod_tenancy.errors import PolicyError
 from hyperpod_tenancy.policy import FairnessBackend, Platform, load_platform, validate_platform
+from hyperpod_tenancy.policy.fairness import BUILTIN
 from hyperpod_tenancy.policy.rules._docs import replace_between_markers
 from hyperpod_tenancy.stacks.platform_stage import PlatformStage
 
@@ -111,13 +112,14 @@ def synthesize(
 
 def both_backends(platform: Platform) -> dict[str, Platform]:
     """``platform`` on each built-in fairness backend (its own first), by column label."""
-    other = {
-        FairnessBackend.TASK_GOVERNANCE: FairnessBackend.KUEUE,
-        FairnessBackend.KUEUE: FairnessBackend.TASK_GOVERNANCE,
-    }[platform.fairness_backend]
-    switched = dataclasses.replace(platform, fairness_backend=other)
-    validate_platform(switched)
-    return {platform.fairness_backend.value: platform, other.value: switched}
+    columns = {str(platform.fairness_backend): platform}
+    for builtin in BUILTIN:
+        key = str(builtin.key)
+        if key not in columns:
+            switched = dataclasses.replace(platform, fairness_backend=FairnessBackend(key))
+            validate_platform(switched)
+            columns[key] = switched
+    return columns
 
 
 def _cell(text: str) -> str:

@@ -6,16 +6,12 @@ The constructs never branch on the backend: :class:`~hyperpod_tenancy.constructs
 the team chart. Adding a backend is one module implementing :class:`Backend` plus :func:`register`.
 
 Where this package sits, and why. The layering is policy <- k8s <- constructs <- stacks. A backend has a
-pure-Python rendering (Kueue manifests in :mod:`hyperpod_tenancy.k8s.kueue`, Task Governance CloudFormation
-properties in :mod:`hyperpod_tenancy.constructs._private.task_governance`), which stays where it is and
-importable without jsii, and a CDK part (add-ons, Helm charts, ``CfnResource``s, waits). The CDK part needs
-the constructs layer's helpers (nag acknowledgments, kubectl limits) and the :class:`IHyperPodCluster`
-interface, and it is called by the constructs, so it lives in the constructs layer as a sub-package; it imports
-neither construct module (only the interface), so there is no cycle. The layers below cannot ask this
-registry: the charts (:mod:`hyperpod_tenancy.k8s.team_chart`, ``platform_chart``) and the replacement warnings
-(:func:`hyperpod_tenancy.policy.replacement_warnings`) take the backend's contributions as arguments, and keep
-defaults for the two built-in backends for direct callers only. Backend-specific policy rules stay in
-``policy/validation.py``; each backend lists their codes in ``policy_rule_codes``.
+jsii-free half, :class:`hyperpod_tenancy.policy.fairness.Fairness` (what the policy rules, the replacement
+warnings, the renderers and the tools ask of it: its wording, whether the team chart creates the namespace,
+the problems it finds in a policy), with the Kubernetes objects of the built-in backends rendered in
+:mod:`hyperpod_tenancy.k8s.fairness_objects`; and a CDK half, :class:`Backend`, which extends it with the
+add-ons, Helm charts, ``CfnResource`` s and waits. :func:`register` registers a backend in both registries, so
+the layers below ask ``fairness_of(platform)`` and never which backend a platform has.
 """
 
 from __future__ import annotations
@@ -28,7 +24,7 @@ from hyperpod_tenancy.constructs.backends.kueue import KueueBackend
 from hyperpod_tenancy.constructs.backends.task_governance import TaskGovernanceBackend
 from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.policy import Platform, ensure_valid
-from hyperpod_tenancy.policy.changes import FairnessWording
+from hyperpod_tenancy.policy.fairness import FairnessWording, register_fairness, unregister_fairness
 
 __all__ = [
     "Backend",
@@ -51,16 +47,26 @@ _REGISTRY: dict[Hashable, Backend] = {}
 def register(backend: Backend, *, replace: bool = False) -> None:
     """Register ``backend`` under its ``key``.
 
+    The backend is registered for the layers below the constructs too (the policy rules, the charts and the
+    tools ask :func:`hyperpod_tenancy.policy.fairness.fairness_of`).
+
     Raises:
-        TenancyError: a backend is already registered under that key and ``replace`` is false.
+        TenancyError: a backend is already registered under that key and ``replace`` is false, or it does not
+            extend :class:`Backend`.
 
     """
+    if not isinstance(backend, Backend):
+        raise TenancyError(
+            f"a fairness backend must extend hyperpod_tenancy.constructs.backends.Backend (got "
+            f"{type(backend).__name__})."
+        )
     if backend.key in _REGISTRY and not replace:
         raise TenancyError(
             f"a fairness backend is already registered for {backend.key!r} ({type(_REGISTRY[backend.key]).__name__}); "
             "pass replace=True to replace it."
         )
     _REGISTRY[backend.key] = backend
+    register_fairness(backend)
 
 
 def unregister(key: Hashable) -> Backend:
@@ -71,9 +77,11 @@ def unregister(key: Hashable) -> Backend:
 
     """
     try:
-        return _REGISTRY.pop(key)
+        backend = _REGISTRY.pop(key)
     except KeyError:
         raise TenancyError(f"no fairness backend is registered for {key!r}.") from None
+    unregister_fairness(key)
+    return backend
 
 
 def registered() -> dict[Hashable, Backend]:

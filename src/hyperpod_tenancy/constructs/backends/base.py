@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+import abc
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from constructs import Construct
 
 from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
 from hyperpod_tenancy.errors import PolicyIssue
 from hyperpod_tenancy.policy import Platform, Team
-from hyperpod_tenancy.policy.changes import FairnessWording
+from hyperpod_tenancy.policy.fairness import Fairness
 
 __all__ = ["Backend", "ClusterFairness", "Manifest", "TeamFairness"]
 
@@ -49,45 +50,34 @@ class TeamFairness:
     quota: Construct | None = None
 
 
-class Backend(Protocol):
+class Backend(Fairness, abc.ABC):
     """A fairness backend: the scheduler that enforces quotas, lending and borrowing.
 
-    One module per backend implements this protocol and registers an instance under its policy key
-    (:func:`hyperpod_tenancy.constructs.backends.register`); the constructs call only these hooks.
+    One module per backend implements these hooks and registers an instance under its policy key
+    (:func:`hyperpod_tenancy.constructs.backends.register`); the constructs call only these hooks. What the
+    layers below ask of a backend (its key, its wording, whether the team chart creates the namespace...) is
+    the jsii-free :class:`~hyperpod_tenancy.policy.fairness.Fairness` this class extends.
     """
 
-    @property
-    def key(self) -> Hashable:
-        """Registry key: the ``Platform.fairness_backend`` value this backend serves."""
-        ...
+    #: Codes of the policy rules whose checks this backend answers (``Fairness.*_problems``).
+    policy_rule_codes: tuple[str, ...] = ()
 
-    @property
-    def policy_rule_codes(self) -> tuple[str, ...]:
-        """Codes of the policy-layer rules (``policy/validation.py``) with checks specific to this backend."""
-        ...
-
-    @property
-    def replacement_wording(self) -> FairnessWording:
-        """How replacement warnings name the team objects this backend deletes with a team."""
-        ...
-
-    @property
-    def creates_team_namespace(self) -> bool:
-        """Whether the team chart creates the team's Namespace (else the backend provides it)."""
-        ...
-
+    @abc.abstractmethod
     def validate(self, platform: Platform) -> Sequence[PolicyIssue]:
         """Check the policy beyond ``policy/validation.py``; any issue returned stops synthesis."""
         ...
 
+    @abc.abstractmethod
     def cluster_manifests(self, platform: Platform) -> list[Manifest]:
         """Cluster-scoped objects the backend adds to the platform chart."""
         ...
 
+    @abc.abstractmethod
     def team_manifests(self, platform: Platform, team: Team) -> list[Manifest]:
         """Objects the backend adds to a team's chart (right after its Namespace)."""
         ...
 
+    @abc.abstractmethod
     def build_cluster(
         self, scope: Construct, cluster: IHyperPodCluster, *, after: Construct
     ) -> ClusterFairness:
@@ -101,6 +91,7 @@ class Backend(Protocol):
         """
         ...
 
+    @abc.abstractmethod
     def build_team(self, scope: Construct, cluster: IHyperPodCluster, team: Team) -> TeamFairness:
         """Create a team's objects in ``scope`` (the tenant) and return what the team chart waits for."""
         ...

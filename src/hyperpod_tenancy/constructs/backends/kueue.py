@@ -13,24 +13,20 @@ from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
 
 from hyperpod_tenancy.constructs._private.kubectl import KUBECTL_WAIT
-from hyperpod_tenancy.constructs.backends.base import ClusterFairness, Manifest, TeamFairness
+from hyperpod_tenancy.constructs.backends.base import Backend, ClusterFairness, Manifest, TeamFairness
 from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
 from hyperpod_tenancy.errors import PolicyIssue
 from hyperpod_tenancy.k8s.kueue import cluster_objects, kueue_helm_values, team_objects
-from hyperpod_tenancy.policy import FairnessBackend, Platform, Team
-from hyperpod_tenancy.policy.changes import BUILTIN_FAIRNESS_WORDING
+from hyperpod_tenancy.policy import Platform, Team
+from hyperpod_tenancy.policy.fairness import KueueFairness
 
 __all__ = ["KueueBackend"]
 
 
-class KueueBackend:
+class KueueBackend(KueueFairness, Backend):
     """The self-managed Kueue backend (see the module docstring)."""
 
-    key = FairnessBackend.KUEUE
     policy_rule_codes = ("HPT-RESOURCES",)
-    replacement_wording = BUILTIN_FAIRNESS_WORDING[FairnessBackend.KUEUE]
-    #: Nobody else creates the namespace: the team chart does.
-    creates_team_namespace = True
 
     def validate(self, platform: Platform) -> Sequence[PolicyIssue]:
         """No checks beyond ``policy/validation.py`` (the renderers also lint their own output)."""

@@ -23,13 +23,13 @@ from hyperpod_tenancy.constructs._private.task_governance import (
     compute_quota_properties,
     scheduler_config_properties,
 )
-from hyperpod_tenancy.constructs.backends.base import ClusterFairness, Manifest, TeamFairness
+from hyperpod_tenancy.constructs.backends.base import Backend, ClusterFairness, Manifest, TeamFairness
 from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
 from hyperpod_tenancy.errors import PolicyIssue
 from hyperpod_tenancy.k8s.labels import revoked_namespace_labels
 from hyperpod_tenancy.k8s.team_manifests import namespace_label_patch
-from hyperpod_tenancy.policy import FairnessBackend, Platform, Team, names
-from hyperpod_tenancy.policy.changes import BUILTIN_FAIRNESS_WORDING
+from hyperpod_tenancy.policy import Platform, Team, names
+from hyperpod_tenancy.policy.fairness import TaskGovernanceFairness
 
 __all__ = ["ADDON_NAME", "ADDON_VERSION", "NAMESPACE_WAIT", "ComputeQuota", "TaskGovernanceBackend"]
 
@@ -83,14 +83,10 @@ class ComputeQuota:
         return None
 
 
-class TaskGovernanceBackend:
+class TaskGovernanceBackend(TaskGovernanceFairness, Backend):
     """The Task Governance backend (see the module docstring)."""
 
-    key = FairnessBackend.TASK_GOVERNANCE
     policy_rule_codes = ("HPT-REGION-TASK-GOVERNANCE",)
-    replacement_wording = BUILTIN_FAIRNESS_WORDING[FairnessBackend.TASK_GOVERNANCE]
-    #: The service creates the namespace together with the quota.
-    creates_team_namespace = False
 
     def validate(self, platform: Platform) -> Sequence[PolicyIssue]:
         """No checks beyond ``policy/validation.py``."""

@@ -14,6 +14,7 @@ the spirit of cdk-nag's one rule per file. This module lists them:
 from __future__ import annotations
 
 from hyperpod_tenancy.errors import PolicyIssue
+from hyperpod_tenancy.policy.fairness import TASK_GOVERNANCE_CONFIRMED_REGIONS
 from hyperpod_tenancy.policy.model import Platform
 from hyperpod_tenancy.policy.rules import (
     capacity,
@@ -41,7 +42,6 @@ from hyperpod_tenancy.policy.rules._common import (
     MAX_PRIORITY_CLASSES,
     MAX_TEAM_NAME,
     SUPPORTED_KUBERNETES_VERSIONS,
-    TASK_GOVERNANCE_CONFIRMED_REGIONS,
 )
 from hyperpod_tenancy.policy.rules._docs import (
     END_MARKER,

@@ -13,7 +13,6 @@ __all__ = [
     "MAX_TEAM_NAME",
     "REGION",
     "SUPPORTED_KUBERNETES_VERSIONS",
-    "TASK_GOVERNANCE_CONFIRMED_REGIONS",
     "WEIGHT_RANGE",
     "valid_team_name",
 ]
@@ -24,8 +23,6 @@ SUPPORTED_KUBERNETES_VERSIONS = ("1.30", "1.31", "1.32", "1.33")
 MAX_PRIORITY_CLASSES = 10
 #: Longest team name whose derived names all fit in a 63-character label value.
 MAX_TEAM_NAME = names.LABEL_VALUE_MAX - len(names.cluster_queue(""))
-#: Regions where cfn-lint 1.58 registers both Task Governance resource types.
-TASK_GOVERNANCE_CONFIRMED_REGIONS = ("us-east-1",)
 #: Range of priority-class weights and fair-share weights.
 WEIGHT_RANGE = (0, 100)
 

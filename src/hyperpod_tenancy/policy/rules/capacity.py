@@ -7,9 +7,9 @@ import re
 from collections import defaultdict
 from collections.abc import Iterator
 
+from hyperpod_tenancy.policy import fairness
 from hyperpod_tenancy.policy._accepted_types import HYPERPOD_INSTANCE_TYPES
-from hyperpod_tenancy.policy.instance_types import RESOURCE_CATALOGUE
-from hyperpod_tenancy.policy.model import FairnessBackend, InstanceGroup, Platform, Team
+from hyperpod_tenancy.policy.model import InstanceGroup, Platform, Team
 from hyperpod_tenancy.policy.rules._base import (
     Domain,
     Finding,
@@ -196,18 +196,8 @@ def group_resources(p: Platform, i: int, g: InstanceGroup) -> Iterator[Finding]:
 )
 def kueue_group_resources(p: Platform, i: int, g: InstanceGroup) -> Iterator[Finding]:
     """Check that the kueue backend knows the per-instance resources of every group."""
-    if (
-        p.fairness_backend is FairnessBackend.KUEUE
-        and g.resources is None
-        and g.instance_type in HYPERPOD_INSTANCE_TYPES
-        and g.instance_type not in RESOURCE_CATALOGUE
-    ):
-        yield Finding(
-            f"cluster.instanceGroups[{i}].resources",
-            f"{g.instance_type} has no built-in resource figures, and the kueue backend needs them to turn "
-            "instance counts into ClusterQueue GPU/CPU/memory quotas.",
-            "add `resources: {accelerators: N, vcpus: N, memoryGiB: N}` to the group.",
-        )
+    for problem in fairness.fairness_of(p).resource_figure_problems(p, i, g):
+        yield Finding(*problem)
 
 
 @platform_rule(
@@ -258,21 +248,8 @@ def system_node_instance_type(p: Platform) -> Iterator[Finding]:
 )
 def kueue_flavor_shapes(p: Platform) -> Iterator[Finding]:
     """Kueue has one ResourceFlavor per instance type: groups of one type must describe the same nodes."""
-    if p.fairness_backend is not FairnessBackend.KUEUE:
-        return
-    first: dict[str, tuple[int, InstanceGroup]] = {}
-    for i, g in enumerate(p.cluster.instance_groups):
-        if g.instance_type not in first:
-            first[g.instance_type] = (i, g)
-            continue
-        j, other = first[g.instance_type]
-        if (g.threads_per_core, g.resources) != (other.threads_per_core, other.resources):
-            yield Finding(
-                f"cluster.instanceGroups[{i}]",
-                f"{g.name!r} and cluster.instanceGroups[{j}] {other.name!r} are both {g.instance_type} but differ in "
-                "threadsPerCore or resources; the kueue backend has one ResourceFlavor (one quota shape) per type.",
-                "give both groups the same threadsPerCore and resources.",
-            )
+    for problem in fairness.fairness_of(p).flavor_shape_problems(p):
+        yield Finding(*problem)
 
 
 @platform_rule(

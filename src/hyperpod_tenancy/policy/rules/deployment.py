@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from hyperpod_tenancy.policy.model import FairnessBackend, HelmChartSource, Platform
+from hyperpod_tenancy.policy import fairness
+from hyperpod_tenancy.policy.model import HelmChartSource, Platform
 from hyperpod_tenancy.policy.rules._base import (
     Domain,
     Finding,
@@ -17,7 +18,6 @@ from hyperpod_tenancy.policy.rules._base import (
 from hyperpod_tenancy.policy.rules._common import (
     REGION,
     SUPPORTED_KUBERNETES_VERSIONS,
-    TASK_GOVERNANCE_CONFIRMED_REGIONS,
 )
 
 _ACCOUNT = re.compile(r"^\d{12}$")
@@ -140,16 +140,8 @@ def chart_source_findings(h: HelmChartSource, *, path: str, chart: str) -> Itera
 )
 def task_governance_region(p: Platform) -> Iterator[Finding]:
     """Task Governance's resource types are confirmed in the platform's region."""
-    if (
-        p.fairness_backend is FairnessBackend.TASK_GOVERNANCE
-        and p.region not in TASK_GOVERNANCE_CONFIRMED_REGIONS
-    ):
-        yield Finding(
-            "region",
-            f"AWS::SageMaker::ComputeQuota and ClusterSchedulerConfig are not both confirmed in {p.region}.",
-            "run `aws cloudformation describe-type --type RESOURCE --type-name AWS::SageMaker::ComputeQuota` "
-            "(and ClusterSchedulerConfig) in the region, or use `fairnessBackend: kueue`.",
-        )
+    for problem in fairness.fairness_of(p).region_problems(p):
+        yield Finding(*problem)
 
 
 def _replacement(code: str, failure: str) -> Guardrail:
