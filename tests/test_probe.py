@@ -288,7 +288,9 @@ def test_the_posix_identity_webhook_resolves_the_probe_member_as_a_person_of_the
     config = parse_config(webhook_config(platform))
     uids = (platform.cluster.posix_identity.uid_range.first, platform.cluster.posix_identity.uid_range.last)
     records = {
-        names.namespace(t): parse_team_record(team_record(platform, t), uid_range=uids, source=t)
+        names.namespace(t): parse_team_record(
+            team_record(platform, t).to_document(), uid_range=uids, source=t
+        )
         for t in (OWNER, INTRUDER)
     }
     config = dataclasses.replace(config, namespaces=records)

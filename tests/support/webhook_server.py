@@ -142,7 +142,9 @@ def platform_webhook_config(
     del config["teamRecords"]
     config["namespaces"] = {
         names.namespace(t): {
-            k: v for k, v in posix_identity.team_record(platform, t).items() if k != "namespace"
+            k: v
+            for k, v in posix_identity.team_record(platform, t).to_document().items()
+            if k not in ("namespace", "version")
         }
         for t in teams
     }

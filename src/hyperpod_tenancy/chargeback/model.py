@@ -467,12 +467,28 @@ class Report:
     disallowed_borrowing: tuple[tuple[str, Decimal], ...] = ()
 
 
+#: Version of the stored chargeback records (:func:`config_to_json`, :func:`team_config_to_json`). A record
+#: without a version was written before records carried one, in this layout, and is read as this version.
+RECORD_VERSION = 1
+
+
+def _check_version(document: Any, what: str) -> None:
+    """Refuse a record of another version than :data:`RECORD_VERSION`, with the fix."""
+    version = document.get("version", RECORD_VERSION) if isinstance(document, dict) else RECORD_VERSION
+    if isinstance(version, bool) or version != RECORD_VERSION:
+        raise ValueError(
+            f"{what} of version {version!r}; this release reads version {RECORD_VERSION}. Fix: deploy the team "
+            "stacks and the chargeback stack with the same library version."
+        )
+
+
 def config_to_json(config: ChargebackConfig) -> str:
     """Serialize ``config`` as canonical JSON (sorted keys, money as strings): the monthly Lambda's copy of it.
 
     :func:`config_from_json` reads it back to an equal :class:`ChargebackConfig`.
     """
     document = {
+        "version": RECORD_VERSION,
         "cluster": config.cluster,
         "terms": [
             {
@@ -485,7 +501,7 @@ def config_to_json(config: ChargebackConfig) -> str:
             }
             for term in config.terms
         ],
-        "teams": [json.loads(team_config_to_json(team)) for team in config.teams],
+        "teams": [_team_document(team) for team in config.teams],
         "gpusPerInstance": dict(sorted(config.gpus_per_instance.items())),
         "prices": {k: str(v) for k, v in sorted(config.prices.items())},
         "maxCheckpointMinutes": dict(sorted(config.max_checkpoint_minutes.items())),
@@ -501,25 +517,28 @@ def team_config_to_json(team: TeamConfig) -> str:
     The monthly job reads the records of every team at run time (so the shared stack lists no team);
     :func:`team_config_from_json` reads one back.
     """
-    return json.dumps(
-        {
-            "name": team.name,
-            "costCenter": team.cost_center,
-            "quotas": dict(sorted(team.quotas.items())),
-            **({} if team.borrows else {"borrows": False}),
-        },
-        sort_keys=True,
-    )
+    return json.dumps({"version": RECORD_VERSION, **_team_document(team)}, sort_keys=True)
+
+
+def _team_document(team: TeamConfig) -> dict[str, Any]:
+    return {
+        "name": team.name,
+        "costCenter": team.cost_center,
+        "quotas": dict(sorted(team.quotas.items())),
+        **({} if team.borrows else {"borrows": False}),
+    }
 
 
 def team_config_from_json(text: str) -> TeamConfig:
     """Read a team record written by :func:`team_config_to_json`.
 
     Raises:
-        ValueError: the text is not JSON, a key is missing, or a quota is not a whole number of instances.
+        ValueError: the text is not JSON, a key is missing, a quota is not a whole number of instances, or the
+            record is of another version (:data:`RECORD_VERSION`).
 
     """
     document = json.loads(text)
+    _check_version(document, "chargeback team record")
     try:
         quotas = document["quotas"]
         if not isinstance(quotas, dict) or not all(
@@ -551,10 +570,12 @@ def config_from_json(text: str) -> ChargebackConfig:
     """Read a :class:`ChargebackConfig` written by :func:`config_to_json`.
 
     Raises:
-        ValueError: a required key is missing or a value has the wrong form (the message names the key).
+        ValueError: a required key is missing, a value has the wrong form (the message names the key), or the
+            configuration is of another version (:data:`RECORD_VERSION`).
 
     """
     document: dict[str, Any] = json.loads(text)
+    _check_version(document, "chargeback configuration")
     try:
         return ChargebackConfig(
             cluster=document["cluster"],

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import json
 import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -246,7 +245,7 @@ class TeamTenant(Construct):
             self,
             "IdentityRecord",
             parameter_name=names.posix_identity_record(platform.cluster.name, spec.name),
-            string_value=json.dumps(posix_identity.team_record(platform, spec.name), sort_keys=True),
+            string_value=posix_identity.team_record(platform, spec.name).to_json(),
             description=f"POSIX identity webhook record of team {spec.name} on HyperPod cluster {platform.cluster.name}",
             tier=ssm.ParameterTier.STANDARD,
         )

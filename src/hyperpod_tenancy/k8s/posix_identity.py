@@ -52,6 +52,7 @@ from hyperpod_tenancy.k8s import fsx_dirs, labels, vap, workloads
 from hyperpod_tenancy.k8s.team_manifests import FSX_CLAIM_NAME
 from hyperpod_tenancy.policy import names
 from hyperpod_tenancy.policy.model import Platform, SupplementalGroupsPolicy, WebhookFailurePolicy
+from hyperpod_tenancy.records.posix_identity import PosixTeamRecord
 
 __all__ = [
     "ADMISSION_DENIALS_METRIC",
@@ -425,27 +426,22 @@ def team_records_path(platform: Platform) -> str:
     return names.team_records_path(platform.cluster.name, "posix-identity")
 
 
-def team_record(platform: Platform, team: str) -> dict[str, Any]:
+def team_record(platform: Platform, team: str) -> PosixTeamRecord:
     """Return a team's record for the webhook (its team stack writes it to ``names.posix_identity_record``).
 
     The team's namespace, GID, LocalQueue and principal: the Identity Center role of its permission set,
     ``AWSReservedSSO_<PermissionSet>_``. The Studio execution role is not listed: a request from one is denied as
     from an unknown role (a Studio session does not name the person, see ``hyperpod_tenancy.webhook.identity``).
-    Parsed by ``hyperpod_tenancy.webhook.config.parse_team_record``.
+    Read back by ``hyperpod_tenancy.webhook.config.parse_team_record``.
     """
     t = platform.team(team)
-    return {
-        "namespace": names.namespace(t.name),
-        "team": t.name,
-        "gid": t.identity.posix_gid,
-        "localQueue": names.local_queue(t.name),
-        "principals": [
-            {
-                "kind": "identity-center",
-                "roleNamePrefix": f"{SSO_ROLE_PREFIX}{_permission_set_name(platform, t.name)}_",
-            }
-        ],
-    }
+    return PosixTeamRecord(
+        namespace=names.namespace(t.name),
+        team=t.name,
+        gid=t.identity.posix_gid,
+        local_queue=names.local_queue(t.name),
+        role_name_prefix=f"{SSO_ROLE_PREFIX}{_permission_set_name(platform, t.name)}_",
+    )
 
 
 def _config_json(config: dict[str, Any]) -> str:

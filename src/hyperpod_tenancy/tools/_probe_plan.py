@@ -243,7 +243,7 @@ def identity(platform: Platform, team: Team, role_name: str) -> Identity:
 
     """
     # the prefix the webhook matches (the team's record, hyperpod_tenancy.k8s.posix_identity.team_record)
-    (principal,) = team_record(platform, team.name)["principals"]
+    (principal,) = team_record(platform, team.name).to_document()["principals"]
     prefix = str(principal["roleNamePrefix"])
     permission_set = prefix.removeprefix(SSO_ROLE_PREFIX).removesuffix("_")
     suffix = role_name.removeprefix(prefix)

@@ -84,6 +84,7 @@ from typing import Any
 
 from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.k8s import fsx_dirs
+from hyperpod_tenancy.records.posix_identity import PosixTeamRecord, RecordVersionError
 
 __all__ = [
     "CONFIG_VERSION",
@@ -548,7 +549,10 @@ def parse_config(data: Mapping[str, Any]) -> WebhookConfig:
 
 
 def parse_team_record(data: object, *, uid_range: tuple[int, int], source: str) -> NamespaceConfig:
-    """Parse one team record (``teamRecords``): a ``namespaces`` entry plus its ``namespace``.
+    """Parse one team record (``teamRecords``, :class:`~hyperpod_tenancy.records.PosixTeamRecord`).
+
+    The record's version is checked by the record class; its fields as a ``namespaces`` entry is, plus its
+    ``namespace``.
 
     Args:
         data: the decoded JSON document.
@@ -560,8 +564,15 @@ def parse_team_record(data: object, *, uid_range: tuple[int, int], source: str) 
 
     """
     p = _Problems()
+    try:
+        fields = PosixTeamRecord.document_of(data, source=source)
+    except RecordVersionError as exc:
+        raise WebhookConfigError([str(exc).removeprefix(f"{source}: ")], source) from None
     record = p.mapping(
-        data, "", {"namespace", "team", "gid", "localQueue", "principals"}, {"namespace", "gid"}
+        fields if isinstance(data, Mapping) else data,
+        "",
+        {"namespace", "team", "gid", "localQueue", "principals"},
+        {"namespace", "gid"},
     )
     if record is None:
         raise WebhookConfigError(p.items, source)
