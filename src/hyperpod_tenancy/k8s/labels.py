@@ -88,6 +88,8 @@ CHECKPOINT_DIR_ENV = "HYPERPOD_TENANCY_CHECKPOINT_DIR"
 #: Container environment variable with the checkpoint interval: ``<n>m`` or ``<n>h``, at most the class's
 #: ``maxCheckpointInterval``.
 CHECKPOINT_INTERVAL_ENV = "HYPERPOD_TENANCY_CHECKPOINT_INTERVAL"
+#: Node label HyperPod sets on its nodes; ``Schedulable`` means healthy (and Lustre-capable).
+NODE_HEALTH_LABEL = "sagemaker.amazonaws.com/node-health-status"
 #: Kueue label every job must carry: the team's LocalQueue (:func:`~hyperpod_tenancy.policy.names.local_queue`).
 QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
 #: Kueue label every job must carry: a WorkloadPriorityClass the team is entitled to.

@@ -46,8 +46,9 @@ from typing import Any
 from hyperpod_tenancy.k8s import labels
 from hyperpod_tenancy.k8s.admission import GPU_VISIBILITY_ENV
 from hyperpod_tenancy.k8s.fsx_dirs import BUSYBOX_IMAGE
+from hyperpod_tenancy.k8s.labels import NODE_HEALTH_LABEL
 from hyperpod_tenancy.k8s.posix_identity import SSO_ROLE_PREFIX, team_record
-from hyperpod_tenancy.k8s.team_manifests import _HYPERPOD_HEALTH_LABEL, FSX_CLAIM_NAME, IMDS_CIDR
+from hyperpod_tenancy.k8s.team_manifests import FSX_CLAIM_NAME, IMDS_CIDR
 from hyperpod_tenancy.policy import names
 from hyperpod_tenancy.policy.model import Platform, PriorityClass, Team
 
@@ -351,7 +352,7 @@ def _job(
                                     {
                                         "matchExpressions": [
                                             {
-                                                "key": _HYPERPOD_HEALTH_LABEL,
+                                                "key": NODE_HEALTH_LABEL,
                                                 "operator": "In",
                                                 "values": ["Schedulable"],
                                             }
