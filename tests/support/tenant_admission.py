@@ -53,7 +53,7 @@ IMAGE = "111122223333.dkr.ecr.us-east-1.amazonaws.com/train:1"
 
 
 #: Start of the denial of a kind Kueue has no job integration for, on the ``kueue`` backend
-#: (``admission._unqueued_kind_validations``).
+#: (``admission.workload_labels._unqueued_kind_validations``).
 KUEUE_REFUSAL = "HyperPodPyTorchJob (sagemaker.amazonaws.com/hyperpodpytorchjobs) is not supported with fairnessBackend: kueue"
 
 
