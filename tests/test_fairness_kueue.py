@@ -488,7 +488,7 @@ def test_self_check_catches(lint_id: str, mutate: Callable[[Objects], None], ups
 def test_renderers_raise_when_the_self_check_finds_something(monkeypatch: pytest.MonkeyPatch) -> None:
     platform = platforms.kueue_platform()
     monkeypatch.setattr(
-        kueue, "lint_kueue_objects", lambda objects: [f"{kueue.LINT_COHORT_QUOTA} Cohort/x: y"]
+        kueue.objects, "lint_kueue_objects", lambda objects: [f"{kueue.LINT_COHORT_QUOTA} Cohort/x: y"]
     )
     with pytest.raises(TenancyError, match="self-check"):
         kueue.cluster_objects(platform)

@@ -1,0 +1,267 @@
+"""The ResourceFlavors, Cohort and WorkloadPriorityClasses of the cluster, and each team's ClusterQueue and LocalQueue."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from hyperpod_tenancy.errors import TenancyError
+from hyperpod_tenancy.k8s import labels
+from hyperpod_tenancy.k8s.kueue._common import (
+    COHORT,
+    CPU,
+    EFA,
+    INSTANCE_TYPE_LABEL,
+    KUEUE_API_VERSION,
+    MANAGED_BY_LABELS,
+    MEMORY,
+)
+from hyperpod_tenancy.k8s.kueue.lint import lint_kueue_objects
+from hyperpod_tenancy.policy import names
+from hyperpod_tenancy.policy.instance_types import resource_shape
+from hyperpod_tenancy.policy.model import (
+    InstanceGroup,
+    Platform,
+    PreemptTeamTasks,
+    SharingStrategy,
+    Team,
+)
+
+__all__ = ["cluster_objects", "team_objects"]
+
+_MIB_PER_GIB = 1024
+
+
+_MILLI = 1000
+
+
+@dataclass(frozen=True)
+class _FlavorShape:
+    """Schedulable resources of one instance of a flavor, in base units (devices, millicores, MiB)."""
+
+    instance_type: str
+    accelerator_resource: str
+    accelerators: int
+    cpu_millis: int
+    memory_mib: int
+    efa_interfaces: int = 0
+
+    def amount(self, resource: str) -> int:
+        if resource == CPU:
+            return self.cpu_millis
+        if resource == MEMORY:
+            return self.memory_mib
+        if resource == EFA:
+            return self.efa_interfaces
+        return self.accelerators if resource == self.accelerator_resource else 0
+
+
+def _metadata(
+    name: str, *, namespace: str | None = None, extra: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    md: dict[str, Any] = {"name": name}
+    if namespace is not None:
+        md["namespace"] = namespace
+    md["labels"] = {**MANAGED_BY_LABELS, **(extra or {})}
+    return md
+
+
+def _instance_types(platform: Platform) -> list[str]:
+    """Instance types of the cluster, in instance-group order, each once."""
+    return list(dict.fromkeys(g.instance_type for g in platform.cluster.instance_groups))
+
+
+def _shape_of(index: int, group: InstanceGroup) -> _FlavorShape:
+    shape = resource_shape(group)
+    if shape is None:
+        raise TenancyError(
+            f"cluster.instanceGroups[{index}] ({group.name!r}, {group.instance_type}): no resource shape is "
+            f"known for {group.instance_type}, so its Kueue quotas cannot be computed. Set `resources:` on "
+            f"instance group {group.name!r} (accelerators, vcpus, memoryGiB and, for non-NVIDIA devices, "
+            "acceleratorResource)."
+        )
+    return _FlavorShape(
+        instance_type=group.instance_type,
+        accelerator_resource=shape.accelerator_resource,
+        accelerators=shape.accelerators,
+        cpu_millis=shape.vcpus * group.threads_per_core * _MILLI // 2,
+        memory_mib=shape.memory_gib * _MIB_PER_GIB,
+        efa_interfaces=shape.efa_interfaces,
+    )
+
+
+def _flavor_shapes(platform: Platform) -> dict[str, _FlavorShape]:
+    shapes: dict[str, _FlavorShape] = {}
+    first: dict[str, InstanceGroup] = {}
+    for i, group in enumerate(platform.cluster.instance_groups):
+        shape = _shape_of(i, group)
+        known = shapes.get(group.instance_type)
+        if known is None:
+            shapes[group.instance_type] = shape
+            first[group.instance_type] = group
+        elif known != shape:
+            raise TenancyError(
+                f"instance groups {first[group.instance_type].name!r} and {group.name!r} are both "
+                f"{group.instance_type} but differ in threadsPerCore or resources; Kueue has one flavor per "
+                "instance type. Give them the same threadsPerCore and resources."
+            )
+    return shapes
+
+
+def _covered_resources(shapes: Iterable[_FlavorShape]) -> list[str]:
+    shapes = list(shapes)
+    accelerators = list(dict.fromkeys(s.accelerator_resource for s in shapes))
+    efa = [EFA] if any(s.efa_interfaces for s in shapes) else []
+    return [*accelerators, CPU, MEMORY, *efa]
+
+
+def _quantity(resource: str, base: int) -> int | str:
+    """Render a base-unit amount as an int or a Kubernetes quantity string (never a float)."""
+    if resource == CPU:
+        return base // _MILLI if base % _MILLI == 0 else f"{base}m"
+    if resource == MEMORY:
+        return f"{base // _MIB_PER_GIB}Gi" if base % _MIB_PER_GIB == 0 else f"{base}Mi"
+    return base
+
+
+def _borrow_victim_threshold(platform: Platform) -> int | None:
+    """Return the highest priority value at or below which every class is ``preemptible`` (None: none)."""
+    classes = platform.scheduling.priority_classes
+    protected = min((pc.weight for pc in classes if not pc.preemptible), default=None)
+    eligible = [
+        pc.weight for pc in classes if pc.preemptible and (protected is None or pc.weight < protected)
+    ]
+    return max(eligible, default=None)
+
+
+def _preemption(platform: Platform, team: Team, sharing: SharingStrategy) -> dict[str, Any]:
+    within = (
+        "LowerPriority" if team.compute.preempt_team_tasks is PreemptTeamTasks.LOWER_PRIORITY else "Never"
+    )
+    preemption: dict[str, Any] = {
+        "reclaimWithinCohort": "Any" if sharing.lends else "Never",
+        "withinClusterQueue": within,
+    }
+    threshold = _borrow_victim_threshold(platform)
+    if not platform.scheduling.fair_share and sharing.borrows and threshold is not None:
+        preemption["borrowWithinCohort"] = {"policy": "LowerPriority", "maxPriorityThreshold": threshold}
+    return preemption
+
+
+def _flavor_quota(
+    shape: _FlavorShape, covered: Sequence[str], count: int, sharing: SharingStrategy, borrow_limit: int
+) -> dict[str, Any]:
+    resources = []
+    for resource in covered:
+        nominal = count * shape.amount(resource)
+        entry: dict[str, Any] = {"name": resource, "nominalQuota": _quantity(resource, nominal)}
+        borrowing = sharing.borrowing_limit(nominal, borrow_limit)
+        entry["borrowingLimit"] = _quantity(resource, borrowing)
+        if not sharing.lends:
+            entry["lendingLimit"] = _quantity(resource, 0)
+        resources.append(entry)
+    return {"name": shape.instance_type, "resources": resources}
+
+
+def _raise_on_findings(findings: list[str], what: str) -> None:
+    if findings:
+        lines = "\n".join(f"  - {f}" for f in findings)
+        raise TenancyError(f"the Kueue rendering of {what} failed its self-check:\n{lines}")
+
+
+def cluster_objects(platform: Platform) -> list[dict[str, Any]]:
+    """Cluster-scoped Kueue objects: ResourceFlavors, the Cohort and the WorkloadPriorityClasses.
+
+    One ResourceFlavor per instance type of the instance groups (named after the type), the cohort
+    :data:`COHORT` (no quota of its own), and one WorkloadPriorityClass ``<name>-priority`` per priority class
+    with ``value`` = weight.
+
+    Raises:
+        TenancyError: the rendering fails :func:`lint_kueue_objects`.
+
+    """
+    objects: list[dict[str, Any]] = [
+        {
+            "apiVersion": KUEUE_API_VERSION,
+            "kind": "ResourceFlavor",
+            "metadata": _metadata(instance_type),
+            "spec": {"nodeLabels": {INSTANCE_TYPE_LABEL: instance_type}},
+        }
+        for instance_type in _instance_types(platform)
+    ]
+    objects.append(
+        {"apiVersion": KUEUE_API_VERSION, "kind": "Cohort", "metadata": _metadata(COHORT), "spec": {}}
+    )
+    for pc in platform.scheduling.priority_classes:
+        objects.append(
+            {
+                "apiVersion": KUEUE_API_VERSION,
+                "kind": "WorkloadPriorityClass",
+                "metadata": _metadata(names.workload_priority_class(pc.name)),
+                "value": pc.weight,
+                "description": (
+                    f"Priority class {pc.name!r} of platform {platform.name!r} (weight {pc.weight}"
+                    f"{', preemptible: jobs must declare a checkpoint' if pc.preemptible else ''})."
+                ),
+            }
+        )
+    _raise_on_findings(lint_kueue_objects(objects), "the cluster objects")
+    return objects
+
+
+def team_objects(platform: Platform, team: Team) -> list[dict[str, Any]]:
+    """Render the team's ClusterQueue and LocalQueue.
+
+    ClusterQueue ``hyperpod-ns-<team>-clusterqueue``; LocalQueue ``hyperpod-ns-<team>-localqueue`` in
+    namespace ``hyperpod-ns-<team>``. The module documentation says how quotas, sharing, preemption and
+    fair share are expressed.
+
+    Raises:
+        TenancyError: the team is not hosted on this cluster; an instance group has no resource shape (set
+            ``resources:`` on it); or the rendering fails :func:`lint_kueue_objects`.
+
+    """
+    if team not in platform.hosted_teams:
+        raise TenancyError(
+            f"team {team.name!r} is not hosted on cluster {platform.cluster.name!r} (its data classification "
+            "needs a dedicated cluster); it gets no ClusterQueue here."
+        )
+    shapes = _flavor_shapes(platform)
+    covered = _covered_resources(shapes.values())
+    sharing = platform.effective_sharing(team)
+    compute = team.compute
+    namespace = names.namespace(team.name)
+    team_labels = {labels.TEAM_LABEL: team.name}
+    cluster_queue = {
+        "apiVersion": KUEUE_API_VERSION,
+        "kind": "ClusterQueue",
+        "metadata": _metadata(names.cluster_queue(team.name), extra=team_labels),
+        "spec": {
+            "cohortName": COHORT,
+            "namespaceSelector": {"matchLabels": {labels.NAMESPACE_NAME_LABEL: namespace}},
+            "queueingStrategy": "BestEffortFIFO",
+            "resourceGroups": [
+                {
+                    "coveredResources": covered,
+                    "flavors": [
+                        _flavor_quota(
+                            shape, covered, compute.quotas.get(itype, 0), sharing, compute.borrow_limit
+                        )
+                        for itype, shape in shapes.items()
+                    ],
+                }
+            ],
+            "preemption": _preemption(platform, team, sharing),
+            "fairSharing": {"weight": compute.fair_share_weight},
+        },
+    }
+    local_queue = {
+        "apiVersion": KUEUE_API_VERSION,
+        "kind": "LocalQueue",
+        "metadata": _metadata(names.local_queue(team.name), namespace=namespace, extra=team_labels),
+        "spec": {"clusterQueue": names.cluster_queue(team.name)},
+    }
+    objects: list[dict[str, Any]] = [cluster_queue, local_queue]
+    _raise_on_findings(lint_kueue_objects([*cluster_objects(platform), *objects]), f"team {team.name!r}")
+    return objects
