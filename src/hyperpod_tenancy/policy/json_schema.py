@@ -2,7 +2,7 @@
 
 The schema is the one the loader validates with (:mod:`._adapter`), so an editor that follows it flags the
 same unknown keys and wrong types; the semantic rules (quotas vs capacity, names, CIDRs...) still need
-``hyperpod-tenancy validate``. Field descriptions are the ``#:`` comments of :mod:`.model`.
+``hyperpod-tenancy validate``. Field descriptions are the ``#:`` comments of the :mod:`.model` modules.
 
 Regenerate the committed copy with ``make schema`` (``python -m hyperpod_tenancy.policy.json_schema``);
 ``--check`` exits 1 when the file is stale.
@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import argparse
 import ast
+import importlib
 import inspect
 import json
+import pkgutil
 import re
 import sys
 from pathlib import Path
@@ -57,7 +59,14 @@ def _field_names(class_name: str) -> dict[str, str]:
 
 def _field_docs() -> dict[tuple[str, str], str]:
     """Collect ``(class, field) -> text`` from the ``#:`` comment lines right above each field of :mod:`.model`."""
-    lines = inspect.getsource(model).splitlines()
+    docs: dict[tuple[str, str], str] = {}
+    for info in pkgutil.iter_modules(model.__path__):
+        module = importlib.import_module(f"{model.__name__}.{info.name}")
+        docs.update(_module_field_docs(inspect.getsource(module).splitlines()))
+    return docs
+
+
+def _module_field_docs(lines: list[str]) -> dict[tuple[str, str], str]:
     docs: dict[tuple[str, str], str] = {}
     for node in ast.parse("\n".join(lines)).body:
         if not isinstance(node, ast.ClassDef):

@@ -1,0 +1,121 @@
+"""The whole policy (``platform.yaml``): the cluster, the teams, encryption, Identity Center and chargeback."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from hyperpod_tenancy.policy.model.chargeback import ChargebackSpec
+from hyperpod_tenancy.policy.model.cluster import ClusterSpec, InstanceGroup
+from hyperpod_tenancy.policy.model.enums import FairnessBackend, SharingStrategy
+from hyperpod_tenancy.policy.model.team import PriorityClass, SchedulingSpec, Team
+
+__all__ = ["CREATE_KMS_KEY", "EncryptionSpec", "IdentityCenter", "Platform"]
+
+#: ``encryption.kmsKey`` value that creates the platform's key.
+CREATE_KMS_KEY = "create"
+
+
+@dataclass(frozen=True, kw_only=True)
+class EncryptionSpec:
+    """The platform-wide customer-managed KMS key (optional; without it AWS-managed keys encrypt everything)."""
+
+    #: ``create`` (a key created in the cluster stack: retained, rotation on) or the ARN of an existing key in
+    #: the platform's region. Used for the CloudWatch log groups, the Studio domains' volumes, the team data and
+    #: report buckets (SSE-KMS with a bucket key), FSx for Lustre and DynamoDB tables. Default: none.
+    kms_key: str | None = field(
+        default=None,
+        metadata={
+            "examples": [
+                "create",
+                "arn:aws:kms:us-east-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab",
+            ]
+        },
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class IdentityCenter:
+    """The account's IAM Identity Center instance."""
+
+    #: Instance ARN, ``arn:aws:sso:::instance/ssoins-...``.
+    instance_arn: str
+    #: Region Identity Center lives in (the SSO role path has no region segment in us-east-1).
+    region: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Platform:
+    """The whole tenancy policy: one cluster, its scheduling policy and its teams."""
+
+    #: Short name; prefixes stack names.
+    name: str
+    #: Target AWS account (12 digits).
+    account: str
+    #: Target region.
+    region: str
+    #: The shared cluster.
+    cluster: ClusterSpec
+    #: Priorities and fair-share settings.
+    scheduling: SchedulingSpec
+    #: Identity Center instance.
+    identity_center: IdentityCenter
+    #: Tenants.
+    teams: tuple[Team, ...]
+    #: Task Governance (default) or self-managed Kueue.
+    fairness_backend: FairnessBackend = FairnessBackend.TASK_GOVERNANCE
+    #: Monthly chargeback. Default: none (no chargeback pipeline).
+    chargeback: ChargebackSpec | None = None
+    #: Customer-managed encryption key. Default: AWS-managed keys.
+    encryption: EncryptionSpec = field(default_factory=EncryptionSpec)
+
+    def team(self, name: str) -> Team:
+        """Return the team called ``name``.
+
+        Raises:
+            KeyError: no such team.
+
+        """
+        for team in self.teams:
+            if team.name == name:
+                return team
+        raise KeyError(name)
+
+    def team_classification(self, team: Team) -> str:
+        """Return the team's data classification, defaulting to the cluster's."""
+        return team.data_classification or self.cluster.data_classification
+
+    @property
+    def hosted_teams(self) -> tuple[Team, ...]:
+        """Teams that run on this cluster (teams flagged for a dedicated cluster are left out)."""
+        return tuple(t for t in self.teams if self.team_classification(t) == self.cluster.data_classification)
+
+    @property
+    def dedicated_cluster_teams(self) -> tuple[Team, ...]:
+        """Teams whose classification differs from the cluster's and need a cluster of their own."""
+        return tuple(t for t in self.teams if self.team_classification(t) != self.cluster.data_classification)
+
+    def effective_sharing(self, team: Team) -> SharingStrategy:
+        """Return the sharing strategy in force for ``team``.
+
+        The team's own strategy, or ``DONT_LEND`` for every team when ``scheduling.idleResourceSharing`` is off
+        (nothing is lent or borrowed anywhere then). Both fairness backends render from this one rule.
+        """
+        if not self.scheduling.idle_resource_sharing:
+            return SharingStrategy.DONT_LEND
+        return team.compute.sharing
+
+    def priority_class(self, name: str) -> PriorityClass:
+        """Return the priority class called ``name``.
+
+        Raises:
+            KeyError: no such priority class.
+
+        """
+        for pc in self.scheduling.priority_classes:
+            if pc.name == name:
+                return pc
+        raise KeyError(name)
+
+    def instance_group_for(self, instance_type: str) -> tuple[InstanceGroup, ...]:
+        """Instance groups of the given type."""
+        return tuple(g for g in self.cluster.instance_groups if g.instance_type == instance_type)

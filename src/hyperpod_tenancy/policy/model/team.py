@@ -1,0 +1,124 @@
+"""The teams and their scheduling: priority classes, quotas, identity."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from hyperpod_tenancy.policy import names
+from hyperpod_tenancy.policy.model.enums import (
+    DEFAULT_BORROW_LIMIT,
+    DEFAULT_MAX_CHECKPOINT_INTERVAL,
+    CheckpointEnforcement,
+    PodSecurityLevel,
+    PreemptTeamTasks,
+    SharingStrategy,
+    WorkloadKind,
+    interval_minutes,
+)
+
+__all__ = ["ComputeAllocation", "PriorityClass", "SchedulingSpec", "Team", "TeamIdentity"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class PriorityClass:
+    """A scheduling priority. Task Governance materialises it as WorkloadPriorityClass ``<name>-priority``."""
+
+    #: Name (``[a-z0-9]([-a-z0-9]*[a-z0-9])?``, at most 40 characters).
+    name: str
+    #: Weight 0-100; higher preempts lower.
+    weight: int
+    #: Work at this priority may run on borrowed capacity and be preempted when the lender returns,
+    #: so it must declare a checkpoint.
+    preemptible: bool = False
+    #: Longest checkpoint interval work at this class may declare (``<n>m`` or ``<n>h``, at most
+    #: :data:`MAX_CHECKPOINT_INTERVAL_CEILING`): the most GPU time one eviction can throw away. Admission denies
+    #: a longer ``HYPERPOD_TENANCY_CHECKPOINT_INTERVAL``. Default :data:`DEFAULT_MAX_CHECKPOINT_INTERVAL`.
+    max_checkpoint_interval: str = DEFAULT_MAX_CHECKPOINT_INTERVAL
+
+    @property
+    def max_checkpoint_minutes(self) -> int | None:
+        """:attr:`max_checkpoint_interval` in minutes (``None`` if it is not ``<n>m`` or ``<n>h``)."""
+        return interval_minutes(self.max_checkpoint_interval)
+
+    @property
+    def workload_priority_class(self) -> str:
+        """The Kueue WorkloadPriorityClass name jobs put in ``kueue.x-k8s.io/priority-class``."""
+        return names.workload_priority_class(self.name)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SchedulingSpec:
+    """Cluster-wide scheduling policy (Task Governance ``ClusterSchedulerConfig``)."""
+
+    #: Priority classes (at most 10).
+    priority_classes: tuple[PriorityClass, ...]
+    #: Fair-share borrowing by weight (``FairShare: Enabled``); off means first-come-first-served.
+    fair_share: bool = True
+    #: Let teams lend and borrow idle capacity at all.
+    idle_resource_sharing: bool = True
+    #: Treatment of preemptible work without a checkpoint declaration.
+    checkpoint_enforcement: CheckpointEnforcement = CheckpointEnforcement.DENY
+
+
+@dataclass(frozen=True, kw_only=True)
+class ComputeAllocation:
+    """A team's guaranteed capacity and how it is shared."""
+
+    #: Guaranteed instances per instance type.
+    quotas: dict[str, int] = field(
+        metadata={"examples": [{"ml.p5.48xlarge": 4}], "json_schema_extra": {"x-unit": "instances"}}
+    )
+    #: Lending/borrowing strategy.
+    sharing: SharingStrategy = SharingStrategy.LEND_AND_BORROW
+    #: How much idle capacity the team may borrow, in percent of its guaranteed amount (1-500).
+    borrow_limit: int = DEFAULT_BORROW_LIMIT
+    #: Fair-share weight 0-100 (only used when fair share is enabled).
+    fair_share_weight: int = 0
+    #: Whether the team's higher-priority work preempts its own lower-priority work.
+    preempt_team_tasks: PreemptTeamTasks = PreemptTeamTasks.LOWER_PRIORITY
+
+
+@dataclass(frozen=True, kw_only=True)
+class TeamIdentity:
+    """How a team's people reach the cluster and what POSIX identity their files get."""
+
+    #: IAM Identity Center group (identity store group ID) assigned the team's permission set.
+    group_id: str
+    #: POSIX GID owning ``/fsx/<team>`` (mode 3770: setgid + sticky).
+    posix_gid: int
+    #: Identity Center permission set name. Default: the team name in PascalCase.
+    permission_set_name: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Team:
+    """One tenant of the shared cluster."""
+
+    #: DNS label; becomes namespace ``hyperpod-ns-<name>`` (createOnly: renaming replaces the quota).
+    name: str
+    #: Guaranteed compute and sharing.
+    compute: ComputeAllocation
+    #: Identity Center group and POSIX GID.
+    identity: TeamIdentity
+    #: Priority classes the team may label its work with.
+    allowed_priority_classes: tuple[str, ...]
+    #: Data classification of the team's data. Default: the cluster's classification.
+    data_classification: str | None = None
+    #: Training or inference.
+    workload: WorkloadKind = WorkloadKind.TRAINING
+    #: Pod Security Standards level enforced in the team namespace (warn/audit are always restricted).
+    #: ``privileged`` is refused (``HPT-POD-SECURITY-PRIVILEGED``): it gives node root on shared nodes.
+    pod_security: PodSecurityLevel = PodSecurityLevel.BASELINE
+    #: Create a SageMaker Studio domain for the team.
+    studio: bool = True
+    #: Cost center the team's charges and resource tags go to. Default: the team name.
+    cost_center: str | None = None
+    #: The team's data must be encrypted with the platform's customer-managed key: validation fails
+    #: (``HPT-KMS-REQUIRED``) when ``encryption.kmsKey`` is not set. Set it where the data classification's
+    #: handling rules ask for keys the organisation controls.
+    require_customer_managed_key: bool = False
+
+    @property
+    def effective_cost_center(self) -> str:
+        """The cost center the team is charged to: :attr:`cost_center`, or the team name."""
+        return self.cost_center or self.name
