@@ -234,13 +234,12 @@ def test_the_inventory_reads_the_nodes_from_the_vpc_as_a_read_only_group(
 
 def test_the_inventorys_asset_runs_on_its_own(tmp_path: Path) -> None:
     """The Lambda's asset imports its handler and the Kubernetes client from itself, not from the library."""
-    from hyperpod_tenancy.constructs.chargeback_pipeline import (
-        NODE_INVENTORY_HANDLER,
-        NODE_INVENTORY_MODULES,
-        runtime_asset_files,
-    )
+    from hyperpod_tenancy.constructs._private.lambda_assets import lambda_asset_files
+    from hyperpod_tenancy.constructs.chargeback_pipeline import NODE_INVENTORY_HANDLER
 
-    for path, content in runtime_asset_files("The node inventory", NODE_INVENTORY_MODULES).items():
+    for path, content in lambda_asset_files(
+        "The node inventory", NODE_INVENTORY_HANDLER.rpartition(".")[0]
+    ).items():
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).write_bytes(content)
     module, _, function = NODE_INVENTORY_HANDLER.rpartition(".")

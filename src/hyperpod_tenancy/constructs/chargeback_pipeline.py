@@ -57,6 +57,7 @@ from hyperpod_tenancy.constructs._private.annotations import (
 )
 from hyperpod_tenancy.constructs._private.cluster_reader import grant_cluster_reads
 from hyperpod_tenancy.constructs._private.kubectl import KUBECTL_WAIT
+from hyperpod_tenancy.constructs._private.lambda_assets import lambda_asset_files
 from hyperpod_tenancy.constructs._private.principals import pod_identity_principal
 from hyperpod_tenancy.constructs.backends import checked_policy
 from hyperpod_tenancy.constructs.encryption import encrypt_platform_resources
@@ -207,40 +208,10 @@ def _asset_directory(kind: str, files: Mapping[str, bytes]) -> str:
     return str(root)
 
 
-#: Handler of the eviction collector, in its asset's stub package (:func:`runtime_asset_files`).
+#: Handler of the eviction collector, in its asset (:func:`.lambda_asset_files`).
 EVICTION_COLLECTOR_HANDLER = "hyperpod_tenancy.runtime.eviction_collector.handler"
-#: The runtime modules of the eviction collector's asset: the handler and the ones it imports.
-EVICTION_COLLECTOR_MODULES = (
-    "eviction_collector.py",
-    "checkpoint_scanner.py",
-    "kube_api.py",
-    "preemption_notice.py",
-    "remote_write.py",
-)
-#: The chargeback modules of the eviction collector's asset (the engine prices each notice's lost GPU-hours).
-EVICTION_COLLECTOR_CHARGEBACK = ("__init__.py", "model.py", "engine.py")
-#: Handler of the node inventory, in its asset's stub package (:func:`runtime_asset_files`).
+#: Handler of the node inventory, in its asset (:func:`.lambda_asset_files`).
 NODE_INVENTORY_HANDLER = "hyperpod_tenancy.runtime.node_inventory.handler"
-#: The runtime modules of the node inventory's asset: the handler and the one it imports.
-NODE_INVENTORY_MODULES = ("node_inventory.py", "kube_api.py")
-
-
-def runtime_asset_files(what: str, modules: Sequence[str]) -> dict[str, bytes]:
-    """Files of a Lambda asset: ``modules`` of :mod:`hyperpod_tenancy.runtime` under a stub package.
-
-    The package's own ``__init__`` is replaced by a docstring, so the handler imports its siblings by their
-    package path (as the tests do) and nothing else of the library comes along.
-
-    Args:
-        what: what the asset is, for the stub's docstring.
-        modules: file names in the runtime package (``__init__.py`` is always added).
-
-    """
-    folder = Path(runtime_package.__file__).parent
-    return {
-        "hyperpod_tenancy/__init__.py": f'"""{what} (Lambda asset)."""\n'.encode(),
-        **{f"hyperpod_tenancy/runtime/{m}": (folder / m).read_bytes() for m in ("__init__.py", *modules)},
-    }
 
 
 def _package_files(package: Any, under: str, patterns: Sequence[str]) -> dict[str, bytes]:
@@ -254,15 +225,8 @@ def _package_files(package: Any, under: str, patterns: Sequence[str]) -> dict[st
 
 
 def eviction_collector_asset_files() -> dict[str, bytes]:
-    """Files of the eviction collector's asset: its runtime modules and the stdlib chargeback engine."""
-    chargeback = Path(chargeback_package.__file__).parent
-    return {
-        **runtime_asset_files("The eviction collector", EVICTION_COLLECTOR_MODULES),
-        **{
-            f"hyperpod_tenancy/chargeback/{m}": (chargeback / m).read_bytes()
-            for m in EVICTION_COLLECTOR_CHARGEBACK
-        },
-    }
+    """Files of the eviction collector's asset: the handler, what it imports, and the stdlib chargeback engine."""
+    return lambda_asset_files("The eviction collector", EVICTION_COLLECTOR_HANDLER.rpartition(".")[0])
 
 
 def job_asset_files(config: model.ChargebackConfig) -> dict[str, bytes]:
@@ -1450,7 +1414,8 @@ class ChargebackPipeline(Construct):
 
     def _create_node_inventory(self) -> lambda_.Function:
         directory = _asset_directory(
-            "node-inventory", runtime_asset_files("The node inventory", NODE_INVENTORY_MODULES)
+            "node-inventory",
+            lambda_asset_files("The node inventory", NODE_INVENTORY_HANDLER.rpartition(".")[0]),
         )
         # it reads the Kubernetes nodes (Ready, cordoned, HyperPod's health label) from the private API endpoint
         security_group = ec2.SecurityGroup(

@@ -42,8 +42,9 @@ from constructs import Construct
 
 from hyperpod_tenancy.constructs._private.annotations import acknowledge_role, skip_checkov
 from hyperpod_tenancy.constructs._private.cluster_reader import grant_cluster_reads
+from hyperpod_tenancy.constructs._private.lambda_assets import lambda_asset_files
 from hyperpod_tenancy.constructs._private.task_governance import compute_quota_properties
-from hyperpod_tenancy.constructs.chargeback_pipeline import _asset_directory, runtime_asset_files
+from hyperpod_tenancy.constructs.chargeback_pipeline import _asset_directory
 from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
 from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.k8s import labels
@@ -65,14 +66,6 @@ __all__ = [
 
 #: CloudWatch namespace of the audit's metric (``DriftFindings``, dimension ``Cluster``).
 METRIC_NAMESPACE = "HyperPodTenancy/DriftAudit"
-#: The runtime modules the function imports, under the package path they have in the repository.
-_ASSET_MODULES = (
-    "audit_findings.py",
-    "drift_audit.py",
-    "kube_api.py",
-    "kube_drift.py",
-    "sso_role_resolver.py",
-)
 #: Kubernetes group of the function's access entry, bound to :data:`AUDIT_ROLE` only.
 AUDIT_GROUP = "hyperpod-tenancy:drift-audit"
 #: Read-only ClusterRole of the audit: ``get`` and ``list`` on the kinds it compares, nothing else.
@@ -83,8 +76,8 @@ _ADVANCED_LIMIT = 8192
 
 
 def audit_asset_files() -> dict[str, bytes]:
-    """Files of the function's asset: the handler and the role lookup it reuses, under a stub package."""
-    return runtime_asset_files("The drift audit", _ASSET_MODULES)
+    """Files of the function's asset: the handler and every library module it imports, under a stub package."""
+    return lambda_asset_files("The drift audit", "hyperpod_tenancy.runtime.drift_audit")
 
 
 def team_expectation(

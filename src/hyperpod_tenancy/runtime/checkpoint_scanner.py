@@ -18,26 +18,9 @@ non-root user whose only group is the team's POSIX GID, and:
    second) with a JSON merge patch of that one annotation (``Content-Type: application/merge-patch+json``),
    only when the value changes.
 
-What a tenant controls and what it cannot do with it:
-
-* the declared path: it is resolved inside the team directory after normalisation, and refused when it leaves
-  it (``/fsx/<team>/../other-team``) or names another team's directory. On top of that the kernel confines the
-  scan: the scanner's only group is the team's, and every other team directory is ``3770`` of another group;
-* the tree: no symbolic link is ever followed, on the declared path nor below it (every directory is opened
-  relative to its parent with ``O_NOFOLLOW | O_DIRECTORY``, so a directory swapped for a link between two
-  steps is refused, not followed); no file is ever opened, so a FIFO, socket or device is only ``lstat``-ed
-  and counted as skipped; the walk stops at :data:`DEFAULT_MAX_DEPTH` levels and :data:`DEFAULT_MAX_ENTRIES`
-  entries per workload, so a huge tree cannot stall it; a modification time in the future is capped at the
-  scan's start ("now"): ``touch -d 2099-01-01`` buys nothing beyond "written just now", which a tenant can
-  always do by writing a file (the annotation proves something was written, not that it is a good
-  checkpoint); a directory the team group cannot read is skipped and reported;
-* the Workload: the scanner writes one fixed annotation key (from its own environment, never from the
-  Workload) on Workloads of its own team namespace (its Role: ``get``, ``list``, ``patch`` on ``workloads``
-  there, nothing else). Tenants cannot write the annotation themselves: their Role has no write verb on
-  ``workloads``, and Kueue copies no annotation of a Job to its Workload but ``provreq.kueue.x-k8s.io/`` ones
-  (and, with the alpha ``CustomMetricLabels`` gate the platform leaves off, the ``metrics.customLabels``
-  sources). The eviction collector reads the annotation from the Workload's metadata only, never from a pod
-  template, where a tenant could write anything.
+What a tenant controls and what it cannot do with it is in the security model (``docs/security-model.md``,
+"What the checkpoint scanner trusts"): the declared path is resolved inside the team directory, no link is
+followed and no file opened, the walk is bounded, future times are capped, and one fixed annotation is written.
 
 Every run prints one JSON line per workload (what it found and skipped) and a summary line. It exits 0 when every
 Workload was handled (skips included), 1 when the Kubernetes API failed, 2 on a configuration error (named).
