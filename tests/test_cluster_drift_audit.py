@@ -186,7 +186,7 @@ def audit(
                 kube_api, "PAGE", 5
             )  # small pages: every list is followed through its continue tokens
             # the handler's Kubernetes half (its AWS half is test_drift_audit_lambda's), with its own reader
-            audited, findings = drift_audit._kubernetes_findings(
+            audited, findings = drift_audit.daily._kubernetes_findings(
                 ssm,
                 path=environment["KUBE_RECORDS_PATH"],
                 cluster="shared-gpu",

@@ -46,7 +46,7 @@ from hyperpod_tenancy.k8s.labels import (
     LAST_CHECKPOINT_ANNOTATION,
 )
 from hyperpod_tenancy.policy import names
-from hyperpod_tenancy.runtime import eviction_collector
+from hyperpod_tenancy.runtime import eviction_collector, kube_api
 
 CLUSTER = "shared-gpu"
 BUCKET = "reports"
@@ -424,7 +424,7 @@ def test_the_interval_declared_in_the_container_environment_is_read() -> None:
 
 # ---------------------------------------------------------------------- EKS access
 def test_the_token_is_a_presigned_get_caller_identity_url_for_the_cluster(aws: str) -> None:
-    token = eviction_collector.eks_token(CLUSTER)
+    token = kube_api.eks_token(CLUSTER)
     assert token.startswith("k8s-aws-v1.") and "=" not in token
     encoded = token.removeprefix("k8s-aws-v1.")
     url = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)).decode()
@@ -436,7 +436,7 @@ def test_the_token_is_a_presigned_get_caller_identity_url_for_the_cluster(aws: s
     assert query["X-Amz-SignedHeaders"] == ["host;x-k8s-aws-id"]
     assert query["X-Amz-Credential"][0].endswith("/us-east-1/sts/aws4_request")
     # the signature covers the cluster header: the same URL presigned for another cluster differs
-    other = eviction_collector.eks_token("other-cluster").removeprefix("k8s-aws-v1.")
+    other = kube_api.eks_token("other-cluster").removeprefix("k8s-aws-v1.")
     other_url = base64.urlsafe_b64decode(other + "=" * (-len(other) % 4)).decode()
     assert (
         urllib.parse.parse_qs(urllib.parse.urlsplit(other_url).query)["X-Amz-Signature"]
@@ -461,7 +461,7 @@ def test_endpoint_and_ca_come_from_describe_cluster(aws: str, tmp_path: Path) ->
             },
             {"name": CLUSTER},
         )
-        assert eviction_collector.cluster_access(eks, CLUSTER) == (
+        assert kube_api.cluster_access(eks, CLUSTER) == (
             "https://ABC.gr7.us-east-1.eks.amazonaws.com",
             pem,
         )

@@ -1,0 +1,71 @@
+"""Every AWS check of the audit, run with one set of clients."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from hyperpod_tenancy.runtime.audit_findings import AuditError, Finding
+from hyperpod_tenancy.runtime.drift_audit._common import TeamExpectation
+from hyperpod_tenancy.runtime.drift_audit.access_entries import access_entries, access_entry_findings
+from hyperpod_tenancy.runtime.drift_audit.identity_center import identity_center_findings
+from hyperpod_tenancy.runtime.drift_audit.sagemaker import compute_quota_findings, studio_findings
+
+__all__ = ["AwsClients", "aws_findings"]
+
+
+# ---------------------------------------------------------------------- all AWS checks
+@dataclass(frozen=True, kw_only=True)
+class AwsClients:
+    """The clients the checks call, one per purpose (a test may give each its own endpoint or stub)."""
+
+    sso: Any
+    iam: Any
+    eks: Any
+    studio: Any
+    quotas: Any
+
+    @classmethod
+    def of(cls, session: Any) -> AwsClients:
+        """Return the clients of a ``boto3.session.Session``."""
+        return cls(
+            sso=session.client("sso-admin"),
+            iam=session.client("iam"),
+            eks=session.client("eks"),
+            studio=session.client("sagemaker"),
+            quotas=session.client("sagemaker"),
+        )
+
+
+def aws_findings(
+    *,
+    clients: AwsClients,
+    expectations: Sequence[TeamExpectation],
+    eks_cluster: str,
+    account: str,
+    cluster_arn: str | None = None,
+) -> list[Finding]:
+    """Every AWS check of ``expectations``.
+
+    Raises:
+        AuditError: an API refused (the message names the call and the missing permission).
+
+    """
+    from botocore.exceptions import BotoCoreError, ClientError  # noqa: PLC0415 - boto3's own dependency
+
+    try:
+        findings = identity_center_findings(clients.sso, expectations, account=account)
+        entries = access_entries(clients.eks, eks_cluster)
+        findings += access_entry_findings(clients.iam, entries, expectations, cluster=eks_cluster)
+        findings += studio_findings(clients.studio, expectations)
+        findings += compute_quota_findings(clients.quotas, expectations, cluster_arn=cluster_arn)
+    except ClientError as exc:
+        error = exc.response.get("Error", {})
+        raise AuditError(
+            f"{exc.operation_name} refused: {error.get('Code')}: {error.get('Message')} (the audit needs the "
+            "read-only permissions listed in docs/audit.md)"
+        ) from None
+    except BotoCoreError as exc:
+        raise AuditError(str(exc)) from None
+    return findings

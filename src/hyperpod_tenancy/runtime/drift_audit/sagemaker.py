@@ -1,0 +1,145 @@
+"""SageMaker: each team's Studio domain and compute quota are as its stack deployed them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from hyperpod_tenancy.runtime.audit_findings import Finding
+from hyperpod_tenancy.runtime.drift_audit._common import TeamExpectation, _deploy
+
+__all__ = ["compute_quota_findings", "studio_findings"]
+
+
+# ---------------------------------------------------------------------- SageMaker
+def studio_findings(sagemaker: Any, expectations: Sequence[TeamExpectation]) -> list[Finding]:
+    """Each team's Studio domain exists and its default execution role is the team's."""
+    wanted = [e for e in expectations if e.studio_domain]
+    if not wanted:
+        return []
+    domains = {
+        str(d.get("DomainName")): str(d.get("DomainId"))
+        for page in sagemaker.get_paginator("list_domains").paginate()
+        for d in page.get("Domains", [])
+    }
+    findings: list[Finding] = []
+    for exp in wanted:
+        domain_id = domains.get(str(exp.studio_domain))
+        if domain_id is None:
+            findings.append(
+                Finding(
+                    kind="studio-domain-missing",
+                    team=exp.team,
+                    object=f"Studio domain {exp.studio_domain}",
+                    expected="the team's domain",
+                    actual="no domain of that name",
+                    fix=_deploy(exp),
+                )
+            )
+            continue
+        described = sagemaker.describe_domain(DomainId=domain_id)
+        role = (described.get("DefaultUserSettings") or {}).get("ExecutionRole")
+        if exp.execution_role_arn and role != exp.execution_role_arn:
+            findings.append(
+                Finding(
+                    kind="studio-execution-role",
+                    team=exp.team,
+                    object=f"Studio domain {exp.studio_domain} ({domain_id})",
+                    expected=f"DefaultUserSettings.ExecutionRole {exp.execution_role_arn}",
+                    actual=f"DefaultUserSettings.ExecutionRole {role}",
+                    fix=f"{_deploy(exp)} (if CloudFormation sees no change: aws sagemaker update-domain "
+                    f"--domain-id {domain_id} --default-user-settings ExecutionRole={exp.execution_role_arn})",
+                )
+            )
+    return findings
+
+
+def _quota_view(quota: Mapping[str, Any]) -> dict[str, Any]:
+    """Return the :data:`QUOTA_FIELDS` of a quota, with only the keys the stack renders (what the service adds dropped)."""
+    config = quota.get("ComputeQuotaConfig") or {}
+    sharing = config.get("ResourceSharingConfig") or {}
+    target = quota.get("ComputeQuotaTarget") or {}
+    return {
+        "ComputeQuotaConfig": {
+            "ComputeQuotaResources": sorted(
+                (
+                    {"InstanceType": r.get("InstanceType"), "Count": r.get("Count")}
+                    for r in config.get("ComputeQuotaResources") or []
+                ),
+                key=lambda r: str(r["InstanceType"]),
+            ),
+            "ResourceSharingConfig": {k: sharing[k] for k in ("Strategy", "BorrowLimit") if k in sharing},
+            "PreemptTeamTasks": config.get("PreemptTeamTasks"),
+        },
+        "ComputeQuotaTarget": {k: target.get(k) for k in ("TeamName", "FairShareWeight")},
+        "ActivationState": quota.get("ActivationState"),
+    }
+
+
+def _differences(expected: Any, actual: Any, path: str = "") -> list[str]:
+    if isinstance(expected, Mapping) and isinstance(actual, Mapping):
+        return [
+            d
+            for k in sorted(set(expected) | set(actual))
+            for d in _differences(expected.get(k), actual.get(k), f"{path}.{k}".lstrip("."))
+        ]
+    return [] if expected == actual else [f"{path} {json.dumps(expected)} -> {json.dumps(actual)}"]
+
+
+def compute_quota_findings(
+    sagemaker: Any, expectations: Sequence[TeamExpectation], *, cluster_arn: str | None = None
+) -> list[Finding]:
+    """Each team's Task Governance compute quota against the one its stack rendered (``ListComputeQuotas``).
+
+    Compared: instance types and counts, sharing strategy and borrow limit, ``PreemptTeamTasks``, team name,
+    fair-share weight and activation state (the properties ``compute_quota_properties`` renders). Quotas of a
+    deleted state are ignored (not confirmed which ``Status`` values a deleted quota keeps listing with).
+    """
+    wanted = sorted((e for e in expectations if e.compute_quota), key=lambda e: e.team)
+    if not wanted:
+        return []
+    query: dict[str, Any] = {"ClusterArn": cluster_arn} if cluster_arn else {}
+    quotas = {
+        (str(q.get("Name")), str(q.get("ClusterArn"))): q
+        for page in sagemaker.get_paginator("list_compute_quotas").paginate(**query)
+        for q in page.get("ComputeQuotaSummaries", [])
+        if q.get("Status") not in ("Deleted", "Deleting")
+    }
+    findings: list[Finding] = []
+    for exp in wanted:
+        rendered = exp.compute_quota or {}
+        name = str(rendered.get("Name"))
+        # the quota of this name on the team's HyperPod cluster (the rendered ClusterArn), or on any cluster
+        summary = next(
+            (q for (n, arn), q in quotas.items() if n == name and rendered.get("ClusterArn") in (None, arn)),
+            None,
+        )
+        if summary is None:
+            findings.append(
+                Finding(
+                    kind="compute-quota-missing",
+                    team=exp.team,
+                    object=f"compute quota {name}",
+                    expected="the team's Task Governance compute quota",
+                    actual="none",
+                    fix=_deploy(exp),
+                )
+            )
+            continue
+        live = sagemaker.describe_compute_quota(ComputeQuotaId=summary["ComputeQuotaId"])
+        differences = _differences(_quota_view(rendered), _quota_view(live))
+        if differences:
+            findings.append(
+                Finding(
+                    kind="compute-quota-edited",
+                    team=exp.team,
+                    object=f"compute quota {name} ({summary['ComputeQuotaId']})",
+                    expected="as platform.yaml renders it (the team stack's ComputeQuota)",
+                    actual="; ".join(differences),
+                    fix=f"{_deploy(exp)} (CloudFormation writes the quota back only when its template changes: "
+                    f"otherwise aws sagemaker update-compute-quota --compute-quota-id {summary['ComputeQuotaId']} "
+                    "with the policy's values, and change quotas in platform.yaml)",
+                )
+            )
+    return findings
