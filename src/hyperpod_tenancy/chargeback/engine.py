@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from decimal import ROUND_FLOOR, ROUND_HALF_EVEN, Context, Decimal, localcontext
 from typing import NoReturn, TypeAlias
 
-from .model import (
+from hyperpod_tenancy.chargeback.model import (
     ALL_INSTANCE_TYPES,
     IDLE_ROW,
     SCHEMA_VERSION,

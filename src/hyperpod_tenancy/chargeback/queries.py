@@ -67,7 +67,7 @@ from decimal import Decimal
 from importlib import resources
 from typing import Any, NamedTuple
 
-from .model import (
+from hyperpod_tenancy.chargeback.model import (
     BillCredit,
     CollectionGap,
     CostInputs,
