@@ -1,0 +1,231 @@
+"""The month hour by hour: the node inventory's capacity and each team's usage, guarantee, borrowing and lending."""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import operator
+from collections import defaultdict
+from typing import NoReturn
+
+from hyperpod_tenancy.chargeback.engine._common import (
+    ChargebackInputError,
+)
+from hyperpod_tenancy.chargeback.engine.accumulators import (
+    _FINE,
+    _PICO,
+    _from_pico,
+    _ms_to_pico,
+    _PicoTypeAcc,
+    _TypeAcc,
+)
+from hyperpod_tenancy.chargeback.engine.arithmetic import (
+    _BORROWED_MS,
+    _CLUSTER,
+    _GPU_MS,
+    _TEAM,
+    _USAGE_KEY,
+    _in_period,
+    _is_int,
+    _scatter,
+    _what_usage,
+)
+from hyperpod_tenancy.chargeback.engine.state import _State
+from hyperpod_tenancy.chargeback.model import (
+    HourlyUsage,
+)
+
+
+class _Hours(_State):
+    """Capacity and usage of every hour of the month, per instance type and team."""
+
+    def _capacity(self) -> dict[tuple[str, dt.datetime], tuple[int, int]]:
+        """Check the node inventory; return ``(capacity, unavailable)`` in picohours per instance type and hour."""
+        capacity: dict[tuple[str, dt.datetime], tuple[int, int]] = {}
+        for cap in self.inputs.capacity:
+            what = f"capacity of {cap.instance_type} at {cap.hour.isoformat()}"
+            self._check_record(what, cap.cluster, cap.hour)
+            total, unavailable = cap.gpu_ms, cap.unavailable_gpu_ms
+            if not (_is_int(total) and _is_int(unavailable) and 0 <= unavailable <= total):
+                raise ChargebackInputError(
+                    f"{what}: {total!r} GPU-ms with {unavailable!r} unavailable; capacity must be a whole number "
+                    "of GPU-milliseconds >= 0 and the unavailable part between 0 and the capacity."
+                )
+            key = (cap.instance_type, cap.hour)
+            if key in capacity:
+                raise ChargebackInputError(
+                    f"{what} appears twice; pass one record per instance type and hour."
+                )
+            pico_total, pico_unavailable = _ms_to_pico([total, unavailable])
+            capacity[key] = (pico_total, pico_unavailable)
+        return capacity
+
+    def _usage(
+        self, capacity: dict[tuple[str, dt.datetime], tuple[int, int]]
+    ) -> dict[tuple[str, dt.datetime], list[HourlyUsage]]:
+        """Group the usage records by instance type and hour; each must fall in an hour of the node inventory.
+
+        The hot loop of a month's ~10^5-10^6 records: one lookup each. The records' values are checked an hour
+        at a time (:meth:`_hour_usage`).
+        """
+        used: dict[tuple[str, dt.datetime], list[HourlyUsage]] = {}
+        # runs of one key (the SQL's order: by hour and type) are taken whole; any order gives the same groups
+        for key, run in itertools.groupby(self.inputs.usage, key=_USAGE_KEY):
+            records = used.get(key)
+            if records is not None:
+                records.extend(run)
+            elif key in capacity:
+                used[key] = list(run)
+            else:
+                u = next(run)
+                self._check_record(_what_usage(u), u.cluster, u.hour)
+                raise ChargebackInputError(
+                    f"{_what_usage(u)} has no capacity record for that hour; the node inventory must cover "
+                    "every hour with usage (check the collector's node snapshots)."
+                )
+        return used
+
+    def _hour_usage(self, records: list[HourlyUsage], acc: _PicoTypeAcc) -> tuple[list[int], list[int]]:
+        """Check one hour's usage records; return each team's use and borrowing (picohours, slots of ``acc``).
+
+        Column at a time (``map`` over the records), the hot path of a month's ~10^5-10^6 records. Records that
+        list every team in slot order (the SQL's order, when each team holds a guarantee) are read as they come.
+        """
+        teams = list(map(_TEAM, records))
+        use = list(map(_GPU_MS, records))
+        borrowed = list(map(_BORROWED_MS, records))
+        if (
+            set(map(type, use)) | set(map(type, borrowed)) != {int}
+            or min(borrowed) < 0
+            or min(map(operator.sub, use, borrowed)) < 0
+            or set(map(_CLUSTER, records)) != {self.config.cluster}
+        ):
+            self._reject(records)
+        if teams != acc.names:
+            slots = list(map(acc.index.__getitem__, teams))
+            if len(set(slots)) != len(slots):
+                self._reject(records)  # a team twice
+            k = len(acc.names)
+            use, borrowed = _scatter(slots, use, k), _scatter(slots, borrowed, k)
+        return _ms_to_pico(use), _ms_to_pico(borrowed)
+
+    def _reject(self, records: list[HourlyUsage]) -> NoReturn:
+        """Raise the error of the first malformed record of an hour (the check that found one said no more)."""
+        seen: set[str] = set()
+        for u in records:
+            self._check_record(_what_usage(u), u.cluster, u.hour)
+            g, b = u.gpu_ms, u.borrowed_gpu_ms
+            if not (_is_int(g) and _is_int(b) and 0 <= b <= g):
+                raise ChargebackInputError(
+                    f"{_what_usage(u)}: {g!r} GPU-ms with {b!r} borrowed; both must be whole numbers of "
+                    "GPU-milliseconds >= 0 and the borrowed part at most the total."
+                )
+            if u.team in seen:
+                raise ChargebackInputError(
+                    f"{_what_usage(u)} appears twice; pass one record per team, type and hour."
+                )
+            seen.add(u.team)
+        raise AssertionError("_reject found no malformed record")  # pragma: no cover - called only on one
+
+    def _hours(self) -> dict[str, _TypeAcc]:
+        """Apply the per-hour rules; return the month sums per instance type."""
+        capacity = self._capacity()
+        used = self._usage(capacity)
+        by_type: dict[str, list[tuple[dt.datetime, int, int]]] = defaultdict(list)
+        for (itype, hour), (cap_gpu, unavailable) in sorted(capacity.items()):
+            by_type[itype].append((hour, cap_gpu, unavailable))
+        types: dict[str, _PicoTypeAcc] = {}
+        for itype, hours in by_type.items():
+            gpus = self._gpus(itype)
+            nominal = [
+                (t.name, t.quotas[itype] * gpus * _PICO)
+                for t in sorted(self.teams.values(), key=lambda t: t.name)
+                if t.quotas.get(itype, 0) > 0
+            ]
+            # policy teams in name order, then the others: input order never matters
+            names = [name for name, _ in nominal]
+            held = set(names)
+            extra = sorted({u.team for hour, _, _ in hours for u in used.get((itype, hour), ())} - held)
+            for name in extra:
+                self._team(name)  # a team with usage but not in the policy: noted once
+            nominal_values = [n for _, n in nominal] + [0] * len(extra)
+            acc = types[itype] = _PicoTypeAcc.for_teams(names + extra, nominal_values)
+            periods = [self._period(name) for name in names] + [None] * len(extra)
+            partial = any(p is not None for p in periods)
+            for hour, cap_gpu, unavailable in hours:
+                records = used.get((itype, hour))
+                self._hour(
+                    itype=itype,
+                    hour=hour,
+                    acc=acc,
+                    nominal=_in_period(nominal_values, periods, hour) if partial else nominal_values,
+                    cap_gpu=cap_gpu,
+                    unavailable=unavailable,
+                    use=self._hour_usage(records, acc) if records else None,
+                )
+        for itype, acc in sorted(types.items()):
+            if acc.scaled_hours:
+                self.notes.append(
+                    f"{itype}: in {acc.scaled_hours} hour(s) the schedulable capacity was below the guarantees "
+                    "(more nodes unavailable than reserved); those hours' guarantees were scaled down so the "
+                    "unavailable capacity stays the idle owner's."
+                )
+        reclassified = sum(acc.reclassified for acc in types.values())
+        if reclassified:
+            self.notes.append(
+                f"{reclassified} team-hour(s) used more than the guarantee without recording it as borrowed; the "
+                "excess was counted as borrowed (Kueue's definition)."
+            )
+        return {itype: acc.gpu_hours() for itype, acc in types.items()}
+
+    @staticmethod
+    def _hour(
+        *,
+        itype: str,
+        hour: dt.datetime,
+        acc: _PicoTypeAcc,
+        nominal: list[int],
+        cap_gpu: int,
+        unavailable: int,
+        use: tuple[list[int], list[int]] | None,
+    ) -> None:
+        """Add one hour of one instance type to ``acc`` (every quantity in picohours, one slot per team of ``acc``)."""
+        total_nominal = sum(nominal)
+        available = cap_gpu - unavailable
+        guarantee = nominal  # the same list: an unscaled hour
+        if total_nominal > available:  # scaled down to the schedulable capacity, to the picohour below
+            guarantee = [n * available // total_nominal for n in nominal]
+            acc.scaled_hours += 1
+        used = use[0] if use is not None else [0] * len(guarantee)
+        borrowed = list(use[1]) if use is not None else [0] * len(guarantee)
+        idle = [n - u_t + b_t for n, u_t, b_t in zip(guarantee, used, borrowed, strict=True)]
+        if idle and min(idle) < 0:
+            for i, n in enumerate(guarantee):
+                if (
+                    idle[i] < 0
+                ):  # used above the guarantee without recording it as borrowed: Kueue's borrowing
+                    borrowed[i], idle[i] = used[i] - n, 0
+                    acc.reclassified += 1
+        total_used = sum(used)
+        total_borrowed = sum(borrowed)
+        if total_used > cap_gpu:
+            raise ChargebackInputError(
+                f"usage on {itype} at {hour.isoformat()} is {_from_pico(total_used).normalize():f} GPU-hours, above the "
+                f"node inventory's {_from_pico(cap_gpu).normalize():f}; the usage and node snapshots disagree (check the collector)."
+            )
+        if guarantee is acc.nominal:  # every team's nominal guarantee, unscaled
+            acc.full_hours += 1
+        else:
+            acc.guaranteed = list(map(operator.add, acc.guaranteed, guarantee))
+        acc.used = list(map(operator.add, acc.used, used))
+        acc.borrowed = list(map(operator.add, acc.borrowed, borrowed))
+        total_idle = sum(idle)
+        lent = min(total_borrowed, total_idle)
+        acc.idle = list(map(operator.add, acc.idle, idle))
+        if lent:  # lent pro rata to what each team had idle (rounded down, in 1e-12 picohours)
+            fine = lent * _FINE
+            acc.lent = [a + fine * i // total_idle for a, i in zip(acc.lent, idle, strict=True)]
+        acc.capacity += cap_gpu
+        acc.unallocated += cap_gpu - sum(guarantee)
+        acc.from_unallocated += total_borrowed - lent
+        acc.idle_guaranteed_unlent += total_idle - lent
