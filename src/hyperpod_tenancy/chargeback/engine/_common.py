@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Context, Decimal, localcontext
@@ -12,6 +11,7 @@ from hyperpod_tenancy.chargeback.model import (
     BillingTerm,
     Eviction,
     LossBasis,
+    month_span,
 )
 
 __all__ = ["ChargebackInputError", "month_bounds", "preemption_loss", "term_in_force"]
@@ -38,9 +38,6 @@ _ONE = Decimal(1)
 _HOUR = dt.timedelta(hours=1)
 
 
-_MONTH = re.compile(r"^(\d{4})-(0[1-9]|1[0-2])$")
-
-
 class ChargebackInputError(ValueError):
     """The month's inputs cannot be billed as given; the message names the record or setting and the fix."""
 
@@ -52,13 +49,10 @@ def month_bounds(month: str) -> tuple[dt.datetime, dt.datetime]:
         ChargebackInputError: ``month`` is not ``YYYY-MM``.
 
     """
-    match = _MONTH.match(month)
-    if match is None:
+    span = month_span(month)
+    if span is None:
         raise ChargebackInputError(f"month {month!r} is not YYYY-MM; pass e.g. '2026-07'.")
-    year, mon = int(match[1]), int(match[2])
-    start = dt.datetime(year, mon, 1, tzinfo=dt.UTC)
-    end = dt.datetime(year + mon // 12, mon % 12 + 1, 1, tzinfo=dt.UTC)
-    return start, end
+    return span
 
 
 def term_in_force(terms: Sequence[BillingTerm], first_day: dt.date) -> BillingTerm:

@@ -1,0 +1,329 @@
+"""The rows of the queries read back as the engine's typed inputs, each value checked and named when wrong."""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import operator
+from collections.abc import Mapping
+from decimal import Decimal
+
+from hyperpod_tenancy.chargeback.model import (
+    BillCredit,
+    CollectionGap,
+    CostInputs,
+    Eviction,
+    HourlyCapacity,
+    HourlyUsage,
+    InstanceTypeCost,
+    SharedCost,
+    TeamCost,
+    TeamPeriod,
+    UsageInputs,
+)
+from hyperpod_tenancy.chargeback.queries.sql import (
+    GAP_THRESHOLD_MINUTES,
+    QueryInputError,
+    QueryResult,
+    Row,
+)
+
+__all__ = ["cost_inputs", "usage_inputs", "usage_records"]
+
+#: The ``cur_costs`` kinds of the credits and refunds on the bill (:class:`~.model.BillCredit`).
+_CREDIT_KINDS = ("credit", "refund")
+
+
+#: The columns of ``hourly_usage``, in the order :class:`~.model.HourlyUsage` takes them.
+_USAGE_COLUMNS = ("hour", "cluster", "instance_type", "team", "gpu_ms", "borrowed_gpu_ms")
+
+
+_NO_RESULT = QueryResult((), ())
+
+
+def usage_inputs(
+    results: Mapping[str, QueryResult],
+    *,
+    gpus_per_instance: Mapping[str, int],
+    usage: tuple[HourlyUsage, ...] | None = None,
+) -> UsageInputs:
+    """Convert the results of :data:`USAGE_QUERIES` into the engine's usage inputs.
+
+    Args:
+        results: query name → its result (``hourly_usage`` and ``hourly_capacity`` required, ``evictions``,
+            ``collection_gaps`` and ``team_periods`` optional; without ``team_periods`` every team of the
+            configuration is billed its guarantee all month).
+        gpus_per_instance: GPUs per instance of each instance type (to turn instance-time into GPU-time).
+        usage: the ``hourly_usage`` records, when already read with :func:`usage_records` (for example while
+            the other queries ran); ``results`` then needs no ``hourly_usage``.
+
+    Returns:
+        Usage, capacity, evictions and collection gaps, each in the SQL's order (sorted by hour or time, then
+        keys).
+
+    Raises:
+        QueryInputError: a query's result is missing, a column is missing or malformed, or an instance type
+            in the node inventory has no GPU count.
+
+    """
+    for name in ("hourly_capacity",) if usage is not None else ("hourly_usage", "hourly_capacity"):
+        if name not in results:
+            raise QueryInputError(
+                f"results[{name!r}]: missing; run queries.SQL[{name!r}] and pass its result"
+            )
+    capacity = tuple(
+        _capacity_row(row, i, gpus_per_instance) for i, row in enumerate(results["hourly_capacity"].records())
+    )
+    evictions = tuple(
+        _eviction_row(row, i) for i, row in enumerate(results.get("evictions", _NO_RESULT).records())
+    )
+    gaps = tuple(
+        _gap_row(row, i) for i, row in enumerate(results.get("collection_gaps", _NO_RESULT).records())
+    )
+    periods = (
+        tuple(_period_row(row, i) for i, row in enumerate(results["team_periods"].records()))
+        if "team_periods" in results
+        else None
+    )
+    if usage is None:
+        usage = usage_records(results["hourly_usage"])
+    return UsageInputs(
+        usage=usage, capacity=capacity, evictions=evictions, collection_gaps=gaps, team_periods=periods
+    )
+
+
+def cost_inputs(result: QueryResult) -> CostInputs:
+    """Convert the result of ``cur_costs`` into the engine's cost inputs.
+
+    Args:
+        result: the result (``kind``, ``name``, ``cost``, ``usage_amount``).
+
+    Returns:
+        The instance-type lines, the team lines, the shared lines, the credits and refunds (each sorted by name) and
+        the bill total (``None`` when the CUR has no line of the cluster for the month: the engine then prices from
+        the price table).
+
+    Raises:
+        QueryInputError: a column is missing or malformed, or a row has an unknown kind.
+
+    """
+    instance_types: list[InstanceTypeCost] = []
+    shared: list[SharedCost] = []
+    teams: list[TeamCost] = []
+    adjustments: list[BillCredit] = []
+    total: Decimal | None = None
+    for i, row in enumerate(result.records()):
+        kind = _text(row, "kind", "cur_costs", i)
+        name = _text(row, "name", "cur_costs", i)
+        cost = _decimal(row, "cost", "cur_costs", i)
+        if kind == "instance-type":
+            amount = _decimal(row, "usage_amount", "cur_costs", i)
+            instance_types.append(InstanceTypeCost(instance_type=name, cost=cost, instance_hours=amount))
+        elif kind == "shared":
+            shared.append(SharedCost(category=name, cost=cost))
+        elif kind == "team":
+            teams.append(TeamCost(team=name, cost=cost))
+        elif kind in _CREDIT_KINDS:
+            adjustments.append(BillCredit(kind=kind, name=name, cost=cost))
+        elif kind == "total":
+            total = cost
+        else:
+            raise QueryInputError(
+                f"cur_costs row {i}: kind {kind!r} is not instance-type, team, shared, credit, refund or total"
+            )
+    if not instance_types and not shared and not teams and not adjustments:
+        total = None
+    return CostInputs(
+        instance_types=tuple(sorted(instance_types, key=lambda c: c.instance_type)),
+        shared=tuple(sorted(shared, key=lambda c: c.category)),
+        teams=tuple(sorted(teams, key=lambda c: c.team)),
+        bill_total=total,
+        credits=tuple(sorted(adjustments, key=lambda c: (c.kind, c.name))),
+    )
+
+
+def usage_records(result: QueryResult) -> tuple[HourlyUsage, ...]:
+    """Convert the result of ``hourly_usage`` into the engine's usage records, in the SQL's order.
+
+    Fast: a month has ~10^5-10^6 rows, read here without per-column checks; a row that cannot be read as it
+    stands is re-read with them, and the error names the row and the malformed column. Run it under
+    :func:`gc_paused`.
+
+    Raises:
+        QueryInputError: a column is missing or malformed.
+
+    """
+    columns = result.columns
+    if not set(_USAGE_COLUMNS) <= set(columns):
+        return tuple(_usage_row_checked(row, i) for i, row in enumerate(result.records()))
+    pick = operator.itemgetter(*(columns.index(c) for c in _USAGE_COLUMNS))
+    new = tuple.__new__  # HourlyUsage._make without its Python-level frame
+    hours: dict[object, dt.datetime] = {}  # a month has a few hundred distinct hours
+    usage: list[HourlyUsage] = []
+    append = usage.append
+    for i, row in enumerate(result.rows):
+        try:
+            hour, cluster, itype, team, gpu_ms, borrowed_ms = pick(row)
+            when = hours.get(hour)
+            if when is None:
+                when = hours[hour] = _parse_utc(hour) if type(hour) is str else _utc(hour)
+            if type(gpu_ms) is not int:
+                gpu_ms = _text_int(gpu_ms)
+            if type(borrowed_ms) is not int:
+                borrowed_ms = _text_int(borrowed_ms)
+            if not (
+                type(cluster) is str
+                and type(itype) is str
+                and type(team) is str
+                and cluster
+                and itype
+                and team
+            ):
+                raise TypeError
+            append(new(HourlyUsage, (when, cluster, itype, team, gpu_ms, borrowed_ms)))
+        except (IndexError, TypeError, ValueError, AttributeError):
+            append(_usage_row_checked(dict(zip(columns, row, strict=False)), i))
+    return tuple(usage)
+
+
+def _text_int(value: object) -> int:
+    """Return the integer Athena returned as text (anything else: the checked path reads the row)."""
+    if type(value) is str:
+        return int(value)
+    raise TypeError
+
+
+def _usage_row_checked(row: Row, i: int) -> HourlyUsage:
+    q = "hourly_usage"
+    return HourlyUsage(
+        hour=_time(row, "hour", q, i),
+        cluster=_text(row, "cluster", q, i),
+        instance_type=_text(row, "instance_type", q, i),
+        team=_text(row, "team", q, i),
+        gpu_ms=_int(row, "gpu_ms", q, i),
+        borrowed_gpu_ms=_int(row, "borrowed_gpu_ms", q, i),
+    )
+
+
+def _capacity_row(row: Row, i: int, gpus_per_instance: Mapping[str, int]) -> HourlyCapacity:
+    q = "hourly_capacity"
+    itype = _text(row, "instance_type", q, i)
+    gpus = gpus_per_instance.get(itype)
+    if gpus is None:
+        known = ", ".join(sorted(gpus_per_instance)) or "none"
+        raise QueryInputError(
+            f"{q} row {i}: instance type {itype!r} has no GPU count (known: {known}); add it to "
+            "gpus_per_instance (the cluster's instance groups)"
+        )
+    return HourlyCapacity(
+        hour=_time(row, "hour", q, i),
+        cluster=_text(row, "cluster", q, i),
+        instance_type=itype,
+        gpu_ms=_int(row, "instance_ms", q, i) * gpus,
+        unavailable_gpu_ms=_int(row, "unavailable_instance_ms", q, i) * gpus,
+    )
+
+
+def _eviction_row(row: Row, i: int) -> Eviction:
+    q = "evictions"
+    interval = row.get("checkpoint_interval_minutes")
+    last = row.get("last_checkpoint")
+    return Eviction(
+        time=_time(row, "time", q, i),
+        cluster=_text(row, "cluster", q, i),
+        team=_text(row, "team", q, i),
+        instance_type=_text(row, "instance_type", q, i),
+        workload=_text(row, "workload", q, i),
+        priority_class=_text(row, "priority_class", q, i),
+        gpus=_int(row, "gpus", q, i),
+        run_started=_time(row, "run_started", q, i),
+        checkpoint_interval_minutes=None
+        if _is_null(interval)
+        else _int(row, "checkpoint_interval_minutes", q, i),
+        last_checkpoint=None if _is_null(last) else _time(row, "last_checkpoint", q, i),
+    )
+
+
+def _gap_row(row: Row, i: int) -> CollectionGap:
+    q = "collection_gaps"
+    table = _text(row, "table_name", q, i)
+    if table not in GAP_THRESHOLD_MINUTES:
+        raise QueryInputError(
+            f"{q} row {i}: table {table!r} is not one of {', '.join(GAP_THRESHOLD_MINUTES)}"
+        )
+    return CollectionGap(table=table, start=_time(row, "gap_start", q, i), end=_time(row, "gap_end", q, i))
+
+
+def _period_row(row: Row, i: int) -> TeamPeriod:
+    q = "team_periods"
+    return TeamPeriod(
+        team=_text(row, "team", q, i),
+        start=_time(row, "first_hour", q, i),
+        end=_time(row, "last_hour", q, i) + dt.timedelta(hours=1),
+    )
+
+
+def _is_null(value: object) -> bool:
+    return value is None or value == ""
+
+
+def _value(row: Row, column: str, query: str, i: int) -> object:
+    if column not in row:
+        raise QueryInputError(
+            f"{query} row {i}: column {column!r} missing; run the SQL of queries.SQL[{query!r}]"
+        )
+    value = row[column]
+    if _is_null(value):
+        raise QueryInputError(f"{query} row {i}: column {column!r} is NULL; the SQL never returns NULL there")
+    return value
+
+
+def _text(row: Row, column: str, query: str, i: int) -> str:
+    return str(_value(row, column, query, i))
+
+
+def _int(row: Row, column: str, query: str, i: int) -> int:
+    value = _value(row, column, query, i)
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        if isinstance(value, int):
+            return value
+        number = Decimal(str(value))
+        if number != number.to_integral_value():
+            raise ValueError
+        return int(number)
+    except (ArithmeticError, TypeError, ValueError):
+        raise QueryInputError(f"{query} row {i}: column {column!r} = {value!r} is not an integer") from None
+
+
+def _decimal(row: Row, column: str, query: str, i: int) -> Decimal:
+    value = _value(row, column, query, i)
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        number = value if isinstance(value, Decimal) else Decimal(str(value))
+    except (ArithmeticError, TypeError, ValueError):
+        raise QueryInputError(f"{query} row {i}: column {column!r} = {value!r} is not a number") from None
+    if not number.is_finite():
+        raise QueryInputError(f"{query} row {i}: column {column!r} = {value!r} is not a finite number")
+    return number
+
+
+def _time(row: Row, column: str, query: str, i: int) -> dt.datetime:
+    value = _value(row, column, query, i)
+    try:
+        return _utc(value) if isinstance(value, dt.datetime) else _parse_utc(str(value))
+    except ValueError:
+        raise QueryInputError(
+            f"{query} row {i}: column {column!r} = {value!r} is not a timestamp (YYYY-MM-DD HH:MM:SS)"
+        ) from None
+
+
+def _utc(value: dt.datetime) -> dt.datetime:
+    return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_utc(text: str) -> dt.datetime:
+    return _utc(dt.datetime.fromisoformat(text))
