@@ -53,8 +53,8 @@ def _process(policy: Path, out: Path) -> tuple[float, float]:
 
 def main(sizes: list[int]) -> None:
     from hyperpod_tenancy.policy import load_platform  # noqa: PLC0415
-    from hyperpod_tenancy.tools.plan_chart import render_chart  # noqa: PLC0415
-    from hyperpod_tenancy.tools.tenancy_plan import build_plan  # noqa: PLC0415
+    from hyperpod_tenancy.tools.plan.chart import render_chart  # noqa: PLC0415
+    from hyperpod_tenancy.tools.plan.tenancy_plan import build_plan  # noqa: PLC0415
 
     with tempfile.TemporaryDirectory() as scratch:
         out = Path(scratch)

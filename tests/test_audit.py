@@ -35,9 +35,9 @@ from hyperpod_tenancy.k8s.team_manifests import ACCELERATOR_QUOTA_NAME, DEFAULT_
 from hyperpod_tenancy.policy import Platform, names
 from hyperpod_tenancy.runtime.drift_audit import AwsClients, Finding
 from hyperpod_tenancy.runtime.kube_drift import parse_quantity
-from hyperpod_tenancy.tools._audit_aws import run_aws_checks
-from hyperpod_tenancy.tools._audit_kube import LiveCluster, kube_findings
-from hyperpod_tenancy.tools._audit_model import team_expectations, team_stack
+from hyperpod_tenancy.tools.audit.aws import run_aws_checks
+from hyperpod_tenancy.tools.audit.kube import LiveCluster, kube_findings
+from hyperpod_tenancy.tools.audit.model import team_expectations, team_stack
 
 PLATFORMS = {"task-governance": reference_platform, "kueue": kueue_platform}
 TEAM = "research"

@@ -24,9 +24,9 @@ from rich.console import Console
 
 from hyperpod_tenancy.chargeback import engine, model, queries, report
 from hyperpod_tenancy.chargeback.queries import COLLECTOR_COLUMNS
-from hyperpod_tenancy.chargeback_offline import OfflineInputError, run_queries
 from hyperpod_tenancy.cli import main
 from hyperpod_tenancy.runtime import eviction_collector, node_inventory
+from hyperpod_tenancy.tools.chargeback.offline import OfflineInputError, run_queries
 
 CLUSTER = "shared-gpu"
 MONTH = "2026-07"

@@ -17,8 +17,8 @@ import pytest
 from chargeback_data import generate_month, heartbeats, month_config, write_table
 
 from hyperpod_tenancy.chargeback import model
-from hyperpod_tenancy.chargeback_offline import run_queries
 from hyperpod_tenancy.cli import main
+from hyperpod_tenancy.tools.chargeback.offline import run_queries
 
 CLUSTER = "shared-gpu"
 MONTH = "2026-07"

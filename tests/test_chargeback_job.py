@@ -34,8 +34,8 @@ from hyperpod_tenancy.chargeback.model import (
     config_to_json,
     team_config_to_json,
 )
-from hyperpod_tenancy.chargeback_offline import _register_cur, compute, transpile
 from hyperpod_tenancy.runtime import chargeback_job
+from hyperpod_tenancy.tools.chargeback.offline import _register_cur, compute, transpile
 
 MONTH = "2026-07"
 CLUSTER = "shared-gpu"

@@ -17,7 +17,7 @@ from chargeback_data import cur_line, month_config, t, write_cur, write_table
 from hyperpod_tenancy.chargeback import report as rendering
 from hyperpod_tenancy.chargeback.engine import compute_report
 from hyperpod_tenancy.chargeback.model import BillCredit, BillingRule
-from hyperpod_tenancy.chargeback_offline import run_queries
+from hyperpod_tenancy.tools.chargeback.offline import run_queries
 
 CLUSTER = "shared-gpu"
 MONTH = "2026-06"  # 30 days: 720 hours

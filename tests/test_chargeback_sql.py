@@ -22,7 +22,7 @@ from chargeback_data import SCHEMAS, cur_line, generate_month, heartbeats, t, wr
 
 from hyperpod_tenancy.chargeback import queries
 from hyperpod_tenancy.chargeback.model import BillCredit, Eviction, InstanceTypeCost, SharedCost, gpu_hours
-from hyperpod_tenancy.chargeback_offline import OfflineInputError, run_queries, transpile
+from hyperpod_tenancy.tools.chargeback.offline import OfflineInputError, run_queries, transpile
 
 CLUSTER = "shared-gpu"
 MONTH = "2026-07"
@@ -516,7 +516,7 @@ def test_utc_adjusted_timestamps_read_the_same_in_any_local_zone(usage_dir: Path
         pq.write_table(table, target)
     assert "tz=UTC" in str(pq.read_schema(next(aware.rglob("*.parquet"))))
     script = (
-        "import sys; from pathlib import Path; from hyperpod_tenancy.chargeback_offline import run_queries\n"
+        "import sys; from pathlib import Path; from hyperpod_tenancy.tools.chargeback.offline import run_queries\n"
         "def run(d):\n"
         f"    return run_queries(usage=Path(d), month={MONTH!r}, cluster={CLUSTER!r}, gpus_per_instance={GPUS!r})\n"
         "print(run(sys.argv[1]) == run(sys.argv[2]), len(run(sys.argv[2])[0].usage))\n"

@@ -23,7 +23,7 @@ from chargeback_data import month_config, t, write_table
 from hyperpod_tenancy.chargeback import report as rendering
 from hyperpod_tenancy.chargeback.engine import compute_report
 from hyperpod_tenancy.chargeback.model import BillingRule, CostInputs, Report, TeamPeriod
-from hyperpod_tenancy.chargeback_offline import run_queries
+from hyperpod_tenancy.tools.chargeback.offline import run_queries
 
 CLUSTER = "shared-gpu"
 MONTH = "2026-06"

@@ -17,7 +17,7 @@ from chargeback_data import month_config, t, write_table
 
 from hyperpod_tenancy.chargeback.engine import compute_report, preemption_loss
 from hyperpod_tenancy.chargeback.model import BillingRule, CostInputs, gpu_hours
-from hyperpod_tenancy.chargeback_offline import run_queries
+from hyperpod_tenancy.tools.chargeback.offline import run_queries
 
 CLUSTER = "shared-gpu"
 MONTH = "2026-06"  # 30 days: 720 hours

@@ -48,7 +48,7 @@ from hyperpod_tenancy.k8s.team_manifests import ACCELERATOR_QUOTA_NAME
 from hyperpod_tenancy.policy import names
 from hyperpod_tenancy.runtime import drift_audit, kube_api, kube_drift
 from hyperpod_tenancy.runtime.audit_findings import Finding
-from hyperpod_tenancy.tools import _audit_kube
+from hyperpod_tenancy.tools.audit import kube as _audit_kube
 
 pytestmark = pytest.mark.cluster
 

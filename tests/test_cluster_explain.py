@@ -50,9 +50,9 @@ from webhook_server import sso_user
 from hyperpod_tenancy import cli
 from hyperpod_tenancy.k8s.labels import CHECKPOINT_DIR_ENV, CHECKPOINT_INTERVAL_ENV
 from hyperpod_tenancy.policy import Platform, names
-from hyperpod_tenancy.tools._explain_diagnose import diagnose
-from hyperpod_tenancy.tools._explain_live import read_live
-from hyperpod_tenancy.tools._explain_objects import Cause, Diagnosis, Objects
+from hyperpod_tenancy.tools.explain.diagnose import diagnose
+from hyperpod_tenancy.tools.explain.live import read_live
+from hyperpod_tenancy.tools.explain.objects import Cause, Diagnosis, Objects
 
 pytestmark = pytest.mark.cluster
 

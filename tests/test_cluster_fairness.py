@@ -29,7 +29,7 @@ from kueue_scenarios import (
 
 from hyperpod_tenancy.k8s import kueue
 from hyperpod_tenancy.policy import PreemptTeamTasks
-from hyperpod_tenancy.tools.tenancy_plan import build_plan
+from hyperpod_tenancy.tools.plan.tenancy_plan import build_plan
 
 pytestmark = pytest.mark.cluster
 

@@ -34,7 +34,7 @@ from synth import Synth
 from task_governance_kueue import kueue_objects, synthesized_properties
 
 from hyperpod_tenancy.k8s.kueue import kueue_helm_values
-from hyperpod_tenancy.tools.tenancy_plan import build_plan
+from hyperpod_tenancy.tools.plan.tenancy_plan import build_plan
 
 pytestmark = pytest.mark.cluster
 

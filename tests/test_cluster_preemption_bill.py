@@ -42,7 +42,7 @@ from hyperpod_tenancy.runtime.eviction_collector import (
     parse_time,
 )
 from hyperpod_tenancy.runtime.kube_api import list_objects
-from hyperpod_tenancy.tools.tenancy_plan import build_plan
+from hyperpod_tenancy.tools.plan.tenancy_plan import build_plan
 
 pytestmark = pytest.mark.cluster
 

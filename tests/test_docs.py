@@ -230,12 +230,12 @@ def test_the_example_runs(block: Block, scratch: Path) -> None:
 # ------------------------------------------------------------------------------------------- generated pages
 def test_the_troubleshooting_page_lists_every_denial_message() -> None:
     from hyperpod_tenancy.policy import load_platform
-    from hyperpod_tenancy.tools.denials_doc import END_MARKER, START_MARKER, denials_markdown
+    from hyperpod_tenancy.tools.explain.denials_doc import END_MARKER, START_MARKER, denials_markdown
 
     text = (DOCS / "troubleshooting.md").read_text(encoding="utf-8")
     assert text.count(START_MARKER) == 1 and text.count(END_MARKER) == 1
     shown = text.split(START_MARKER + "\n", 1)[1].split(END_MARKER, 1)[0]
     assert shown == denials_markdown(load_platform(REPO / "platform.yaml")), (
         "docs/troubleshooting.md's denial messages are stale: run "
-        "`python -m hyperpod_tenancy.tools.denials_doc --write docs/troubleshooting.md`"
+        "`python -m hyperpod_tenancy.tools.explain.denials_doc --write docs/troubleshooting.md`"
     )

@@ -44,7 +44,7 @@ from hyperpod_tenancy.k8s.team_manifests import ACCELERATOR_QUOTA_NAME, DEFAULT_
 from hyperpod_tenancy.policy import names
 from hyperpod_tenancy.runtime import drift_audit, kube_drift
 from hyperpod_tenancy.stacks import PlatformStage
-from hyperpod_tenancy.tools._audit_model import team_stack
+from hyperpod_tenancy.tools.audit.model import team_stack
 
 EVENT = {
     "version": "0",

@@ -38,10 +38,10 @@ from hyperpod_tenancy.k8s.admission import admission_policies
 from hyperpod_tenancy.k8s.labels import NAMESPACE_NAME_LABEL, namespace_labels
 from hyperpod_tenancy.k8s.posix_identity import posix_identity_policies
 from hyperpod_tenancy.policy import Platform, names
-from hyperpod_tenancy.tools._explain_denials import parse_denial
-from hyperpod_tenancy.tools._explain_diagnose import diagnose
-from hyperpod_tenancy.tools._explain_live import read_live
-from hyperpod_tenancy.tools._explain_objects import (
+from hyperpod_tenancy.tools.explain.denials import parse_denial
+from hyperpod_tenancy.tools.explain.diagnose import diagnose
+from hyperpod_tenancy.tools.explain.live import read_live
+from hyperpod_tenancy.tools.explain.objects import (
     Cause,
     Diagnosis,
     ExplainInputError,

@@ -17,7 +17,7 @@ from task_governance_kueue import kueue_objects
 from hyperpod_tenancy.constructs._private import task_governance as tg
 from hyperpod_tenancy.k8s import kueue
 from hyperpod_tenancy.policy import Platform
-from hyperpod_tenancy.tools.tenancy_plan import build_plan
+from hyperpod_tenancy.tools.plan.tenancy_plan import build_plan
 
 
 def _rendered(platform: Platform) -> list[dict[str, object]]:

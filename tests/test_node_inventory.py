@@ -262,7 +262,7 @@ def test_a_notready_nodes_hours_are_the_idle_owners_not_the_teams(tmp_path: Path
 
     from hyperpod_tenancy.chargeback.engine import compute_report
     from hyperpod_tenancy.chargeback.model import BillingRule
-    from hyperpod_tenancy.chargeback_offline import run_queries
+    from hyperpod_tenancy.tools.chargeback.offline import run_queries
 
     raw = tmp_path / "usage"
     for moment, second_ready in (

@@ -31,8 +31,8 @@ from hyperpod_tenancy.k8s import kueue
 from hyperpod_tenancy.policy import FairnessBackend, Platform
 from hyperpod_tenancy.policy.instance_types import resource_shape
 from hyperpod_tenancy.policy.validation import policy_warnings
-from hyperpod_tenancy.tools import plan_chart
-from hyperpod_tenancy.tools.tenancy_plan import TeamShare, TenancyPlan, build_plan
+from hyperpod_tenancy.tools.plan import chart as plan_chart
+from hyperpod_tenancy.tools.plan.tenancy_plan import TeamShare, TenancyPlan, build_plan
 
 MONTH = "2026-12"
 HOURS = 31 * 24
@@ -303,7 +303,7 @@ def test_on_a_terminal_the_plan_is_a_table(monkeypatch: pytest.MonkeyPatch) -> N
 
     out = _Terminal()
     monkeypatch.setenv("COLUMNS", "200")
-    plan._print(build_plan(platforms.reference_platform(), month=MONTH), out)
+    plan.command._print(build_plan(platforms.reference_platform(), month=MONTH), out)
     text = out.getvalue()
     assert "┃" in text or "│" in text
     assert "research" in text and "658,350.72" in text

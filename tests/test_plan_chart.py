@@ -17,8 +17,8 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 from matplotlib.text import Text
 
-from hyperpod_tenancy.tools import plan_chart
-from hyperpod_tenancy.tools.tenancy_plan import TenancyPlan, build_plan
+from hyperpod_tenancy.tools.plan import chart as plan_chart
+from hyperpod_tenancy.tools.plan.tenancy_plan import TenancyPlan, build_plan
 
 MONTH = "2026-12"
 HOURS = 31 * 24

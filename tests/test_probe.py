@@ -1,6 +1,6 @@
 """``hyperpod-tenancy probe``: its plan checked against the suite's models, its verdicts, its live runner.
 
-No cluster exists here, so the plan (:mod:`hyperpod_tenancy.tools._probe_plan`, a pure function of the policy)
+No cluster exists here, so the plan (:mod:`hyperpod_tenancy.tools.probe.plan`, a pure function of the policy)
 is held to the same offline models the isolation suites use, on both fairness backends:
 
 * every object validates against the Kubernetes 1.33 schemas;
@@ -40,8 +40,8 @@ from hyperpod_tenancy.k8s import labels
 from hyperpod_tenancy.k8s.admission import POD_SPEC_POLICY, WORKLOAD_POLICY, admission_policies
 from hyperpod_tenancy.k8s.team_manifests import team_manifests
 from hyperpod_tenancy.policy import Platform, names
-from hyperpod_tenancy.tools._probe_live import IMPERSONATION
-from hyperpod_tenancy.tools._probe_plan import (
+from hyperpod_tenancy.tools.probe.live import IMPERSONATION
+from hyperpod_tenancy.tools.probe.plan import (
     PROBE_PORT,
     Check,
     Observed,
@@ -717,7 +717,7 @@ def test_live_without_impersonation_rights_nothing_is_created(
 def test_live_interrupted_run_still_cleans_up(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from hyperpod_tenancy.tools import _probe_live
+    from hyperpod_tenancy.tools.probe import live as _probe_live
 
     original = _probe_live.Runner._wait
 
@@ -773,7 +773,7 @@ def run_script(tmp_path: Path, script: str, **env: str) -> dict[str, Observed]:
     import os
     import subprocess
 
-    from hyperpod_tenancy.tools._probe_live import _results
+    from hyperpod_tenancy.tools.probe.live import _results
 
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)

@@ -27,8 +27,8 @@ from chargeback_data import t, write_table
 
 from hyperpod_tenancy import cli
 from hyperpod_tenancy.policy.loader import load_platform
-from hyperpod_tenancy.tools import _recommend
-from hyperpod_tenancy.tools.tenancy_plan import build_plan
+from hyperpod_tenancy.tools.plan.tenancy_plan import build_plan
+from hyperpod_tenancy.tools.recommend import engine as _recommend
 
 MONTH = "2026-06"
 HOURS = 720
@@ -269,7 +269,7 @@ def test_the_reasoning_and_the_waiting_signal_are_printed(tmp_path: Path) -> Non
     args = cli._parser().parse_args(
         ["recommend-quotas", "--usage", str(usage), "--month", MONTH, str(platforms.PLATFORM_YAML)]
     )
-    from hyperpod_tenancy.tools import recommend_quotas
+    from hyperpod_tenancy.tools.recommend import command as recommend_quotas
 
     assert recommend_quotas.run(args, out=out, err=err) == 0
     text = out.getvalue()

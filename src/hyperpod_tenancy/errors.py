@@ -40,3 +40,16 @@ class PolicyError(TenancyError):
         lines = [f"{len(self.issues)} problem(s){where}; nothing was synthesized:"]
         lines += [f"  - {issue}" for issue in self.issues]
         super().__init__("\n".join(lines))
+
+
+#: Exit status: the command succeeded (a valid policy, a report that reconciles).
+EXIT_OK = 0
+#: Exit status: the policy is invalid or a file cannot be read.
+EXIT_INVALID = 1
+#: Exit status: the command line is wrong.
+EXIT_USAGE = 2
+#: Exit status: the chargeback report was written but does not reconcile (a difference from the bill above the
+#: tolerance, or teams the configuration does not name).
+EXIT_UNRECONCILED = 3
+#: The command line's name, as its messages start.
+PROG = "hyperpod-tenancy"

@@ -19,8 +19,8 @@ from hyperpod_tenancy.constructs.drift_audit import AUDIT_GROUP, team_expectatio
 from hyperpod_tenancy.policy import FairnessBackend, Platform, names
 from hyperpod_tenancy.runtime.drift_audit import AwsClients, Finding, TeamExpectation
 from hyperpod_tenancy.runtime.sso_role_resolver import SSO_ROLE_PATH_PREFIX
-from hyperpod_tenancy.tools._audit_aws import run_aws_checks
-from hyperpod_tenancy.tools._audit_model import team_stack
+from hyperpod_tenancy.tools.audit.aws import run_aws_checks
+from hyperpod_tenancy.tools.audit.model import team_stack
 
 TRUST = json.dumps({"Version": "2012-10-17", "Statement": []})
 NOW = dt.datetime.now(dt.UTC)

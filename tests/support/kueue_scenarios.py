@@ -4,7 +4,7 @@ A :class:`Scenario` is a list of :class:`Step`: one workload submitted by a team
 ``batch/v1`` Job labelled with the team's LocalQueue and a priority class, pods of whole GPUs), then the state
 every workload of the scenario must settle to (:class:`Expected`): admitted, pending with Kueue's reason, or
 preempted with Kueue's reason, and per team the GPUs in use and the GPUs of that borrowed. The figures come
-from the tenancy plan (:func:`hyperpod_tenancy.tools.tenancy_plan.build_plan`: guarantees and burst ceilings),
+from the tenancy plan (:func:`hyperpod_tenancy.tools.plan.tenancy_plan.build_plan`: guarantees and burst ceilings),
 never written here.
 
 * :func:`play_on_kueue` submits each step as ``OnCluster.member`` on the real control plane and reads the
@@ -35,7 +35,7 @@ from tenant_admission import place_checkpoint
 
 from hyperpod_tenancy.k8s.labels import CHECKPOINT_DIR_ENV, CHECKPOINT_INTERVAL_ENV
 from hyperpod_tenancy.policy import Platform, names
-from hyperpod_tenancy.tools.tenancy_plan import TenancyPlan
+from hyperpod_tenancy.tools.plan.tenancy_plan import TenancyPlan
 
 GPU = "nvidia.com/gpu"
 WORKLOADS = ("kueue.x-k8s.io/v1beta2", "Workload")

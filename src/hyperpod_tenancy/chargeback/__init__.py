@@ -11,6 +11,6 @@ run in the monthly Lambda (copied into its asset), in the offline CLI and in the
 * :mod:`.queries` — the Trino SQL (``sql/*.sql``) that aggregates the collector's snapshots into the engine's
   inputs, and the row-to-input conversion shared by Athena (Lambda) and DuckDB (CLI) results.
 
-The DuckDB/sqlglot runner of the offline CLI lives outside this package (``hyperpod_tenancy.chargeback_offline``)
+The DuckDB/sqlglot runner of the offline CLI lives outside this package (``hyperpod_tenancy.tools.chargeback.offline``)
 because the Lambda has neither.
 """

@@ -55,7 +55,7 @@ IMAGE_EXCLUDE = (
     "constructs",
     "stacks",
     "runtime",
-    "chargeback_offline.py",
+    "tools/chargeback/offline",
     "**/__pycache__",
     "**/*.pyc",
 )

@@ -8,14 +8,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from hyperpod_tenancy.errors import PolicyError
+from hyperpod_tenancy.errors import PROG, PolicyError
 
 if TYPE_CHECKING:
     from hyperpod_tenancy.policy.model import Platform
 
 __all__ = ["MONTH", "PROG", "add_prices_argument", "bad_month", "load_policy", "plain_table"]
 
-PROG = "hyperpod-tenancy"
 #: A month on the command line: ``YYYY-MM``.
 MONTH = re.compile(r"\d{4}-(0[1-9]|1[0-2])")
 

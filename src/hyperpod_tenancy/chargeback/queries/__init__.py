@@ -1,7 +1,7 @@
 """The monthly aggregation SQL (Trino dialect) and the conversion of its result rows into engine inputs.
 
 The same SQL runs on Athena in the monthly Lambda and, transpiled by sqlglot, on DuckDB in the offline CLI
-(:mod:`hyperpod_tenancy.chargeback_offline`). Both hand each query's result to :func:`usage_inputs` and
+(:mod:`hyperpod_tenancy.tools.chargeback.offline`). Both hand each query's result to :func:`usage_inputs` and
 :func:`cost_inputs` as a :class:`QueryResult` (the column names, and the rows' values in that order, as both
 engines return them); values may be strings (Athena's ``GetQueryResults``) or Python numbers, decimals and
 strings (DuckDB), and ``None`` or ``""`` for NULL. The SQL

@@ -10,27 +10,34 @@ path and nothing else of the library comes along.
 from __future__ import annotations
 
 import ast
-import importlib.util
 from collections.abc import Iterator
 from pathlib import Path
+
+import hyperpod_tenancy
 
 __all__ = ["lambda_asset_files", "library_modules"]
 
 _ROOT = "hyperpod_tenancy"
 
 
+#: The library's source folder (``hyperpod_tenancy``); modules are found by path, never imported (a handler's
+#: imports, boto3 among them, need not be installed where the app synthesizes).
+_SOURCE = Path(hyperpod_tenancy.__file__).parent
+
+
 def _file_of(module: str) -> Path | None:
-    spec = importlib.util.find_spec(module)
-    if spec is None or spec.origin is None or not spec.origin.endswith(".py"):
+    parts = module.split(".")
+    if parts[0] != _ROOT:
         return None
-    return Path(spec.origin)
+    base = _SOURCE.joinpath(*parts[1:])
+    for candidate in (base / "__init__.py", base.with_suffix(".py")):
+        if candidate.is_file():
+            return candidate
+    return None
 
 
 def _is_module(name: str) -> bool:
-    try:
-        return _file_of(name) is not None
-    except ModuleNotFoundError:
-        return False
+    return _file_of(name) is not None
 
 
 def _type_checking_nodes(tree: ast.AST) -> set[int]:

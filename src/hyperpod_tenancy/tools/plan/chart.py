@@ -30,7 +30,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
-from hyperpod_tenancy.tools.tenancy_plan import TeamShare, TenancyPlan, TypeCapacity
+from hyperpod_tenancy.tools.plan.tenancy_plan import TeamShare, TenancyPlan, TypeCapacity
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:  # the policy model and the diagnosis load inside `run`, not with `--help`
     from hyperpod_tenancy.policy.model import Platform
-    from hyperpod_tenancy.tools._explain_objects import Diagnosis, Objects
+    from hyperpod_tenancy.tools.explain.objects import Diagnosis, Objects
 
 __all__ = ["EXIT_EXPLAINED", "EXIT_INPUT", "EXIT_USAGE", "add_parser", "read_documents", "run"]
 
@@ -83,7 +83,7 @@ def read_documents(text: str, source: str) -> list[object]:
         ExplainInputError: the text is neither.
 
     """
-    from hyperpod_tenancy.tools._explain_objects import ExplainInputError  # noqa: PLC0415
+    from hyperpod_tenancy.tools.explain.objects import ExplainInputError  # noqa: PLC0415
 
     decoder = json.JSONDecoder()
     docs: list[object] = []
@@ -110,7 +110,7 @@ def read_documents(text: str, source: str) -> list[object]:
 
 
 def _read_file(path: str) -> str:
-    from hyperpod_tenancy.tools._explain_objects import ExplainInputError  # noqa: PLC0415
+    from hyperpod_tenancy.tools.explain.objects import ExplainInputError  # noqa: PLC0415
 
     try:
         return sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
@@ -172,8 +172,8 @@ def _platform(path: str | None, err: TextIO) -> Platform | _NoPolicy | None:
 
 def _objects(args: argparse.Namespace, platform: Platform | None) -> Objects:
     """Return the objects to diagnose: from ``--from-file``, or read live (only a team namespace is read)."""
-    from hyperpod_tenancy.tools._explain_diagnose import facts_of  # noqa: PLC0415
-    from hyperpod_tenancy.tools._explain_objects import Objects, objects_from_documents  # noqa: PLC0415
+    from hyperpod_tenancy.tools.explain.diagnose import facts_of  # noqa: PLC0415
+    from hyperpod_tenancy.tools.explain.objects import Objects, objects_from_documents  # noqa: PLC0415
 
     if args.from_file is not None:
         docs = read_documents(_read_file(args.from_file), args.from_file)
@@ -181,7 +181,7 @@ def _objects(args: argparse.Namespace, platform: Platform | None) -> Objects:
             docs, asked=args.workload, namespace=args.namespace, denials=args.denial
         )
     from hyperpod_tenancy.policy import names  # noqa: PLC0415
-    from hyperpod_tenancy.tools._explain_live import context_namespace, read_live  # noqa: PLC0415
+    from hyperpod_tenancy.tools.explain.live import context_namespace, read_live  # noqa: PLC0415
 
     namespace = args.namespace or context_namespace(args.kubeconfig, args.context)
     if namespace is None:
@@ -201,7 +201,7 @@ def _objects(args: argparse.Namespace, platform: Platform | None) -> Objects:
 def _print(
     platform: Platform | None, objects: Objects, diagnoses: list[Diagnosis], *, as_json: bool, out: TextIO
 ) -> None:
-    from hyperpod_tenancy.tools._explain_diagnose import facts_of  # noqa: PLC0415
+    from hyperpod_tenancy.tools.explain.diagnose import facts_of  # noqa: PLC0415
 
     name = ((objects.workload or {}).get("metadata") or {}).get("name")
     if as_json:
@@ -218,8 +218,8 @@ def _print(
 
 def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     """Run ``explain`` with parsed ``args``: the diagnosis to ``out``, problems to ``err``; return the exit status."""
-    from hyperpod_tenancy.tools._explain_diagnose import diagnose  # noqa: PLC0415
-    from hyperpod_tenancy.tools._explain_objects import ExplainInputError  # noqa: PLC0415
+    from hyperpod_tenancy.tools.explain.diagnose import diagnose  # noqa: PLC0415
+    from hyperpod_tenancy.tools.explain.objects import ExplainInputError  # noqa: PLC0415
 
     if args.from_file is None and args.workload is None and not args.denial:
         print(

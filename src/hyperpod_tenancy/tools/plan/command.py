@@ -1,6 +1,6 @@
 """``hyperpod-tenancy plan [PATH] [--markdown FILE] [--png FILE] [--month YYYY-MM] [--prices FILE]``.
 
-Prints the tenancy plan of a platform policy (:mod:`hyperpod_tenancy.tools.tenancy_plan`): capacity per instance
+Prints the tenancy plan of a platform policy (:mod:`hyperpod_tenancy.tools.plan.tenancy_plan`): capacity per instance
 type, each team's guarantee, share, sharing, burst ceiling, reclaimable part and GPU-hours at risk per eviction,
 the month's cost per team under the billing rule, and every guardrail warning. A table on a terminal, plain text
 otherwise; ``--markdown`` and ``--png`` also write the plan as a Markdown page and as a chart (the page links the
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, TextIO
 from hyperpod_tenancy.tools._common import PROG, add_prices_argument, bad_month, load_policy, plain_table
 
 if TYPE_CHECKING:
-    from hyperpod_tenancy.tools.tenancy_plan import PlanCost, TenancyPlan
+    from hyperpod_tenancy.tools.plan.tenancy_plan import PlanCost, TenancyPlan
 
 __all__ = ["add_parser", "markdown", "run", "text_lines"]
 
@@ -61,7 +61,7 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
         return _EXIT_INVALID
     # imported here: the chargeback engine and matplotlib load only for this command
     from hyperpod_tenancy.chargeback.prices import PriceTableError, read_prices  # noqa: PLC0415
-    from hyperpod_tenancy.tools.tenancy_plan import build_plan  # noqa: PLC0415
+    from hyperpod_tenancy.tools.plan.tenancy_plan import build_plan  # noqa: PLC0415
 
     try:
         prices = read_prices(args.prices) if args.prices is not None else None
@@ -72,7 +72,7 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     _print(plan, out)
     try:
         if args.png is not None:
-            from hyperpod_tenancy.tools.plan_chart import write_png  # noqa: PLC0415
+            from hyperpod_tenancy.tools.plan.chart import write_png  # noqa: PLC0415
 
             write_png(plan, args.png)
         if args.markdown is not None:

@@ -2,7 +2,7 @@
 
 Generated from the ValidatingAdmissionPolicies the platform renders for a ``platform.yaml`` (the same ones
 ``hyperpod-tenancy explain --denial`` compares a message with), so a new validation appears on the page as soon as
-it exists. ``python -m hyperpod_tenancy.tools.denials_doc [PATH] [--write docs/troubleshooting.md]`` prints the
+it exists. ``python -m hyperpod_tenancy.tools.explain.denials_doc [PATH] [--write docs/troubleshooting.md]`` prints the
 section, or rewrites it between its markers; ``tests/test_docs.py`` fails when the page's copy is stale, and
 when a policy has no entry in :data:`WHAT_TO_DO`.
 """
@@ -19,12 +19,12 @@ from hyperpod_tenancy.errors import PolicyError
 from hyperpod_tenancy.policy import Platform, load_platform, names
 from hyperpod_tenancy.policy.rules import GUARDRAILS
 from hyperpod_tenancy.policy.rules._docs import replace_between_markers
-from hyperpod_tenancy.tools._explain_denials import _policies
+from hyperpod_tenancy.tools.explain.denials import _policies
 
 __all__ = ["END_MARKER", "START_MARKER", "WHAT_TO_DO", "denials_markdown", "main"]
 
 #: Line before the generated section in docs/troubleshooting.md.
-START_MARKER = "<!-- denials:start (generated: python -m hyperpod_tenancy.tools.denials_doc --write docs/troubleshooting.md) -->"
+START_MARKER = "<!-- denials:start (generated: python -m hyperpod_tenancy.tools.explain.denials_doc --write docs/troubleshooting.md) -->"
 #: Line after the generated section in docs/troubleshooting.md.
 END_MARKER = "<!-- denials:end -->"
 
@@ -138,7 +138,7 @@ def denials_markdown(platform: Platform) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Print the section for a policy, or rewrite it in a page; return the exit status (0, or 1 on an error)."""
     parser = argparse.ArgumentParser(
-        prog="python -m hyperpod_tenancy.tools.denials_doc",
+        prog="python -m hyperpod_tenancy.tools.explain.denials_doc",
         description="List every admission denial message of the platform's policies, with what to do.",
     )
     parser.add_argument(

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
-    from hyperpod_tenancy.tools._probe_plan import ProbePlan, Result
+    from hyperpod_tenancy.tools.probe.plan import ProbePlan, Result
 
 __all__ = ["EXIT_CANNOT_RUN", "EXIT_USAGE", "add_parser", "render_json", "render_text", "run"]
 
@@ -85,7 +85,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def render_text(plan: ProbePlan, results: list[Result]) -> str:
     """Return the results as one line per check (``pass``/``FAIL``/``inconclusive``, the check, why) and a summary."""
     from hyperpod_tenancy.tools._common import plain_table  # noqa: PLC0415
-    from hyperpod_tenancy.tools._probe_plan import Status, exit_status  # noqa: PLC0415
+    from hyperpod_tenancy.tools.probe.plan import Status, exit_status  # noqa: PLC0415
 
     rows = [["result", "check", "as", "why"]]
     rows += [[r.status.value, r.check.id, r.check.actor, r.why] for r in results]
@@ -102,7 +102,7 @@ def render_text(plan: ProbePlan, results: list[Result]) -> str:
 
 def render_json(plan: ProbePlan, results: list[Result]) -> str:
     """Return the results as JSON: the run, the teams and per check its status, expectation, observation and reason."""
-    from hyperpod_tenancy.tools._probe_plan import exit_status  # noqa: PLC0415
+    from hyperpod_tenancy.tools.probe.plan import exit_status  # noqa: PLC0415
 
     doc: dict[str, Any] = {
         "run": plan.run,
@@ -149,8 +149,8 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO, api_factory: Any 
     ``api_factory`` (identity or None → ``kubernetes`` ``ApiClient``) replaces the kubeconfig's; for tests.
     """
     from hyperpod_tenancy.tools._common import load_policy  # noqa: PLC0415
-    from hyperpod_tenancy.tools._probe_live import ProbeError, Runner, kube_api_factory, run_probe  # noqa: PLC0415
-    from hyperpod_tenancy.tools._probe_plan import exit_status, probe_plan, verdict  # noqa: PLC0415
+    from hyperpod_tenancy.tools.probe.live import ProbeError, Runner, kube_api_factory, run_probe  # noqa: PLC0415
+    from hyperpod_tenancy.tools.probe.plan import exit_status, probe_plan, verdict  # noqa: PLC0415
 
     if args.timeout < 1:
         print(f"{_PROG}: error: --timeout {args.timeout}: give a number of seconds of at least 1", file=err)

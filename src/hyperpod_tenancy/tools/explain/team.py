@@ -17,7 +17,7 @@ from typing import Any
 
 from hyperpod_tenancy.policy import names
 from hyperpod_tenancy.policy.model import Platform, PreemptTeamTasks, Team
-from hyperpod_tenancy.tools._explain_objects import ExplainInputError
+from hyperpod_tenancy.tools.explain.objects import ExplainInputError
 
 __all__ = ["PolicyPlace", "TeamFacts", "from_cluster", "from_policy", "team_of_queue"]
 

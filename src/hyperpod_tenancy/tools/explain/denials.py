@@ -36,8 +36,8 @@ from hyperpod_tenancy.k8s.tenant_guards import tenant_guard_policies
 from hyperpod_tenancy.policy import names
 from hyperpod_tenancy.policy.model import Platform, SupplementalGroupsPolicy
 from hyperpod_tenancy.policy.rules import GUARDRAILS
-from hyperpod_tenancy.tools._explain_objects import Cause, Diagnosis
-from hyperpod_tenancy.tools._explain_team import TeamFacts
+from hyperpod_tenancy.tools.explain.objects import Cause, Diagnosis
+from hyperpod_tenancy.tools.explain.team import TeamFacts
 
 __all__ = ["Denial", "diagnose_denial", "find_denials", "matching_rule", "parse_denial"]
 

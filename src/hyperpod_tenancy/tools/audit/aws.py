@@ -11,7 +11,7 @@ from typing import Any
 
 from hyperpod_tenancy.policy import Platform, names
 from hyperpod_tenancy.runtime.drift_audit import AuditError, AwsClients, Finding, aws_findings, read_records
-from hyperpod_tenancy.tools._audit_model import team_expectations
+from hyperpod_tenancy.tools.audit.model import team_expectations
 
 __all__ = ["aws_session", "run_aws_checks"]
 

@@ -21,7 +21,7 @@ import json
 from typing import Any
 
 from hyperpod_tenancy.policy import names
-from hyperpod_tenancy.tools._explain_objects import (
+from hyperpod_tenancy.tools.explain.objects import (
     KUEUE_GROUP,
     ExplainInputError,
     Objects,

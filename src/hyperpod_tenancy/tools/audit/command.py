@@ -72,13 +72,13 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     findings: list[Finding] = []
     try:
         if "aws" not in args.skip:
-            from hyperpod_tenancy.tools._audit_aws import aws_session, run_aws_checks  # noqa: PLC0415
+            from hyperpod_tenancy.tools.audit.aws import aws_session, run_aws_checks  # noqa: PLC0415
 
             session = aws_session(profile=args.profile, region=args.region or platform.region)
             findings += run_aws_checks(platform, session=session)
         if "kubernetes" not in args.skip:
-            from hyperpod_tenancy.tools._audit_kube import kube_findings, read_live  # noqa: PLC0415
-            from hyperpod_tenancy.tools._audit_model import team_stack  # noqa: PLC0415
+            from hyperpod_tenancy.tools.audit.kube import kube_findings, read_live  # noqa: PLC0415
+            from hyperpod_tenancy.tools.audit.model import team_stack  # noqa: PLC0415
 
             live = read_live(kubeconfig=args.kubeconfig, context=args.context)
             stacks = {t.name: team_stack(platform, t.name) for t in platform.hosted_teams}

@@ -26,7 +26,7 @@ from functools import partial
 from typing import Any, TextIO
 
 from hyperpod_tenancy.k8s import labels
-from hyperpod_tenancy.tools._probe_plan import RESULT_MARK, Identity, Observed, Outcome, ProbePlan
+from hyperpod_tenancy.tools.probe.plan import RESULT_MARK, Identity, Observed, Outcome, ProbePlan
 
 __all__ = ["ProbeError", "Runner", "run_probe"]
 

@@ -24,8 +24,8 @@ from typing import Any
 from hyperpod_tenancy.k8s import fsx_dirs, labels
 from hyperpod_tenancy.policy import names
 from hyperpod_tenancy.policy.model import Platform
-from hyperpod_tenancy.tools._explain_denials import diagnose_denial, find_denials
-from hyperpod_tenancy.tools._explain_objects import (
+from hyperpod_tenancy.tools.explain.denials import diagnose_denial, find_denials
+from hyperpod_tenancy.tools.explain.objects import (
     Cause,
     Diagnosis,
     ExplainInputError,
@@ -33,8 +33,8 @@ from hyperpod_tenancy.tools._explain_objects import (
     condition,
     owner_names,
 )
-from hyperpod_tenancy.tools._explain_quota import diagnose_pending, requested
-from hyperpod_tenancy.tools._explain_team import TeamFacts, from_cluster, from_policy, team_of_queue
+from hyperpod_tenancy.tools.explain.quota import diagnose_pending, requested
+from hyperpod_tenancy.tools.explain.team import TeamFacts, from_cluster, from_policy, team_of_queue
 
 __all__ = ["diagnose", "facts_of"]
 

@@ -1,7 +1,7 @@
 """``hyperpod-tenancy recommend-quotas --usage DIR [PATH] [--month YYYY-MM] [--prices FILE] [--write FILE]``.
 
 Proposes each team's quotas and borrow limit from a month of the chargeback's usage data
-(:mod:`hyperpod_tenancy.tools._recommend` computes it) and prints the proposal as a unified diff of
+(:mod:`hyperpod_tenancy.tools.recommend.engine` computes it) and prints the proposal as a unified diff of
 ``platform.yaml`` (only the numbers under ``teams[i].compute.quotas`` and ``borrowLimit`` change; comments and
 layout survive), the reasoning per team and instance type, and each team's monthly bill under the billing rule
 before and after (the tenancy plan's cost of both policies). ``--write FILE`` also writes the proposed policy,
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, TextIO
 from hyperpod_tenancy.tools._common import PROG, add_prices_argument, bad_month, load_policy, plain_table
 
 if TYPE_CHECKING:
-    from hyperpod_tenancy.tools import _recommend
+    from hyperpod_tenancy.tools.recommend import engine as _recommend
 
 __all__ = ["add_parser", "run"]
 
@@ -70,7 +70,7 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
         return _EXIT_INVALID
     # imported here: DuckDB, sqlglot and the chargeback engine load only for this command
     from hyperpod_tenancy.chargeback.prices import PriceTableError, read_prices  # noqa: PLC0415
-    from hyperpod_tenancy.tools import _recommend  # noqa: PLC0415
+    from hyperpod_tenancy.tools.recommend import engine as _recommend  # noqa: PLC0415
 
     try:
         prices = read_prices(args.prices) if args.prices is not None else None

@@ -25,8 +25,8 @@ from decimal import Decimal
 from typing import Any
 
 from hyperpod_tenancy.policy import names
-from hyperpod_tenancy.tools._explain_objects import Cause, Diagnosis, Objects, condition, parse_quantity
-from hyperpod_tenancy.tools._explain_team import TeamFacts
+from hyperpod_tenancy.tools.explain.objects import Cause, Diagnosis, Objects, condition, parse_quantity
+from hyperpod_tenancy.tools.explain.team import TeamFacts
 
 __all__ = ["QuotaLine", "diagnose_pending", "quota_lines", "requested"]
 

@@ -1,0 +1,1 @@
+"""``hyperpod-tenancy chargeback``: the month's bill computed offline from the recorded usage and the cost report."""

@@ -1,0 +1,251 @@
+"""The month's queries run offline, with progress on large inputs, and the engine's report computed from them."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from decimal import Decimal
+from pathlib import Path
+
+import duckdb
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from hyperpod_tenancy.chargeback import engine, queries
+from hyperpod_tenancy.chargeback import prices as prices_table
+from hyperpod_tenancy.chargeback.model import ChargebackConfig, CostInputs, Report, UsageInputs
+from hyperpod_tenancy.chargeback.report import COLLECTOR_NAMES
+from hyperpod_tenancy.tools.chargeback.offline.tables import (
+    _GAP_TABLES,
+    PROGRESS_THRESHOLD_BYTES,
+    OfflineInputError,
+    _bad_timestamp,
+    _input_bytes,
+    _register_cur,
+    _register_usage,
+    transpile,
+)
+
+__all__ = ["compute", "read_prices", "run_queries"]
+
+_NO_RESULT = queries.QueryResult((), ())
+
+
+def _session(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """Set a connection's own settings (a cursor has the defaults, not its parent's)."""
+    con.execute("SET TimeZone = 'UTC'")
+    con.execute("SET enable_progress_bar = false")
+    return con
+
+
+def _fetch(result: duckdb.DuckDBPyConnection) -> queries.QueryResult:
+    """Fetch a query's rows as tuples, the columns named once (a malformed JSON-lines timestamp: its input error)."""
+    try:
+        rows = result.fetchall()
+    except duckdb.Error as exc:
+        bad = _bad_timestamp(exc)
+        if bad is None:
+            raise
+        raise bad from exc
+    return queries.QueryResult(tuple(d[0] for d in result.description or ()), rows)
+
+
+@contextmanager
+def _progress(
+    show: bool, console: Console, on_step: Callable[[str], None] | None
+) -> Iterator[Callable[[str], None]]:
+    """Yield ``step(name)``: called as each step starts (from any thread), it updates the display and ``on_step``."""
+    notify = on_step or (lambda _name: None)
+    if not show:
+        yield notify
+        return
+    with Progress(
+        TextColumn("chargeback"),
+        BarColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=console,
+    ) as progress:
+        task = progress.add_task("", total=len(queries.USAGE_QUERIES) + len(queries.COST_QUERIES) + 1)
+        started = False
+
+        def step(description: str) -> None:
+            nonlocal started
+            notify(description)
+            if started:
+                progress.advance(task)
+            started = True
+            progress.update(task, description=description)
+
+        yield step
+        progress.update(task, completed=progress.tasks[0].total, description="done")
+
+
+def run_queries(
+    *,
+    usage: Path,
+    month: str,
+    cluster: str,
+    gpus_per_instance: Mapping[str, int],
+    cur: Path | None = None,
+    progress: bool | None = None,
+    console: Console | None = None,
+    on_step: Callable[[str], None] | None = None,
+) -> tuple[UsageInputs, CostInputs]:
+    """Run the chargeback SQL on DuckDB over local files and convert the rows into engine inputs.
+
+    Args:
+        usage: the folder of the collector's tables (see the module docstring).
+        month: ``YYYY-MM``.
+        cluster: the cluster's name (the ``cluster`` partition and the CUR cluster tag's value).
+        gpus_per_instance: GPUs per instance of each instance type.
+        cur: a CUR 2.0 file or folder. Default: no bill (empty cost inputs; prices from the price table).
+        progress: show a progress display. Default: on a terminal, when the inputs hold at least
+            :data:`PROGRESS_THRESHOLD_BYTES`.
+        console: where the progress display goes. Default: standard error.
+        on_step: called with each step's name as it starts (for tests and benchmarks).
+
+    Returns:
+        The usage inputs and the cost inputs, exactly what the Lambda builds from Athena's rows.
+
+    Raises:
+        OfflineInputError: an input is missing or malformed.
+        queries.QueryInputError: a malformed month or cluster, or a result row the engine cannot read.
+
+    """
+    queries.month_bounds(month)
+    sources = [usage] + ([cur] if cur is not None else [])
+    console = console or Console(stderr=True)
+    if progress is None:  # sizing the inputs walks every file: only where a display could be shown
+        progress = console.is_terminal and _input_bytes(sources) >= PROGRESS_THRESHOLD_BYTES
+    # every query ends in an ORDER BY that fixes its rows' order: the engine may drop insertion order, which
+    # halves the time and memory of the window over the ClusterQueue snapshots. Times are UTC whatever the
+    # laptop's zone (a TIMESTAMPTZ column is cast to TIMESTAMP in the session's zone). The files' footers are
+    # read once, not by every scan. DuckDB's own progress bar would write over ours.
+    con = _session(duckdb.connect(config={"preserve_insertion_order": False}))
+    con.execute("SET parquet_metadata_cache = true")
+
+    def query(db: duckdb.DuckDBPyConnection, name: str) -> duckdb.DuckDBPyConnection:
+        sql = transpile(queries.render(name, month=month, cluster=cluster))
+        try:
+            return db.execute(sql)
+        except duckdb.Error as exc:
+            bad = _bad_timestamp(exc)
+            if bad is not None:
+                raise bad from exc
+            source = f"--cur {str(cur)!r}" if name in queries.COST_QUERIES else f"--usage {str(usage)!r}"
+            raise OfflineInputError(
+                f"{source}: query {name!r} failed on these files ({exc}); check the tables follow the collector "
+                "schema (hyperpod_tenancy.chargeback.queries)"
+            ) from exc
+
+    def the_others(db: duckdb.DuckDBPyConnection) -> dict[str, queries.QueryResult]:
+        results: dict[str, queries.QueryResult] = {}
+        for name in queries.USAGE_QUERIES[1:] + queries.COST_QUERIES:
+            step(name)
+            skip = (name == "evictions" and "eviction" not in present) or (
+                name == "cur_costs" and cur is None
+            )
+            results[name] = _NO_RESULT if skip else _fetch(query(db, name))
+        db.close()
+        return results
+
+    try:
+        present = _register_usage(con, usage, month)
+        if cur is not None:
+            _register_cur(con, cur)
+        with _progress(progress, console, on_step) as step, queries.gc_paused():
+            step(queries.USAGE_QUERIES[0])
+            usage_result = query(con, queries.USAGE_QUERIES[0])
+            # the other (small) queries run on a second connection while this thread turns the usage rows (~10^5-10^6)
+            # into records: DuckDB releases the GIL as it runs, and the conversion needs one core
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="chargeback-queries") as pool:
+                others = pool.submit(the_others, _session(con.cursor()))
+                usage_records = queries.usage_records(_fetch(usage_result))
+                results = others.result()
+            step("inputs")
+            usage_inputs = _unchecked(
+                queries.usage_inputs(results, gpus_per_instance=gpus_per_instance, usage=usage_records),
+                present,
+            )
+            cost_inputs = queries.cost_inputs(results["cur_costs"])
+    finally:
+        con.close()
+    return usage_inputs, cost_inputs
+
+
+def _unchecked(inputs: UsageInputs, present: set[str]) -> UsageInputs:
+    """Drop the gaps of the tables the folder does not have, and say which were not checked."""
+    missing = [table for table in _GAP_TABLES if table not in present]
+    if not missing:
+        return inputs
+    return dataclasses.replace(
+        inputs,
+        collection_gaps=tuple(g for g in inputs.collection_gaps if g.table in present),
+        unchecked_collections=tuple(
+            f"no {table}/ folder in the usage files: the {COLLECTOR_NAMES[table]}'s collection gaps were "
+            f"not checked; copy raw/{table}/ too"
+            for table in missing
+        ),
+    )
+
+
+def read_prices(path: Path) -> dict[str, Decimal]:
+    """Read a price table (:func:`hyperpod_tenancy.chargeback.prices.read_prices`).
+
+    Raises:
+        OfflineInputError: the file cannot be read, lacks a column, repeats a type or has a bad price.
+
+    """
+    try:
+        return prices_table.read_prices(path)
+    except prices_table.PriceTableError as exc:
+        raise OfflineInputError(str(exc)) from exc
+
+
+def compute(
+    *,
+    config: ChargebackConfig,
+    month: str,
+    usage: Path,
+    cur: Path | None = None,
+    prices: Path | None = None,
+    progress: bool | None = None,
+    console: Console | None = None,
+) -> Report:
+    """Compute a month's report from local files: the CLI's whole path but rendering.
+
+    Args:
+        config: the chargeback configuration (from the platform policy).
+        month: ``YYYY-MM``.
+        usage: the folder of the collector's tables.
+        cur: a CUR 2.0 file or folder (prices and the bill from it).
+        prices: a price table (``read_prices``), replacing the configured prices; without ``cur`` the report
+            has no bill to reconcile with.
+        progress: see :func:`run_queries`.
+        console: see :func:`run_queries`.
+
+    Returns:
+        The report, as the engine computes it.
+
+    Raises:
+        OfflineInputError: neither ``cur`` nor ``prices`` nor configured prices, or a malformed input.
+
+    """
+    if prices is not None:
+        config = dataclasses.replace(config, prices={**config.prices, **read_prices(prices)})
+    if cur is None and not config.prices:
+        raise OfflineInputError("pass --cur FILE (a CUR 2.0 export) or --prices FILE (a price table)")
+    usage_inputs, cost_inputs = run_queries(
+        usage=usage,
+        month=month,
+        cluster=config.cluster,
+        gpus_per_instance=config.gpus_per_instance,
+        cur=cur,
+        progress=progress,
+        console=console,
+    )
+    with queries.gc_paused():
+        return engine.compute_report(config, month, usage_inputs, cost_inputs)
