@@ -29,20 +29,22 @@ from webhook_server import Certificates, WebhookProcess, create_table, platform_
 from hyperpod_tenancy.chargeback.model import BillingRule, config_from_json, team_config_from_json
 from hyperpod_tenancy.chargeback.queries import GAP_THRESHOLD_MINUTES
 from hyperpod_tenancy.constructs.chargeback_pipeline import (
-    CHECKPOINTS_OVERDUE_SERIES,
     COLLECTION_ALARMS,
     COST_ALLOCATION_TAG_KEYS,
     EVICTION_COLLECTOR_HANDLER,
     METRIC_NAMESPACE,
-    WEBHOOK_LATENCY_SHARE_OF_TIMEOUT,
     ChargebackPipeline,
     UsageReportChart,
     job_asset_files,
-    preemption_rules,
 )
 from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.k8s import labels as k8s_labels
 from hyperpod_tenancy.k8s import posix_identity
+from hyperpod_tenancy.k8s.alert_rules import (
+    CHECKPOINTS_OVERDUE_SERIES,
+    WEBHOOK_LATENCY_SHARE_OF_TIMEOUT,
+    preemption_rules,
+)
 from hyperpod_tenancy.policy import names
 from hyperpod_tenancy.stacks import PlatformStage
 from hyperpod_tenancy.webhook.metrics import WebhookMetrics

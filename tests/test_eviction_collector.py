@@ -851,7 +851,7 @@ def test_the_collectors_asset_runs_on_its_own(tmp_path: Path) -> None:
 
 
 def test_the_constants_shared_with_the_stacks_agree() -> None:
-    from hyperpod_tenancy.constructs.chargeback_pipeline import CHECKPOINTS_OVERDUE_SERIES
+    from hyperpod_tenancy.k8s.alert_rules import CHECKPOINTS_OVERDUE_SERIES
     from hyperpod_tenancy.k8s.team_manifests import CHECKPOINT_SCAN_MINUTES, CHECKPOINT_SCAN_SCHEDULE
 
     assert CHECKPOINTS_OVERDUE_SERIES == eviction_collector.OVERDUE_SERIES

@@ -25,15 +25,12 @@ from constructs import Construct
 import hyperpod_tenancy.runtime as runtime_package
 from hyperpod_tenancy.chargeback import model
 from hyperpod_tenancy.constructs._private.annotations import acknowledge_role, skip_checkov
-from hyperpod_tenancy.constructs.chargeback_pipeline import (
-    METRIC_NAMESPACE,
-    MONTHLY_METRICS,
-    preemption_rules,
-)
+from hyperpod_tenancy.constructs.chargeback_pipeline import METRIC_NAMESPACE, MONTHLY_METRICS
 from hyperpod_tenancy.constructs.encryption import encrypt_new_log_groups_and_tables, skip_without_key
 from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
 from hyperpod_tenancy.constructs.team_tenant import TeamTenant
 from hyperpod_tenancy.errors import TenancyError
+from hyperpod_tenancy.k8s.alert_rules import preemption_rules
 from hyperpod_tenancy.policy import names
 from hyperpod_tenancy.policy.chargeback import team_borrows
 
@@ -52,7 +49,7 @@ class TeamChargeback(Construct):
     ``<cluster>-chargeback-<team>`` (monthly GPU-hours used, borrowed, lent and lost to preemption); and, given
     a Prometheus workspace, the rule groups namespace ``<cluster>-chargeback-<team>`` with the team's same-day
     preemption, waiting and overdue-checkpoint alerts
-    (:func:`~hyperpod_tenancy.constructs.chargeback_pipeline.preemption_rules`), which the workspace's alert
+    (:func:`~hyperpod_tenancy.k8s.alert_rules.preemption_rules`), which the workspace's alert
     manager routes to the chargeback topic. The dashboard's first widget is the team's live GPUs
     (in use and borrowed, against its guarantee and ceiling, every 5 minutes), a custom widget drawn by the
     team's own function (:mod:`hyperpod_tenancy.runtime.gpu_widget`); given a workspace, the last widget is the
@@ -74,7 +71,7 @@ class TeamChargeback(Construct):
         preemption_alarm_gpu_hours_per_day: alert when the team's estimated loss over 24 hours exceeds this.
             Default: 24.
         pending_alarm_minutes: alert when the team's ClusterQueue has held pending work this long (including
-            work never admitted: :func:`~hyperpod_tenancy.constructs.chargeback_pipeline.waiting_rule`).
+            work never admitted: :func:`~hyperpod_tenancy.k8s.alert_rules.waiting_rule`).
             Default: 60.
         tenant: the team's tenant, whose permission set gets read access to the dashboard. Default: none.
 

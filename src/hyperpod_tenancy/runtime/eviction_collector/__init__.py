@@ -63,7 +63,7 @@ and, when ``LAST_CHECKPOINT_ANNOTATION`` and ``REMOTE_WRITE_URL`` (the alert wor
 are set too, each team's count of running workloads that may be on borrowed capacity and have not checkpointed
 within their declared interval (:func:`checkpoints_overdue`), written as the series :data:`OVERDUE_SERIES` with
 Prometheus remote write (:mod:`hyperpod_tenancy.runtime.remote_write`), on which each team's rule group alerts
-(:func:`~hyperpod_tenancy.constructs.chargeback_pipeline.checkpoint_rule`).
+(:func:`~hyperpod_tenancy.k8s.alert_rules.checkpoint_rule`).
 
 Environment: ``CLUSTER_NAME`` (EKS cluster name), ``CLUSTER_LABEL`` (the ``cluster`` partition value, default
 the cluster name), ``BUCKET``, ``PREFIX`` (default ``raw/eviction/``), ``LOOKBACK_MINUTES`` (default 15: three
