@@ -18,6 +18,7 @@ from aws_cdk.assertions import Template
 from platforms import REPO
 
 from hyperpod_tenancy.policy import Platform
+from hyperpod_tenancy.policy.plan import TenancyPlan
 from hyperpod_tenancy.stacks import PlatformStage
 
 CDK_JSON = REPO / "cdk.json"
@@ -77,7 +78,7 @@ class Synth:
 
 
 def synthesize(
-    platform: Platform,
+    platform: Platform | TenancyPlan,
     outdir: Path,
     *,
     nag: bool = False,
@@ -85,7 +86,7 @@ def synthesize(
     context: dict[str, Any] | None = None,
     **stage_props: Any,
 ) -> Synth:
-    """Synthesize ``platform`` through :class:`PlatformStage` (optionally with cdk-nag AwsSolutions).
+    """Synthesize ``platform`` (a policy or a resolved plan) through :class:`PlatformStage` (optionally with cdk-nag).
 
     ``validate`` runs CDK's built-in template validation and ``context`` replaces the repository's
     (:func:`new_app`); the validation report is
@@ -93,7 +94,8 @@ def synthesize(
     (``cluster_options``, ``chargeback``...).
     """
     app = new_app(outdir, validate=validate, context=context)
-    stage = PlatformStage(app, platform.name, platform=platform, **stage_props)
+    policy = platform.platform if isinstance(platform, TenancyPlan) else platform
+    stage = PlatformStage(app, policy.name, platform=platform, **stage_props)
     if nag:
         from cdk_nag import AwsSolutionsChecks
 
@@ -101,7 +103,7 @@ def synthesize(
     app.synth()
     assembly = stage.synth()
     templates = {s.stack_name: s.template for s in assembly.stacks}
-    return Synth(platform=platform, app=app, stage=stage, templates=templates, outdir=outdir)
+    return Synth(platform=policy, app=app, stage=stage, templates=templates, outdir=outdir)
 
 
 def render_intrinsics(value: Any) -> Any:

@@ -62,12 +62,12 @@ from hyperpod_tenancy.constructs._private.principals import pod_identity_princip
 from hyperpod_tenancy.constructs.backends import checked_policy
 from hyperpod_tenancy.constructs.encryption import encrypt_platform_resources
 from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
+from hyperpod_tenancy.constructs.posix_identity_webhook import PosixIdentityWebhook
 from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.k8s import labels
 from hyperpod_tenancy.k8s.alert_rules import (
     CLUSTER_RULES_SUFFIX,
     cluster_rules,
-    webhook_timeout_seconds,
 )
 from hyperpod_tenancy.policy import names
 from hyperpod_tenancy.policy.chargeback import gpus_per_instance, max_checkpoint_minutes, team_configs
@@ -244,6 +244,18 @@ def job_asset_files(config: model.ChargebackConfig) -> dict[str, bytes]:
         **_package_files(chargeback_package, "hyperpod_tenancy/chargeback", ("*.py", "*.sql")),
         "chargeback_config.json": model.config_to_json(config).encode(),
     }
+
+
+def webhook_timeout_seconds(cluster: IHyperPodCluster) -> int:
+    """Return the ``timeoutSeconds`` of the cluster's POSIX identity webhook.
+
+    The construct's (:attr:`PosixIdentityWebhook.timeout_seconds`) when the cluster was created in this app, else
+    the policy's ``cluster.posixIdentity.timeoutSeconds`` (what the construct deploys by default).
+    """
+    webhook = getattr(cluster, "posix_identity", None)
+    if isinstance(webhook, PosixIdentityWebhook):
+        return webhook.timeout_seconds
+    return cluster.platform.cluster.posix_identity.timeout_seconds
 
 
 class ChargebackPipeline(Construct):

@@ -108,7 +108,7 @@ def team_expectation(
     return runtime.TeamExpectation(
         team=team.name,
         stack=stack,
-        permission_set_name=team.identity.permission_set_name or names.permission_set(team.name),
+        permission_set_name=team.permission_set,
         instance_arn=platform.identity_center.instance_arn,
         group_id=team.identity.group_id,
         kubernetes_group=names.kubernetes_group(team.name),

@@ -437,7 +437,7 @@ class TeamTenant(Construct):
     def _create_permission_set(self) -> tuple[sso.CfnPermissionSet, sso.CfnAssignment]:
         platform = self.cluster.platform
         stack = cdk.Stack.of(self)
-        name = self.team.identity.permission_set_name or names.permission_set(self.team.name)
+        name = self.team.permission_set
         permission_set = sso.CfnPermissionSet(
             self,
             "PermissionSet",

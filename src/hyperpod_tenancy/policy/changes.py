@@ -248,8 +248,8 @@ def _renamed(
 ) -> PolicyIssue:
     old_ns, new_ns = names.namespace(before.name), names.namespace(after.name)
     cause = wording.rename_cause
-    old_ps = before.identity.permission_set_name or names.permission_set(before.name)
-    new_ps = after.identity.permission_set_name or names.permission_set(after.name)
+    old_ps = before.permission_set
+    new_ps = after.permission_set
     sso = ""
     if old_ps != new_ps:
         sso = f" Permission set {old_ps!r} is replaced by {new_ps!r} (Name is createOnly): members sign in "
@@ -290,8 +290,8 @@ def _kept_off(new: Platform, before: Team, index: int, wording: FairnessWording)
 
 
 def _permission_set(before: Team, after: Team, index: int, out: list[PolicyIssue]) -> None:
-    old_name = before.identity.permission_set_name or names.permission_set(before.name)
-    new_name = after.identity.permission_set_name or names.permission_set(after.name)
+    old_name = before.permission_set
+    new_name = after.permission_set
     if old_name == new_name:
         return
     out.append(

@@ -13,6 +13,7 @@ from hyperpod_tenancy.constructs._private.annotations import warn
 from hyperpod_tenancy.constructs.backends import checked_policy, replacement_wording
 from hyperpod_tenancy.constructs.chargeback_pipeline import TEAM_COST_CENTER_TAG, TEAM_TAG
 from hyperpod_tenancy.policy import Platform, names, replacement_warnings, select_teams
+from hyperpod_tenancy.policy.plan import TenancyPlan
 from hyperpod_tenancy.stacks.chargeback_stack import ChargebackStack
 from hyperpod_tenancy.stacks.cluster_stack import ClusterOptions, ClusterStack
 from hyperpod_tenancy.stacks.progress import SynthProgress
@@ -35,7 +36,9 @@ class PlatformStage(cdk.Stage):
     Args:
         scope: the CDK app.
         id: stage ID (the platform name is a good choice).
-        platform: the tenancy policy; one built or changed in code is validated as ``load_platform`` validates a file
+        platform: the tenancy policy, or a :class:`~hyperpod_tenancy.policy.plan.TenancyPlan` an app built from one
+            (``TenancyPlan.resolve(policy).with_team(...)``). The stage resolves a policy once into its plan
+            (:attr:`plan`); one built or changed in code is validated as ``load_platform`` validates a file
             (:class:`~hyperpod_tenancy.errors.PolicyError` lists every problem; nothing is synthesized).
         baseline: the policy that is deployed now (e.g. ``platform.yaml`` of the main branch). Default: none.
             When given, every change CloudFormation would perform as a replacement (cluster name, VPC, a
@@ -70,7 +73,7 @@ class PlatformStage(cdk.Stage):
         scope: Construct,
         id: str,
         *,
-        platform: Platform,
+        platform: Platform | TenancyPlan,
         baseline: Platform | None = None,
         cluster_options: ClusterOptions | None = None,
         chargeback: Mapping[str, Any] | None = None,
@@ -78,13 +81,20 @@ class PlatformStage(cdk.Stage):
         teams: Sequence[str] | None = None,
         **kwargs: Any,
     ) -> None:
-        checked_policy(platform, where=f"PlatformStage {id!r}")
+        plan = (
+            platform
+            if isinstance(platform, TenancyPlan)
+            else _resolved(platform, where=f"PlatformStage {id!r}")
+        )
+        platform = plan.platform
         hosted = platform.hosted_teams if teams is None else select_teams(platform, teams)
         kwargs.setdefault("env", cdk.Environment(account=platform.account, region=platform.region))
         super().__init__(scope, id, **kwargs)
         # team stacks import a few cluster attributes; keep CloudFormation's exports protecting them
         self.node.set_context("@aws-cdk/core:defaultCrossStackReferences", "strong")
         #: The policy the stage was built from.
+        #: The policy resolved once: what every stack of the stage is built from.
+        self.plan: TenancyPlan = plan
         self.platform = platform
         #: The shared cluster's stack.
         self.cluster_stack = ClusterStack(
@@ -99,7 +109,7 @@ class PlatformStage(cdk.Stage):
         self.team_stacks: dict[str, TeamStack] = {}
         for done, spec in enumerate(hosted, start=1):
             self.team_stacks[spec.name] = TeamStack(
-                self, team_stack_id(spec.name), cluster=self.cluster_stack.cluster, team=spec.name
+                self, plan.team(spec.name).stack_id, cluster=self.cluster_stack.cluster, team=spec.name
             )
             self.progress.step(done)
         #: The chargeback stack (``None`` without ``chargeback``).
@@ -117,3 +127,8 @@ class PlatformStage(cdk.Stage):
                 cdk.Tags.of(stack).add(CLUSTER_TAG_KEY, platform.cluster.name)
                 cdk.Tags.of(stack).add(TEAM_TAG, team)
                 cdk.Tags.of(stack).add(TEAM_COST_CENTER_TAG, pipeline.cost_center(team))
+
+
+def _resolved(platform: Platform, *, where: str) -> TenancyPlan:
+    """Resolve ``platform`` once it passed every rule (a fairness backend registered in code is accepted)."""
+    return TenancyPlan.resolve(checked_policy(platform, where=where), where=where)

@@ -13,8 +13,6 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
-import hyperpod_tenancy
-
 __all__ = ["lambda_asset_files", "library_modules"]
 
 _ROOT = "hyperpod_tenancy"
@@ -22,7 +20,7 @@ _ROOT = "hyperpod_tenancy"
 
 #: The library's source folder (``hyperpod_tenancy``); modules are found by path, never imported (a handler's
 #: imports, boto3 among them, need not be installed where the app synthesizes).
-_SOURCE = Path(hyperpod_tenancy.__file__).parent
+_SOURCE = Path(__file__).resolve().parents[2]
 
 
 def _file_of(module: str) -> Path | None:

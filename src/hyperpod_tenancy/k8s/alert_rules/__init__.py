@@ -11,7 +11,6 @@ from hyperpod_tenancy.k8s.alert_rules.cluster import (
     WEBHOOK_LATENCY_SHARE_OF_TIMEOUT,
     WEBHOOK_MIN_REQUESTS_PER_MINUTE,
     cluster_rules,
-    webhook_timeout_seconds,
 )
 from hyperpod_tenancy.k8s.alert_rules.teams import (
     CHECKPOINTS_OVERDUE_SERIES,
@@ -34,5 +33,4 @@ __all__ = [
     "cluster_rules",
     "preemption_rules",
     "waiting_rule",
-    "webhook_timeout_seconds",
 ]

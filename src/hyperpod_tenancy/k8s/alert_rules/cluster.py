@@ -6,8 +6,6 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
-from hyperpod_tenancy.constructs.posix_identity_webhook import PosixIdentityWebhook
 from hyperpod_tenancy.k8s import labels, posix_identity
 from hyperpod_tenancy.k8s.alert_rules.teams import checkpoint_signal_rule
 
@@ -19,7 +17,6 @@ __all__ = [
     "WEBHOOK_LATENCY_SHARE_OF_TIMEOUT",
     "WEBHOOK_MIN_REQUESTS_PER_MINUTE",
     "cluster_rules",
-    "webhook_timeout_seconds",
 ]
 
 #: HyperPod's node health label (its taint key too).
@@ -61,18 +58,6 @@ WEBHOOK_MIN_REQUESTS_PER_MINUTE = 1
 #: The p99 latency alert fires above this share of the webhook's ``timeoutSeconds``: well before the API server
 #: gives up on the webhook (and, with ``failurePolicy: Fail``, refuses the request).
 WEBHOOK_LATENCY_SHARE_OF_TIMEOUT = 0.2
-
-
-def webhook_timeout_seconds(cluster: IHyperPodCluster) -> int:
-    """Return the ``timeoutSeconds`` of the cluster's POSIX identity webhook.
-
-    The construct's (:attr:`PosixIdentityWebhook.timeout_seconds`) when the cluster was created in this app, else
-    the policy's ``cluster.posixIdentity.timeoutSeconds`` (what the construct deploys by default).
-    """
-    webhook = getattr(cluster, "posix_identity", None)
-    if isinstance(webhook, PosixIdentityWebhook):
-        return webhook.timeout_seconds
-    return cluster.platform.cluster.posix_identity.timeout_seconds
 
 
 def _webhook_rules(cluster_labels: Mapping[str, str], *, timeout_seconds: int) -> list[dict[str, Any]]:
@@ -254,7 +239,7 @@ def cluster_rules(cluster: str, reserved: Mapping[str, int], *, webhook_timeout_
     Args:
         cluster: the cluster name (a label of every alert).
         reserved: instance type → nodes kept outside every quota (``cluster.instanceGroups[].reserved``, summed).
-        webhook_timeout_seconds: the webhook's ``timeoutSeconds`` (:func:`webhook_timeout_seconds`).
+        webhook_timeout_seconds: the webhook's ``timeoutSeconds`` (:func:`hyperpod_tenancy.constructs.chargeback_pipeline.webhook_timeout_seconds`).
 
     """
     labels = {"cluster": cluster}

@@ -239,7 +239,7 @@ def onboarding_facts(platform: Platform, team: str, *, sso_start_url: str | None
         region=platform.region,
         sso_start_url=sso_start_url,
         sso_region=platform.identity_center.region,
-        permission_set=spec.identity.permission_set_name or names.permission_set(spec.name),
+        permission_set=spec.permission_set,
         profile=profile,
         sso_session=platform.name,
         cluster=cluster,

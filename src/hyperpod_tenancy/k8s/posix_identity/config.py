@@ -15,11 +15,6 @@ from hyperpod_tenancy.records.posix_identity import PosixTeamRecord
 __all__ = ["team_record", "team_records_path", "webhook_config"]
 
 
-def _permission_set_name(platform: Platform, team: str) -> str:
-    t = platform.team(team)
-    return t.identity.permission_set_name or names.permission_set(t.name)
-
-
 def webhook_config(platform: Platform) -> dict[str, Any]:
     """Return the server's configuration file (``--teams``): UIDs, exemptions, home claim, team records' path.
 
@@ -62,7 +57,7 @@ def team_record(platform: Platform, team: str) -> PosixTeamRecord:
         team=t.name,
         gid=t.identity.posix_gid,
         local_queue=names.local_queue(t.name),
-        role_name_prefix=f"{SSO_ROLE_PREFIX}{_permission_set_name(platform, t.name)}_",
+        role_name_prefix=f"{SSO_ROLE_PREFIX}{t.permission_set}_",
     )
 
 

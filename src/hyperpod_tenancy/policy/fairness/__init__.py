@@ -32,6 +32,7 @@ __all__ = [
     "TaskGovernanceFairness",
     "fairness_of",
     "register_fairness",
+    "registered_keys",
     "unregister_fairness",
 ]
 
@@ -62,6 +63,11 @@ def unregister_fairness(key: Hashable) -> None:
     for builtin in BUILTIN:
         if builtin.key == key:
             _REGISTRY[key] = builtin
+
+
+def registered_keys() -> tuple[Hashable, ...]:
+    """Return the keys of every registered backend (the built-in ones and those registered in code)."""
+    return tuple(_REGISTRY)
 
 
 def fairness_of(platform_or_key: Platform | Any) -> Fairness:

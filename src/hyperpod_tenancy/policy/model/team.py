@@ -119,6 +119,11 @@ class Team:
     require_customer_managed_key: bool = False
 
     @property
+    def permission_set(self) -> str:
+        """The name of the team's Identity Center permission set: ``identity.permissionSetName`` or the derived one."""
+        return self.identity.permission_set_name or names.permission_set(self.name)
+
+    @property
     def effective_cost_center(self) -> str:
         """The cost center the team is charged to: :attr:`cost_center`, or the team name."""
         return self.cost_center or self.name
