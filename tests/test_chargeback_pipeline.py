@@ -46,19 +46,19 @@ from hyperpod_tenancy.k8s.alert_rules import (
     preemption_rules,
 )
 from hyperpod_tenancy.policy import names
-from hyperpod_tenancy.stacks import PlatformStage
+from hyperpod_tenancy.stacks import ChargebackOptions, PlatformStage
 from hyperpod_tenancy.webhook.metrics import WebhookMetrics
 from hyperpod_tenancy.webhook.server import NAMESPACE_REFRESH_ENV
 
 CHART = UsageReportChart(
     oci_repository="oci://111122223333.dkr.ecr.us-east-1.amazonaws.com/mirror/sagemaker-hyperpod-usage-report"
 )
-PIPELINE: dict[str, Any] = {
-    "billing_rule": BillingRule.RESERVATION,
-    "idle_owner": "platform",
-    "cost_centers": {"research": "cc-1001"},
-    "usage_report_chart": CHART,
-}
+PIPELINE = ChargebackOptions(
+    billing_rule=BillingRule.RESERVATION,
+    idle_owner="platform",
+    cost_centers={"research": "cc-1001"},
+    usage_report_chart=CHART,
+)
 
 
 class Synthesized:
@@ -1286,3 +1286,14 @@ def test_a_relabelled_team_namespace_alerts_within_minutes(
                 {"eval_time": "4m", "alertname": rule["alert"], "exp_alerts": expected},
             ],
         )
+
+
+def test_the_stage_takes_typed_chargeback_options_and_refuses_a_dict(tmp_path: Path) -> None:
+    platform = platforms.reference_platform()
+    with pytest.raises(TenancyError, match=r"pass ChargebackOptions\(\.\.\.\)"):
+        PlatformStage(
+            cdk.App(outdir=str(tmp_path)), platform.name, platform=platform, chargeback={"idle_owner": "x"}
+        )  # type: ignore[arg-type]
+    with pytest.raises(TenancyError, match=r"ChargebackOptions\.tolerance: 0\.01 is not a Decimal"):
+        ChargebackOptions(tolerance=0.01)  # type: ignore[arg-type]
+    assert ChargebackOptions(idle_owner="platform").kwargs() == {"idle_owner": "platform"}

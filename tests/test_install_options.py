@@ -2,7 +2,7 @@
 
 The POSIX identity webhook's image (``cluster.posixIdentity.imageUri``, ``PlatformStage(cluster_options=...)``,
 ``SharedHyperPodCluster(posix_identity_image_uri=...)``) and the usage-report operator's chart
-(``chargeback.usageReportChart``, ``PlatformStage(chargeback={"usage_report_chart": ...})``).
+(``chargeback.usageReportChart``, ``PlatformStage(chargeback=ChargebackOptions(usage_report_chart=...))``).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import aws_cdk as cdk
@@ -14,7 +14,7 @@ from hyperpod_tenancy.constructs.backends import checked_policy, replacement_wor
 from hyperpod_tenancy.constructs.chargeback_pipeline import TEAM_COST_CENTER_TAG, TEAM_TAG
 from hyperpod_tenancy.policy import Platform, names, replacement_warnings, select_teams
 from hyperpod_tenancy.policy.plan import TenancyPlan
-from hyperpod_tenancy.stacks.chargeback_stack import ChargebackStack
+from hyperpod_tenancy.stacks.chargeback_stack import ChargebackOptions, ChargebackStack, chargeback_options
 from hyperpod_tenancy.stacks.cluster_stack import ClusterOptions, ClusterStack
 from hyperpod_tenancy.stacks.progress import SynthProgress
 from hyperpod_tenancy.stacks.team_stack import TeamStack
@@ -49,9 +49,10 @@ class PlatformStage(cdk.Stage):
             policy (:class:`~hyperpod_tenancy.stacks.cluster_stack.ClusterOptions`: ``vpc``, ``vpc_cidr_blocks``,
             ``endpoint_access``, ``kubectl_layer``, ``posix_identity_image_uri``), passed by the cluster stack.
             Default: every one at its default.
-        chargeback: keyword arguments of :class:`~hyperpod_tenancy.constructs.chargeback_pipeline.ChargebackPipeline`
-            on top of the policy's ``chargeback:`` section (for example ``usage_report_chart``; without a section,
-            ``billing_rule`` and ``idle_owner`` at least). With either, the stage adds a ``Chargeback`` stack, tags
+        chargeback: options of :class:`~hyperpod_tenancy.constructs.chargeback_pipeline.ChargebackPipeline`
+            on top of the policy's ``chargeback:`` section
+            (:class:`~hyperpod_tenancy.stacks.chargeback_stack.ChargebackOptions`, for example
+            ``usage_report_chart``; without a section, ``billing_rule`` and ``idle_owner`` at least). With either, the stage adds a ``Chargeback`` stack, tags
             the cluster stack ``hyperpod-tenancy:cluster`` and every team stack ``hyperpod-tenancy:team`` and
             ``hyperpod-tenancy:cost-center`` (the cost allocation tags the pipeline activates), and gives every team
             stack the team's part of the chargeback (``TeamStack.add_chargeback``). Default: no chargeback unless
@@ -76,7 +77,7 @@ class PlatformStage(cdk.Stage):
         platform: Platform | TenancyPlan,
         baseline: Platform | None = None,
         cluster_options: ClusterOptions | None = None,
-        chargeback: Mapping[str, Any] | None = None,
+        chargeback: ChargebackOptions | None = None,
         progress: bool | None = None,
         teams: Sequence[str] | None = None,
         **kwargs: Any,
@@ -87,6 +88,7 @@ class PlatformStage(cdk.Stage):
             else _resolved(platform, where=f"PlatformStage {id!r}")
         )
         platform = plan.platform
+        options = None if chargeback is None else chargeback_options(chargeback)
         hosted = platform.hosted_teams if teams is None else select_teams(platform, teams)
         kwargs.setdefault("env", cdk.Environment(account=platform.account, region=platform.region))
         super().__init__(scope, id, **kwargs)
@@ -114,9 +116,9 @@ class PlatformStage(cdk.Stage):
             self.progress.step(done)
         #: The chargeback stack (``None`` without ``chargeback``).
         self.chargeback_stack: ChargebackStack | None = None
-        if chargeback is not None or platform.chargeback is not None:
+        if options is not None or platform.chargeback is not None:
             self.chargeback_stack = ChargebackStack(
-                self, "Chargeback", cluster=self.cluster_stack.cluster, pipeline=dict(chargeback or {})
+                self, "Chargeback", cluster=self.cluster_stack.cluster, options=options
             )
             pipeline = self.chargeback_stack.pipeline
             cdk.Tags.of(self.cluster_stack).add(CLUSTER_TAG_KEY, platform.cluster.name)
