@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import base64
-import shlex
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
@@ -20,18 +17,13 @@ from aws_cdk import aws_sso as sso
 from constructs import Construct, IValidation
 
 from hyperpod_tenancy.constructs._private.annotations import (
-    acknowledge,
     acknowledge_role,
     warn,
-    wildcard_findings,
 )
 from hyperpod_tenancy.constructs._private.extensions import ChartExtensions, chart_objects
 from hyperpod_tenancy.constructs._private.principals import pod_identity_principal
-from hyperpod_tenancy.constructs._private.sso_role_provider import MAX_SSO_ROLE_TIMEOUT
 from hyperpod_tenancy.constructs._private.team_iam import (
     S3_OBJECT_ACTIONS,
-    permission_set_inline_policy,
-    studio_execution_policy,
     studio_trust_conditions,
     team_data_policy,
     team_prefix,
@@ -43,8 +35,14 @@ from hyperpod_tenancy.constructs.drift_audit import (
     kube_record_parameter,
     team_expectation,
 )
-from hyperpod_tenancy.constructs.encryption import encrypt_new_log_groups_and_tables, skip_without_key
+from hyperpod_tenancy.constructs.encryption import encrypt_new_log_groups_and_tables
 from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
+from hyperpod_tenancy.constructs.tenant_identity import build_identity
+from hyperpod_tenancy.constructs.tenant_studio import (
+    STUDIO_LIFECYCLE_SCRIPT,
+    build_studio,
+    studio_lifecycle_script,
+)
 from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.k8s import onboarding, posix_identity
 from hyperpod_tenancy.k8s.admission_check import check_team_objects
@@ -52,28 +50,11 @@ from hyperpod_tenancy.k8s.audit_record import kube_expectation
 from hyperpod_tenancy.k8s.team_chart import TeamChart
 from hyperpod_tenancy.k8s.team_manifests import DEFAULT_SERVICE_ACCOUNT, FsxVolume
 from hyperpod_tenancy.policy import Team, names
-from hyperpod_tenancy.runtime import drift_audit
 
 __all__ = ["NAMESPACE_WAIT", "STUDIO_LIFECYCLE_SCRIPT", "TeamTenant", "studio_lifecycle_script"]
 
-#: How long the SSO role lookup waits for Identity Center to provision the role.
-DEFAULT_SSO_ROLE_TIMEOUT = cdk.Duration.minutes(15)
 #: Object actions :meth:`TeamTenant.grant_read_data` grants under the team prefix.
 _READ_OBJECT_ACTIONS = ("s3:GetObject",)
-#: The Studio lifecycle script (its ``HPT_*`` settings are prepended at synth: :func:`studio_lifecycle_script`).
-STUDIO_LIFECYCLE_SCRIPT = Path(__file__).resolve().parent / "assets" / "studio-lifecycle.sh"
-#: ``StudioLifecycleConfigContent`` is base64 of at most 16384 characters (AWS::SageMaker::StudioLifecycleConfig).
-_LIFECYCLE_CONTENT_MAX = 16384
-
-
-def studio_lifecycle_script(facts: onboarding.OnboardingFacts) -> str:
-    """Return the Studio lifecycle script of a team: the asset with the team's ``HPT_*`` settings first."""
-    body = STUDIO_LIFECYCLE_SCRIPT.read_text(encoding="utf-8")
-    shebang, _, rest = body.partition("\n")
-    settings = "".join(
-        f"{key}={shlex.quote(value)}\n" for key, value in onboarding.lifecycle_environment(facts).items()
-    )
-    return f"{shebang}\n# team {facts.team} of platform {facts.platform} (hyperpod-tenancy)\n{settings}{rest}"
 
 
 @jsii.implements(IValidation)
@@ -192,8 +173,6 @@ class TeamTenant(Construct):
             team,
             sso_start_url=sso_start_url or context_url,
         )
-        #: The Studio lifecycle configurations of the team's domain (JupyterLab, Code Editor; empty without Studio).
-        self.lifecycle_configs: list[sagemaker.CfnStudioLifecycleConfig] = []
 
         #: Studio execution role: S3 under ``teams/<team>/`` and the apps and spaces of the team's own domain only;
         #: trusted by SageMaker from this account only (``aws:SourceAccount``).
@@ -214,19 +193,38 @@ class TeamTenant(Construct):
             service_account=self.service_account,
             role_arn=self.workload_role.role_arn,
         )
-        #: Assignment of the team's Identity Center group to the domain's SSO application (``None`` without Studio).
-        self.studio_assignment: sso.CfnApplicationAssignment | None = None
-        #: Security group of the team's Studio apps, admitted to the EKS API endpoint on 443 (``None`` without Studio).
-        self.studio_security_group: ec2.SecurityGroup | None = None
+        studio = (
+            build_studio(
+                self, cluster=cluster, team=spec, facts=self.onboarding, execution_role=self.execution_role
+            )
+            if spec.studio
+            else None
+        )
         #: The team's SageMaker Studio domain (``None`` when ``studio: false``), retained on delete.
-        self.domain: sagemaker.CfnDomain | None = self._create_domain() if spec.studio else None
+        self.domain: sagemaker.CfnDomain | None = studio.domain if studio else None
+        #: Assignment of the team's Identity Center group to the domain's SSO application (``None`` without Studio).
+        self.studio_assignment: sso.CfnApplicationAssignment | None = studio.assignment if studio else None
+        #: Security group of the team's Studio apps, admitted to the EKS API endpoint on 443 (``None`` without Studio).
+        self.studio_security_group: ec2.SecurityGroup | None = studio.security_group if studio else None
+        #: The Studio lifecycle configurations of the team's domain (JupyterLab, Code Editor; empty without Studio).
+        self.lifecycle_configs: list[sagemaker.CfnStudioLifecycleConfig] = (
+            list(studio.lifecycle_configs) if studio else []
+        )
+        access = build_identity(
+            self,
+            cluster=cluster,
+            team=spec,
+            domain=self.domain,
+            execution_role=self.execution_role,
+            kubernetes_group=self.kubernetes_group,
+            sso_role_timeout=sso_role_timeout,
+        )
         #: Identity Center permission set of the team (assigned to the team's group).
-        self.permission_set: sso.CfnPermissionSet
-        self.permission_set, assignment = self._create_permission_set()
+        self.permission_set: sso.CfnPermissionSet = access.permission_set
         #: Full ARN (with its /aws-reserved/... path) of the team's Identity Center role.
-        self.sso_role_arn = self._resolve_sso_role(assignment, sso_role_timeout or DEFAULT_SSO_ROLE_TIMEOUT)
+        self.sso_role_arn: str = access.sso_role_arn
         #: EKS access entries (Identity Center role, Studio role), mapped to :attr:`kubernetes_group` only.
-        self.access_entries = self._create_access_entries()
+        self.access_entries: list[eks.CfnAccessEntry] = list(access.access_entries)
         backend = backend_for(platform)
         #: What the fairness backend built for the team (its quota, what the chart is applied after).
         self.fairness: TeamFairness = backend.build_team(self, cluster, spec)
@@ -294,207 +292,6 @@ class TeamTenant(Construct):
             key.grant_data(role, service="s3")
         return role
 
-    def _create_domain(self) -> sagemaker.CfnDomain:
-        platform = self.cluster.platform
-        client = self.cluster.api_client_security_group_id
-        security_group = ec2.SecurityGroup(
-            self,
-            "StudioSecurityGroup",
-            vpc=self.cluster.vpc,
-            description=f"SageMaker Studio of team {self.team.name}",
-            allow_all_outbound=True,
-        )
-        lifecycle = self._create_lifecycle_configs()
-        domain = sagemaker.CfnDomain(
-            self,
-            "Domain",
-            domain_name=names.studio_domain(platform.cluster.name, self.team.name),
-            auth_mode="SSO",
-            app_network_access_type="VpcOnly",
-            # the domain's tags (the team's and its cost center's) reach every space and app its people start, so
-            # their bill lines are charged to the team ("Custom tag propagation", SageMaker AI developer guide)
-            tag_propagation="ENABLED",
-            vpc_id=self.cluster.vpc.vpc_id,
-            subnet_ids=[
-                s.subnet_id
-                for s in self.cluster.vpc.select_subnets(
-                    subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS
-                ).subnets
-            ],
-            default_user_settings=sagemaker.CfnDomain.UserSettingsProperty(
-                execution_role=self.execution_role.role_arn,
-                # the cluster's API client group admits the apps to the private API endpoint: no rule per team
-                security_groups=[security_group.security_group_id, *([client] if client else [])],
-                # the default lifecycle configuration runs at every app start ("Lifecycle configurations within
-                # Amazon SageMaker Studio"; set as default in DefaultResourceSpec, and listed, as the schema asks)
-                jupyter_lab_app_settings=sagemaker.CfnDomain.JupyterLabAppSettingsProperty(
-                    default_resource_spec=sagemaker.CfnDomain.ResourceSpecProperty(
-                        lifecycle_config_arn=lifecycle["JupyterLab"]
-                    ),
-                    lifecycle_config_arns=[lifecycle["JupyterLab"]],
-                ),
-                code_editor_app_settings=sagemaker.CfnDomain.CodeEditorAppSettingsProperty(
-                    default_resource_spec=sagemaker.CfnDomain.ResourceSpecProperty(
-                        lifecycle_config_arn=lifecycle["CodeEditor"]
-                    ),
-                    lifecycle_config_arns=[lifecycle["CodeEditor"]],
-                ),
-            ),
-            # the domain's EFS home volume and its spaces' EBS volumes (CfnDomain KmsKeyId)
-            kms_key_id=key.use("AWS::SageMaker::Domain").key_arn
-            if (key := self.cluster.platform_key)
-            else None,
-        )
-        domain.apply_removal_policy(cdk.RemovalPolicy.RETAIN)
-        if key is not None:
-            # spaces' EBS volumes are created for the user's execution role: the actions EBS asks of the caller
-            # of an encrypted volume ("Permissions for IAM users", Amazon EBS encryption, EBS user guide), through
-            # SageMaker and EC2 only
-            iam.Grant.add_to_principal(
-                grantee=self.execution_role,
-                actions=[
-                    "kms:CreateGrant",
-                    "kms:Decrypt",
-                    "kms:DescribeKey",
-                    "kms:GenerateDataKeyWithoutPlainText",
-                    "kms:ReEncrypt*",
-                ],
-                resource_arns=[key.key_arn],
-                conditions={
-                    "StringEquals": {"kms:ViaService": [key.via_service("sagemaker"), key.via_service("ec2")]}
-                },
-            )
-        else:
-            skip_without_key(
-                [domain], "CKV_AWS_187", "the domain's EFS and EBS volumes", "SageMaker's AWS-managed key"
-            )
-        stack = cdk.Stack.of(self)
-        # A separate policy, not inline: the domain references the role, the policy the domain (no cycle).
-        studio_policy = iam.Policy(
-            self,
-            "StudioPolicy",
-            roles=[self.execution_role],
-            document=iam.PolicyDocument.from_json(
-                studio_execution_policy(
-                    domain_id=domain.attr_domain_id,
-                    region=stack.region,
-                    account=stack.account,
-                    partition=stack.partition,
-                )
-            ),
-        )
-        acknowledge(
-            studio_policy,
-            wildcard_findings(studio_policy),
-            "apps and spaces of the team's own domain only (app/<domain-id>/*, space/<domain-id>/*; AddTags only "
-            "while creating them); ListApps/ListSpaces/ListUserProfiles support no resource-level permission; "
-            "isolation from other teams' domains is proven by tests/test_team_iam.py",
-        )
-        # AuthMode SSO: a user sees the domain in the access portal only once their group is assigned to the
-        # domain's Identity Center application ("IAM Identity Center groups in a domain", SageMaker developer guide).
-        self.studio_assignment = sso.CfnApplicationAssignment(
-            self,
-            "StudioAssignment",
-            application_arn=domain.attr_single_sign_on_application_arn,
-            principal_type="GROUP",
-            principal_id=self.team.identity.group_id,
-        )
-        # users arrive only once the execution role can create their apps and spaces
-        self.studio_assignment.node.add_dependency(studio_policy)
-        # Studio apps call the cluster's private API endpoint (kubectl, the hyp CLI): through the client group, or
-        # (an imported cluster without one) a rule of their own on the endpoint's group
-        if client is None:
-            self.cluster.allow_api_access_from(self, "StudioApiAccess", peer=security_group)
-        self.studio_security_group = security_group
-        return domain
-
-    def _create_lifecycle_configs(self) -> dict[str, str]:
-        """Create the team's Studio lifecycle configurations; return their ARNs by app type."""
-        script = studio_lifecycle_script(self.onboarding)
-        content = base64.b64encode(script.encode()).decode()
-        if len(content) > _LIFECYCLE_CONTENT_MAX:  # pragma: no cover - the asset is a few KiB
-            raise TenancyError(
-                f"{self.node.path}: the Studio lifecycle script is {len(content)} characters in base64; "
-                f"StudioLifecycleConfigContent holds at most {_LIFECYCLE_CONTENT_MAX}."
-            )
-        # the tags the stage puts on every team resource are create-only here too: a change replaces the config
-        salt = f"{script}\n{self.team.name}\n{self.team.effective_cost_center}"
-        arns: dict[str, str] = {}
-        for app_type in onboarding.LIFECYCLE_APP_TYPES:
-            config = sagemaker.CfnStudioLifecycleConfig(
-                self,
-                f"StudioLifecycle{app_type}",
-                studio_lifecycle_config_app_type=app_type,
-                studio_lifecycle_config_content=content,
-                studio_lifecycle_config_name=onboarding.lifecycle_config_name(
-                    self.onboarding, app_type, content=salt
-                ),
-            )
-            self.lifecycle_configs.append(config)
-            arns[app_type] = config.attr_studio_lifecycle_config_arn
-        return arns
-
-    def _create_permission_set(self) -> tuple[sso.CfnPermissionSet, sso.CfnAssignment]:
-        platform = self.cluster.platform
-        stack = cdk.Stack.of(self)
-        name = self.team.permission_set
-        permission_set = sso.CfnPermissionSet(
-            self,
-            "PermissionSet",
-            instance_arn=platform.identity_center.instance_arn,
-            name=name,
-            description=f"Team {self.team.name} on HyperPod cluster {platform.cluster.name}",
-            session_duration="PT8H",
-            inline_policy=permission_set_inline_policy(
-                team=self.team.name,
-                eks_cluster_arn=self.cluster.eks_cluster_arn,
-                hyperpod_cluster_arn=self.cluster.hyperpod_cluster_arn,
-                bucket_arn=self.cluster.data_bucket.bucket_arn,
-                domain_id=self.domain.attr_domain_id if self.domain else None,
-                region=stack.region,
-                account=stack.account,
-                partition=stack.partition,
-                # the data bucket is SSE-KMS under the platform key: its members read and write through S3
-                data_key_arn=key.key_arn if (key := self.cluster.platform_key) else None,
-            ),
-        )
-        assignment = sso.CfnAssignment(
-            self,
-            "Assignment",
-            instance_arn=platform.identity_center.instance_arn,
-            permission_set_arn=permission_set.attr_permission_set_arn,
-            principal_type="GROUP",
-            principal_id=self.team.identity.group_id,
-            target_type="AWS_ACCOUNT",
-            target_id=stack.account,
-        )
-        self._permission_set_name = name
-        return permission_set, assignment
-
-    def _resolve_sso_role(self, assignment: sso.CfnAssignment, timeout: cdk.Duration) -> str:
-        if timeout.to_seconds() > MAX_SSO_ROLE_TIMEOUT.to_seconds():
-            raise TenancyError(
-                f"{self.node.path}: sso_role_timeout is {timeout.to_human_string()}; the shared role-lookup provider "
-                f"waits at most {MAX_SSO_ROLE_TIMEOUT.to_human_string()}: pass a shorter timeout."
-            )
-        resource = cdk.CustomResource(
-            self,
-            "SsoRole",
-            service_token=self.cluster.sso_role_service_token,
-            resource_type="Custom::SsoRoleArn",
-            properties={
-                "PermissionSetName": self._permission_set_name,
-                "PermissionSetArn": self.permission_set.attr_permission_set_arn,
-                "TimeoutSeconds": str(int(timeout.to_seconds())),
-                # re-run the lookup whenever the assignment is recreated (the role suffix changes then)
-                "Assignment": assignment.ref,
-                # `cdk deploy -c hyperpod-tenancy:ssoRoleLookup=<new value>` re-runs the lookup (docs/audit.md)
-                **self._lookup_nonce(),
-            },
-        )
-        resource.node.add_dependency(assignment)
-        return resource.get_att_string("RoleArn")
-
     def _audit_record(self) -> ssm.StringParameter:
         platform = self.cluster.platform
         expectation = team_expectation(
@@ -510,31 +307,6 @@ class TeamTenant(Construct):
         return audit_record_parameter(
             self, "DriftAuditRecord", cluster=platform.cluster.name, expectation=expectation
         )
-
-    def _lookup_nonce(self) -> dict[str, str]:
-        """``{"Lookup": <value>}`` of the context :data:`~hyperpod_tenancy.runtime.drift_audit.SSO_ROLE_LOOKUP_CONTEXT`.
-
-        Empty without it, so the template does not change until an operator asks for a new lookup.
-        """
-        value = self.node.try_get_context(drift_audit.SSO_ROLE_LOOKUP_CONTEXT)
-        return {} if value is None or value == "" else {"Lookup": str(value)}
-
-    def _create_access_entries(self) -> list[eks.CfnAccessEntry]:
-        principals = {"SsoAccess": self.sso_role_arn}
-        if self.domain is not None:
-            principals["StudioAccess"] = self.execution_role.role_arn
-        return [
-            eks.CfnAccessEntry(
-                self,
-                entry_id,
-                cluster_name=self.cluster.eks_cluster_name,
-                principal_arn=arn,
-                type="STANDARD",
-                # RBAC in the team namespace only: no access policy, so never cluster-admin or cluster-wide.
-                kubernetes_groups=[self.kubernetes_group],
-            )
-            for entry_id, arn in principals.items()
-        ]
 
     # ------------------------------------------------------------------ console grants
     def allow_in_permission_set(self, *statements: Mapping[str, Any]) -> None:
