@@ -49,6 +49,7 @@ from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
 from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.k8s import labels
 from hyperpod_tenancy.k8s.audit_record import PLATFORM_NAMESPACES
+from hyperpod_tenancy.k8s.audit_record import team_expectation as policy_expectation
 from hyperpod_tenancy.policy import Platform, Team, names
 from hyperpod_tenancy.runtime import drift_audit as runtime
 from hyperpod_tenancy.runtime.kube_drift import KubeExpectation
@@ -105,17 +106,13 @@ def team_expectation(
             ``compute_quota_properties``, exactly as the stack's).
 
     """
-    return runtime.TeamExpectation(
-        team=team.name,
+    return policy_expectation(
+        platform,
+        team,
         stack=stack,
-        permission_set_name=team.permission_set,
-        instance_arn=platform.identity_center.instance_arn,
-        group_id=team.identity.group_id,
-        kubernetes_group=names.kubernetes_group(team.name),
         permission_set_arn=permission_set_arn,
         sso_role_arn=sso_role_arn,
-        studio_domain=names.studio_domain(platform.cluster.name, team.name) if team.studio else None,
-        execution_role_arn=execution_role_arn if team.studio else None,
+        execution_role_arn=execution_role_arn,
         compute_quota=compute_quota_properties(platform, team, cluster_arn=cluster_arn)
         if compute_quota
         else None,

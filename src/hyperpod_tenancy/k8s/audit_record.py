@@ -14,9 +14,10 @@ from hyperpod_tenancy.k8s.labels import namespace_labels
 from hyperpod_tenancy.k8s.posix_identity import WEBHOOK_NAMESPACE
 from hyperpod_tenancy.k8s.team_manifests import SYSTEM_NAMESPACE
 from hyperpod_tenancy.policy import Platform, Team, names
+from hyperpod_tenancy.runtime.drift_audit import TeamExpectation
 from hyperpod_tenancy.runtime.kube_drift import AUDITED_KINDS, KubeExpectation
 
-__all__ = ["PLATFORM_NAMESPACES", "kube_expectation"]
+__all__ = ["PLATFORM_NAMESPACES", "kube_expectation", "team_expectation"]
 
 #: Namespaces whose service accounts are the cluster's and the platform's own (bindings of theirs are expected).
 PLATFORM_NAMESPACES = frozenset({"kube-system", SYSTEM_NAMESPACE, WEBHOOK_NAMESPACE})
@@ -41,4 +42,44 @@ def kube_expectation(
         kubernetes_group=names.kubernetes_group(team.name),
         labels=namespace_labels(platform, team),
         objects=[dict(m) for m in manifests if m.get("kind") in AUDITED_KINDS],
+    )
+
+
+def team_expectation(
+    platform: Platform,
+    team: Team,
+    *,
+    stack: str,
+    permission_set_arn: str | None = None,
+    sso_role_arn: str | None = None,
+    execution_role_arn: str | None = None,
+    compute_quota: Mapping[str, Any] | None = None,
+) -> TeamExpectation:
+    """Return a team's AWS audit expectation: the policy's names, with the deployed values that are known.
+
+    The team stack passes its own values (CDK tokens, written to its audit record); ``hyperpod-tenancy audit``
+    passes those the record holds, or none when there is no record.
+
+    Args:
+        platform: the policy.
+        team: a hosted team.
+        stack: the team stack's path (what ``cdk deploy`` takes).
+        permission_set_arn: the permission set the stack deployed.
+        sso_role_arn: the Identity Center role the stack resolved.
+        execution_role_arn: the team's Studio execution role (ignored without Studio).
+        compute_quota: the compute quota's name and fields, as the stack renders them (``None``: Kueue).
+
+    """
+    return TeamExpectation(
+        team=team.name,
+        stack=stack,
+        permission_set_name=team.permission_set,
+        instance_arn=platform.identity_center.instance_arn,
+        group_id=team.identity.group_id,
+        kubernetes_group=names.kubernetes_group(team.name),
+        permission_set_arn=permission_set_arn,
+        sso_role_arn=sso_role_arn,
+        studio_domain=names.studio_domain(platform.cluster.name, team.name) if team.studio else None,
+        execution_role_arn=execution_role_arn if team.studio else None,
+        compute_quota=compute_quota,
     )

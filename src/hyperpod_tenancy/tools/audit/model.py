@@ -1,7 +1,7 @@
 """What ``hyperpod-tenancy audit`` expects of AWS: each team's expectation, from the policy and its audit record.
 
-Names come from the policy, through the functions the stacks use (:mod:`hyperpod_tenancy.policy.names`,
-:func:`hyperpod_tenancy.k8s.onboarding.onboarding_facts`); what is known only once deployed (the permission set's
+Names come from the policy, through the one function the team stacks use too
+(:func:`hyperpod_tenancy.k8s.audit_record.team_expectation`); what is known only once deployed (the permission set's
 ARN, the Identity Center role the stack resolved, the Studio execution role, the compute quota the stack rendered
 with ``compute_quota_properties``) comes from the team's audit record, which its stack writes to SSM. The
 compute quota is therefore compared with what CloudFormation deployed from the policy (the rendering lives with
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from hyperpod_tenancy.k8s.onboarding import onboarding_facts
+from hyperpod_tenancy.k8s.audit_record import team_expectation
 from hyperpod_tenancy.policy import Platform, names
 from hyperpod_tenancy.runtime.drift_audit import Finding, TeamExpectation
 
@@ -39,7 +39,6 @@ def team_expectations(
     findings: list[Finding] = []
     cluster = platform.cluster.name
     for team in platform.hosted_teams:
-        facts = onboarding_facts(platform, team.name)
         record = records.get(team.name)
         stack = record.stack if record is not None else team_stack(platform, team.name)
         if record is None:
@@ -55,17 +54,13 @@ def team_expectations(
                 )
             )
         expectations.append(
-            TeamExpectation(
-                team=team.name,
+            team_expectation(
+                platform,
+                team,
                 stack=stack,
-                permission_set_name=facts.permission_set,
-                instance_arn=platform.identity_center.instance_arn,
-                group_id=team.identity.group_id,
-                kubernetes_group=names.kubernetes_group(team.name),
                 permission_set_arn=record.permission_set_arn if record else None,
                 sso_role_arn=record.sso_role_arn if record else None,
-                studio_domain=names.studio_domain(cluster, team.name) if team.studio else None,
-                execution_role_arn=record.execution_role_arn if record and team.studio else None,
+                execution_role_arn=record.execution_role_arn if record else None,
                 compute_quota=record.compute_quota if record else None,
             )
         )
