@@ -1,0 +1,129 @@
+"""The shared cluster's EKS cluster, its system nodes and the add-ons every node needs."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk.lambda_layer_kubectl_v33 import KubectlV33Layer
+
+from hyperpod_tenancy.constructs._private.kubectl import eks_addon
+from hyperpod_tenancy.constructs.cluster_build import ClusterBuild
+from hyperpod_tenancy.k8s import labels
+
+__all__ = [
+    "NODE_BOOTSTRAP_ADDONS",
+    "add_addon",
+    "addons_after_the_system_nodes",
+    "create_base_addons",
+    "create_eks",
+]
+
+_KUBERNETES_VERSIONS = {
+    "1.30": eks.KubernetesVersion.V1_30,
+    "1.31": eks.KubernetesVersion.V1_31,
+    "1.32": eks.KubernetesVersion.V1_32,
+    "1.33": eks.KubernetesVersion.V1_33,
+}
+#: EKS add-ons that are DaemonSets a node needs before it is Ready (the CNI, kube-proxy, the Pod Identity agent):
+#: created with the cluster, not after its nodes. Every other add-on runs a Deployment and waits for the system
+#: node group (``SharedHyperPodCluster._addons_after_the_system_nodes``).
+NODE_BOOTSTRAP_ADDONS = frozenset({"vpc-cni", "kube-proxy", "eks-pod-identity-agent"})
+
+
+def create_eks(
+    shared: ClusterBuild,
+    endpoint_access: eks.EndpointAccess | None,
+    kubectl_layer: lambda_.ILayerVersion | None,
+) -> eks.Cluster:
+    """Create the EKS cluster (authentication mode API, NODEGROUP capacity) and its system node group."""
+    spec = shared.platform.cluster
+    private = list(shared._subnets_by_az.values())
+    key = kms.Key(shared, "SecretsKey", enable_key_rotation=True, description=f"EKS secrets of {spec.name}")
+    cluster = eks.Cluster(
+        shared,
+        "Eks",
+        cluster_name=spec.name,
+        version=_KUBERNETES_VERSIONS[spec.kubernetes_version],
+        # eks_v2 defaults to Auto Mode, which HyperPod does not support: use managed node groups.
+        default_capacity_type=eks.DefaultCapacityType.NODEGROUP,
+        default_capacity=0,
+        vpc=shared.vpc,
+        vpc_subnets=[ec2.SubnetSelection(subnets=private)],
+        security_group=shared.api_endpoint_security_group,
+        service_ipv4_cidr=spec.service_cidr,
+        endpoint_access=endpoint_access or eks.EndpointAccess.PRIVATE,
+        secrets_encryption_key=key,
+        cluster_logging=[
+            eks.ClusterLoggingTypes.API,
+            eks.ClusterLoggingTypes.AUDIT,
+            eks.ClusterLoggingTypes.AUTHENTICATOR,
+            eks.ClusterLoggingTypes.CONTROLLER_MANAGER,
+            eks.ClusterLoggingTypes.SCHEDULER,
+        ],
+        kubectl_provider_options=eks.KubectlProviderOptions(
+            kubectl_layer=kubectl_layer or KubectlV33Layer(shared, "KubectlLayer"),
+            private_subnets=private,
+        ),
+    )
+    system = spec.system_node_group
+    instance_type = ec2.InstanceType(system.instance_type)
+    shared.system_node_group = cluster.add_nodegroup_capacity(
+        "SystemNodes",
+        instance_types=[instance_type],
+        # EKS publishes no AL2 AMIs after Kubernetes 1.32, and CDK picks AL2 unless told otherwise
+        # (https://docs.aws.amazon.com/eks/latest/userguide/al2023.html): name the AL2023 type explicitly.
+        ami_type=(
+            eks.NodegroupAmiType.AL2023_ARM_64_STANDARD
+            if instance_type.architecture == ec2.InstanceArchitecture.ARM_64
+            else eks.NodegroupAmiType.AL2023_X86_64_STANDARD
+        ),
+        min_size=system.count,
+        desired_size=system.count,
+        max_size=max(system.count, 2) * 2,
+        subnets=ec2.SubnetSelection(subnets=private),
+        labels={labels.NODE_ROLE_LABEL: labels.SYSTEM_NODE_ROLE},
+    )
+    return cluster
+
+
+def add_addon(shared: ClusterBuild, id: str, name: str, **props: Any) -> eks.CfnAddon:
+    """Create an EKS add-on of the cluster."""
+    return eks_addon(shared, id, cluster_name=shared.eks_cluster.cluster_name, addon_name=name, **props)
+
+
+def create_base_addons(shared: ClusterBuild) -> list[eks.CfnAddon]:
+    """Create the add-ons every node needs (VPC CNI with network policy, Pod Identity, cert-manager)."""
+    # VPC CNI enforces NetworkPolicy only with its network policy agent switched on.
+    vpc_cni = add_addon(
+        shared, "VpcCni", "vpc-cni", configuration_values=json.dumps({"enableNetworkPolicy": "true"})
+    )
+    shared.pod_identity_addon = add_addon(shared, "PodIdentityAgent", "eks-pod-identity-agent")
+    shared.cert_manager_addon = add_addon(shared, "CertManager", "cert-manager")
+    addons = [
+        vpc_cni,
+        add_addon(shared, "KubeProxy", "kube-proxy"),
+        add_addon(shared, "CoreDns", "coredns"),
+        shared.pod_identity_addon,
+        add_addon(shared, "FsxCsiDriver", "aws-fsx-csi-driver"),
+        shared.cert_manager_addon,
+    ]
+    shared.vpc_cni_addon = vpc_cni
+    return addons
+
+
+def addons_after_the_system_nodes(shared: ClusterBuild) -> None:
+    """Create every add-on whose pods need a node after the system node group.
+
+    An add-on whose Deployment is created before any node can schedule stays ``DEGRADED`` and fails the stack
+    (terraform-aws-modules/terraform-aws-eks#1801, fixed by ordering add-ons after node groups in #1840;
+    aws/containers-roadmap#1389). The DaemonSets a node needs to become Ready (:data:`NODE_BOOTSTRAP_ADDONS`)
+    stay unordered: the nodes wait for them, not the other way round.
+    """
+    for child in shared.node.find_all():
+        if isinstance(child, eks.CfnAddon) and child.addon_name not in NODE_BOOTSTRAP_ADDONS:
+            child.node.add_dependency(shared.system_node_group)
