@@ -35,7 +35,8 @@ from hyperpod_tenancy.chargeback.model import (
     team_config_to_json,
 )
 from hyperpod_tenancy.runtime import chargeback_job
-from hyperpod_tenancy.tools.chargeback.offline import _register_cur, compute, transpile
+from hyperpod_tenancy.tools.chargeback.offline import compute, transpile
+from hyperpod_tenancy.tools.chargeback.offline.tables import _register_cur
 
 MONTH = "2026-07"
 CLUSTER = "shared-gpu"

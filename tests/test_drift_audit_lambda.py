@@ -29,13 +29,13 @@ from rbac_eval import Authorizer, Request, Subject
 from synth import Synth, new_app, render_intrinsics, resources_of
 from webhook_server import certificates, free_port
 
-from hyperpod_tenancy.constructs.chargeback_pipeline import _asset_directory
 from hyperpod_tenancy.constructs.drift_audit import (
     AUDIT_GROUP,
     METRIC_NAMESPACE,
     audit_asset_files,
     kube_record_parameter,
 )
+from hyperpod_tenancy.constructs.pipeline_layout import _asset_directory
 from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.k8s.audit_record import PLATFORM_NAMESPACES, kube_expectation
 from hyperpod_tenancy.k8s.labels import TENANT_LABEL

@@ -14,40 +14,22 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import hashlib
-import json
-import shutil
-import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
 from aws_cdk import aws_aps as aps
-from aws_cdk import aws_athena as athena
 from aws_cdk import aws_bcmdataexports as bcm
-from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
-from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
-from aws_cdk import aws_events as events
-from aws_cdk import aws_events_targets as targets
-from aws_cdk import aws_glue as glue
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
-from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
-from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as s3_assets
-from aws_cdk import aws_sns as sns
 from aws_cdk import custom_resources as cr
 from constructs import Construct
 
-import hyperpod_tenancy.chargeback as chargeback_package
-import hyperpod_tenancy.runtime as runtime_package
-from hyperpod_tenancy.chargeback import model, queries
+from hyperpod_tenancy.chargeback import model
 from hyperpod_tenancy.constructs._private.annotations import (
     acknowledge,
     acknowledge_cdk_handlers,
@@ -55,13 +37,53 @@ from hyperpod_tenancy.constructs._private.annotations import (
     skip_checkov,
     warn,
 )
-from hyperpod_tenancy.constructs._private.cluster_reader import grant_cluster_reads
 from hyperpod_tenancy.constructs._private.kubectl import KUBECTL_WAIT
-from hyperpod_tenancy.constructs._private.lambda_assets import lambda_asset_files
 from hyperpod_tenancy.constructs._private.principals import pod_identity_principal
 from hyperpod_tenancy.constructs.backends import checked_policy
 from hyperpod_tenancy.constructs.encryption import encrypt_platform_resources
 from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
+from hyperpod_tenancy.constructs.pipeline_alerting import (
+    create_collection_alarms,
+    create_dashboards,
+    create_topic,
+    route_alerts,
+    write_checkpoint_series,
+)
+from hyperpod_tenancy.constructs.pipeline_build import PipelineBuild
+from hyperpod_tenancy.constructs.pipeline_functions import (
+    create_eviction_collector,
+    create_job,
+    create_node_inventory,
+)
+from hyperpod_tenancy.constructs.pipeline_layout import (
+    _CUR,
+    _RAW,
+    COLLECTION_ALARMS,
+    COST_ALLOCATION_TAG_KEYS,
+    DATA_EXPORTS_NATIVE_REGIONS,
+    EVICTION_COLLECTOR_GROUP,
+    EVICTION_COLLECTOR_HANDLER,
+    EVICTION_COLLECTOR_ROLE,
+    METRIC_NAMESPACE,
+    MONTHLY_METRICS,
+    NODE_INVENTORY_GROUP,
+    NODE_INVENTORY_HANDLER,
+    NODE_INVENTORY_ROLE,
+    OPERATOR_NAMESPACE,
+    OPERATOR_RBAC,
+    OPERATOR_SERVICE_ACCOUNT,
+    TEAM_COST_CENTER_TAG,
+    TEAM_TAG,
+    UsageReportChart,
+    eviction_collector_asset_files,
+    job_asset_files,
+)
+from hyperpod_tenancy.constructs.pipeline_storage import (
+    create_buckets,
+    create_catalog,
+    create_data_export,
+    create_workgroup,
+)
 from hyperpod_tenancy.constructs.posix_identity_webhook import PosixIdentityWebhook
 from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.k8s import labels
@@ -76,174 +98,24 @@ __all__ = [
     "COLLECTION_ALARMS",
     "COST_ALLOCATION_TAG_KEYS",
     "DATA_EXPORTS_NATIVE_REGIONS",
+    "EVICTION_COLLECTOR_GROUP",
+    "EVICTION_COLLECTOR_HANDLER",
+    "EVICTION_COLLECTOR_ROLE",
     "METRIC_NAMESPACE",
     "MONTHLY_METRICS",
+    "NODE_INVENTORY_GROUP",
+    "NODE_INVENTORY_HANDLER",
+    "NODE_INVENTORY_ROLE",
+    "OPERATOR_NAMESPACE",
+    "OPERATOR_RBAC",
+    "OPERATOR_SERVICE_ACCOUNT",
     "TEAM_COST_CENTER_TAG",
     "TEAM_TAG",
     "ChargebackPipeline",
     "UsageReportChart",
+    "eviction_collector_asset_files",
+    "job_asset_files",
 ]
-
-#: The monthly job's per-team metrics (``hyperpod_tenancy.runtime.chargeback_job.METRICS``).
-MONTHLY_METRICS = ("GpuHoursUsed", "GpuHoursBorrowed", "GpuHoursLent", "GpuHoursLostToPreemption")
-#: Regions where ``AWS::BCMDataExports::Export`` deploys natively (research/chargeback.md section 0.7, from
-#: AWS's CID template ``RegionSupportsDataExportsViaCFN``).
-DATA_EXPORTS_NATIVE_REGIONS = ("us-east-1", "cn-northwest-1", "us-iso-east-1", "us-iso-west-1")
-#: CloudWatch namespace of the per-team chargeback metrics.
-METRIC_NAMESPACE = "HyperPodTenancy/Chargeback"
-#: Tag of every team resource: the team's name.
-TEAM_TAG = queries.TEAM_TAG_KEY
-#: Tag of every team resource: the team's cost center.
-TEAM_COST_CENTER_TAG = "hyperpod-tenancy:cost-center"
-#: Tag keys activated for cost allocation (``ce:UpdateCostAllocationTagsStatus``).
-COST_ALLOCATION_TAG_KEYS = (queries.CLUSTER_TAG_KEY, TEAM_TAG, TEAM_COST_CENTER_TAG)
-#: Namespace and service account of the usage-report operator (its chart's defaults; the release is named
-#: after the namespace, as the operator's README installs it).
-OPERATOR_NAMESPACE = "hyperpod-usage-report"
-OPERATOR_SERVICE_ACCOUNT = "hyperpod-usage-report"
-#: Kubernetes verbs of the operator's own ClusterRole (chart ``templates/rbac.yaml`` at
-#: awslabs/sagemaker-hyperpod-usage-report@e71f39ae): read-only on what it snapshots; leases and events are its
-#: leader election and event recorder.
-OPERATOR_RBAC = {
-    "kueue.x-k8s.io/clusterqueues,workloads": ("get", "list", "watch"),
-    "namespaces,pods": ("get", "list", "watch"),
-    "nodes": ("get",),
-    "apiextensions.k8s.io/customresourcedefinitions": ("get",),
-    "coordination.k8s.io/leases": ("create", "get", "list", "update", "watch"),
-    "events": ("create", "patch"),
-}
-_RAW = "raw/"
-_REPORTS = "reports/"
-_CUR = "cur/"
-_RESULTS = "athena-results/"
-_PARQUET = {
-    "input_format": "org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat",
-    "output_format": "org.apache.hadoop.hive.ql.io.parquet.MapredParquetOutputFormat",
-    "serde": "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe",
-}
-_JSON = {
-    "input_format": "org.apache.hadoop.mapred.TextInputFormat",
-    "output_format": "org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat",
-    "serde": "org.openx.data.jsonserde.JsonSerDe",
-}
-#: Tables the operator writes (Parquet) and the ones this construct's collectors write (JSON lines).
-_OPERATOR_TABLES = ("clusterqueue", "workload", "pod", "heartdub")
-_OWN_TABLES = ("node", "eviction")
-#: The operator's heartbeat: partitioned by the hour only, ``cluster`` a column (its CloudFormation template,
-#: cloudformation/usage-report.yaml ``HeartdubTable`` at awslabs/sagemaker-hyperpod-usage-report@e71f39ae).
-_HEARTBEAT = "heartdub"
-#: Collector → (its table, the S3 request-metrics filter of what it writes). A collector that writes nothing for
-#: longer than its table's gap threshold (``queries.GAP_THRESHOLD_MINUTES``) raises an alarm.
-COLLECTION_ALARMS = {
-    "node-inventory": ("node", "raw-node"),
-    "usage-report-operator": (_HEARTBEAT, "raw-heartdub"),
-}
-#: CUR 2.0 columns the chargeback reads, plus the ones that identify a line (research/chargeback.md 1.3).
-_CUR_COLUMNS = (
-    ("bill_billing_period_start_date", "timestamp"),
-    ("line_item_usage_start_date", "timestamp"),
-    ("line_item_usage_end_date", "timestamp"),
-    ("line_item_usage_account_id", "string"),
-    ("line_item_line_item_type", "string"),
-    ("line_item_product_code", "string"),
-    ("line_item_usage_type", "string"),
-    ("line_item_operation", "string"),
-    ("line_item_resource_id", "string"),
-    ("line_item_usage_amount", "double"),
-    ("line_item_unblended_cost", "double"),
-    ("line_item_net_unblended_cost", "double"),
-    ("pricing_public_on_demand_cost", "double"),
-    ("savings_plan_savings_plan_effective_cost", "double"),
-    ("reservation_effective_cost", "double"),
-    ("product_instance_type", "string"),
-    ("resource_tags", "map<string,string>"),
-)
-_CUR_QUERY = "SELECT {columns} FROM COST_AND_USAGE_REPORT".format(  # noqa: S608 - fixed column names
-    columns=", ".join(name for name, _ in _CUR_COLUMNS)
-)
-#: Kubernetes group of the eviction collector's access entry, bound to :data:`EVICTION_COLLECTOR_ROLE` only.
-EVICTION_COLLECTOR_GROUP = "hyperpod-tenancy:eviction-collector"
-#: Read-only ClusterRole of the eviction collector: ``get`` and ``list`` on Kueue Workloads, nothing else.
-EVICTION_COLLECTOR_ROLE = "hyperpod-tenancy-eviction-collector"
-#: Kubernetes group of the node inventory's access entry, bound to :data:`NODE_INVENTORY_ROLE` only.
-NODE_INVENTORY_GROUP = "hyperpod-tenancy:node-inventory"
-#: Read-only ClusterRole of the node inventory: ``get`` and ``list`` on Nodes (Ready, cordoned, HyperPod's health).
-NODE_INVENTORY_ROLE = "hyperpod-tenancy-node-inventory"
-
-
-@dataclass(frozen=True, kw_only=True)
-class UsageReportChart:
-    """Where the usage-report operator's Helm chart is mirrored (it is published only in its GitHub repository).
-
-    Give exactly one: ``oci_repository`` (``oci://<account>.dkr.ecr.<region>.amazonaws.com/<path>/sagemaker-hyperpod-usage-report``
-    after ``helm package helm_chart/SageMakerHyperPodUsageReportChart`` and ``helm push``), or ``directory`` (a
-    vendored copy of ``helm_chart/SageMakerHyperPodUsageReportChart``, uploaded as an asset).
-    """
-
-    oci_repository: str | None = None
-    #: Chart version (``Chart.yaml`` says ``0.1.0`` at e71f39ae).
-    version: str = "0.1.0"
-    directory: str | None = None
-
-
-def _asset_directory(kind: str, files: Mapping[str, bytes]) -> str:
-    """Return a directory holding exactly ``files`` (relative path → bytes), named by their content hash.
-
-    Building the same files twice gives the same directory and the same asset hash, wherever it is built.
-    """
-    digest = hashlib.sha256()
-    for path in sorted(files):
-        digest.update(path.encode() + b"\0" + files[path] + b"\0")
-    root = Path(tempfile.gettempdir()) / "hyperpod-tenancy-assets" / f"{kind}-{digest.hexdigest()[:32]}"
-    if not root.is_dir():
-        staging = Path(tempfile.mkdtemp(prefix=f"{kind}-", dir=root.parent if root.parent.is_dir() else None))
-        for path, content in sorted(files.items()):
-            target = staging / path
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(content)
-        root.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            staging.rename(root)
-        except OSError:  # built concurrently by another process: keep theirs
-            shutil.rmtree(staging, ignore_errors=True)
-    return str(root)
-
-
-#: Handler of the eviction collector, in its asset (:func:`.lambda_asset_files`).
-EVICTION_COLLECTOR_HANDLER = "hyperpod_tenancy.runtime.eviction_collector.handler"
-#: Handler of the node inventory, in its asset (:func:`.lambda_asset_files`).
-NODE_INVENTORY_HANDLER = "hyperpod_tenancy.runtime.node_inventory.handler"
-
-
-def _package_files(package: Any, under: str, patterns: Sequence[str]) -> dict[str, bytes]:
-    folder = Path(package.__file__).parent
-    found: dict[str, bytes] = {}
-    for pattern in patterns:
-        for path in sorted(folder.rglob(pattern)):
-            if "__pycache__" not in path.parts:
-                found[f"{under}/{path.relative_to(folder).as_posix()}"] = path.read_bytes()
-    return found
-
-
-def eviction_collector_asset_files() -> dict[str, bytes]:
-    """Files of the eviction collector's asset: the handler, what it imports, and the stdlib chargeback engine."""
-    return lambda_asset_files("The eviction collector", EVICTION_COLLECTOR_HANDLER.rpartition(".")[0])
-
-
-def job_asset_files(config: model.ChargebackConfig) -> dict[str, bytes]:
-    """Files of the monthly job's asset: the handler, the stdlib chargeback package and the configuration.
-
-    The package keeps its import path (``hyperpod_tenancy.chargeback``) under a stub ``hyperpod_tenancy``
-    package, so the handler imports it exactly as it does in the repository.
-    """
-    runtime = Path(runtime_package.__file__).parent
-    return {
-        "hyperpod_tenancy/__init__.py": b'"""The chargeback engine and the monthly job (Lambda asset)."""\n',
-        "hyperpod_tenancy/runtime/__init__.py": (runtime / "__init__.py").read_bytes(),
-        "hyperpod_tenancy/runtime/chargeback_job.py": (runtime / "chargeback_job.py").read_bytes(),
-        **_package_files(chargeback_package, "hyperpod_tenancy/chargeback", ("*.py", "*.sql")),
-        "chargeback_config.json": model.config_to_json(config).encode(),
-    }
 
 
 def webhook_timeout_seconds(cluster: IHyperPodCluster) -> int:
@@ -258,7 +130,7 @@ def webhook_timeout_seconds(cluster: IHyperPodCluster) -> int:
     return cluster.platform.cluster.posix_identity.timeout_seconds
 
 
-class ChargebackPipeline(Construct):
+class ChargebackPipeline(PipelineBuild):
     """The chargeback of a shared HyperPod cluster: collection, storage, the monthly report and alerts.
 
     Creates: a report bucket (retained, SSE-S3, TLS-only, versioned, access-logged to its own log bucket;
@@ -384,14 +256,14 @@ class ChargebackPipeline(Construct):
                 f"{self.node.path}: bytes_scanned_cutoff is {bytes_scanned_cutoff}; Athena's minimum is 10 MiB "
                 "(10485760)."
             )
-        self.access_logs_bucket, self.bucket = self._create_buckets(raw_retention or cdk.Duration.days(400))
-        self.database, self.tables = self._create_catalog()
-        self.workgroup = self._create_workgroup(bytes_scanned_cutoff)
+        self.access_logs_bucket, self.bucket = create_buckets(self, raw_retention or cdk.Duration.days(400))
+        self.database, self.tables = create_catalog(self)
+        self.workgroup = create_workgroup(self, bytes_scanned_cutoff)
         native = stack.region in DATA_EXPORTS_NATIVE_REGIONS
         #: The CUR 2.0 export (``None`` where it is not created).
         self.data_export: bcm.CfnExport | None = None
         if data_export if data_export is not None else native:
-            self.data_export = self._create_data_export()
+            self.data_export = create_data_export(self)
         if not native:
             warn(
                 self,
@@ -402,14 +274,14 @@ class ChargebackPipeline(Construct):
                 f"s3://<report bucket>/{_CUR} and PARQUET output, as AWS's CID data-exports template does with its "
                 "Lambda custom resource; the Glue table `cur` reads it from there",
             )
-        self.topic = self._create_topic()
-        self.node_inventory = self._create_node_inventory()
-        self.eviction_collector = self._create_eviction_collector()
-        self.job = self._create_job()
+        self.topic = create_topic(self)
+        self.node_inventory = create_node_inventory(self)
+        self.eviction_collector = create_eviction_collector(self)
+        self.job = create_job(self)
         #: Collector → the alarm raised when it stops writing (:data:`COLLECTION_ALARMS`, and the eviction
         #: collector's successful runs), each notifying :attr:`topic`.
-        self.collection_alarms = self._create_collection_alarms()
-        self.platform_dashboard = self._create_dashboards()
+        self.collection_alarms = create_collection_alarms(self)
+        self.platform_dashboard = create_dashboards(self)
         workspace = alert_workspace or getattr(cluster, "observability_workspace", None)
         #: Per-team threshold of the same-day preemption alert (each team's rule is in its own stack).
         self.preemption_alarm_gpu_hours_per_day = preemption_alarm_gpu_hours_per_day
@@ -421,8 +293,8 @@ class ChargebackPipeline(Construct):
         self.alert_workspace: aps.CfnWorkspace | None = None
         if isinstance(workspace, aps.CfnWorkspace):
             self.alert_workspace = workspace
-            self._route_alerts(workspace)
-            self._write_checkpoint_series(workspace)
+            route_alerts(self, workspace)
+            write_checkpoint_series(self, workspace)
             reserved: dict[str, int] = {}
             for group in platform.cluster.instance_groups:
                 reserved[group.instance_type] = reserved.get(group.instance_type, 0) + group.reserved
@@ -459,17 +331,6 @@ class ChargebackPipeline(Construct):
         self._acknowledge_findings()
 
     # ------------------------------------------------------------------ configuration
-    def _write_checkpoint_series(self, workspace: aps.CfnWorkspace) -> None:
-        """Let the eviction collector write the overdue-checkpoint counts the teams' rule groups alert on."""
-        # the workspace's Prometheus endpoint ends in "/"
-        self.eviction_collector.add_environment(
-            "REMOTE_WRITE_URL", f"{workspace.attr_prometheus_endpoint}api/v1/remote_write"
-        )
-        self.eviction_collector.add_to_role_policy(
-            iam.PolicyStatement(
-                sid="CheckpointSeries", actions=["aps:RemoteWrite"], resources=[workspace.attr_arn]
-            )
-        )
 
     def _config(
         self,
@@ -542,387 +403,13 @@ class ChargebackPipeline(Construct):
         return next(t.cost_center for t in self.config.teams if t.name == team)
 
     # ------------------------------------------------------------------ storage
-    def _create_buckets(self, raw_retention: cdk.Duration) -> tuple[s3.Bucket, s3.Bucket]:
-        storage = Construct(self, "Storage")
-        storage.node.set_context("@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy", True)
-        common: dict[str, Any] = {
-            "encryption": s3.BucketEncryption.S3_MANAGED,
-            "block_public_access": s3.BlockPublicAccess.BLOCK_ALL,
-            "enforce_ssl": True,
-            "versioned": True,
-            "removal_policy": cdk.RemovalPolicy.RETAIN,
-        }
-        logs_bucket = s3.Bucket(
-            storage,
-            "AccessLogs",
-            lifecycle_rules=[s3.LifecycleRule(id="expire-logs", expiration=cdk.Duration.days(365))],
-            **common,
-        )
-        key = self.cluster.platform_key
-        bucket = s3.Bucket(
-            storage,
-            "ReportBucket",
-            server_access_logs_bucket=logs_bucket,
-            server_access_logs_prefix="reportbucket/",
-            # request metrics of what each collector writes: the alarms of _create_collection_alarms
-            metrics=[
-                s3.BucketMetrics(id=metrics_filter, prefix=f"{_RAW}{table}/")
-                for table, metrics_filter in COLLECTION_ALARMS.values()
-            ],
-            lifecycle_rules=[
-                s3.LifecycleRule(id="expire-raw", prefix=_RAW, expiration=raw_retention),
-                s3.LifecycleRule(
-                    id="expire-query-results", prefix=_RESULTS, expiration=cdk.Duration.days(30)
-                ),
-                s3.LifecycleRule(
-                    id="expire-old-versions", noncurrent_version_expiration=cdk.Duration.days(90)
-                ),
-                s3.LifecycleRule(
-                    id="abort-uploads", abort_incomplete_multipart_upload_after=cdk.Duration.days(7)
-                ),
-            ],
-            # the report bucket takes the platform key (the bucket's grants then include it); the access-log
-            # target bucket keeps SSE-S3
-            **(
-                {**common, "encryption": s3.BucketEncryption.KMS, "bucket_key_enabled": True}
-                | {"encryption_key": key.use("AWS::S3::Bucket")}
-                if key
-                else common
-            ),
-        )
-        acknowledge(
-            logs_bucket,
-            "AwsSolutions-S1",
-            "this is the access-log bucket of the report bucket; logging it to itself would loop",
-            checkov="CKV_AWS_18",
-        )
-        return logs_bucket, bucket
-
-    def _location(self, prefix: str) -> str:
-        return f"s3://{self.bucket.bucket_name}/{prefix}"
-
-    def _create_catalog(self) -> tuple[glue.CfnDatabase, dict[str, glue.CfnTable]]:
-        account = cdk.Stack.of(self).account
-        database_name = names.chargeback_database(self._name)
-        database = glue.CfnDatabase(
-            self,
-            "Database",
-            catalog_id=account,
-            database_input=glue.CfnDatabase.DatabaseInputProperty(
-                name=database_name,
-                description=f"Chargeback of HyperPod cluster {self._name}: snapshots and CUR",
-            ),
-        )
-        tables: dict[str, glue.CfnTable] = {}
-        current_year = 2024
-        for table in _OPERATOR_TABLES + _OWN_TABLES:
-            formats = _PARQUET if table in _OPERATOR_TABLES else _JSON
-            prefix = f"{_RAW}{table}/"
-            partitions = ("year", "month", "day", "hour") + (() if table == _HEARTBEAT else ("cluster",))
-            parameters = {
-                "classification": "parquet" if table in _OPERATOR_TABLES else "json",
-                "projection.enabled": "true",
-                "projection.year.type": "integer",
-                "projection.year.range": f"{current_year},2100",
-                "projection.year.digits": "4",
-                "projection.month.type": "integer",
-                "projection.month.range": "1,12",
-                "projection.month.digits": "2",
-                "projection.day.type": "integer",
-                "projection.day.range": "1,31",
-                "projection.day.digits": "2",
-                "projection.hour.type": "integer",
-                "projection.hour.range": "0,23",
-                "projection.hour.digits": "2",
-                **(
-                    {"projection.cluster.type": "enum", "projection.cluster.values": self._name}
-                    if "cluster" in partitions
-                    else {}
-                ),
-                "storage.location.template": self._location(prefix)
-                + "".join(f"{p}=${{{p}}}/" for p in partitions),
-            }
-            tables[table] = self._table(
-                database,
-                table,
-                columns=queries.COLLECTOR_COLUMNS[table],
-                partitions=partitions,
-                location=self._location(prefix),
-                formats=formats,
-                parameters=parameters,
-            )
-        tables["cur"] = self._table(
-            database,
-            "cur",
-            columns=_CUR_COLUMNS,
-            partitions=("billing_period",),
-            location=self._cur_data_location(),
-            formats=_PARQUET,
-            parameters={
-                "classification": "parquet",
-                "projection.enabled": "true",
-                "projection.billing_period.type": "date",
-                "projection.billing_period.format": "yyyy-MM",
-                "projection.billing_period.interval": "1",
-                "projection.billing_period.interval.unit": "MONTHS",
-                "projection.billing_period.range": f"{current_year}-01,NOW",
-                "storage.location.template": self._cur_data_location() + "BILLING_PERIOD=${billing_period}/",
-            },
-        )
-        return database, tables
-
-    def _table(
-        self,
-        database: glue.CfnDatabase,
-        name: str,
-        *,
-        columns: Sequence[tuple[str, str]],
-        partitions: Sequence[str],
-        location: str,
-        formats: Mapping[str, str],
-        parameters: Mapping[str, str],
-    ) -> glue.CfnTable:
-        table = glue.CfnTable(
-            self,
-            f"Table{names.pascal_case(name)}",
-            catalog_id=database.catalog_id,
-            database_name=database.ref,
-            table_input=glue.CfnTable.TableInputProperty(
-                name=name,
-                table_type="EXTERNAL_TABLE",
-                parameters=dict(parameters),
-                partition_keys=[glue.CfnTable.ColumnProperty(name=p, type="string") for p in partitions],
-                storage_descriptor=glue.CfnTable.StorageDescriptorProperty(
-                    location=location,
-                    input_format=formats["input_format"],
-                    output_format=formats["output_format"],
-                    serde_info=glue.CfnTable.SerdeInfoProperty(serialization_library=formats["serde"]),
-                    columns=[glue.CfnTable.ColumnProperty(name=c, type=t) for c, t in columns],
-                ),
-            ),
-        )
-        return table
 
     @property
     def export_name(self) -> str:
         """Name of the CUR 2.0 Data Export (``<cluster>-chargeback-cur2``)."""
         return names.chargeback_export(self._name)
 
-    def _cur_data_location(self) -> str:
-        # Data Exports writes <S3Prefix>/<export name>/data/BILLING_PERIOD=YYYY-MM/ (research section 1.3)
-        return self._location(f"{_CUR}{self.export_name}/data/")
-
-    def _create_workgroup(self, bytes_scanned_cutoff: int) -> athena.CfnWorkGroup:
-        return athena.CfnWorkGroup(
-            self,
-            "Workgroup",
-            name=names.chargeback(self._name),
-            description=f"Chargeback queries of HyperPod cluster {self._name}",
-            recursive_delete_option=True,
-            work_group_configuration=athena.CfnWorkGroup.WorkGroupConfigurationProperty(
-                bytes_scanned_cutoff_per_query=bytes_scanned_cutoff,
-                enforce_work_group_configuration=True,
-                publish_cloud_watch_metrics_enabled=True,
-                engine_version=athena.CfnWorkGroup.EngineVersionProperty(
-                    selected_engine_version="Athena engine version 3"
-                ),
-                result_configuration=athena.CfnWorkGroup.ResultConfigurationProperty(
-                    output_location=self._location(_RESULTS),
-                    encryption_configuration=(
-                        athena.CfnWorkGroup.EncryptionConfigurationProperty(
-                            encryption_option="SSE_KMS", kms_key=key.use("AWS::Athena::WorkGroup").key_arn
-                        )
-                        if (key := self.cluster.platform_key)
-                        else athena.CfnWorkGroup.EncryptionConfigurationProperty(encryption_option="SSE_S3")
-                    ),
-                ),
-            ),
-        )
-
-    def _create_data_export(self) -> bcm.CfnExport:
-        stack = cdk.Stack.of(self)
-        principals = [
-            iam.ServicePrincipal("bcm-data-exports.amazonaws.com"),
-            iam.ServicePrincipal("billingreports.amazonaws.com"),
-        ]
-        conditions = {
-            "StringEquals": {"aws:SourceAccount": stack.account},
-            "ArnLike": {
-                "aws:SourceArn": [
-                    f"arn:{stack.partition}:bcm-data-exports:us-east-1:{stack.account}:export/*",
-                    f"arn:{stack.partition}:cur:us-east-1:{stack.account}:definition/*",
-                ]
-            },
-        }
-        self.bucket.add_to_resource_policy(
-            iam.PolicyStatement(
-                sid="DataExportsWrite",
-                principals=principals,
-                actions=["s3:PutObject", "s3:GetBucketPolicy"],
-                resources=[self.bucket.bucket_arn, self.bucket.arn_for_objects(f"{_CUR}*")],
-                conditions=conditions,
-            )
-        )
-        export = bcm.CfnExport(
-            self,
-            "DataExport",
-            export=bcm.CfnExport.ExportProperty(
-                name=self.export_name,
-                description=f"CUR 2.0 for the chargeback of HyperPod cluster {self._name}",
-                data_query=bcm.CfnExport.DataQueryProperty(
-                    query_statement=_CUR_QUERY,
-                    table_configurations={
-                        "COST_AND_USAGE_REPORT": {
-                            "TIME_GRANULARITY": "HOURLY",
-                            "INCLUDE_RESOURCES": "TRUE",
-                            "INCLUDE_MANUAL_DISCOUNT_COMPATIBILITY": "FALSE",
-                            "INCLUDE_SPLIT_COST_ALLOCATION_DATA": "FALSE",
-                        }
-                    },
-                ),
-                destination_configurations=bcm.CfnExport.DestinationConfigurationsProperty(
-                    s3_destination=bcm.CfnExport.S3DestinationProperty(
-                        s3_bucket=self.bucket.bucket_name,
-                        s3_prefix=_CUR.rstrip("/"),
-                        s3_region=stack.region,
-                        s3_output_configurations=bcm.CfnExport.S3OutputConfigurationsProperty(
-                            compression="PARQUET",
-                            format="PARQUET",
-                            output_type="CUSTOM",
-                            overwrite="OVERWRITE_REPORT",
-                        ),
-                    )
-                ),
-                refresh_cadence=bcm.CfnExport.RefreshCadenceProperty(frequency="SYNCHRONOUS"),
-            ),
-        )
-        if self.cluster.platform_key is not None:
-            # the export services write SSE-KMS objects: they need the key, through S3
-            self.cluster.platform_key.allow_data_exports()
-        # Data Exports checks its write permission when the export is created (CID CHANGELOG v0.11.1)
-        policy = self.bucket.policy
-        if policy is not None:
-            export.node.add_dependency(policy)
-        return export
-
     # ------------------------------------------------------------------ notifications
-    def _create_topic(self) -> sns.Topic:
-        key = kms.Key(
-            self,
-            "TopicKey",
-            enable_key_rotation=True,
-            description=f"Chargeback notifications of HyperPod cluster {self._name}",
-            removal_policy=cdk.RemovalPolicy.RETAIN,
-        )
-        # the services that publish to the encrypted topic use its key: Amazon Managed Prometheus (its alerts), and
-        # CloudWatch (the collectors' alarms; SNS Developer Guide, "Managing Amazon SNS encryption keys",
-        # compatibility with AWS services: the statement as documented there, the key encrypting this topic only)
-        publishers = (
-            (
-                "PrometheusAlerts",
-                "aps.amazonaws.com",
-                {"StringEquals": {"aws:SourceAccount": cdk.Stack.of(self).account}},
-            ),
-            ("CloudWatchAlarms", "cloudwatch.amazonaws.com", None),
-        )
-        for sid, service, conditions in publishers:
-            key.add_to_resource_policy(
-                iam.PolicyStatement(
-                    sid=sid,
-                    principals=[iam.ServicePrincipal(service)],
-                    actions=["kms:GenerateDataKey*", "kms:Decrypt"],
-                    resources=["*"],
-                    conditions=conditions,
-                )
-            )
-        topic = sns.Topic(
-            self,
-            "Topic",
-            topic_name=self.topic_name,
-            display_name=f"{self._name} chargeback",
-            master_key=key,
-            enforce_ssl=True,
-        )
-        # the topic's policy replaces SNS's default one, so CloudWatch is allowed in by name, for this account's
-        # alarms of this pipeline only
-        stack = cdk.Stack.of(self)
-        topic.add_to_resource_policy(
-            iam.PolicyStatement(
-                sid="CloudWatchAlarms",
-                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
-                actions=["sns:Publish"],
-                resources=[topic.topic_arn],
-                conditions={
-                    "ArnLike": {
-                        "aws:SourceArn": stack.format_arn(
-                            service="cloudwatch",
-                            resource="alarm",
-                            resource_name=names.chargeback_alarm_pattern(self._name),
-                            arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME,
-                        )
-                    },
-                    "StringEquals": {"aws:SourceAccount": stack.account},
-                },
-            )
-        )
-        return topic
-
-    def _create_collection_alarms(self) -> dict[str, cloudwatch.Alarm]:
-        """Create an alarm per collector that fires when it has written nothing for longer than its threshold.
-
-        The node inventory and the operator's heartbeat are seen in S3 request metrics (``PutRequests`` of the
-        bucket's metrics filter on their prefix: 1-minute metrics, "Monitoring metrics with Amazon CloudWatch" in
-        the S3 User Guide); the eviction collector writes only when there is an eviction, so its successful runs
-        (``Invocations`` less ``Errors``) are watched instead. Three periods in a row with nothing fire the alarm,
-        and no data at all counts as nothing (a collector that never started alarms too).
-        """
-        alarms: dict[str, cloudwatch.Alarm] = {}
-        for collector, (table, metrics_filter) in COLLECTION_ALARMS.items():
-            minutes = queries.GAP_THRESHOLD_MINUTES[table]
-            metric = cloudwatch.Metric(
-                namespace="AWS/S3",
-                metric_name="PutRequests",
-                dimensions_map={"BucketName": self.bucket.bucket_name, "FilterId": metrics_filter},
-                statistic="Sum",
-                period=cdk.Duration.minutes(minutes // 3),
-            )
-            alarms[collector] = self._collection_alarm(
-                collector, metric, f"wrote nothing under {_RAW}{table}/ for {minutes} minutes"
-            )
-        runs = cloudwatch.MathExpression(
-            expression="FILL(invocations, 0) - FILL(errors, 0)",
-            using_metrics={
-                "invocations": self.eviction_collector.metric_invocations(statistic="Sum"),
-                "errors": self.eviction_collector.metric_errors(statistic="Sum"),
-            },
-            label="successful runs",
-            period=cdk.Duration.minutes(5),
-        )
-        alarms["eviction-collector"] = self._collection_alarm(
-            "eviction-collector",
-            runs,
-            "had no successful run for 15 minutes (evictions since are not recorded)",
-        )
-        return alarms
-
-    def _collection_alarm(self, collector: str, metric: cloudwatch.IMetric, what: str) -> cloudwatch.Alarm:
-        alarm = cloudwatch.Alarm(
-            self,
-            f"{names.pascal_case(collector)}Stopped",
-            alarm_name=names.chargeback_collector_alarm(self._name, collector),
-            alarm_description=(
-                f"The {collector.replace('-', ' ')} of HyperPod cluster {self._name} {what}: "
-                "the month's report bills the gap by holding the last snapshot and lists it under Collection gaps"
-            ),
-            metric=metric,
-            threshold=1,
-            comparison_operator=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
-            evaluation_periods=3,
-            datapoints_to_alarm=3,
-            treat_missing_data=cloudwatch.TreatMissingData.BREACHING,
-        )
-        alarm.add_alarm_action(cloudwatch_actions.SnsAction(self.topic))
-        return alarm
 
     @property
     def topic_name(self) -> str:
@@ -930,380 +417,8 @@ class ChargebackPipeline(Construct):
         return names.chargeback(self._name)
 
     # ------------------------------------------------------------------ functions
-    def _function(
-        self,
-        id: str,
-        *,
-        code: lambda_.Code,
-        handler: str,
-        timeout: cdk.Duration,
-        environment: Mapping[str, str],
-        vpc: ec2.IVpc | None = None,
-        security_groups: Sequence[ec2.ISecurityGroup] = (),
-    ) -> lambda_.Function:
-        network: dict[str, Any] = {}
-        if vpc is not None:
-            network = {
-                "vpc": vpc,
-                "vpc_subnets": ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS),
-                "security_groups": list(security_groups),
-            }
-        return lambda_.Function(
-            self,
-            id,
-            runtime=lambda_.Runtime.PYTHON_3_14,
-            code=code,
-            handler=handler,
-            timeout=timeout,
-            memory_size=1024,
-            environment=dict(environment),
-            log_group=logs.LogGroup(self, f"{id}Logs", retention=logs.RetentionDays.ONE_YEAR),
-            **network,
-        )
-
-    def _team_topic_prefix(self) -> str:
-        """ARN of the teams' topics without the team (``...:<cluster>-preemptions-``), created in the team stacks."""
-        return cdk.Stack.of(self).format_arn(
-            service="sns",
-            resource=names.chargeback_team_topic(self._name, ""),
-            arn_format=cdk.ArnFormat.NO_RESOURCE_NAME,
-        )
-
-    def _create_node_inventory(self) -> lambda_.Function:
-        directory = _asset_directory(
-            "node-inventory",
-            lambda_asset_files("The node inventory", NODE_INVENTORY_HANDLER.rpartition(".")[0]),
-        )
-        # it reads the Kubernetes nodes (Ready, cordoned, HyperPod's health label) from the private API endpoint
-        security_group = ec2.SecurityGroup(
-            self,
-            "NodeInventorySecurityGroup",
-            vpc=self.cluster.vpc,
-            description=f"Node inventory of {self._name}: the private EKS API endpoint, S3, SageMaker and EKS APIs",
-            allow_all_outbound=True,
-        )
-        function = self._function(
-            "NodeInventory",
-            code=lambda_.Code.from_asset(directory),
-            handler=NODE_INVENTORY_HANDLER,
-            timeout=cdk.Duration.minutes(2),
-            environment={
-                "CLUSTER_NAME": self._name,
-                "EKS_CLUSTER_NAME": self.cluster.eks_cluster_name,
-                "CLUSTER_LABEL": self._name,
-                "BUCKET": self.bucket.bucket_name,
-                "PREFIX": f"{_RAW}node/",
-                "GPUS_PER_INSTANCE": json.dumps(self.config.gpus_per_instance, sort_keys=True),
-            },
-            vpc=self.cluster.vpc,
-            security_groups=[security_group],
-        )
-        self.cluster.allow_api_access_from(self, "NodeInventoryApiAccess", peer=security_group)
-        function.add_to_role_policy(
-            iam.PolicyStatement(
-                actions=["sagemaker:ListClusterNodes"], resources=[self.cluster.hyperpod_cluster_arn]
-            )
-        )
-        self.bucket.grant_put(function, f"{_RAW}node/*")
-        access_entry, rbac = grant_cluster_reads(
-            self,
-            "NodeInventory",
-            cluster=self.cluster,
-            function=function,
-            group=NODE_INVENTORY_GROUP,
-            role_name=NODE_INVENTORY_ROLE,
-            rules=[{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list"]}],
-        )
-        schedule = events.Rule(
-            self,
-            "NodeInventorySchedule",
-            description=f"Node inventory of HyperPod cluster {self._name} every 5 minutes",
-            schedule=events.Schedule.rate(cdk.Duration.minutes(5)),
-            targets=[targets.LambdaFunction(function, retry_attempts=2)],
-        )
-        schedule.node.add_dependency(access_entry, rbac)
-        return function
-
-    def _create_eviction_collector(self) -> lambda_.Function:
-        directory = _asset_directory("eviction-collector", eviction_collector_asset_files())
-        security_group = ec2.SecurityGroup(
-            self,
-            "EvictionCollectorSecurityGroup",
-            vpc=self.cluster.vpc,
-            description=f"Eviction collector of {self._name}: the private EKS API endpoint, S3 and EKS APIs",
-            allow_all_outbound=True,
-        )
-        function = self._function(
-            "EvictionCollector",
-            code=lambda_.Code.from_asset(directory),
-            handler=EVICTION_COLLECTOR_HANDLER,
-            timeout=cdk.Duration.minutes(2),
-            environment={
-                "CLUSTER_NAME": self.cluster.eks_cluster_name,
-                "CLUSTER_LABEL": self._name,
-                "BUCKET": self.bucket.bucket_name,
-                "PREFIX": f"{_RAW}eviction/",
-                "LOOKBACK_MINUTES": "15",
-                # the one checkpoint declaration: variables of the pod templates' main containers
-                "CHECKPOINT_INTERVAL_ENV": labels.CHECKPOINT_INTERVAL_ENV,
-                "CHECKPOINT_DIR_ENV": labels.CHECKPOINT_DIR_ENV,
-                # the team checkpoint scanners' annotation (measured preemption loss, CheckpointsOverdue gauge)
-                "LAST_CHECKPOINT_ANNOTATION": labels.LAST_CHECKPOINT_ANNOTATION,
-                # the teams' live GPU gauges (in use, borrowed, guarantee, ceiling) for their dashboards
-                "GAUGE_NAMESPACE": METRIC_NAMESPACE,
-                "TEAM_QUEUE_PREFIX": names.NAMESPACE_PREFIX,
-                "TEAM_QUEUE_SUFFIX": names.CLUSTER_QUEUE_SUFFIX,
-                # each team's own topic (in the team's stack): <prefix><team>
-                "TEAM_TOPIC_ARN_PREFIX": self._team_topic_prefix(),
-            },
-            vpc=self.cluster.vpc,
-            security_groups=[security_group],
-        )
-        self.cluster.allow_api_access_from(self, "EvictionCollectorApiAccess", peer=security_group)
-        function.add_to_role_policy(
-            iam.PolicyStatement(
-                sid="Gauges",
-                actions=["cloudwatch:PutMetricData"],
-                resources=["*"],
-                conditions={"StringEquals": {"cloudwatch:namespace": METRIC_NAMESPACE}},
-            )
-        )
-        self.bucket.grant_put(function, f"{_RAW}eviction/*")
-        # an eviction is told to its team once, when its record is first written: it lists its own key first
-        function.add_to_role_policy(
-            iam.PolicyStatement(
-                sid="SeenEvictions",
-                actions=["s3:ListBucket"],
-                resources=[self.bucket.bucket_arn],
-                conditions={"StringLike": {"s3:prefix": f"{_RAW}eviction/*"}},
-            )
-        )
-        stack = cdk.Stack.of(self)
-        function.add_to_role_policy(
-            iam.PolicyStatement(
-                sid="TeamTopics", actions=["sns:Publish"], resources=[self._team_topic_prefix() + "*"]
-            )
-        )
-        function.add_to_role_policy(
-            iam.PolicyStatement(
-                sid="TeamTopicKeys",
-                actions=["kms:GenerateDataKey*", "kms:Decrypt"],
-                resources=[stack.format_arn(service="kms", resource="key", resource_name="*")],
-                conditions={
-                    "StringEquals": {
-                        "kms:ViaService": f"sns.{stack.region}.{stack.url_suffix}",
-                        f"aws:ResourceTag/{names.TEAM_TOPIC_KEY_TAG}": self._name,
-                    }
-                },
-            )
-        )
-        access_entry, rbac = grant_cluster_reads(
-            self,
-            "EvictionCollector",
-            cluster=self.cluster,
-            function=function,
-            group=EVICTION_COLLECTOR_GROUP,
-            role_name=EVICTION_COLLECTOR_ROLE,
-            rules=[
-                {
-                    "apiGroups": ["kueue.x-k8s.io"],
-                    "resources": ["workloads", "clusterqueues"],
-                    "verbs": ["get", "list"],
-                }
-            ],
-        )
-        schedule = events.Rule(
-            self,
-            "EvictionCollectorSchedule",
-            description=f"Preemption evictions of Kueue workloads on {self._name} every 5 minutes",
-            schedule=events.Schedule.rate(cdk.Duration.minutes(5)),
-            targets=[targets.LambdaFunction(function, retry_attempts=2)],
-        )
-        schedule.node.add_dependency(access_entry, rbac)
-        return function
-
-    def _create_job(self) -> lambda_.Function:
-        stack = cdk.Stack.of(self)
-        # the teams are read at run time from their records: the asset (and this stack) lists none
-        directory = _asset_directory("chargeback-job", job_asset_files(self.platform_config))
-        database_name = names.chargeback_database(self._name)
-        function = self._function(
-            "MonthlyJob",
-            code=lambda_.Code.from_asset(directory),
-            handler="hyperpod_tenancy.runtime.chargeback_job.handler",
-            timeout=cdk.Duration.minutes(15),
-            environment={
-                "BUCKET": self.bucket.bucket_name,
-                "WORKGROUP": self.workgroup.ref,
-                "DATABASE": database_name,
-                "TOPIC_ARN": self.topic.topic_arn,
-                "METRIC_NAMESPACE": METRIC_NAMESPACE,
-                "TABLES": json.dumps({t: t for t in queries.TABLES}, sort_keys=True),
-                "TEAM_RECORDS_PATH": self.team_records_path,
-            },
-        )
-        function.node.add_dependency(self.database, *self.tables.values())
-        records = self.team_records_path.strip("/")
-        function.add_to_role_policy(
-            iam.PolicyStatement(
-                sid="TeamRecords",
-                actions=["ssm:GetParametersByPath"],
-                resources=[
-                    stack.format_arn(service="ssm", resource="parameter", resource_name=records),
-                    stack.format_arn(service="ssm", resource="parameter", resource_name=f"{records}/*"),
-                ],
-            )
-        )
-        workgroup_arn = stack.format_arn(
-            service="athena", resource="workgroup", resource_name=self.workgroup.ref
-        )
-        function.add_to_role_policy(
-            iam.PolicyStatement(
-                sid="Athena",
-                actions=[
-                    "athena:StartQueryExecution",
-                    "athena:GetQueryExecution",
-                    "athena:GetQueryResults",
-                    "athena:StopQueryExecution",
-                ],
-                resources=[workgroup_arn],
-            )
-        )
-        function.add_to_role_policy(
-            iam.PolicyStatement(
-                sid="Catalog",
-                actions=[
-                    "glue:GetDatabase",
-                    "glue:GetTable",
-                    "glue:GetTables",
-                    "glue:GetPartition",
-                    "glue:GetPartitions",
-                ],
-                resources=[
-                    stack.format_arn(service="glue", resource="catalog"),
-                    stack.format_arn(service="glue", resource="database", resource_name=database_name),
-                    *(
-                        stack.format_arn(
-                            service="glue", resource="table", resource_name=f"{database_name}/{t}"
-                        )
-                        for t in sorted(self.tables)
-                    ),
-                ],
-            )
-        )
-        self.bucket.grant_read(function, f"{_RAW}*")
-        self.bucket.grant_read(function, f"{_CUR}*")
-        self.bucket.grant_read_write(function, f"{_RESULTS}*")
-        # the report of each month, and the configuration it was computed under (read back by a re-run)
-        self.bucket.grant_read(function, f"{_REPORTS}*")
-        self.bucket.grant_put(function, f"{_REPORTS}*")
-        function.add_to_role_policy(
-            iam.PolicyStatement(
-                sid="ListForAthena",
-                actions=["s3:GetBucketLocation", "s3:ListBucket"],
-                resources=[self.bucket.bucket_arn],
-            )
-        )
-        function.add_to_role_policy(
-            iam.PolicyStatement(
-                sid="Metrics",
-                actions=["cloudwatch:PutMetricData"],
-                resources=["*"],
-                conditions={"StringEquals": {"cloudwatch:namespace": METRIC_NAMESPACE}},
-            )
-        )
-        self.topic.grant_publish(function)
-        events.Rule(
-            self,
-            "MonthlySchedule",
-            description=f"Chargeback report of HyperPod cluster {self._name} for the month that ended",
-            schedule=events.Schedule.cron(minute="0", hour="6", day="1", month="*", year="*"),
-            targets=[targets.LambdaFunction(function, retry_attempts=2)],
-        )
-        events.Rule(
-            self,
-            "RosterSchedule",
-            description=f"Daily roster of the teams billed this month on HyperPod cluster {self._name}",
-            schedule=events.Schedule.cron(minute="30", hour="5", month="*", year="*"),
-            targets=[
-                targets.LambdaFunction(
-                    function, retry_attempts=2, event=events.RuleTargetInput.from_object({"action": "record"})
-                )
-            ],
-        )
-        return function
 
     # ------------------------------------------------------------------ views and alerts
-    def _create_dashboards(self) -> cloudwatch.Dashboard:
-        metrics = MONTHLY_METRICS
-        # the team dashboards are the team stacks': this one aggregates every team with search expressions
-        platform = cloudwatch.Dashboard(
-            self,
-            "PlatformDashboard",
-            dashboard_name=names.chargeback(self._name),
-            default_interval=cdk.Duration.days(400),
-        )
-        widgets: list[cloudwatch.IWidget] = []
-        for metric in metrics:
-            search = (
-                f'SEARCH(\'{{{METRIC_NAMESPACE},Cluster,Team}} MetricName="{metric}" Cluster="{self._name}"\', '
-                "'Sum', 86400)"
-            )
-            widgets.append(
-                cloudwatch.GraphWidget(
-                    title=f"{metric} per team",
-                    left=[
-                        cloudwatch.MathExpression(expression=search, label="", period=cdk.Duration.days(1))
-                    ],
-                    width=12,
-                    height=8,
-                    stacked=True,
-                )
-            )
-        platform.add_widgets(*widgets)
-        return platform
-
-    def _route_alerts(self, workspace: aps.CfnWorkspace) -> None:
-        # route the workspace's alerts to the topic; the topic ARN is formatted from its fixed name, so the
-        # cluster's stack gains no reference to this one
-        workspace_stack = cdk.Stack.of(workspace)
-        topic_arn = workspace_stack.format_arn(
-            service="sns", resource=self.topic_name, arn_format=cdk.ArnFormat.NO_RESOURCE_NAME
-        )
-        if workspace.alert_manager_definition is not None:
-            raise TenancyError(
-                f"{self.node.path}: the workspace {workspace.node.path} already has an alert manager definition; "
-                "route its alerts yourself and pass a workspace without one, or remove it."
-            )
-        workspace.alert_manager_definition = cdk.Fn.join(
-            "",
-            [
-                "alertmanager_config: |\n"
-                "  route:\n"
-                "    receiver: chargeback\n"
-                "    group_by: [alertname, team]\n"
-                "  receivers:\n"
-                "    - name: chargeback\n"
-                "      sns_configs:\n"
-                "        - topic_arn: ",
-                topic_arn,
-                "\n          sigv4:\n            region: ",
-                workspace_stack.region,
-                "\n",
-            ],
-        )
-        self.topic.add_to_resource_policy(
-            iam.PolicyStatement(
-                sid="PrometheusAlerts",
-                principals=[iam.ServicePrincipal("aps.amazonaws.com")],
-                actions=["sns:Publish", "sns:GetTopicAttributes"],
-                resources=[self.topic.topic_arn],
-                conditions={
-                    "ArnEquals": {"aws:SourceArn": workspace.attr_arn},
-                    "StringEquals": {"aws:SourceAccount": cdk.Stack.of(self).account},
-                },
-            )
-        )
 
     # ------------------------------------------------------------------ teams
     @property

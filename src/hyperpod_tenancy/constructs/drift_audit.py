@@ -44,8 +44,8 @@ from hyperpod_tenancy.constructs._private.annotations import acknowledge_role, s
 from hyperpod_tenancy.constructs._private.cluster_reader import grant_cluster_reads
 from hyperpod_tenancy.constructs._private.lambda_assets import lambda_asset_files
 from hyperpod_tenancy.constructs._private.task_governance import compute_quota_properties
-from hyperpod_tenancy.constructs.chargeback_pipeline import _asset_directory
 from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
+from hyperpod_tenancy.constructs.pipeline_layout import _asset_directory
 from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.k8s import labels
 from hyperpod_tenancy.k8s.audit_record import PLATFORM_NAMESPACES
