@@ -44,6 +44,8 @@ class PipelineBuild(Construct):
     node_inventory: lambda_.Function
     #: The eviction collector's function.
     eviction_collector: lambda_.Function
+    #: The monthly job's function.
+    job: lambda_.Function
 
     @property
     def export_name(self) -> str:
