@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import jsii
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk.lambda_layer_kubectl_v33 import KubectlV33Layer
+from constructs import IValidation
 
 from hyperpod_tenancy.constructs._private.kubectl import eks_addon
 from hyperpod_tenancy.constructs.cluster_build import ClusterBuild
@@ -17,6 +19,7 @@ from hyperpod_tenancy.k8s import labels
 
 __all__ = [
     "NODE_BOOTSTRAP_ADDONS",
+    "RejectAl2OnNewKubernetes",
     "add_addon",
     "addons_after_the_system_nodes",
     "create_base_addons",
@@ -127,3 +130,41 @@ def addons_after_the_system_nodes(shared: ClusterBuild) -> None:
     for child in shared.node.find_all():
         if isinstance(child, eks.CfnAddon) and child.addon_name not in NODE_BOOTSTRAP_ADDONS:
             child.node.add_dependency(shared.system_node_group)
+
+
+#: First Kubernetes version for which EKS publishes no Amazon Linux 2 AMIs
+#: (https://docs.aws.amazon.com/eks/latest/userguide/al2023.html; research/hyperpod.md section 21).
+_FIRST_VERSION_WITHOUT_AL2 = (1, 33)
+
+
+def _version_tuple(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split("."))
+
+
+@jsii.implements(IValidation)
+class RejectAl2OnNewKubernetes:
+    """A managed node group with an ``AL2_*`` AMI type on Kubernetes >= 1.33 fails to create: refuse it at synth."""
+
+    def __init__(self, cluster: ClusterBuild) -> None:
+        self._cluster = cluster
+
+    def validate(self) -> list[str]:
+        """Return an error per AL2 node group of the cluster on a Kubernetes version with no AL2 AMIs."""
+        version = self._cluster.platform.cluster.kubernetes_version
+        if _version_tuple(version) < _FIRST_VERSION_WITHOUT_AL2:
+            return []
+        errors = []
+        eks_path = self._cluster.eks_cluster.node.path
+        for construct in self._cluster.node.root.node.find_all():
+            if not isinstance(construct, eks.Nodegroup) or construct.cluster.node.path != eks_path:
+                continue
+            cfn = construct.node.default_child
+            ami_type = cfn.ami_type if isinstance(cfn, eks.CfnNodegroup) else None
+            if isinstance(ami_type, str) and ami_type.startswith("AL2_"):
+                errors.append(
+                    f"[HPT-NODEGROUP-AMI] node group {construct.node.path} has AMI type {ami_type} on Kubernetes "
+                    f"{version}; EKS publishes no Amazon Linux 2 AMIs after 1.32, so the node group would fail to "
+                    "create. Pass ami_type=NodegroupAmiType.AL2023_* (or BOTTLEROCKET_*) matching the instance "
+                    "architecture."
+                )
+        return errors

@@ -16,10 +16,11 @@ from hyperpod_tenancy.constructs.cluster_network import (
     admit_to_api_endpoint,
 )
 from hyperpod_tenancy.constructs.encryption import PlatformKey
+from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
 from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.policy import Platform
 
-__all__ = ["ImportedHyperPodCluster"]
+__all__ = ["ImportedHyperPodCluster", "import_cluster"]
 
 
 class ImportedHyperPodCluster(Construct):
@@ -113,3 +114,96 @@ class ImportedHyperPodCluster(Construct):
     def allow_api_access_from(self, scope: Construct, id: str, *, peer: ec2.ISecurityGroup) -> None:
         """Admit ``peer`` to the private EKS API endpoint (TCP 443) through the imported endpoint group."""
         admit_to_api_endpoint(scope, id, group_id=self._api_endpoint_security_group_id, peer=peer)
+
+
+def import_cluster(
+    scope: Construct,
+    id: str,
+    *,
+    platform: Platform,
+    eks_cluster_name: str,
+    kubectl_provider_service_token: str,
+    kubectl_role_arn: str | None = None,
+    cluster_security_group_id: str | None = None,
+    hyperpod_cluster_arn: str,
+    vpc_id: str,
+    private_subnet_ids: Sequence[str],
+    api_endpoint_security_group_id: str,
+    data_bucket_name: str,
+    file_system_id: str,
+    file_system_dns_name: str,
+    file_system_mount_name: str,
+    network_policy_enforced: bool,
+    service_cidr: str | None = None,
+    sso_role_service_token: str | None = None,
+    kms_key_arn: str | None = None,
+    api_client_security_group_id: str | None = None,
+    vpc_cidr_blocks: Sequence[str] | None = None,
+) -> IHyperPodCluster:
+    """Import an existing HyperPod/EKS cluster (another app or account) to add tenants to it.
+
+    Nothing is looked up at synth time: every attribute is given (plain values or tokens, e.g. from
+    ``Fn.import_value`` or SSM parameters). The cluster-level objects (fairness backend, platform chart)
+    are expected to exist; tenants are created without a dependency on them.
+
+    Args:
+        scope: parent construct.
+        id: construct ID.
+        platform: the policy the cluster was deployed from (the tenants' teams come from it).
+        eks_cluster_name: name of the EKS cluster.
+        kubectl_provider_service_token: service token of the cluster's kubectl provider (the
+            ``ServiceToken`` of its ``Custom::AWSCDK-EKS-KubernetesResource`` resources).
+        kubectl_role_arn: role the kubectl provider assumes. Default: the provider's own role.
+        cluster_security_group_id: the EKS cluster security group. Default: not imported.
+        hyperpod_cluster_arn: ARN of the HyperPod cluster.
+        vpc_id: the cluster's VPC.
+        private_subnet_ids: its private subnets with egress, one per zone of
+            ``platform.cluster.availability_zones``, in that order.
+        api_endpoint_security_group_id: the additional security group of the EKS API endpoint ENIs
+            (``SharedHyperPodCluster.api_endpoint_security_group``), where Studio peers are admitted.
+        data_bucket_name: the shared team-data bucket.
+        file_system_id: ID of the shared FSx for Lustre file system.
+        file_system_dns_name: its DNS name.
+        file_system_mount_name: its Lustre mount name.
+        network_policy_enforced: whether the cluster's CNI enforces NetworkPolicy; no default: a tenant
+            relies on it for isolation, so state what the cluster does (``False`` stops synthesis).
+        service_cidr: the EKS Service CIDR. Default: the policy's ``cluster.serviceCidr``.
+        sso_role_service_token: service token of the Identity Center role-lookup provider of the cluster's
+            stack (``SharedHyperPodCluster.sso_role_service_token``), to share it. Default: one provider is
+            created beside the import, shared by the tenants added to it.
+        kms_key_arn: ARN of the platform key the cluster's app created (``encryption.kmsKey: create``;
+            ``SharedHyperPodCluster.platform_key``). Default: the policy's key ARN, or none.
+        api_client_security_group_id: the cluster's API client security group
+            (``SharedHyperPodCluster.api_client_security_group``), which tenants join to reach the API
+            endpoint. Default: none; each tenant then adds an inbound rule to ``api_endpoint_security_group_id``
+            (60 inbound rules by default: Service Quotas vpc L-0EA8095F).
+        vpc_cidr_blocks: every IPv4 CIDR block of the cluster's VPC, secondary blocks included (team egress
+            excludes them). Default: the policy's ``cluster.vpcCidr``.
+
+    Raises:
+        TenancyError: ``private_subnet_ids`` does not have one subnet per availability zone.
+
+    """
+    return ImportedHyperPodCluster(
+        scope,
+        id,
+        platform=platform,
+        eks_cluster_name=eks_cluster_name,
+        kubectl_provider_service_token=kubectl_provider_service_token,
+        kubectl_role_arn=kubectl_role_arn,
+        cluster_security_group_id=cluster_security_group_id,
+        hyperpod_cluster_arn=hyperpod_cluster_arn,
+        vpc_id=vpc_id,
+        private_subnet_ids=private_subnet_ids,
+        api_endpoint_security_group_id=api_endpoint_security_group_id,
+        data_bucket_name=data_bucket_name,
+        file_system_id=file_system_id,
+        file_system_dns_name=file_system_dns_name,
+        file_system_mount_name=file_system_mount_name,
+        network_policy_enforced=network_policy_enforced,
+        service_cidr=service_cidr or platform.cluster.service_cidr,
+        sso_role_service_token=sso_role_service_token,
+        kms_key_arn=kms_key_arn,
+        api_client_security_group_id=api_client_security_group_id,
+        vpc_cidr_blocks=vpc_cidr_blocks,
+    )

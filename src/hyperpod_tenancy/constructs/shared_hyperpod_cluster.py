@@ -15,23 +15,15 @@ from typing import Any, cast
 
 import aws_cdk as cdk
 import cdk8s
-import jsii
 from aws_cdk import aws_aps as aps
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sagemaker as sagemaker
-from constructs import Construct, IValidation
+from constructs import Construct
 
-from hyperpod_tenancy.constructs._private.annotations import (
-    acknowledge,
-    acknowledge_cdk_handlers,
-    acknowledge_role,
-    warn,
-)
 from hyperpod_tenancy.constructs._private.extensions import ChartExtensions, chart_objects
-from hyperpod_tenancy.constructs._private.feature_flags import warn_flags_off
 from hyperpod_tenancy.constructs._private.inference_operator import (
     InferenceOperator,
 )
@@ -41,17 +33,19 @@ from hyperpod_tenancy.constructs.backends import Backend, ClusterFairness, backe
 from hyperpod_tenancy.constructs.cluster_build import ClusterBuild
 from hyperpod_tenancy.constructs.cluster_eks import (
     NODE_BOOTSTRAP_ADDONS,
+    RejectAl2OnNewKubernetes,
     addons_after_the_system_nodes,
     create_base_addons,
     create_eks,
 )
+from hyperpod_tenancy.constructs.cluster_findings import acknowledge_cluster_findings, warn_cluster_at_synth
 from hyperpod_tenancy.constructs.cluster_hyperpod import (
     HYPERPOD_HELM_RELEASE,
     create_execution_role,
     create_hyperpod_cluster,
     create_hyperpod_helm_chart,
 )
-from hyperpod_tenancy.constructs.cluster_import import ImportedHyperPodCluster
+from hyperpod_tenancy.constructs.cluster_import import import_cluster
 from hyperpod_tenancy.constructs.cluster_network import (
     admit_to_api_endpoint,
     connect_node_security_groups,
@@ -69,7 +63,6 @@ from hyperpod_tenancy.constructs.cluster_operators import (
 )
 from hyperpod_tenancy.constructs.cluster_storage import create_buckets, create_file_system
 from hyperpod_tenancy.constructs.encryption import PlatformKey, encrypt_platform_resources
-from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
 from hyperpod_tenancy.constructs.posix_identity_webhook import PosixIdentityWebhook
 from hyperpod_tenancy.constructs.team_tenant import TeamTenant
 from hyperpod_tenancy.constructs.vpc import (
@@ -77,46 +70,9 @@ from hyperpod_tenancy.constructs.vpc import (
 )
 from hyperpod_tenancy.errors import PolicyError, TenancyError
 from hyperpod_tenancy.k8s.platform_chart import PlatformChart
-from hyperpod_tenancy.policy import InstanceGroup, Platform, names, policy_warnings
+from hyperpod_tenancy.policy import InstanceGroup, Platform, names
 
 __all__ = ["HYPERPOD_HELM_RELEASE", "KUBECTL_WAIT", "NODE_BOOTSTRAP_ADDONS", "SharedHyperPodCluster"]
-
-
-#: First Kubernetes version for which EKS publishes no Amazon Linux 2 AMIs
-#: (https://docs.aws.amazon.com/eks/latest/userguide/al2023.html; research/hyperpod.md section 21).
-_FIRST_VERSION_WITHOUT_AL2 = (1, 33)
-
-
-def _version_tuple(version: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in version.split("."))
-
-
-@jsii.implements(IValidation)
-class _RejectAl2OnNewKubernetes:
-    """A managed node group with an ``AL2_*`` AMI type on Kubernetes >= 1.33 fails to create: refuse it at synth."""
-
-    def __init__(self, cluster: SharedHyperPodCluster) -> None:
-        self._cluster = cluster
-
-    def validate(self) -> list[str]:
-        version = self._cluster.platform.cluster.kubernetes_version
-        if _version_tuple(version) < _FIRST_VERSION_WITHOUT_AL2:
-            return []
-        errors = []
-        eks_path = self._cluster.eks_cluster.node.path
-        for construct in self._cluster.node.root.node.find_all():
-            if not isinstance(construct, eks.Nodegroup) or construct.cluster.node.path != eks_path:
-                continue
-            cfn = construct.node.default_child
-            ami_type = cfn.ami_type if isinstance(cfn, eks.CfnNodegroup) else None
-            if isinstance(ami_type, str) and ami_type.startswith("AL2_"):
-                errors.append(
-                    f"[HPT-NODEGROUP-AMI] node group {construct.node.path} has AMI type {ami_type} on Kubernetes "
-                    f"{version}; EKS publishes no Amazon Linux 2 AMIs after 1.32, so the node group would fail to "
-                    "create. Pass ami_type=NodegroupAmiType.AL2023_* (or BOTTLEROCKET_*) matching the instance "
-                    "architecture."
-                )
-        return errors
 
 
 class SharedHyperPodCluster(ClusterBuild):
@@ -215,7 +171,7 @@ class SharedHyperPodCluster(ClusterBuild):
                 f"{self.node.path}: the stack is in {stack.region} but platform.region is {platform.region}; "
                 "create the stack with env=Environment(region=platform.region)."
             )
-        self._warn_at_synth()
+        warn_cluster_at_synth(self)
         #: The platform's customer-managed key (``encryption.kmsKey``; ``None``: AWS-managed keys).
         self.platform_key: PlatformKey | None = (
             PlatformKey(self, "PlatformKey", platform=platform) if platform.encryption.kms_key else None
@@ -289,104 +245,14 @@ class SharedHyperPodCluster(ClusterBuild):
         self.observability_workspace: aps.CfnWorkspace | None = observability[0]
         #: Pod Identity role of the observability collector (``None`` without observability).
         self.observability_role: iam.Role | None = observability[1]
-        self._acknowledge_findings()
+        acknowledge_cluster_findings(self)
         addons_after_the_system_nodes(self)
-        self.node.add_validation(_RejectAl2OnNewKubernetes(self))
+        self.node.add_validation(RejectAl2OnNewKubernetes(self))
 
     # ------------------------------------------------------------------ import
-    @classmethod
-    def from_attributes(
-        cls,
-        scope: Construct,
-        id: str,
-        *,
-        platform: Platform,
-        eks_cluster_name: str,
-        kubectl_provider_service_token: str,
-        kubectl_role_arn: str | None = None,
-        cluster_security_group_id: str | None = None,
-        hyperpod_cluster_arn: str,
-        vpc_id: str,
-        private_subnet_ids: Sequence[str],
-        api_endpoint_security_group_id: str,
-        data_bucket_name: str,
-        file_system_id: str,
-        file_system_dns_name: str,
-        file_system_mount_name: str,
-        network_policy_enforced: bool,
-        service_cidr: str | None = None,
-        sso_role_service_token: str | None = None,
-        kms_key_arn: str | None = None,
-        api_client_security_group_id: str | None = None,
-        vpc_cidr_blocks: Sequence[str] | None = None,
-    ) -> IHyperPodCluster:
-        """Import an existing HyperPod/EKS cluster (another app or account) to add tenants to it.
-
-        Nothing is looked up at synth time: every attribute is given (plain values or tokens, e.g. from
-        ``Fn.import_value`` or SSM parameters). The cluster-level objects (fairness backend, platform chart)
-        are expected to exist; tenants are created without a dependency on them.
-
-        Args:
-            scope: parent construct.
-            id: construct ID.
-            platform: the policy the cluster was deployed from (the tenants' teams come from it).
-            eks_cluster_name: name of the EKS cluster.
-            kubectl_provider_service_token: service token of the cluster's kubectl provider (the
-                ``ServiceToken`` of its ``Custom::AWSCDK-EKS-KubernetesResource`` resources).
-            kubectl_role_arn: role the kubectl provider assumes. Default: the provider's own role.
-            cluster_security_group_id: the EKS cluster security group. Default: not imported.
-            hyperpod_cluster_arn: ARN of the HyperPod cluster.
-            vpc_id: the cluster's VPC.
-            private_subnet_ids: its private subnets with egress, one per zone of
-                ``platform.cluster.availability_zones``, in that order.
-            api_endpoint_security_group_id: the additional security group of the EKS API endpoint ENIs
-                (``SharedHyperPodCluster.api_endpoint_security_group``), where Studio peers are admitted.
-            data_bucket_name: the shared team-data bucket.
-            file_system_id: ID of the shared FSx for Lustre file system.
-            file_system_dns_name: its DNS name.
-            file_system_mount_name: its Lustre mount name.
-            network_policy_enforced: whether the cluster's CNI enforces NetworkPolicy; no default: a tenant
-                relies on it for isolation, so state what the cluster does (``False`` stops synthesis).
-            service_cidr: the EKS Service CIDR. Default: the policy's ``cluster.serviceCidr``.
-            sso_role_service_token: service token of the Identity Center role-lookup provider of the cluster's
-                stack (``SharedHyperPodCluster.sso_role_service_token``), to share it. Default: one provider is
-                created beside the import, shared by the tenants added to it.
-            kms_key_arn: ARN of the platform key the cluster's app created (``encryption.kmsKey: create``;
-                ``SharedHyperPodCluster.platform_key``). Default: the policy's key ARN, or none.
-            api_client_security_group_id: the cluster's API client security group
-                (``SharedHyperPodCluster.api_client_security_group``), which tenants join to reach the API
-                endpoint. Default: none; each tenant then adds an inbound rule to ``api_endpoint_security_group_id``
-                (60 inbound rules by default: Service Quotas vpc L-0EA8095F).
-            vpc_cidr_blocks: every IPv4 CIDR block of the cluster's VPC, secondary blocks included (team egress
-                excludes them). Default: the policy's ``cluster.vpcCidr``.
-
-        Raises:
-            TenancyError: ``private_subnet_ids`` does not have one subnet per availability zone.
-
-        """
-        return ImportedHyperPodCluster(
-            scope,
-            id,
-            platform=platform,
-            eks_cluster_name=eks_cluster_name,
-            kubectl_provider_service_token=kubectl_provider_service_token,
-            kubectl_role_arn=kubectl_role_arn,
-            cluster_security_group_id=cluster_security_group_id,
-            hyperpod_cluster_arn=hyperpod_cluster_arn,
-            vpc_id=vpc_id,
-            private_subnet_ids=private_subnet_ids,
-            api_endpoint_security_group_id=api_endpoint_security_group_id,
-            data_bucket_name=data_bucket_name,
-            file_system_id=file_system_id,
-            file_system_dns_name=file_system_dns_name,
-            file_system_mount_name=file_system_mount_name,
-            network_policy_enforced=network_policy_enforced,
-            service_cidr=service_cidr or platform.cluster.service_cidr,
-            sso_role_service_token=sso_role_service_token,
-            kms_key_arn=kms_key_arn,
-            api_client_security_group_id=api_client_security_group_id,
-            vpc_cidr_blocks=vpc_cidr_blocks,
-        )
+    #: Import an existing HyperPod/EKS cluster (another app or account) to add tenants to it
+    #: (:func:`~hyperpod_tenancy.constructs.cluster_import.import_cluster`).
+    from_attributes = staticmethod(import_cluster)
 
     # ------------------------------------------------------------------ attributes
     @property
@@ -518,12 +384,6 @@ class SharedHyperPodCluster(ClusterBuild):
 
     # ------------------------------------------------------------------ network
 
-    def _warn_at_synth(self) -> None:
-        """Emit the policy's warnings and the one naming the app's feature flags the templates depend on."""
-        for issue in policy_warnings(self.platform):
-            warn(self, issue.code, f"{issue.path}: {issue.message} {issue.fix}")
-        warn_flags_off(self)
-
     @property
     def node_security_group_ids(self) -> list[str]:
         """Security groups of the HyperPod nodes: this construct's group and the EKS cluster security group.
@@ -622,55 +482,3 @@ class SharedHyperPodCluster(ClusterBuild):
     # ------------------------------------------------------------------ observability
 
     # ------------------------------------------------------------------ compliance
-    def _acknowledge_findings(self) -> None:
-        acknowledge(
-            self._buckets.access_logs,
-            "AwsSolutions-S1",
-            "this is the access-log bucket of the other buckets; logging it to itself would loop",
-            checkov="CKV_AWS_18",
-        )
-        acknowledge_role(
-            self.execution_role,
-            managed_policies="AmazonSageMakerClusterInstanceRolePolicy is the policy HyperPod requires on instance roles",
-            wildcards="VPC CNI manages ENIs created at run time (network-interface/*, instance/*); Describe* and "
-            "ecr:GetAuthorizationToken do not support resource scoping; nodes pull images (ECR pull actions on *) from "
-            "AWS-owned registry accounts that differ per region (EKS add-ons, HyperPod health-monitoring agent) as "
-            "the reference HyperPod execution role does, and from the teams' own registries; lifecycle scripts are read under the bucket's lifecycle/ prefix",
-        )
-        acknowledge_role(
-            self.training_operator_role,
-            managed_policies="AmazonSageMakerHyperPodTrainingOperatorAccess is the policy the HyperPod training "
-            "operator add-on documents for its Pod Identity role",
-        )
-        if isinstance(self.eks_cluster.role, iam.Role):
-            acknowledge_role(
-                self.eks_cluster.role, managed_policies="AmazonEKSClusterPolicy is the policy EKS requires"
-            )
-        for nodegroup in self.eks_cluster.node.find_all():
-            if isinstance(nodegroup, eks.Nodegroup) and isinstance(nodegroup.role, iam.Role):
-                acknowledge_role(
-                    nodegroup.role,
-                    managed_policies="the worker-node, CNI and ECR read-only policies EKS managed node groups require",
-                )
-        if self.observability_role is not None:
-            acknowledge_role(
-                self.observability_role,
-                wildcards="the collector writes to the log groups HyperPod creates per cluster under "
-                "/aws/sagemaker/Clusters/",
-            )
-        stack = cdk.Stack.of(self)
-        handlers = [self.eks_cluster.node.try_find_child("KubectlProvider")] + [
-            c
-            for c in stack.node.children
-            if c.node.id.startswith(
-                ("Custom::CDKBucketDeployment", "Custom::VpcRestrictDefaultSG", "AWSCDKCfnUtilsProvider")
-            )
-        ]
-        for handler in handlers:
-            if handler is not None:
-                acknowledge_cdk_handlers(
-                    handler,
-                    "handler created and maintained by aws-cdk-lib (kubectl/helm provider, bucket deployment, "
-                    "default security group restriction, the CfnJson utility of the IRSA trust conditions): "
-                    "its managed Lambda policies, runtime and invoke wildcards are CDK's",
-                )
