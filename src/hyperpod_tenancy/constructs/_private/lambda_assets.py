@@ -10,6 +10,7 @@ path and nothing else of the library comes along.
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -38,22 +39,47 @@ def _is_module(name: str) -> bool:
     return _file_of(name) is not None
 
 
-def _type_checking_nodes(tree: ast.AST) -> set[int]:
-    skipped: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            skipped |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
-    return skipped
+@functools.cache
+def _imports(module: str, path: Path) -> tuple[str, ...]:
+    """Library modules ``module`` (at ``path``) imports (read once per process: the sources do not change)."""
+    return tuple(_read_imports(module, path))
 
 
-def _imports(module: str, path: Path) -> Iterator[str]:
-    """Library modules ``module`` (at ``path``) imports."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-    skipped = _type_checking_nodes(tree)
-    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    for node in ast.walk(tree):
-        if id(node) in skipped:
+def _import_statements(text: str) -> list[str]:
+    """Return the import statements of a module's source, each on one line (the rest is most of the text).
+
+    Imports under a module-level ``if TYPE_CHECKING:`` are left out: they never run. A line of prose that looks
+    like an import (in a docstring) does not parse as one and is skipped by the caller.
+    """
+    kept: list[str] = []
+    open_paren = False
+    type_checking = False
+    for line in text.splitlines():
+        stripped = line.strip()
+        if line and not line[0].isspace():
+            type_checking = line.startswith("if TYPE_CHECKING")
+        if open_paren:
+            kept[-1] += " " + stripped.split("#")[0]
+            open_paren = ")" not in stripped
             continue
+        if not type_checking and (
+            (stripped.startswith(("import ", "from ")) and " import " in stripped)
+            or stripped.startswith("import ")
+        ):
+            kept.append(stripped.split("#")[0].rstrip().rstrip("\\"))
+            open_paren = "(" in stripped and ")" not in stripped
+    return kept
+
+
+def _read_imports(module: str, path: Path) -> Iterator[str]:
+    nodes: list[ast.stmt] = []
+    for statement in _import_statements(path.read_text(encoding="utf-8")):
+        try:
+            nodes += ast.parse(statement).body
+        except SyntaxError:
+            continue
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node in nodes:
         if isinstance(node, ast.Import):
             yield from (alias.name for alias in node.names if alias.name.split(".")[0] == _ROOT)
         elif isinstance(node, ast.ImportFrom):
