@@ -46,13 +46,6 @@ class ClusterBuild(Construct):
     #: The policy the cluster was built from.
     platform: Platform
     #: VPC of the cluster.
-    #: Every IPv4 CIDR block of the VPC in use, secondary blocks included: team NetworkPolicies exclude them all.
-    #: The managed node group of the cluster's own pods (add-on controllers, the webhook, coredns).
-    #: The vpc-cni add-on (network policy enforcement switched on).
-    #: The EKS Pod Identity agent add-on.
-    #: The cert-manager add-on (the HyperPod training operator and the POSIX identity webhook need it).
-    #: Pod Identity role of the HyperPod training operator (``AmazonSageMakerHyperPodTrainingOperatorAccess``).
-    #: VPC of the cluster.
     vpc: ec2.IVpc
     #: Every IPv4 CIDR block of the VPC in use, secondary blocks included: team NetworkPolicies exclude them all.
     vpc_cidr_blocks: tuple[str, ...]

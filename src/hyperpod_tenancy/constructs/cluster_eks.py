@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 import jsii
@@ -19,6 +20,7 @@ from hyperpod_tenancy.k8s import labels
 
 __all__ = [
     "NODE_BOOTSTRAP_ADDONS",
+    "BaseAddons",
     "RejectAl2OnNewKubernetes",
     "add_addon",
     "addons_after_the_system_nodes",
@@ -42,7 +44,7 @@ def create_eks(
     shared: ClusterBuild,
     endpoint_access: eks.EndpointAccess | None,
     kubectl_layer: lambda_.ILayerVersion | None,
-) -> eks.Cluster:
+) -> tuple[eks.Cluster, eks.Nodegroup]:
     """Create the EKS cluster (authentication mode API, NODEGROUP capacity) and its system node group."""
     spec = shared.platform.cluster
     private = list(shared._subnets_by_az.values())
@@ -75,7 +77,7 @@ def create_eks(
     )
     system = spec.system_node_group
     instance_type = ec2.InstanceType(system.instance_type)
-    shared.system_node_group = cluster.add_nodegroup_capacity(
+    system_nodes = cluster.add_nodegroup_capacity(
         "SystemNodes",
         instance_types=[instance_type],
         # EKS publishes no AL2 AMIs after Kubernetes 1.32, and CDK picks AL2 unless told otherwise
@@ -91,7 +93,7 @@ def create_eks(
         subnets=ec2.SubnetSelection(subnets=private),
         labels={labels.NODE_ROLE_LABEL: labels.SYSTEM_NODE_ROLE},
     )
-    return cluster
+    return cluster, system_nodes
 
 
 def add_addon(shared: ClusterBuild, id: str, name: str, **props: Any) -> eks.CfnAddon:
@@ -99,24 +101,37 @@ def add_addon(shared: ClusterBuild, id: str, name: str, **props: Any) -> eks.Cfn
     return eks_addon(shared, id, cluster_name=shared.eks_cluster.cluster_name, addon_name=name, **props)
 
 
-def create_base_addons(shared: ClusterBuild) -> list[eks.CfnAddon]:
+@dataclass(frozen=True)
+class BaseAddons:
+    """What :func:`create_base_addons` created."""
+
+    #: The vpc-cni add-on (network policy enforcement switched on).
+    vpc_cni: eks.CfnAddon
+    #: The EKS Pod Identity agent add-on.
+    pod_identity: eks.CfnAddon
+    #: The cert-manager add-on (the HyperPod training operator and the POSIX identity webhook need it).
+    cert_manager: eks.CfnAddon
+    #: Every base add-on, in creation order.
+    all: tuple[eks.CfnAddon, ...]
+
+
+def create_base_addons(shared: ClusterBuild) -> BaseAddons:
     """Create the add-ons every node needs (VPC CNI with network policy, Pod Identity, cert-manager)."""
     # VPC CNI enforces NetworkPolicy only with its network policy agent switched on.
     vpc_cni = add_addon(
         shared, "VpcCni", "vpc-cni", configuration_values=json.dumps({"enableNetworkPolicy": "true"})
     )
-    shared.pod_identity_addon = add_addon(shared, "PodIdentityAgent", "eks-pod-identity-agent")
-    shared.cert_manager_addon = add_addon(shared, "CertManager", "cert-manager")
-    addons = [
+    pod_identity = add_addon(shared, "PodIdentityAgent", "eks-pod-identity-agent")
+    cert_manager = add_addon(shared, "CertManager", "cert-manager")
+    addons = (
         vpc_cni,
         add_addon(shared, "KubeProxy", "kube-proxy"),
         add_addon(shared, "CoreDns", "coredns"),
-        shared.pod_identity_addon,
+        pod_identity,
         add_addon(shared, "FsxCsiDriver", "aws-fsx-csi-driver"),
-        shared.cert_manager_addon,
-    ]
-    shared.vpc_cni_addon = vpc_cni
-    return addons
+        cert_manager,
+    )
+    return BaseAddons(vpc_cni=vpc_cni, pod_identity=pod_identity, cert_manager=cert_manager, all=addons)
 
 
 def addons_after_the_system_nodes(shared: ClusterBuild) -> None:

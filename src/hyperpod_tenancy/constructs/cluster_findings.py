@@ -13,10 +13,34 @@ from hyperpod_tenancy.constructs._private.annotations import (
     warn,
 )
 from hyperpod_tenancy.constructs._private.feature_flags import warn_flags_off
+from hyperpod_tenancy.constructs.backends import Backend, backend_for
 from hyperpod_tenancy.constructs.cluster_build import ClusterBuild
+from hyperpod_tenancy.errors import PolicyError, TenancyError
 from hyperpod_tenancy.policy import policy_warnings
 
-__all__ = ["acknowledge_cluster_findings", "warn_cluster_at_synth"]
+__all__ = ["acknowledge_cluster_findings", "checked_backend", "warn_cluster_at_synth"]
+
+
+def checked_backend(shared: ClusterBuild) -> Backend:
+    """Return the fairness backend of the cluster's policy, once it and the stack's Region accept the policy.
+
+    Raises:
+        PolicyError: the backend's own problems with the policy.
+        TenancyError: the stack's Region is not the policy's ``region``.
+
+    """
+    platform = shared.platform
+    backend = backend_for(platform)
+    issues = list(backend.validate(platform))
+    if issues:
+        raise PolicyError(issues, source=f"{shared.node.path} (fairness backend)")
+    stack = cdk.Stack.of(shared)
+    if not cdk.Token.is_unresolved(stack.region) and stack.region != platform.region:
+        raise TenancyError(
+            f"{shared.node.path}: the stack is in {stack.region} but platform.region is {platform.region}; "
+            "create the stack with env=Environment(region=platform.region)."
+        )
+    return backend
 
 
 def warn_cluster_at_synth(shared: ClusterBuild) -> None:

@@ -56,7 +56,7 @@ _OBSERVABILITY_SERVICE_ACCOUNT = "hyperpod-observability-operator-otel-collector
 _OBSERVABILITY_ADDON = "amazon-sagemaker-hyperpod-observability"
 
 
-def create_training_operator(shared: ClusterBuild) -> eks.CfnAddon:
+def create_training_operator(shared: ClusterBuild) -> tuple[eks.CfnAddon, iam.Role]:
     """Install the HyperPod training operator add-on and its Pod Identity role."""
     # HyperPodPyTorchJob's CRD comes with the add-on; the operator needs cert-manager (webhook certificates)
     # and Pod Identity, and runs on the HyperPod nodes (research/hyperpod.md section 2.2; awsome-distributed-
@@ -80,8 +80,7 @@ def create_training_operator(shared: ClusterBuild) -> eks.CfnAddon:
         ],
     )
     addon.node.add_dependency(shared.cert_manager_addon, shared.pod_identity_addon, shared.hyperpod_cluster)
-    shared.training_operator_role = role
-    return addon
+    return addon, role
 
 
 def create_inference_operator(

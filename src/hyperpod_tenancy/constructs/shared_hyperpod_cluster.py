@@ -29,7 +29,7 @@ from hyperpod_tenancy.constructs._private.inference_operator import (
 )
 from hyperpod_tenancy.constructs._private.kubectl import KUBECTL_WAIT
 from hyperpod_tenancy.constructs._private.sso_role_provider import SsoRoleProvider
-from hyperpod_tenancy.constructs.backends import Backend, ClusterFairness, backend_for, checked_policy
+from hyperpod_tenancy.constructs.backends import Backend, ClusterFairness, checked_policy
 from hyperpod_tenancy.constructs.cluster_build import ClusterBuild
 from hyperpod_tenancy.constructs.cluster_eks import (
     NODE_BOOTSTRAP_ADDONS,
@@ -38,7 +38,11 @@ from hyperpod_tenancy.constructs.cluster_eks import (
     create_base_addons,
     create_eks,
 )
-from hyperpod_tenancy.constructs.cluster_findings import acknowledge_cluster_findings, warn_cluster_at_synth
+from hyperpod_tenancy.constructs.cluster_findings import (
+    acknowledge_cluster_findings,
+    checked_backend,
+    warn_cluster_at_synth,
+)
 from hyperpod_tenancy.constructs.cluster_hyperpod import (
     HYPERPOD_HELM_RELEASE,
     create_execution_role,
@@ -68,7 +72,7 @@ from hyperpod_tenancy.constructs.team_tenant import TeamTenant
 from hyperpod_tenancy.constructs.vpc import (
     VpcAttributes,
 )
-from hyperpod_tenancy.errors import PolicyError, TenancyError
+from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.k8s.platform_chart import PlatformChart
 from hyperpod_tenancy.policy import InstanceGroup, Platform, names
 
@@ -160,17 +164,7 @@ class SharedHyperPodCluster(ClusterBuild):
         self._teams: dict[str, TeamTenant] = {}
         self._sso_role_provider: SsoRoleProvider | None = None
         #: The fairness backend registered for ``platform.fairness_backend``.
-        self.fairness_backend: Backend = backend_for(platform)
-        backend_issues = list(self.fairness_backend.validate(platform))
-        if backend_issues:
-            raise PolicyError(backend_issues, source=f"{self.node.path} (fairness backend)")
-        spec = platform.cluster
-        stack = cdk.Stack.of(self)
-        if not cdk.Token.is_unresolved(stack.region) and stack.region != platform.region:
-            raise TenancyError(
-                f"{self.node.path}: the stack is in {stack.region} but platform.region is {platform.region}; "
-                "create the stack with env=Environment(region=platform.region)."
-            )
+        self.fairness_backend: Backend = checked_backend(self)
         warn_cluster_at_synth(self)
         #: The platform's customer-managed key (``encryption.kmsKey``; ``None``: AWS-managed keys).
         self.platform_key: PlatformKey | None = (
@@ -190,9 +184,18 @@ class SharedHyperPodCluster(ClusterBuild):
         #: whose Studio apps join it (a rule per team would meet the 60-rule default of the endpoint's group).
         self.api_client_security_group: ec2.SecurityGroup = groups[1]
         #: The EKS cluster (authentication mode API, NODEGROUP capacity).
-        self.eks_cluster = create_eks(self, endpoint_access, kubectl_layer)
+        self.eks_cluster, nodes = create_eks(self, endpoint_access, kubectl_layer)
+        #: The managed node group of the cluster's own pods (add-on controllers, the webhook, coredns).
+        self.system_node_group: eks.Nodegroup = nodes
         connect_node_security_groups(self)
-        base_addons = create_base_addons(self)
+        base = create_base_addons(self)
+        base_addons = list(base.all)
+        #: The vpc-cni add-on (network policy enforcement switched on).
+        self.vpc_cni_addon: eks.CfnAddon = base.vpc_cni
+        #: The EKS Pod Identity agent add-on.
+        self.pod_identity_addon: eks.CfnAddon = base.pod_identity
+        #: The cert-manager add-on (the HyperPod training operator and the POSIX identity webhook need it).
+        self.cert_manager_addon: eks.CfnAddon = base.cert_manager
         self._buckets = buckets = create_buckets(self)
         #: Shared bucket for team data under ``teams/<team>/`` (retained on delete).
         self.data_bucket = buckets.data
@@ -210,7 +213,9 @@ class SharedHyperPodCluster(ClusterBuild):
         #: FSx for Lustre shared by the teams (retained on delete).
         self.file_system = create_file_system(self)
         #: The HyperPod training operator add-on (serves ``HyperPodPyTorchJob``).
-        self.training_operator_addon = create_training_operator(self)
+        self.training_operator_addon, role = create_training_operator(self)
+        #: Pod Identity role of the HyperPod training operator (``AmazonSageMakerHyperPodTrainingOperatorAccess``).
+        self.training_operator_role: iam.Role = role
         #: The KubeRay operator chart (serves ``RayJob`` and ``RayCluster``).
         self.kuberay_chart = create_kuberay(self)
         #: The HyperPod inference operator add-on and its roles (serves ``InferenceEndpointConfig`` and
@@ -240,7 +245,7 @@ class SharedHyperPodCluster(ClusterBuild):
         self._extensions = ChartExtensions(
             self, cluster=self.kubernetes, chart=self.platform_chart, after=self.platform_chart_manifest
         )
-        observability = create_observability(self) if spec.observability else (None, None)
+        observability = create_observability(self) if platform.cluster.observability else (None, None)
         #: Amazon Managed Prometheus workspace of the observability add-on (``None`` without observability).
         self.observability_workspace: aps.CfnWorkspace | None = observability[0]
         #: Pod Identity role of the observability collector (``None`` without observability).
