@@ -28,7 +28,7 @@ from webhook_server import Certificates, WebhookProcess, create_table, platform_
 
 from hyperpod_tenancy.chargeback.model import BillingRule, config_from_json, team_config_from_json
 from hyperpod_tenancy.chargeback.queries import GAP_THRESHOLD_MINUTES
-from hyperpod_tenancy.constructs.chargeback_pipeline import (
+from hyperpod_tenancy.constructs.chargeback.chargeback_pipeline import (
     COLLECTION_ALARMS,
     COST_ALLOCATION_TAG_KEYS,
     EVICTION_COLLECTOR_HANDLER,

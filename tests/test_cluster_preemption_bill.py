@@ -31,7 +31,7 @@ from hyperpod_tenancy.chargeback.model import (
     TeamConfig,
     UsageInputs,
 )
-from hyperpod_tenancy.constructs.chargeback_pipeline import EVICTION_COLLECTOR_ROLE
+from hyperpod_tenancy.constructs.chargeback.chargeback_pipeline import EVICTION_COLLECTOR_ROLE
 from hyperpod_tenancy.k8s.labels import CHECKPOINT_DIR_ENV, CHECKPOINT_INTERVAL_ENV
 from hyperpod_tenancy.policy import names
 from hyperpod_tenancy.runtime.eviction_collector import (

@@ -22,7 +22,7 @@ from iam_eval import is_allowed
 from sg_model import Endpoint, SecurityGroupModel
 from synth import Synth, new_app, one, resources_of, transitively_depends
 
-from hyperpod_tenancy.constructs.shared_hyperpod_cluster import NODE_BOOTSTRAP_ADDONS
+from hyperpod_tenancy.constructs.cluster.shared_hyperpod_cluster import NODE_BOOTSTRAP_ADDONS
 from hyperpod_tenancy.stacks import PlatformStage
 
 # Commit of aws/sagemaker-hyperpod-cluster-setup the reference fixtures below were read from.

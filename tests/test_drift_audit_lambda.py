@@ -29,13 +29,13 @@ from rbac_eval import Authorizer, Request, Subject
 from synth import Synth, new_app, render_intrinsics, resources_of
 from webhook_server import certificates, free_port
 
+from hyperpod_tenancy.constructs._private.lambda_assets import asset_directory
 from hyperpod_tenancy.constructs.drift_audit import (
     AUDIT_GROUP,
     METRIC_NAMESPACE,
     audit_asset_files,
     kube_record_parameter,
 )
-from hyperpod_tenancy.constructs.pipeline_layout import _asset_directory
 from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.k8s.audit_record import PLATFORM_NAMESPACES, kube_expectation
 from hyperpod_tenancy.k8s.labels import TENANT_LABEL
@@ -324,7 +324,7 @@ def test_a_kubernetes_record_the_lambda_cannot_read_is_a_finding(cluster: tuple[
 
 
 def test_the_asset_runs_with_the_standard_library_and_boto3_only(tmp_path: Path) -> None:
-    asset = Path(_asset_directory("drift-audit", audit_asset_files()))
+    asset = Path(asset_directory("drift-audit", audit_asset_files()))
     # run a copy: importing from the asset itself would write __pycache__ into it, and change its hash for every
     # later synthesis on this machine
     directory = tmp_path / "asset"
@@ -661,7 +661,7 @@ def test_the_constructs_import_the_record_format_without_boto3() -> None:
         "        if name.split('.')[0] in ('boto3', 'botocore'):\n"
         "            raise ImportError(name)\n"
         "sys.meta_path.insert(0, Block())\n"
-        "import hyperpod_tenancy.constructs.team_tenant, hyperpod_tenancy.constructs.drift_audit\n"
+        "import hyperpod_tenancy.constructs.tenant.team_tenant, hyperpod_tenancy.constructs.drift_audit\n"
         "import hyperpod_tenancy.runtime.drift_audit as m\n"
         "print(m.SSO_ROLE_LOOKUP_CONTEXT)\n"
     )

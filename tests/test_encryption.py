@@ -22,13 +22,13 @@ from aws_cdk.assertions import Annotations, Match, Template
 from iam_eval import is_allowed
 from synth import TOKEN, Synth, render_intrinsics, resources_of
 
+from hyperpod_tenancy.constructs.cluster.shared_hyperpod_cluster import SharedHyperPodCluster
 from hyperpod_tenancy.constructs.encryption import (
     SERVICES_BY_RESOURCE_TYPE,
     PlatformKey,
     encrypt_new_log_groups_and_tables,
     encrypt_platform_resources,
 )
-from hyperpod_tenancy.constructs.shared_hyperpod_cluster import SharedHyperPodCluster
 from hyperpod_tenancy.errors import TenancyError
 
 REGION = "us-east-1"

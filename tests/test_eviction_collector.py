@@ -34,7 +34,7 @@ from prometheus_server import query, running_prometheus
 
 from hyperpod_tenancy.chargeback.engine import preemption_loss
 from hyperpod_tenancy.chargeback.model import Eviction, LossBasis
-from hyperpod_tenancy.constructs.chargeback_pipeline import (
+from hyperpod_tenancy.constructs.chargeback.chargeback_pipeline import (
     EVICTION_COLLECTOR_HANDLER,
     METRIC_NAMESPACE,
     eviction_collector_asset_files,

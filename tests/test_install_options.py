@@ -17,7 +17,7 @@ import pytest
 from aws_cdk import aws_eks_v2 as eks
 from synth import Synth, manifests_in, resources_of, synthesize
 
-from hyperpod_tenancy.constructs.shared_hyperpod_cluster import SharedHyperPodCluster
+from hyperpod_tenancy.constructs.cluster.shared_hyperpod_cluster import SharedHyperPodCluster
 from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.k8s import posix_identity
 from hyperpod_tenancy.stacks import ClusterOptions, ClusterStack

@@ -202,7 +202,7 @@ def test_the_inventory_reads_the_nodes_from_the_vpc_as_a_read_only_group(
 ) -> None:
     from synth import render_intrinsics
 
-    from hyperpod_tenancy.constructs.chargeback_pipeline import NODE_INVENTORY_HANDLER
+    from hyperpod_tenancy.constructs.chargeback.chargeback_pipeline import NODE_INVENTORY_HANDLER
 
     (function,) = _resources(pipeline_template, "AWS::Lambda::Function", "ChargebackNodeInventory").values()
     props = function["Properties"]
@@ -235,7 +235,7 @@ def test_the_inventory_reads_the_nodes_from_the_vpc_as_a_read_only_group(
 def test_the_inventorys_asset_runs_on_its_own(tmp_path: Path) -> None:
     """The Lambda's asset imports its handler and the Kubernetes client from itself, not from the library."""
     from hyperpod_tenancy.constructs._private.lambda_assets import lambda_asset_files
-    from hyperpod_tenancy.constructs.chargeback_pipeline import NODE_INVENTORY_HANDLER
+    from hyperpod_tenancy.constructs.chargeback.chargeback_pipeline import NODE_INVENTORY_HANDLER
 
     for path, content in lambda_asset_files(
         "The node inventory", NODE_INVENTORY_HANDLER.rpartition(".")[0]

@@ -33,7 +33,7 @@ from platforms import REPO
 from synth import Synth, resources_of
 
 from hyperpod_tenancy import cli
-from hyperpod_tenancy.constructs.team_tenant import STUDIO_LIFECYCLE_SCRIPT, studio_lifecycle_script
+from hyperpod_tenancy.constructs.tenant.team_tenant import STUDIO_LIFECYCLE_SCRIPT, studio_lifecycle_script
 from hyperpod_tenancy.k8s import admission, labels, onboarding, workloads
 from hyperpod_tenancy.k8s.posix_identity import POSIX_IDENTITY_POLICY
 from hyperpod_tenancy.policy import Platform, names

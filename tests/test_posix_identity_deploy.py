@@ -121,7 +121,7 @@ def test_ignore_is_rendered_when_the_owner_chooses_it(tmp_path: Path) -> None:
     platform = platforms.variant("ignore", ignore)
     app = cdk.App(outdir=str(tmp_path))
     stack = cdk.Stack(app, "S", env=cdk.Environment(account="111122223333", region="us-east-1"))
-    from hyperpod_tenancy.constructs.shared_hyperpod_cluster import SharedHyperPodCluster
+    from hyperpod_tenancy.constructs.cluster.shared_hyperpod_cluster import SharedHyperPodCluster
 
     SharedHyperPodCluster(stack, "Cluster", platform=platform)
     template = app.synth().get_stack_by_name("S").template
@@ -546,7 +546,7 @@ def test_the_image_holds_every_distribution_the_server_imports() -> None:
 
 def test_an_incomplete_install_asks_for_an_image(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from hyperpod_tenancy.constructs import posix_identity_webhook as module
-    from hyperpod_tenancy.constructs.shared_hyperpod_cluster import SharedHyperPodCluster
+    from hyperpod_tenancy.constructs.cluster.shared_hyperpod_cluster import SharedHyperPodCluster
 
     monkeypatch.setattr(module, "IMAGE_CONTEXT", tmp_path)
     app = cdk.App(outdir=str(tmp_path / "out"))
@@ -558,7 +558,7 @@ def test_an_incomplete_install_asks_for_an_image(tmp_path: Path, monkeypatch: py
 def test_failure_policy_must_be_given_explicitly(tmp_path: Path) -> None:
     import dataclasses
 
-    from hyperpod_tenancy.constructs.shared_hyperpod_cluster import SharedHyperPodCluster
+    from hyperpod_tenancy.constructs.cluster.shared_hyperpod_cluster import SharedHyperPodCluster
 
     platform = platforms.reference_platform()
     spec = dataclasses.replace(platform.cluster.posix_identity, failure_policy=None)

@@ -21,7 +21,10 @@ from iam_eval import is_allowed
 from moto_server import moto_server, reset
 from synth import Synth, render_intrinsics, resources_of
 
-from hyperpod_tenancy.constructs.chargeback_pipeline import EVICTION_COLLECTOR_HANDLER, METRIC_NAMESPACE
+from hyperpod_tenancy.constructs.chargeback.chargeback_pipeline import (
+    EVICTION_COLLECTOR_HANDLER,
+    METRIC_NAMESPACE,
+)
 from hyperpod_tenancy.k8s import kueue
 from hyperpod_tenancy.policy import Platform, names
 from hyperpod_tenancy.runtime import eviction_collector, gpu_widget
@@ -220,6 +223,6 @@ def test_the_collector_may_publish_the_gauges_and_read_the_queues(reference: Syn
 
 
 def eviction_collector_role() -> str:
-    from hyperpod_tenancy.constructs.chargeback_pipeline import EVICTION_COLLECTOR_ROLE
+    from hyperpod_tenancy.constructs.chargeback.chargeback_pipeline import EVICTION_COLLECTOR_ROLE
 
     return EVICTION_COLLECTOR_ROLE

@@ -12,8 +12,8 @@ from aws_cdk.assertions import Annotations, Match
 from platforms import reference_data
 from synth import Synth, one, render_intrinsics, resources_of, synthesize
 
-from hyperpod_tenancy.constructs.shared_hyperpod_cluster import SharedHyperPodCluster
-from hyperpod_tenancy.constructs.team_tenant import TeamTenant
+from hyperpod_tenancy.constructs.cluster.shared_hyperpod_cluster import SharedHyperPodCluster
+from hyperpod_tenancy.constructs.tenant.team_tenant import TeamTenant
 from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.policy import Platform, names, platform_from_dict
 from hyperpod_tenancy.stacks import ClusterStack, team_stack_id
@@ -229,7 +229,7 @@ def test_fails_for_a_team_not_in_the_policy(tmp_path: Path, reference_platform: 
 def test_fails_when_a_team_is_added_twice(tmp_path: Path, reference_platform: Platform) -> None:
     _, cluster = _cluster(tmp_path, reference_platform)
     cluster.add_team("Research", team="research")
-    with pytest.raises(TenancyError, match="team 'research' was already added"):
+    with pytest.raises(TenancyError, match="team 'research' was already added to this cluster"):
         cluster.add_team("Research2", team="research")
 
 

@@ -23,9 +23,9 @@ from platforms import PLATFORM_YAML, REPO
 from synth import Synth
 
 from hyperpod_tenancy.constructs._private.feature_flags import TEMPLATE_FLAGS
-from hyperpod_tenancy.constructs.shared_hyperpod_cluster import SharedHyperPodCluster
-from hyperpod_tenancy.constructs.team_tenant import TeamTenant
-from hyperpod_tenancy.constructs.vpc import VpcAttributes
+from hyperpod_tenancy.constructs.cluster.shared_hyperpod_cluster import SharedHyperPodCluster
+from hyperpod_tenancy.constructs.cluster.vpc import VpcAttributes
+from hyperpod_tenancy.constructs.tenant.team_tenant import TeamTenant
 from hyperpod_tenancy.errors import PolicyError, TenancyError
 from hyperpod_tenancy.k8s.team_manifests import IMDS_CIDR
 from hyperpod_tenancy.policy import Platform, validate_platform

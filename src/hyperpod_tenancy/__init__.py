@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 from hyperpod_tenancy.errors import PolicyError, PolicyIssue, TenancyError
 
 if TYPE_CHECKING:
-    from hyperpod_tenancy.constructs.shared_hyperpod_cluster import SharedHyperPodCluster
-    from hyperpod_tenancy.constructs.team_tenant import TeamTenant
-    from hyperpod_tenancy.constructs.vpc import VpcAttributes
+    from hyperpod_tenancy.constructs.cluster.shared_hyperpod_cluster import SharedHyperPodCluster
+    from hyperpod_tenancy.constructs.cluster.vpc import VpcAttributes
+    from hyperpod_tenancy.constructs.tenant.team_tenant import TeamTenant
     from hyperpod_tenancy.policy import Platform, load_platform, platform_from_dict, validate_platform
     from hyperpod_tenancy.stacks import ClusterStack, PlatformStage, TeamStack, zone_context
 
@@ -24,12 +24,12 @@ _LAZY = {
     "load_platform": "hyperpod_tenancy.policy",
     "platform_from_dict": "hyperpod_tenancy.policy",
     "validate_platform": "hyperpod_tenancy.policy",
-    "SharedHyperPodCluster": "hyperpod_tenancy.constructs.shared_hyperpod_cluster",
-    "TeamTenant": "hyperpod_tenancy.constructs.team_tenant",
+    "SharedHyperPodCluster": "hyperpod_tenancy.constructs.cluster.shared_hyperpod_cluster",
+    "TeamTenant": "hyperpod_tenancy.constructs.tenant.team_tenant",
     "ClusterStack": "hyperpod_tenancy.stacks",
     "PlatformStage": "hyperpod_tenancy.stacks",
     "TeamStack": "hyperpod_tenancy.stacks",
-    "VpcAttributes": "hyperpod_tenancy.constructs.vpc",
+    "VpcAttributes": "hyperpod_tenancy.constructs.cluster.vpc",
     "zone_context": "hyperpod_tenancy.stacks",
 }
 

@@ -17,7 +17,7 @@ def chargeback_pipeline_template(directory: Path, **pipeline: Any) -> dict[str, 
     from synth import new_app
 
     from hyperpod_tenancy.chargeback.model import BillingRule
-    from hyperpod_tenancy.constructs.chargeback_pipeline import ChargebackPipeline
+    from hyperpod_tenancy.constructs.chargeback.chargeback_pipeline import ChargebackPipeline
 
     app = new_app(directory)
     stack = cdk.Stack(app, "Cb", env=cdk.Environment(account="111122223333", region="us-east-1"))
@@ -29,7 +29,7 @@ def chargeback_pipeline_template(directory: Path, **pipeline: Any) -> dict[str, 
 
 def imported_cluster(stack: Any, platform: Any) -> Any:
     """``SharedHyperPodCluster.from_attributes`` of ``platform`` in ``stack``'s account and region (fixed ids)."""
-    from hyperpod_tenancy.constructs.shared_hyperpod_cluster import SharedHyperPodCluster
+    from hyperpod_tenancy.constructs.cluster.shared_hyperpod_cluster import SharedHyperPodCluster
 
     arn = f"{stack.region}:{stack.account}"
     return SharedHyperPodCluster.from_attributes(

@@ -10,20 +10,20 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from hyperpod_tenancy.constructs.chargeback_pipeline import ChargebackPipeline
+    from hyperpod_tenancy.constructs.chargeback.chargeback_pipeline import ChargebackPipeline
+    from hyperpod_tenancy.constructs.cluster.shared_hyperpod_cluster import SharedHyperPodCluster
+    from hyperpod_tenancy.constructs.cluster.vpc import VpcAttributes
     from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
     from hyperpod_tenancy.constructs.posix_identity_webhook import PosixIdentityWebhook
-    from hyperpod_tenancy.constructs.shared_hyperpod_cluster import SharedHyperPodCluster
-    from hyperpod_tenancy.constructs.team_tenant import TeamTenant
-    from hyperpod_tenancy.constructs.vpc import VpcAttributes
+    from hyperpod_tenancy.constructs.tenant.team_tenant import TeamTenant
 
 _MODULES = {
-    "ChargebackPipeline": "hyperpod_tenancy.constructs.chargeback_pipeline",
+    "ChargebackPipeline": "hyperpod_tenancy.constructs.chargeback.chargeback_pipeline",
     "IHyperPodCluster": "hyperpod_tenancy.constructs.interfaces",
     "PosixIdentityWebhook": "hyperpod_tenancy.constructs.posix_identity_webhook",
-    "SharedHyperPodCluster": "hyperpod_tenancy.constructs.shared_hyperpod_cluster",
-    "TeamTenant": "hyperpod_tenancy.constructs.team_tenant",
-    "VpcAttributes": "hyperpod_tenancy.constructs.vpc",
+    "SharedHyperPodCluster": "hyperpod_tenancy.constructs.cluster.shared_hyperpod_cluster",
+    "TeamTenant": "hyperpod_tenancy.constructs.tenant.team_tenant",
+    "VpcAttributes": "hyperpod_tenancy.constructs.cluster.vpc",
 }
 
 __all__ = [

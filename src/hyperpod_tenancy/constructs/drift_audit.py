@@ -42,10 +42,9 @@ from constructs import Construct
 
 from hyperpod_tenancy.constructs._private.annotations import acknowledge_role, skip_checkov
 from hyperpod_tenancy.constructs._private.cluster_reader import grant_cluster_reads
-from hyperpod_tenancy.constructs._private.lambda_assets import lambda_asset_files
+from hyperpod_tenancy.constructs._private.lambda_assets import asset_directory, lambda_asset_files
 from hyperpod_tenancy.constructs._private.task_governance import compute_quota_properties
 from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
-from hyperpod_tenancy.constructs.pipeline_layout import _asset_directory
 from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.k8s import labels
 from hyperpod_tenancy.k8s.audit_record import PLATFORM_NAMESPACES
@@ -206,7 +205,7 @@ class DriftAudit(Construct):
             self,
             "Function",
             runtime=lambda_.Runtime.PYTHON_3_14,
-            code=lambda_.Code.from_asset(_asset_directory("drift-audit", audit_asset_files())),
+            code=lambda_.Code.from_asset(asset_directory("drift-audit", audit_asset_files())),
             handler="hyperpod_tenancy.runtime.drift_audit.handler",
             timeout=cdk.Duration.minutes(5),
             memory_size=256,

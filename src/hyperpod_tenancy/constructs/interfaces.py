@@ -1,7 +1,7 @@
 """``IHyperPodCluster``: what a tenant, a chargeback pipeline or a webhook needs from the shared cluster.
 
 In the spirit of aws-eks-v2's ``ICluster``: constructs take this interface, never the concrete
-:class:`~hyperpod_tenancy.constructs.shared_hyperpod_cluster.SharedHyperPodCluster`, so they work on a cluster
+:class:`~hyperpod_tenancy.constructs.cluster.shared_hyperpod_cluster.SharedHyperPodCluster`, so they work on a cluster
 created in the same app and on one imported with ``SharedHyperPodCluster.from_attributes`` (another app or
 account), and no construct module imports the cluster module.
 """
@@ -17,6 +17,7 @@ from constructs import Construct
 
 from hyperpod_tenancy.constructs.encryption import PlatformKey
 from hyperpod_tenancy.policy import Platform
+from hyperpod_tenancy.policy.plan import TenancyPlan
 
 __all__ = ["IHyperPodCluster"]
 
@@ -27,6 +28,11 @@ class IHyperPodCluster(Protocol):
     @property
     def platform(self) -> Platform:
         """The tenancy policy the cluster was built from."""
+        ...
+
+    @property
+    def plan(self) -> TenancyPlan:
+        """The policy resolved once: every team's names, quotas and classes, the cluster's shapes and backend."""
         ...
 
     @property

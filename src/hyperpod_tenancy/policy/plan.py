@@ -14,6 +14,8 @@ written in ``platform.yaml`` is.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -96,7 +98,10 @@ class TenancyPlan:
 
     @classmethod
     def resolve(cls, platform: Platform, *, where: str = "TenancyPlan.resolve") -> TenancyPlan:
-        """Validate ``platform`` (once per policy object) and derive the plan.
+        """Validate ``platform`` and derive the plan, once per policy object while its plan is in use.
+
+        The stage, the cluster, its tenants and the chargeback pipeline built from one policy object share one
+        plan: resolving it again returns the same plan.
 
         Args:
             platform: the policy.
@@ -106,6 +111,10 @@ class TenancyPlan:
             PolicyError: every problem of the policy, listed together.
 
         """
+        known = _PLANS.get(id(platform))
+        plan = known() if known is not None else None
+        if plan is not None and plan.platform is platform:
+            return plan
         ensure_valid(platform, where=where, registered_backends=registered_keys())
         gpus = gpus_per_instance(platform)
         cluster = ClusterPlan(
@@ -118,7 +127,10 @@ class TenancyPlan:
         )
         teams = tuple(_team_plan(platform, t, gpus) for t in platform.hosted_teams)
         config = chargeback_config(platform) if platform.chargeback is not None else None
-        return cls(platform=platform, cluster=cluster, teams=teams, chargeback=config)
+        plan = cls(platform=platform, cluster=cluster, teams=teams, chargeback=config)
+        key = id(platform)
+        _PLANS[key] = weakref.ref(plan, lambda _ref: _PLANS.pop(key, None))
+        return plan
 
     def team(self, name: str) -> TeamPlan:
         """Return the hosted team called ``name``.
@@ -127,10 +139,11 @@ class TenancyPlan:
             KeyError: no hosted team has that name.
 
         """
-        for plan in self.teams:
-            if plan.name == name:
-                return plan
-        raise KeyError(name)
+        return self._by_name[name]
+
+    @functools.cached_property
+    def _by_name(self) -> dict[str, TeamPlan]:
+        return {plan.name: plan for plan in self.teams}
 
     def with_team(self, team: Team) -> TenancyPlan:
         """Return the plan with ``team`` added, or replacing the team of its name; every rule runs on the result.
@@ -171,6 +184,10 @@ class TenancyPlan:
         return TenancyPlan.resolve(
             dataclasses.replace(self.platform, teams=tuple(t for t in self.platform.teams if t.name != name))
         )
+
+
+#: The plan resolved for each policy object still in use, by the object's ``id`` (checked with ``is``).
+_PLANS: dict[int, weakref.ref[TenancyPlan]] = {}
 
 
 def _shapes(platform: Platform) -> dict[str, ResourceShape]:

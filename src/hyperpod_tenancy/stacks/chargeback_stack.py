@@ -13,7 +13,7 @@ from aws_cdk import aws_aps as aps
 from constructs import Construct
 
 from hyperpod_tenancy.chargeback import model
-from hyperpod_tenancy.constructs.chargeback_pipeline import ChargebackPipeline, UsageReportChart
+from hyperpod_tenancy.constructs.chargeback.chargeback_pipeline import ChargebackPipeline, UsageReportChart
 from hyperpod_tenancy.constructs.drift_audit import DriftAudit
 from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
 from hyperpod_tenancy.errors import TenancyError

@@ -12,8 +12,8 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
-from hyperpod_tenancy.constructs.shared_hyperpod_cluster import SharedHyperPodCluster
-from hyperpod_tenancy.constructs.vpc import VpcAttributes
+from hyperpod_tenancy.constructs.cluster.shared_hyperpod_cluster import SharedHyperPodCluster
+from hyperpod_tenancy.constructs.cluster.vpc import VpcAttributes
 from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.policy import Platform
 
@@ -27,7 +27,7 @@ class ClusterOptions:
     Every field defaults to ``None``: the construct's default.
 
     Attributes:
-        vpc: an existing VPC, or :class:`~hyperpod_tenancy.constructs.vpc.VpcAttributes` of one in another app.
+        vpc: an existing VPC, or :class:`~hyperpod_tenancy.constructs.cluster.vpc.VpcAttributes` of one in another app.
             Default: a VPC is created with ``cluster.vpcCidr`` in ``cluster.availabilityZones``.
         vpc_cidr_blocks: every IPv4 CIDR block of ``vpc``. Default: what the VPC tells at synth.
         endpoint_access: EKS API endpoint access. Default: private only.

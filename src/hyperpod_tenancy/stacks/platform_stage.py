@@ -10,8 +10,8 @@ from constructs import Construct
 
 from hyperpod_tenancy.chargeback.queries import CLUSTER_TAG_KEY
 from hyperpod_tenancy.constructs._private.annotations import warn
-from hyperpod_tenancy.constructs.backends import checked_policy, replacement_wording
-from hyperpod_tenancy.constructs.chargeback_pipeline import TEAM_COST_CENTER_TAG, TEAM_TAG
+from hyperpod_tenancy.constructs.backends import replacement_wording
+from hyperpod_tenancy.constructs.chargeback.chargeback_pipeline import TEAM_COST_CENTER_TAG, TEAM_TAG
 from hyperpod_tenancy.policy import Platform, names, replacement_warnings, select_teams
 from hyperpod_tenancy.policy.plan import TenancyPlan
 from hyperpod_tenancy.stacks.chargeback_stack import ChargebackOptions, ChargebackStack, chargeback_options
@@ -45,11 +45,11 @@ class PlatformStage(cdk.Stage):
             removed or renamed team, ...) becomes a synth-time warning ``hyperpod-tenancy:HPT-REPLACE-*`` on
             the cluster stack.
         cluster_options: the options of
-            :class:`~hyperpod_tenancy.constructs.shared_hyperpod_cluster.SharedHyperPodCluster` besides the
+            :class:`~hyperpod_tenancy.constructs.cluster.shared_hyperpod_cluster.SharedHyperPodCluster` besides the
             policy (:class:`~hyperpod_tenancy.stacks.cluster_stack.ClusterOptions`: ``vpc``, ``vpc_cidr_blocks``,
             ``endpoint_access``, ``kubectl_layer``, ``posix_identity_image_uri``), passed by the cluster stack.
             Default: every one at its default.
-        chargeback: options of :class:`~hyperpod_tenancy.constructs.chargeback_pipeline.ChargebackPipeline`
+        chargeback: options of :class:`~hyperpod_tenancy.constructs.chargeback.chargeback_pipeline.ChargebackPipeline`
             on top of the policy's ``chargeback:`` section
             (:class:`~hyperpod_tenancy.stacks.chargeback_stack.ChargebackOptions`, for example
             ``usage_report_chart``; without a section, ``billing_rule`` and ``idle_owner`` at least). With either, the stage adds a ``Chargeback`` stack, tags
@@ -85,7 +85,7 @@ class PlatformStage(cdk.Stage):
         plan = (
             platform
             if isinstance(platform, TenancyPlan)
-            else _resolved(platform, where=f"PlatformStage {id!r}")
+            else TenancyPlan.resolve(platform, where=f"PlatformStage {id!r}")
         )
         platform = plan.platform
         options = None if chargeback is None else chargeback_options(chargeback)
@@ -94,9 +94,9 @@ class PlatformStage(cdk.Stage):
         super().__init__(scope, id, **kwargs)
         # team stacks import a few cluster attributes; keep CloudFormation's exports protecting them
         self.node.set_context("@aws-cdk/core:defaultCrossStackReferences", "strong")
-        #: The policy the stage was built from.
         #: The policy resolved once: what every stack of the stage is built from.
         self.plan: TenancyPlan = plan
+        #: The policy the stage was built from.
         self.platform = platform
         #: The shared cluster's stack.
         self.cluster_stack = ClusterStack(
@@ -130,7 +130,3 @@ class PlatformStage(cdk.Stage):
                 cdk.Tags.of(stack).add(TEAM_TAG, team)
                 cdk.Tags.of(stack).add(TEAM_COST_CENTER_TAG, pipeline.cost_center(team))
 
-
-def _resolved(platform: Platform, *, where: str) -> TenancyPlan:
-    """Resolve ``platform`` once it passed every rule (a fairness backend registered in code is accepted)."""
-    return TenancyPlan.resolve(checked_policy(platform, where=where), where=where)

@@ -7,11 +7,10 @@ from typing import Any
 import aws_cdk as cdk
 from constructs import Construct
 
-from hyperpod_tenancy.constructs.chargeback_pipeline import ChargebackPipeline
+from hyperpod_tenancy.constructs.chargeback.chargeback_pipeline import ChargebackPipeline
 from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
-from hyperpod_tenancy.constructs.shared_hyperpod_cluster import SharedHyperPodCluster
-from hyperpod_tenancy.constructs.team_chargeback import TeamChargeback
-from hyperpod_tenancy.constructs.team_tenant import TeamTenant
+from hyperpod_tenancy.constructs.tenant.chargeback import TeamChargeback
+from hyperpod_tenancy.constructs.tenant.team_tenant import TeamTenant
 from hyperpod_tenancy.k8s import onboarding
 
 __all__ = ["TeamStack"]
@@ -53,24 +52,14 @@ class TeamStack(cdk.Stack):
         platform = cluster.platform
         kwargs.setdefault("env", cdk.Environment(account=platform.account, region=platform.region))
         super().__init__(scope, id, **kwargs)
-        #: The team's tenant (registered with the cluster when it was created in this app).
-        self.tenant: TeamTenant = (
-            cluster.add_team(
-                "Tenant",
-                team=team,
-                scope=self,
-                sso_role_timeout=sso_role_timeout,
-                sso_start_url=sso_start_url,
-            )
-            if isinstance(cluster, SharedHyperPodCluster)
-            else TeamTenant(
-                self,
-                "Tenant",
-                cluster=cluster,
-                team=team,
-                sso_role_timeout=sso_role_timeout,
-                sso_start_url=sso_start_url,
-            )
+        #: The team's tenant (registered with the cluster: :attr:`SharedHyperPodCluster.teams`).
+        self.tenant: TeamTenant = TeamTenant(
+            self,
+            "Tenant",
+            cluster=cluster,
+            team=team,
+            sso_role_timeout=sso_role_timeout,
+            sso_start_url=sso_start_url,
         )
         #: The onboarding outputs by output key.
         self.outputs: dict[str, cdk.CfnOutput] = self._onboarding_outputs()

@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import ast
 import functools
-from collections.abc import Iterator
+import hashlib
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-__all__ = ["lambda_asset_files", "library_modules"]
+__all__ = ["asset_directory", "lambda_asset_files", "library_modules"]
 
 _ROOT = "hyperpod_tenancy"
 
@@ -129,3 +132,26 @@ def lambda_asset_files(what: str, *entries: str) -> dict[str, bytes]:
         relative = "/".join(module.split(".")) + ("/__init__.py" if path.name == "__init__.py" else ".py")
         files[relative] = path.read_bytes()
     return files
+
+
+def asset_directory(kind: str, files: Mapping[str, bytes]) -> str:
+    """Return a directory holding exactly ``files`` (relative path → bytes), named by their content hash.
+
+    Building the same files twice gives the same directory and the same asset hash, wherever it is built.
+    """
+    digest = hashlib.sha256()
+    for path in sorted(files):
+        digest.update(path.encode() + b"\0" + files[path] + b"\0")
+    root = Path(tempfile.gettempdir()) / "hyperpod-tenancy-assets" / f"{kind}-{digest.hexdigest()[:32]}"
+    if not root.is_dir():
+        staging = Path(tempfile.mkdtemp(prefix=f"{kind}-", dir=root.parent if root.parent.is_dir() else None))
+        for path, content in sorted(files.items()):
+            target = staging / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(content)
+        root.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            staging.rename(root)
+        except OSError:  # built concurrently by another process: keep theirs
+            shutil.rmtree(staging, ignore_errors=True)
+    return str(root)

@@ -23,7 +23,7 @@ from hyperpod_tenancy.constructs.backends.base import Backend, ClusterFairness, 
 from hyperpod_tenancy.constructs.backends.kueue import KueueBackend
 from hyperpod_tenancy.constructs.backends.task_governance import TaskGovernanceBackend
 from hyperpod_tenancy.errors import TenancyError
-from hyperpod_tenancy.policy import Platform, ensure_valid
+from hyperpod_tenancy.policy import Platform
 from hyperpod_tenancy.policy.fairness import FairnessWording, register_fairness, unregister_fairness
 
 __all__ = [
@@ -34,7 +34,6 @@ __all__ = [
     "TaskGovernanceBackend",
     "TeamFairness",
     "backend_for",
-    "checked_policy",
     "register",
     "registered",
     "replacement_wording",
@@ -105,19 +104,6 @@ def backend_for(platform_or_key: Platform | Any) -> Backend:
             f"no fairness backend is registered for {key!r} (registered: {known}); register one with "
             "hyperpod_tenancy.constructs.backends.register(...)."
         ) from None
-
-
-def checked_policy(platform: Platform, *, where: str) -> Platform:
-    """Return ``platform`` once it passed every policy rule (a registered backend key is accepted).
-
-    What a construct is given is validated, whoever built it: a policy changed in code is checked as
-    ``load_platform`` checks a file (:func:`~hyperpod_tenancy.policy.ensure_valid`, once per policy object).
-
-    Raises:
-        PolicyError: every problem of the policy, listed together, naming ``where``.
-
-    """
-    return ensure_valid(platform, where=where, registered_backends=tuple(_REGISTRY))
 
 
 def replacement_wording(platform: Platform) -> FairnessWording:

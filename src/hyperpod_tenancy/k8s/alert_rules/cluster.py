@@ -239,7 +239,7 @@ def cluster_rules(cluster: str, reserved: Mapping[str, int], *, webhook_timeout_
     Args:
         cluster: the cluster name (a label of every alert).
         reserved: instance type → nodes kept outside every quota (``cluster.instanceGroups[].reserved``, summed).
-        webhook_timeout_seconds: the webhook's ``timeoutSeconds`` (:func:`hyperpod_tenancy.constructs.chargeback_pipeline.webhook_timeout_seconds`).
+        webhook_timeout_seconds: the webhook's ``timeoutSeconds`` (:func:`hyperpod_tenancy.constructs.chargeback.chargeback_pipeline.webhook_timeout_seconds`).
 
     """
     labels = {"cluster": cluster}

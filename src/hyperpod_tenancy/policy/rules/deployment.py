@@ -243,7 +243,7 @@ USER_APP: tuple[Guardrail, ...] = (
     ),
 )
 
-#: Synth-time warnings of :class:`~hyperpod_tenancy.constructs.chargeback_pipeline.ChargebackPipeline`.
+#: Synth-time warnings of :class:`~hyperpod_tenancy.constructs.chargeback.chargeback_pipeline.ChargebackPipeline`.
 CHARGEBACK_PIPELINE: tuple[Guardrail, ...] = (
     Guardrail(
         code="HPT-CHARGEBACK-DATA-EXPORT",

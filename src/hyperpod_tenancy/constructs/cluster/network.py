@@ -12,8 +12,8 @@ from hyperpod_tenancy.constructs._private.annotations import (
     acknowledge,
     warn,
 )
-from hyperpod_tenancy.constructs.cluster_build import ClusterBuild
-from hyperpod_tenancy.constructs.vpc import (
+from hyperpod_tenancy.constructs.cluster.build import ClusterBuild
+from hyperpod_tenancy.constructs.cluster.vpc import (
     VpcAttributes,
     blocks_of_vpc,
     check_service_cidr,

@@ -11,14 +11,14 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from hyperpod_tenancy.constructs._private.sso_role_provider import SsoRoleProvider
-from hyperpod_tenancy.constructs.backends import checked_policy
-from hyperpod_tenancy.constructs.cluster_network import (
+from hyperpod_tenancy.constructs.cluster.network import (
     admit_to_api_endpoint,
 )
 from hyperpod_tenancy.constructs.encryption import PlatformKey
 from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
 from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.policy import Platform
+from hyperpod_tenancy.policy.plan import TenancyPlan
 
 __all__ = ["ImportedHyperPodCluster", "import_cluster"]
 
@@ -52,7 +52,8 @@ class ImportedHyperPodCluster(Construct):
         vpc_cidr_blocks: Sequence[str] | None = None,
     ) -> None:
         super().__init__(scope, id)
-        checked_policy(platform, where=self.node.path)
+        #: The policy resolved (:class:`~hyperpod_tenancy.policy.plan.TenancyPlan`): what tenants read.
+        self.plan: TenancyPlan = TenancyPlan.resolve(platform, where=self.node.path)
         self._sso_role_service_token = sso_role_service_token
         #: Every IPv4 CIDR block of the cluster's VPC (excluded from team egress).
         self.vpc_cidr_blocks: tuple[str, ...] = tuple(vpc_cidr_blocks or (platform.cluster.vpc_cidr,))

@@ -16,9 +16,9 @@ from aws_cdk import aws_logs as logs
 
 from hyperpod_tenancy.chargeback import queries
 from hyperpod_tenancy.constructs._private.cluster_reader import grant_cluster_reads
-from hyperpod_tenancy.constructs._private.lambda_assets import lambda_asset_files
-from hyperpod_tenancy.constructs.pipeline_build import PipelineBuild
-from hyperpod_tenancy.constructs.pipeline_layout import (
+from hyperpod_tenancy.constructs._private.lambda_assets import asset_directory, lambda_asset_files
+from hyperpod_tenancy.constructs.chargeback.build import PipelineBuild
+from hyperpod_tenancy.constructs.chargeback.layout import (
     _CUR,
     _RAW,
     _REPORTS,
@@ -30,7 +30,6 @@ from hyperpod_tenancy.constructs.pipeline_layout import (
     NODE_INVENTORY_GROUP,
     NODE_INVENTORY_HANDLER,
     NODE_INVENTORY_ROLE,
-    _asset_directory,
     eviction_collector_asset_files,
     job_asset_files,
 )
@@ -90,7 +89,7 @@ def team_topic_prefix(pipeline: PipelineBuild) -> str:
 
 def create_node_inventory(pipeline: PipelineBuild) -> lambda_.Function:
     """Create the node inventory: a function that records the nodes every few minutes."""
-    directory = _asset_directory(
+    directory = asset_directory(
         "node-inventory",
         lambda_asset_files("The node inventory", NODE_INVENTORY_HANDLER.rpartition(".")[0]),
     )
@@ -148,7 +147,7 @@ def create_node_inventory(pipeline: PipelineBuild) -> lambda_.Function:
 
 def create_eviction_collector(pipeline: PipelineBuild) -> lambda_.Function:
     """Create the eviction collector: a function that records preemptions and notifies the teams."""
-    directory = _asset_directory("eviction-collector", eviction_collector_asset_files())
+    directory = asset_directory("eviction-collector", eviction_collector_asset_files())
     security_group = ec2.SecurityGroup(
         pipeline,
         "EvictionCollectorSecurityGroup",
@@ -251,7 +250,7 @@ def create_job(pipeline: PipelineBuild) -> lambda_.Function:
     """Create the monthly job: the function that computes and publishes the month's report."""
     stack = cdk.Stack.of(pipeline)
     # the teams are read at run time from their records: the asset (and this stack) lists none
-    directory = _asset_directory("chargeback-job", job_asset_files(pipeline.platform_config))
+    directory = asset_directory("chargeback-job", job_asset_files(pipeline.platform_config))
     database_name = names.chargeback_database(pipeline._name)
     function = create_function(
         pipeline,

@@ -11,12 +11,12 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_deployment as s3_deployment
 from constructs import Construct
 
-from hyperpod_tenancy.constructs.cluster_build import ClusterBuckets, ClusterBuild
+from hyperpod_tenancy.constructs.cluster.build import ClusterBuckets, ClusterBuild
 from hyperpod_tenancy.constructs.encryption import PlatformKey
 
 __all__ = ["bucket", "create_buckets", "create_file_system"]
 
-_LIFECYCLE_ASSETS = Path(__file__).parent / "assets" / "lifecycle"
+_LIFECYCLE_ASSETS = Path(__file__).parent.parent / "assets" / "lifecycle"
 
 
 def bucket(

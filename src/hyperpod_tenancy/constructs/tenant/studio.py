@@ -30,7 +30,7 @@ from hyperpod_tenancy.policy import Team, names
 __all__ = ["STUDIO_LIFECYCLE_SCRIPT", "TeamStudio", "build_studio", "studio_lifecycle_script"]
 
 #: The Studio lifecycle script (its ``HPT_*`` settings are prepended at synth: :func:`studio_lifecycle_script`).
-STUDIO_LIFECYCLE_SCRIPT = Path(__file__).resolve().parent / "assets" / "studio-lifecycle.sh"
+STUDIO_LIFECYCLE_SCRIPT = Path(__file__).resolve().parent.parent / "assets" / "studio-lifecycle.sh"
 #: ``StudioLifecycleConfigContent`` is base64 of at most 16384 characters (AWS::SageMaker::StudioLifecycleConfig).
 _LIFECYCLE_CONTENT_MAX = 16384
 

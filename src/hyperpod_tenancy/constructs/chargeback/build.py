@@ -18,7 +18,7 @@ __all__ = ["PipelineBuild"]
 class PipelineBuild(Construct):
     """The chargeback pipeline as its builders (the ``pipeline_*`` modules) see it: the parts built before them.
 
-    :class:`~hyperpod_tenancy.constructs.chargeback_pipeline.ChargebackPipeline` extends it; its constructor sets
+    :class:`~hyperpod_tenancy.constructs.chargeback.chargeback_pipeline.ChargebackPipeline` extends it; its constructor sets
     each part, in the order the builders need them.
     """
 

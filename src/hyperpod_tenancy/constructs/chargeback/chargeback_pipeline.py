@@ -35,24 +35,21 @@ from hyperpod_tenancy.constructs._private.annotations import (
 )
 from hyperpod_tenancy.constructs._private.kubectl import KUBECTL_WAIT
 from hyperpod_tenancy.constructs._private.principals import pod_identity_principal
-from hyperpod_tenancy.constructs.backends import checked_policy
-from hyperpod_tenancy.constructs.encryption import encrypt_platform_resources
-from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
-from hyperpod_tenancy.constructs.pipeline_alerting import (
+from hyperpod_tenancy.constructs.chargeback.alerting import (
     create_collection_alarms,
     create_dashboards,
     create_topic,
     route_alerts,
     write_checkpoint_series,
 )
-from hyperpod_tenancy.constructs.pipeline_build import PipelineBuild
-from hyperpod_tenancy.constructs.pipeline_config import acknowledge_pipeline_findings, pipeline_config
-from hyperpod_tenancy.constructs.pipeline_functions import (
+from hyperpod_tenancy.constructs.chargeback.build import PipelineBuild
+from hyperpod_tenancy.constructs.chargeback.config import acknowledge_pipeline_findings, pipeline_config
+from hyperpod_tenancy.constructs.chargeback.functions import (
     create_eviction_collector,
     create_job,
     create_node_inventory,
 )
-from hyperpod_tenancy.constructs.pipeline_layout import (
+from hyperpod_tenancy.constructs.chargeback.layout import (
     _CUR,
     _RAW,
     COLLECTION_ALARMS,
@@ -75,12 +72,14 @@ from hyperpod_tenancy.constructs.pipeline_layout import (
     eviction_collector_asset_files,
     job_asset_files,
 )
-from hyperpod_tenancy.constructs.pipeline_storage import (
+from hyperpod_tenancy.constructs.chargeback.storage import (
     create_buckets,
     create_catalog,
     create_data_export,
     create_workgroup,
 )
+from hyperpod_tenancy.constructs.encryption import encrypt_platform_resources
+from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
 from hyperpod_tenancy.constructs.posix_identity_webhook import PosixIdentityWebhook
 from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.k8s import labels
@@ -146,7 +145,7 @@ class ChargebackPipeline(PipelineBuild):
     namespace ``<cluster>-chargeback.cluster``); and a custom resource activating the cost allocation tags
     :data:`COST_ALLOCATION_TAG_KEYS`. Nothing here lists a team: each team's record, dashboard and same-day
     preemption alert are created in the team's stack
-    (:class:`~hyperpod_tenancy.constructs.team_chargeback.TeamChargeback`, ``TeamStack.add_chargeback``).
+    (:class:`~hyperpod_tenancy.constructs.tenant.chargeback.TeamChargeback`, ``TeamStack.add_chargeback``).
 
     Args:
         scope: parent construct.
@@ -219,7 +218,7 @@ class ChargebackPipeline(PipelineBuild):
     ) -> None:
         super().__init__(scope, id)
         self.cluster = cluster
-        platform = checked_policy(cluster.platform, where=self.node.path)
+        platform = cluster.plan.platform
         self._name = platform.cluster.name
         encrypt_platform_resources(self, cluster.platform_key)
         stack = cdk.Stack.of(self)

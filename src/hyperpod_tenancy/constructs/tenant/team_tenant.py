@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -28,7 +29,7 @@ from hyperpod_tenancy.constructs._private.team_iam import (
     team_data_policy,
     team_prefix,
 )
-from hyperpod_tenancy.constructs.backends import TeamFairness, backend_for, checked_policy
+from hyperpod_tenancy.constructs.backends import TeamFairness, backend_for
 from hyperpod_tenancy.constructs.backends.task_governance import NAMESPACE_WAIT, ComputeQuota
 from hyperpod_tenancy.constructs.drift_audit import (
     audit_record_parameter,
@@ -37,8 +38,8 @@ from hyperpod_tenancy.constructs.drift_audit import (
 )
 from hyperpod_tenancy.constructs.encryption import encrypt_new_log_groups_and_tables
 from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
-from hyperpod_tenancy.constructs.tenant_identity import build_identity
-from hyperpod_tenancy.constructs.tenant_studio import (
+from hyperpod_tenancy.constructs.tenant.identity import build_identity
+from hyperpod_tenancy.constructs.tenant.studio import (
     STUDIO_LIFECYCLE_SCRIPT,
     build_studio,
     studio_lifecycle_script,
@@ -50,8 +51,9 @@ from hyperpod_tenancy.k8s.audit_record import kube_expectation
 from hyperpod_tenancy.k8s.team_chart import TeamChart
 from hyperpod_tenancy.k8s.team_manifests import DEFAULT_SERVICE_ACCOUNT, FsxVolume
 from hyperpod_tenancy.policy import Team, names
+from hyperpod_tenancy.policy.plan import TeamPlan
 
-__all__ = ["NAMESPACE_WAIT", "STUDIO_LIFECYCLE_SCRIPT", "TeamTenant", "studio_lifecycle_script"]
+__all__ = ["NAMESPACE_WAIT", "STUDIO_LIFECYCLE_SCRIPT", "TeamTenant", "studio_lifecycle_script", "tenants_of"]
 
 #: Object actions :meth:`TeamTenant.grant_read_data` grants under the team prefix.
 _READ_OBJECT_ACTIONS = ("s3:GetObject",)
@@ -73,6 +75,39 @@ class _RequireNetworkPolicyEnforcement:
             'cluster\'s vpc-cni add-on does not set enableNetworkPolicy="true": the policies would be accepted and '
             "never enforced. Keep the add-on configuration SharedHyperPodCluster sets."
         ]
+
+
+#: The tenants created on each cluster, by team name: a team is added to a cluster once.
+_TENANTS: weakref.WeakKeyDictionary[IHyperPodCluster, dict[str, TeamTenant]] = weakref.WeakKeyDictionary()
+
+
+def tenants_of(cluster: IHyperPodCluster) -> dict[str, TeamTenant]:
+    """Return the tenants created on ``cluster`` in this app so far, by team name (a copy)."""
+    return dict(_TENANTS.get(cluster, {}))
+
+
+def _team_plan(tenant: TeamTenant, cluster: IHyperPodCluster, team: str) -> TeamPlan:
+    """Return the hosted team ``team`` of the cluster's plan, registering ``tenant`` as its one tenant."""
+    platform = cluster.platform
+    if all(t.name != team for t in platform.teams):
+        known = ", ".join(t.name for t in platform.teams)
+        raise TenancyError(f"{tenant.node.path}: team {team!r} is not in the platform policy (teams: {known}).")
+    try:
+        plan = cluster.plan.team(team)
+    except KeyError:
+        spec = platform.team(team)
+        raise TenancyError(
+            f"{tenant.node.path}: team {team!r} holds {platform.team_classification(spec)!r} data and is flagged "
+            f"for a dedicated cluster; it cannot be added to this {platform.cluster.data_classification!r} cluster."
+        ) from None
+    added = _TENANTS.setdefault(cluster, {})
+    if team in added:
+        raise TenancyError(
+            f"{tenant.node.path}: team {team!r} was already added to this cluster (at {added[team].node.path}); "
+            "a team has one tenant."
+        )
+    added[team] = tenant
+    return plan
 
 
 class TeamTenant(Construct):
@@ -137,27 +172,17 @@ class TeamTenant(Construct):
     ) -> None:
         super().__init__(scope, id)
         platform = cluster.platform
-        checked_policy(platform, where=self.node.path)
-        try:
-            spec = platform.team(team)
-        except KeyError:
-            known = ", ".join(t.name for t in platform.teams)
-            raise TenancyError(
-                f"{self.node.path}: team {team!r} is not in the platform policy (teams: {known})."
-            ) from None
-        if spec not in platform.hosted_teams:
-            raise TenancyError(
-                f"{self.node.path}: team {team!r} holds {platform.team_classification(spec)!r} data and is flagged "
-                f"for a dedicated cluster; it cannot be added to this {platform.cluster.data_classification!r} cluster."
-            )
+        #: The team resolved: its names, queues, classes, quotas and cost center.
+        self.plan: TeamPlan = _team_plan(self, cluster, team)
+        spec = self.plan.team
         #: The shared cluster.
         self.cluster = cluster
         #: The team's policy.
         self.team: Team = spec
         #: Namespace of the team, ``hyperpod-ns-<team>``.
-        self.namespace = names.namespace(team)
+        self.namespace = self.plan.namespace
         #: Kubernetes group the team's access entries map to.
-        self.kubernetes_group = names.kubernetes_group(team)
+        self.kubernetes_group = self.plan.kubernetes_group
         #: ServiceAccount of the team's workloads (bound to :attr:`workload_role`).
         self.service_account = DEFAULT_SERVICE_ACCOUNT
         self.node.add_validation(_RequireNetworkPolicyEnforcement(cluster, team))

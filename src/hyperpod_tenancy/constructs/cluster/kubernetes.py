@@ -15,7 +15,7 @@ from aws_cdk.lambda_layer_kubectl_v33 import KubectlV33Layer
 from constructs import IValidation
 
 from hyperpod_tenancy.constructs._private.kubectl import eks_addon
-from hyperpod_tenancy.constructs.cluster_build import ClusterBuild
+from hyperpod_tenancy.constructs.cluster.build import ClusterBuild
 from hyperpod_tenancy.k8s import labels
 
 __all__ = [

@@ -12,7 +12,7 @@ from aws_cdk import aws_s3_assets as s3_assets
 from aws_cdk import aws_sagemaker as sagemaker
 
 from hyperpod_tenancy.constructs._private.kubectl import KUBECTL_WAIT
-from hyperpod_tenancy.constructs.cluster_build import ClusterBuild
+from hyperpod_tenancy.constructs.cluster.build import ClusterBuild
 from hyperpod_tenancy.errors import TenancyError
 
 __all__ = [

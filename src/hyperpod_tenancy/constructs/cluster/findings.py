@@ -14,7 +14,7 @@ from hyperpod_tenancy.constructs._private.annotations import (
 )
 from hyperpod_tenancy.constructs._private.feature_flags import warn_flags_off
 from hyperpod_tenancy.constructs.backends import Backend, backend_for
-from hyperpod_tenancy.constructs.cluster_build import ClusterBuild
+from hyperpod_tenancy.constructs.cluster.build import ClusterBuild
 from hyperpod_tenancy.errors import PolicyError, TenancyError
 from hyperpod_tenancy.policy import policy_warnings
 

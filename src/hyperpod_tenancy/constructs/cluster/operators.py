@@ -16,11 +16,11 @@ from hyperpod_tenancy.constructs._private.inference_operator import (
 )
 from hyperpod_tenancy.constructs._private.kubectl import KUBECTL_WAIT
 from hyperpod_tenancy.constructs._private.principals import pod_identity_principal
-from hyperpod_tenancy.constructs.cluster_build import ClusterBuild
-from hyperpod_tenancy.constructs.cluster_eks import (
+from hyperpod_tenancy.constructs.cluster.build import ClusterBuild
+from hyperpod_tenancy.constructs.cluster.kubernetes import (
     add_addon,
 )
-from hyperpod_tenancy.constructs.cluster_storage import bucket
+from hyperpod_tenancy.constructs.cluster.storage import bucket
 from hyperpod_tenancy.k8s import labels
 from hyperpod_tenancy.k8s.workloads import CONTROLLERS, KUBERAY_NAMESPACE, Installer
 from hyperpod_tenancy.policy import names

@@ -29,28 +29,28 @@ from hyperpod_tenancy.constructs._private.inference_operator import (
 )
 from hyperpod_tenancy.constructs._private.kubectl import KUBECTL_WAIT
 from hyperpod_tenancy.constructs._private.sso_role_provider import SsoRoleProvider
-from hyperpod_tenancy.constructs.backends import Backend, ClusterFairness, checked_policy
-from hyperpod_tenancy.constructs.cluster_build import ClusterBuild
-from hyperpod_tenancy.constructs.cluster_eks import (
+from hyperpod_tenancy.constructs.backends import Backend, ClusterFairness
+from hyperpod_tenancy.constructs.cluster.build import ClusterBuild
+from hyperpod_tenancy.constructs.cluster.findings import (
+    acknowledge_cluster_findings,
+    checked_backend,
+    warn_cluster_at_synth,
+)
+from hyperpod_tenancy.constructs.cluster.hyperpod import (
+    HYPERPOD_HELM_RELEASE,
+    create_execution_role,
+    create_hyperpod_cluster,
+    create_hyperpod_helm_chart,
+)
+from hyperpod_tenancy.constructs.cluster.imported import import_cluster
+from hyperpod_tenancy.constructs.cluster.kubernetes import (
     NODE_BOOTSTRAP_ADDONS,
     RejectAl2OnNewKubernetes,
     addons_after_the_system_nodes,
     create_base_addons,
     create_eks,
 )
-from hyperpod_tenancy.constructs.cluster_findings import (
-    acknowledge_cluster_findings,
-    checked_backend,
-    warn_cluster_at_synth,
-)
-from hyperpod_tenancy.constructs.cluster_hyperpod import (
-    HYPERPOD_HELM_RELEASE,
-    create_execution_role,
-    create_hyperpod_cluster,
-    create_hyperpod_helm_chart,
-)
-from hyperpod_tenancy.constructs.cluster_import import import_cluster
-from hyperpod_tenancy.constructs.cluster_network import (
+from hyperpod_tenancy.constructs.cluster.network import (
     admit_to_api_endpoint,
     connect_node_security_groups,
     create_api_endpoint_groups,
@@ -58,23 +58,24 @@ from hyperpod_tenancy.constructs.cluster_network import (
     private_subnets_by_az,
     use_vpc,
 )
-from hyperpod_tenancy.constructs.cluster_operators import (
+from hyperpod_tenancy.constructs.cluster.operators import (
     create_inference_operator,
     create_kuberay,
     create_observability,
     create_platform_chart,
     create_training_operator,
 )
-from hyperpod_tenancy.constructs.cluster_storage import create_buckets, create_file_system
-from hyperpod_tenancy.constructs.encryption import PlatformKey, encrypt_platform_resources
-from hyperpod_tenancy.constructs.posix_identity_webhook import PosixIdentityWebhook
-from hyperpod_tenancy.constructs.team_tenant import TeamTenant
-from hyperpod_tenancy.constructs.vpc import (
+from hyperpod_tenancy.constructs.cluster.storage import create_buckets, create_file_system
+from hyperpod_tenancy.constructs.cluster.vpc import (
     VpcAttributes,
 )
+from hyperpod_tenancy.constructs.encryption import PlatformKey, encrypt_platform_resources
+from hyperpod_tenancy.constructs.posix_identity_webhook import PosixIdentityWebhook
+from hyperpod_tenancy.constructs.tenant.team_tenant import TeamTenant, tenants_of
 from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.k8s.platform_chart import PlatformChart
 from hyperpod_tenancy.policy import InstanceGroup, Platform, names
+from hyperpod_tenancy.policy.plan import TenancyPlan
 
 __all__ = ["HYPERPOD_HELM_RELEASE", "KUBECTL_WAIT", "NODE_BOOTSTRAP_ADDONS", "SharedHyperPodCluster"]
 
@@ -113,7 +114,7 @@ class SharedHyperPodCluster(ClusterBuild):
             those zones. Team NetworkPolicies exclude every IPv4 block of the VPC in use (its primary block and
             the ``AWS::EC2::VPCCidrBlock`` associations in its stack), not ``cluster.vpcCidr``. A VPC of another
             stage of the app cannot be referenced (synthesis stops naming this prop): give its
-            :class:`~hyperpod_tenancy.constructs.vpc.VpcAttributes` (ID, CIDR blocks, a private subnet per zone),
+            :class:`~hyperpod_tenancy.constructs.cluster.vpc.VpcAttributes` (ID, CIDR blocks, a private subnet per zone),
             imported in the cluster's stack.
         vpc_cidr_blocks: every IPv4 CIDR block of ``vpc``. Default: what the VPC tells at synth; synthesis stops
             naming this prop when a block is not known then (an imported VPC without ``vpc_cidr_block``, an IPAM
@@ -159,9 +160,10 @@ class SharedHyperPodCluster(ClusterBuild):
         vpc_cidr_blocks: Sequence[str] | None = None,
     ) -> None:
         super().__init__(scope, id)
+        #: The policy resolved (:class:`~hyperpod_tenancy.policy.plan.TenancyPlan`): what tenants read.
+        self.plan: TenancyPlan = TenancyPlan.resolve(platform, where=self.node.path)
         #: The policy the cluster was built from.
-        self.platform: Platform = checked_policy(platform, where=self.node.path)
-        self._teams: dict[str, TeamTenant] = {}
+        self.platform: Platform = self.plan.platform
         self._sso_role_provider: SsoRoleProvider | None = None
         #: The fairness backend registered for ``platform.fairness_backend``.
         self.fairness_backend: Backend = checked_backend(self)
@@ -256,7 +258,7 @@ class SharedHyperPodCluster(ClusterBuild):
 
     # ------------------------------------------------------------------ import
     #: Import an existing HyperPod/EKS cluster (another app or account) to add tenants to it
-    #: (:func:`~hyperpod_tenancy.constructs.cluster_import.import_cluster`).
+    #: (:func:`~hyperpod_tenancy.constructs.cluster.imported.import_cluster`).
     from_attributes = staticmethod(import_cluster)
 
     # ------------------------------------------------------------------ attributes
@@ -308,8 +310,8 @@ class SharedHyperPodCluster(ClusterBuild):
 
     @property
     def teams(self) -> dict[str, TeamTenant]:
-        """Tenants added with :meth:`add_team`, by team name (a copy)."""
-        return dict(self._teams)
+        """Tenants created on this cluster (with :meth:`add_team`, a ``TeamStack`` or ``TeamTenant``), by team name."""
+        return tenants_of(self)
 
     def subnet_for(self, group: InstanceGroup) -> ec2.ISubnet:
         """Private subnet an instance group runs in (its availability zone, default the first zone)."""
@@ -374,9 +376,7 @@ class SharedHyperPodCluster(ClusterBuild):
             TenancyError: no such team, or the team was already added.
 
         """
-        if team in self._teams:
-            raise TenancyError(f"{self.node.path}: team {team!r} was already added.")
-        tenant = TeamTenant(
+        return TeamTenant(
             scope or self,
             id,
             cluster=self,
@@ -384,8 +384,6 @@ class SharedHyperPodCluster(ClusterBuild):
             sso_role_timeout=sso_role_timeout,
             sso_start_url=sso_start_url,
         )
-        self._teams[team] = tenant
-        return tenant
 
     # ------------------------------------------------------------------ network
 

@@ -17,8 +17,8 @@ from hyperpod_tenancy.chargeback import queries
 from hyperpod_tenancy.constructs._private.annotations import (
     acknowledge,
 )
-from hyperpod_tenancy.constructs.pipeline_build import PipelineBuild
-from hyperpod_tenancy.constructs.pipeline_layout import (
+from hyperpod_tenancy.constructs.chargeback.build import PipelineBuild
+from hyperpod_tenancy.constructs.chargeback.layout import (
     _CUR,
     _CUR_COLUMNS,
     _CUR_QUERY,

@@ -16,7 +16,7 @@ from hyperpod_tenancy.constructs._private.annotations import (
     acknowledge_role,
     skip_checkov,
 )
-from hyperpod_tenancy.constructs.pipeline_build import PipelineBuild
+from hyperpod_tenancy.constructs.chargeback.build import PipelineBuild
 from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.policy.chargeback import gpus_per_instance, max_checkpoint_minutes, team_configs
 

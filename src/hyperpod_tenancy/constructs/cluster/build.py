@@ -39,7 +39,7 @@ class ClusterBuckets:
 class ClusterBuild(Construct):
     """The shared cluster as its builders (the ``cluster_*`` modules) see it: the parts built before them.
 
-    :class:`~hyperpod_tenancy.constructs.shared_hyperpod_cluster.SharedHyperPodCluster` extends it; each part is set
+    :class:`~hyperpod_tenancy.constructs.cluster.shared_hyperpod_cluster.SharedHyperPodCluster` extends it; each part is set
     by its constructor, in the order the builders need them.
     """
 

@@ -11,8 +11,8 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
 
 from hyperpod_tenancy.chargeback import queries
-from hyperpod_tenancy.constructs.pipeline_build import PipelineBuild
-from hyperpod_tenancy.constructs.pipeline_layout import (
+from hyperpod_tenancy.constructs.chargeback.build import PipelineBuild
+from hyperpod_tenancy.constructs.chargeback.layout import (
     _RAW,
     COLLECTION_ALARMS,
     METRIC_NAMESPACE,

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import hashlib
-import shutil
-import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -137,29 +134,6 @@ class UsageReportChart:
     #: Chart version (``Chart.yaml`` says ``0.1.0`` at e71f39ae).
     version: str = "0.1.0"
     directory: str | None = None
-
-
-def _asset_directory(kind: str, files: Mapping[str, bytes]) -> str:
-    """Return a directory holding exactly ``files`` (relative path → bytes), named by their content hash.
-
-    Building the same files twice gives the same directory and the same asset hash, wherever it is built.
-    """
-    digest = hashlib.sha256()
-    for path in sorted(files):
-        digest.update(path.encode() + b"\0" + files[path] + b"\0")
-    root = Path(tempfile.gettempdir()) / "hyperpod-tenancy-assets" / f"{kind}-{digest.hexdigest()[:32]}"
-    if not root.is_dir():
-        staging = Path(tempfile.mkdtemp(prefix=f"{kind}-", dir=root.parent if root.parent.is_dir() else None))
-        for path, content in sorted(files.items()):
-            target = staging / path
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(content)
-        root.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            staging.rename(root)
-        except OSError:  # built concurrently by another process: keep theirs
-            shutil.rmtree(staging, ignore_errors=True)
-    return str(root)
 
 
 #: Handler of the eviction collector, in its asset (:func:`.lambda_asset_files`).

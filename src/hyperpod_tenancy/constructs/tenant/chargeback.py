@@ -25,10 +25,10 @@ from constructs import Construct
 import hyperpod_tenancy.runtime as runtime_package
 from hyperpod_tenancy.chargeback import model
 from hyperpod_tenancy.constructs._private.annotations import acknowledge_role, skip_checkov
-from hyperpod_tenancy.constructs.chargeback_pipeline import METRIC_NAMESPACE, MONTHLY_METRICS
+from hyperpod_tenancy.constructs.chargeback.chargeback_pipeline import METRIC_NAMESPACE, MONTHLY_METRICS
 from hyperpod_tenancy.constructs.encryption import encrypt_new_log_groups_and_tables, skip_without_key
 from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
-from hyperpod_tenancy.constructs.team_tenant import TeamTenant
+from hyperpod_tenancy.constructs.tenant.team_tenant import TeamTenant
 from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.k8s.alert_rules import preemption_rules
 from hyperpod_tenancy.policy import names

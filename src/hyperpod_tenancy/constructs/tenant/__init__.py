@@ -1,0 +1,1 @@
+"""A team's constructs: ``TeamTenant`` and its parts (identity, Studio, chargeback)."""
