@@ -45,7 +45,7 @@ def test_every_module_the_pictures_name_exists() -> None:
 
 def test_the_pictured_layers_are_the_import_contracts_in_order() -> None:
     contracts = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
-    (layers,) = [c["layers"] for c in contracts if c["type"] == "layers"]
+    (layers,) = [c["layers"] for c in contracts if c["type"] == "layers" and "containers" not in c]
     index = {module.strip(): i for i, layer in enumerate(layers) for module in layer.split("|")}
     (chain,) = [line for line in PAGE.splitlines() if line.strip().startswith("cli -->")]
     pictured = [f"hyperpod_tenancy.{node.strip()}" for node in chain.split("-->")]
@@ -59,3 +59,17 @@ def test_the_pictured_layers_are_the_import_contracts_in_order() -> None:
         if p.is_dir() and p.name != "__pycache__"
     }
     assert every_package <= {n.split(".")[1] for n in _names() if n.count(".") >= 1}
+
+
+def test_the_pictured_construct_packages_are_the_import_contract_in_order() -> None:
+    contracts = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    (contract,) = [c for c in contracts if c.get("containers") == ["hyperpod_tenancy.constructs"]]
+    (chain,) = [line for line in PAGE.splitlines() if line.strip().startswith("cluster --> tenant")]
+    pictured = [node.strip() for node in chain.split("-->")]
+    assert [{"pipeline": "chargeback"}.get(p, p) for p in pictured] == contract["layers"]
+    packages = {
+        p.name
+        for p in (REPO / "src" / "hyperpod_tenancy" / "constructs").iterdir()
+        if (p / "__init__.py").exists() and p.name not in ("_private", "assets")
+    }
+    assert packages <= {n.split(".")[2] for n in _names() if n.count(".") >= 2}

@@ -129,4 +129,3 @@ class PlatformStage(cdk.Stage):
                 cdk.Tags.of(stack).add(CLUSTER_TAG_KEY, platform.cluster.name)
                 cdk.Tags.of(stack).add(TEAM_TAG, team)
                 cdk.Tags.of(stack).add(TEAM_COST_CENTER_TAG, pipeline.cost_center(team))
-

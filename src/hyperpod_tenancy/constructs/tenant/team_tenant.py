@@ -91,7 +91,9 @@ def _team_plan(tenant: TeamTenant, cluster: IHyperPodCluster, team: str) -> Team
     platform = cluster.platform
     if all(t.name != team for t in platform.teams):
         known = ", ".join(t.name for t in platform.teams)
-        raise TenancyError(f"{tenant.node.path}: team {team!r} is not in the platform policy (teams: {known}).")
+        raise TenancyError(
+            f"{tenant.node.path}: team {team!r} is not in the platform policy (teams: {known})."
+        )
     try:
         plan = cluster.plan.team(team)
     except KeyError:
