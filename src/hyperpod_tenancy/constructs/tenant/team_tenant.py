@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import aws_cdk as cdk
 import cdk8s
@@ -39,6 +38,7 @@ from hyperpod_tenancy.constructs.drift_audit import (
 from hyperpod_tenancy.constructs.encryption import encrypt_new_log_groups_and_tables
 from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
 from hyperpod_tenancy.constructs.tenant.identity import build_identity
+from hyperpod_tenancy.constructs.tenant.registry import register_tenant, registered_tenants
 from hyperpod_tenancy.constructs.tenant.studio import (
     STUDIO_LIFECYCLE_SCRIPT,
     build_studio,
@@ -77,39 +77,9 @@ class _RequireNetworkPolicyEnforcement:
         ]
 
 
-#: The tenants created on each cluster, by team name: a team is added to a cluster once.
-_TENANTS: weakref.WeakKeyDictionary[IHyperPodCluster, dict[str, TeamTenant]] = weakref.WeakKeyDictionary()
-
-
 def tenants_of(cluster: IHyperPodCluster) -> dict[str, TeamTenant]:
     """Return the tenants created on ``cluster`` in this app so far, by team name (a copy)."""
-    return dict(_TENANTS.get(cluster, {}))
-
-
-def _team_plan(tenant: TeamTenant, cluster: IHyperPodCluster, team: str) -> TeamPlan:
-    """Return the hosted team ``team`` of the cluster's plan, registering ``tenant`` as its one tenant."""
-    platform = cluster.platform
-    if all(t.name != team for t in platform.teams):
-        known = ", ".join(t.name for t in platform.teams)
-        raise TenancyError(
-            f"{tenant.node.path}: team {team!r} is not in the platform policy (teams: {known})."
-        )
-    try:
-        plan = cluster.plan.team(team)
-    except KeyError:
-        spec = platform.team(team)
-        raise TenancyError(
-            f"{tenant.node.path}: team {team!r} holds {platform.team_classification(spec)!r} data and is flagged "
-            f"for a dedicated cluster; it cannot be added to this {platform.cluster.data_classification!r} cluster."
-        ) from None
-    added = _TENANTS.setdefault(cluster, {})
-    if team in added:
-        raise TenancyError(
-            f"{tenant.node.path}: team {team!r} was already added to this cluster (at {added[team].node.path}); "
-            "a team has one tenant."
-        )
-    added[team] = tenant
-    return plan
+    return {team: cast("TeamTenant", tenant) for team, tenant in registered_tenants(cluster).items()}
 
 
 class TeamTenant(Construct):
@@ -175,7 +145,7 @@ class TeamTenant(Construct):
         super().__init__(scope, id)
         platform = cluster.platform
         #: The team resolved: its names, queues, classes, quotas and cost center.
-        self.plan: TeamPlan = _team_plan(self, cluster, team)
+        self.plan: TeamPlan = register_tenant(self, cluster, team)
         spec = self.plan.team
         #: The shared cluster.
         self.cluster = cluster
