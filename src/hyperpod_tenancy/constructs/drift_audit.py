@@ -43,6 +43,7 @@ from constructs import Construct
 from hyperpod_tenancy.constructs._private.annotations import acknowledge_role, skip_checkov
 from hyperpod_tenancy.constructs._private.cluster_reader import grant_cluster_reads
 from hyperpod_tenancy.constructs._private.lambda_assets import asset_directory, lambda_asset_files
+from hyperpod_tenancy.constructs._private.memo import stack_of
 from hyperpod_tenancy.constructs._private.task_governance import compute_quota_properties
 from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
 from hyperpod_tenancy.errors import TenancyError
@@ -151,7 +152,7 @@ def audit_record_parameter(
     scope: Construct, id: str, *, cluster: str, expectation: runtime.TeamExpectation
 ) -> ssm.StringParameter:
     """Write a team's audit record (:meth:`TeamExpectation.to_record`) to its SSM parameter, in the team's stack."""
-    stack = cdk.Stack.of(scope)
+    stack = stack_of(scope)
     return ssm.StringParameter(
         scope,
         id,

@@ -37,6 +37,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct, IConstruct
 
 from hyperpod_tenancy.constructs._private.annotations import skip_checkov, warn
+from hyperpod_tenancy.constructs._private.memo import stack_of
 from hyperpod_tenancy.constructs._private.team_iam import DATA_KEY_ACTIONS
 from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.policy import Platform
@@ -353,8 +354,10 @@ def encrypt_new_log_groups_and_tables(scope: IConstruct, key: PlatformKey | None
     ``None`` (no platform key): nothing to inject; the callers skip the checkov finding on the log groups they
     create (:func:`skip_without_key`). Registered once per stack.
     """
-    stack = cdk.Stack.of(scope)
-    if key is None or stack.node.try_find_child(_INJECTION_MARKER) is not None:
+    if key is None:
+        return
+    stack = stack_of(scope)
+    if stack.node.try_find_child(_INJECTION_MARKER) is not None:
         return
     Construct(stack, _INJECTION_MARKER)
     cdk.PropertyInjectors.of(stack).add(

@@ -126,6 +126,7 @@ class PlatformStage(cdk.Stage):
             for team, stack in self.team_stacks.items():
                 # the team's record, dashboard and alert live in its own stack: the chargeback stack lists no team
                 stack.add_chargeback(pipeline)
-                cdk.Tags.of(stack).add(CLUSTER_TAG_KEY, platform.cluster.name)
-                cdk.Tags.of(stack).add(TEAM_TAG, team)
-                cdk.Tags.of(stack).add(TEAM_COST_CENTER_TAG, pipeline.cost_center(team))
+                tags = cdk.Tags.of(stack)
+                tags.add(CLUSTER_TAG_KEY, platform.cluster.name)
+                tags.add(TEAM_TAG, team)
+                tags.add(TEAM_COST_CENTER_TAG, pipeline.cost_center(team))

@@ -7,6 +7,7 @@ from typing import Any
 import aws_cdk as cdk
 from constructs import Construct
 
+from hyperpod_tenancy.constructs._private.memo import arn
 from hyperpod_tenancy.constructs.chargeback.chargeback_pipeline import ChargebackPipeline
 from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
 from hyperpod_tenancy.constructs.tenant.chargeback import TeamChargeback
@@ -79,8 +80,8 @@ class TeamStack(cdk.Stack):
                 "Effect": "Allow",
                 "Action": "cloudformation:DescribeStacks",
                 # arn:<partition>:cloudformation:<region>:<account>:stack/<this stack's name>/<its ID>
-                "Resource": self.format_arn(
-                    service="cloudformation", resource="stack", resource_name=f"{self.stack_name}/*"
+                "Resource": arn(
+                    self, service="cloudformation", resource="stack", resource_name=f"{self.stack_name}/*"
                 ),
             }
         )

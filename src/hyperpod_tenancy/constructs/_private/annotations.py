@@ -14,7 +14,7 @@ https://www.checkov.io/2.Basics/Suppressing%20and%20Skipping%20Policies.html, "C
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, Final, TypeVar
 
 import aws_cdk as cdk
@@ -22,6 +22,8 @@ import jsii
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from constructs import IConstruct, IValidation
+
+from hyperpod_tenancy.constructs._private.memo import once, stack_of
 
 #: Prefix of every warning ID this library emits; acknowledge one with
 #: ``Annotations.of(scope).acknowledge_warning("hyperpod-tenancy:<CODE>")``.
@@ -84,14 +86,28 @@ def skip_checkov(scope: IConstruct, check_ids: str | Iterable[str], reason: str)
             ``scope`` the check applies to (a skip that would silence nothing is a mistake).
 
     """
-    if not reason.strip():
+    skip_checkov_each(scope, dict.fromkeys(_ids(check_ids), reason))
+
+
+def skip_checkov_each(scope: IConstruct, reasons: Mapping[str, str]) -> None:
+    """Skip several checkov checks on the resources of ``scope``, each with its own reason (check ID → reason).
+
+    The same as one :func:`skip_checkov` per check, with the subtree walked once and each resource's metadata
+    read and written once.
+
+    Raises:
+        ValueError: as :func:`skip_checkov`.
+
+    """
+    if not all(reason.strip() for reason in reasons.values()):
         raise ValueError(f"{scope.node.path}: a checkov skip needs a reason")
     resources = [
         (n, _resource_type(n))
         for n in ([scope] if isinstance(scope, cdk.CfnResource) else scope.node.find_all())
         if isinstance(n, cdk.CfnResource)
     ]
-    for check_id in _ids(check_ids):
+    skips: dict[int, tuple[cdk.CfnResource, dict[str, str]]] = {}
+    for check_id, reason in reasons.items():
         types = CHECKOV_RESOURCE_TYPES.get(check_id)
         if types is None:
             raise ValueError(
@@ -102,7 +118,9 @@ def skip_checkov(scope: IConstruct, check_ids: str | Iterable[str], reason: str)
         if not targets:
             raise ValueError(f"{scope.node.path}: no {'/'.join(types)} to skip {check_id} on")
         for resource in targets:
-            _record_checkov_skip(resource, check_id, reason)
+            skips.setdefault(id(resource), (resource, {}))[1][check_id] = reason
+    for resource, new in skips.values():
+        _record_checkov_skips(resource, new)
 
 
 #: CloudFormation type of each generated L1 class (a class constant: read once, not once per resource).
@@ -120,10 +138,10 @@ def _resource_type(resource: cdk.CfnResource) -> str:
     return found
 
 
-def _record_checkov_skip(resource: cdk.CfnResource, check_id: str, reason: str) -> None:
+def _record_checkov_skips(resource: cdk.CfnResource, new: Mapping[str, str]) -> None:
     current = resource.get_metadata(CHECKOV_METADATA_KEY) or {}
-    skips = [s for s in current.get("skip", []) if s["id"] != check_id]
-    skips.append({"id": check_id, "comment": reason})
+    skips = [s for s in current.get("skip", []) if s["id"] not in new]
+    skips += [{"id": check_id, "comment": reason} for check_id, reason in new.items()]
     resource.add_metadata(CHECKOV_METADATA_KEY, {**current, "skip": sorted(skips, key=lambda s: s["id"])})
 
 
@@ -154,23 +172,22 @@ def _render(value: Any) -> str:
 
 def managed_policy_findings(role: iam.Role) -> list[str]:
     """IDs of the AwsSolutions-IAM4 findings for every AWS managed policy attached to ``role``."""
-    stack = cdk.Stack.of(role)
     cfn = _cfn(role, iam.CfnRole)
-    arns = stack.resolve(cfn.managed_policy_arns) or []
+    arns = stack_of(role).resolve(cfn.managed_policy_arns) or []
     return [f"AwsSolutions-IAM4[Policy::{_render(arn)}]" for arn in arns]
 
 
 def wildcard_findings(policy: iam.Policy | iam.CfnPolicy) -> list[str]:
     """IDs of the AwsSolutions-IAM5 findings for every wildcard action/resource in ``policy`` as it is now."""
     cfn = _cfn(policy, iam.CfnPolicy) if isinstance(policy, iam.Policy) else policy
-    return _document_wildcards(cdk.Stack.of(policy).resolve(cfn.policy_document))
+    return _document_wildcards(stack_of(policy).resolve(cfn.policy_document))
 
 
 def inline_wildcard_findings(role: iam.Role) -> list[str]:
     """IDs of the AwsSolutions-IAM5 findings in the inline policies of ``role`` as they are now."""
     cfn = _cfn(role, iam.CfnRole)
     found: list[str] = []
-    for policy in cdk.Stack.of(role).resolve(cfn.policies) or []:
+    for policy in stack_of(role).resolve(cfn.policies) or []:
         document = policy.get("PolicyDocument") or policy.get("policyDocument") or {}
         found += _document_wildcards(document)
     return list(dict.fromkeys(found))
@@ -193,27 +210,33 @@ def _document_wildcards(document: dict[str, Any]) -> list[str]:
 
 @jsii.implements(IValidation)
 class _AcknowledgeRoleFindings:
-    """Computes a role's finding IDs during synthesis, after cross-stack references became imports.
+    """Computes the finding IDs of a stack's roles during synthesis, after cross-stack references became imports.
 
     Construct validations run after references are resolved and before policy-validation plugins read the
-    acknowledgments, so the IDs match exactly what cdk-nag reports.
+    acknowledgments, so the IDs match exactly what cdk-nag reports. One per stack, for all its roles: each
+    validation is a call from the CDK back into Python at synthesis.
     """
 
-    def __init__(self, role: iam.Role, managed_policies: str | None, wildcards: str | None) -> None:
-        self._role = role
-        self._managed_policies = managed_policies
-        self._wildcards = wildcards
+    def __init__(self) -> None:
+        #: Each role, with the reason for its managed policies and for its wildcards.
+        self.roles: list[tuple[iam.Role, str | None, str | None]] = []
 
     def validate(self) -> list[str]:
-        role = self._role
-        if self._managed_policies:
-            acknowledge(role, managed_policy_findings(role), self._managed_policies)
-        if self._wildcards:
-            acknowledge(role, inline_wildcard_findings(role), self._wildcards)
-            default_policy = role.node.try_find_child("DefaultPolicy")
-            if isinstance(default_policy, iam.Policy):
-                acknowledge(default_policy, wildcard_findings(default_policy), self._wildcards)
+        for role, managed_policies, wildcards in self.roles:
+            if managed_policies:
+                acknowledge(role, managed_policy_findings(role), managed_policies)
+            if wildcards:
+                acknowledge(role, inline_wildcard_findings(role), wildcards)
+                default_policy = role.node.try_find_child("DefaultPolicy")
+                if isinstance(default_policy, iam.Policy):
+                    acknowledge(default_policy, wildcard_findings(default_policy), wildcards)
         return []
+
+
+def _role_findings(stack: cdk.Stack) -> _AcknowledgeRoleFindings:
+    validation = _AcknowledgeRoleFindings()
+    stack.node.add_validation(validation)
+    return validation
 
 
 def acknowledge_role(
@@ -223,7 +246,10 @@ def acknowledge_role(
 
     Each kind of finding gets its reason. The IDs are computed at synthesis, from the role's final policies.
     """
-    role.node.add_validation(_AcknowledgeRoleFindings(role, managed_policies, wildcards))
+    stack = stack_of(role)
+    once(stack, "role-findings", lambda: _role_findings(stack)).roles.append(
+        (role, managed_policies, wildcards)
+    )
 
 
 def acknowledge_cdk_handlers(scope: IConstruct, reason: str) -> None:

@@ -6,6 +6,8 @@ import aws_cdk as cdk
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 
+from hyperpod_tenancy.constructs._private.memo import attribute
+
 
 def pod_identity_principal(cluster: eks.ICluster) -> iam.IPrincipal:
     """EKS Pod Identity, limited to associations of ``cluster`` in this account (confused-deputy guard)."""
@@ -13,6 +15,6 @@ def pod_identity_principal(cluster: eks.ICluster) -> iam.IPrincipal:
         "pods.eks.amazonaws.com",
         conditions={
             "StringEquals": {"aws:SourceAccount": cdk.Aws.ACCOUNT_ID},
-            "ArnEquals": {"aws:SourceArn": cluster.cluster_arn},
+            "ArnEquals": {"aws:SourceArn": attribute(cluster, "cluster_arn")},
         },
     ).with_session_tags()

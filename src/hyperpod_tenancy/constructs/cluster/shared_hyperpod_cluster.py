@@ -9,6 +9,7 @@ Deploy order is enforced with CloudFormation dependencies, not documentation::
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
@@ -267,32 +268,32 @@ class SharedHyperPodCluster(ClusterBuild):
         """The EKS cluster as the ``ICluster`` that Kubernetes manifests, patches and charts take."""
         return cast("eks.ICluster", self.eks_cluster)
 
-    @property
+    @functools.cached_property  # a token: read once, not once per team
     def hyperpod_cluster_arn(self) -> str:
         """ARN of the HyperPod cluster."""
         return self.hyperpod_cluster.attr_cluster_arn
 
-    @property
+    @functools.cached_property
     def eks_cluster_name(self) -> str:
         """Name of the EKS cluster."""
         return self.eks_cluster.cluster_name
 
-    @property
+    @functools.cached_property
     def eks_cluster_arn(self) -> str:
         """ARN of the EKS cluster."""
         return self.eks_cluster.cluster_arn
 
-    @property
+    @functools.cached_property
     def file_system_id(self) -> str:
         """ID of the shared FSx for Lustre file system."""
         return self.file_system.ref
 
-    @property
+    @functools.cached_property
     def file_system_dns_name(self) -> str:
         """DNS name of the shared FSx for Lustre file system."""
         return self.file_system.attr_dns_name
 
-    @property
+    @functools.cached_property
     def file_system_mount_name(self) -> str:
         """Lustre mount name of the shared file system."""
         return self.file_system.attr_lustre_mount_name
@@ -323,12 +324,12 @@ class SharedHyperPodCluster(ClusterBuild):
         """The EKS Service CIDR (ClusterIPs, set explicitly from ``cluster.serviceCidr``)."""
         return self.platform.cluster.service_cidr
 
-    @property
+    @functools.cached_property
     def cluster_security_group_id(self) -> str:
         """ID of the security group EKS creates for the cluster (on the control-plane ENIs and system nodes)."""
         return self.eks_cluster.cluster_security_group_id
 
-    @property
+    @functools.cached_property
     def api_client_security_group_id(self) -> str:
         """ID of :attr:`api_client_security_group` (members reach the private API endpoint)."""
         return self.api_client_security_group.security_group_id

@@ -9,6 +9,7 @@ and its same-day alerts, preemption loss, work waiting too long and borrowed wor
 from __future__ import annotations
 
 import dataclasses
+import functools
 from pathlib import Path
 
 import aws_cdk as cdk
@@ -24,7 +25,8 @@ from constructs import Construct
 
 import hyperpod_tenancy.runtime as runtime_package
 from hyperpod_tenancy.chargeback import model
-from hyperpod_tenancy.constructs._private.annotations import acknowledge_role, skip_checkov
+from hyperpod_tenancy.constructs._private.annotations import acknowledge_role, skip_checkov_each
+from hyperpod_tenancy.constructs._private.memo import arn, attribute, stack_of
 from hyperpod_tenancy.constructs.chargeback.chargeback_pipeline import METRIC_NAMESPACE, MONTHLY_METRICS
 from hyperpod_tenancy.constructs.encryption import encrypt_new_log_groups_and_tables, skip_without_key
 from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
@@ -35,6 +37,38 @@ from hyperpod_tenancy.policy import names
 from hyperpod_tenancy.policy.chargeback import team_borrows
 
 __all__ = ["TeamChargeback"]
+
+#: The checkov checks a team's widget function does not meet, each with the reason.
+_WIDGET_CHECKOV_SKIPS = {
+    **dict.fromkeys(
+        ("CKV_AWS_115", "CKV_AWS_116"),
+        "invoked synchronously by the team's dashboard to draw a widget: a failed draw is retried by reloading "
+        "the dashboard, so a dead-letter queue would hold nothing, and reserved concurrency would take from the "
+        "account's other functions",
+    ),
+    "CKV_AWS_117": "calls an AWS API only, nothing inside the VPC",
+    "CKV_AWS_173": "the environment holds names and IDs, no secret",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class _Constants:
+    """The values every team's part repeats, made once per process (each is a call into the CDK's runtime)."""
+
+    runtime: lambda_.Runtime
+    timeout: cdk.Duration
+    day: cdk.Duration
+    dashboard_interval: cdk.Duration
+
+
+@functools.cache
+def _constants() -> _Constants:
+    return _Constants(
+        runtime=lambda_.Runtime.PYTHON_3_14,
+        timeout=cdk.Duration.seconds(30),
+        day=cdk.Duration.days(1),
+        dashboard_interval=cdk.Duration.days(400),
+    )
 
 
 class TeamChargeback(Construct):
@@ -165,28 +199,25 @@ class TeamChargeback(Construct):
                 )
             )
         if tenant is not None:
-            stack = cdk.Stack.of(self)
-            tenant.allow_in_permission_set(
-                {
-                    "Sid": "SubscribeToTeamTopic",
-                    "Effect": "Allow",
-                    "Action": ["sns:Subscribe", "sns:Unsubscribe", "sns:ListSubscriptionsByTopic"],
-                    "Resource": stack.format_arn(
-                        service="sns",
-                        resource=names.chargeback_team_topic(name, spec.name),
-                        arn_format=cdk.ArnFormat.NO_RESOURCE_NAME,
-                    ),
-                }
-            )
+            stack = stack_of(self)
             widgets = [names.team_gpu_widget(name, spec.name)]
             if alert_workspace is not None:
                 widgets.append(names.team_alert_widget(name, spec.name))
             tenant.allow_in_permission_set(
                 {
+                    "Sid": "SubscribeToTeamTopic",
+                    "Effect": "Allow",
+                    "Action": ["sns:Subscribe", "sns:Unsubscribe", "sns:ListSubscriptionsByTopic"],
+                    "Resource": arn(
+                        stack, service="sns", resource=names.chargeback_team_topic(name, spec.name)
+                    ),
+                },
+                {
                     "Sid": "ReadTeamDashboard",
                     "Effect": "Allow",
                     "Action": "cloudwatch:GetDashboard",
-                    "Resource": stack.format_arn(
+                    "Resource": arn(
+                        stack,
                         service="cloudwatch",
                         region="",
                         resource="dashboard",
@@ -199,11 +230,12 @@ class TeamChargeback(Construct):
                     "Action": "lambda:InvokeFunction",
                     # formatted from the fixed names, so a policy reader sees whose functions they are
                     "Resource": [
-                        stack.format_arn(
+                        arn(
+                            stack,
                             service="lambda",
                             resource="function",
                             resource_name=function,
-                            arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME,
+                            separator=":",
                         )
                         for function in widgets
                     ],
@@ -280,7 +312,7 @@ class TeamChargeback(Construct):
             environment={
                 "TEAM": self.team_config.name,
                 "WORKSPACE_ID": workspace.attr_workspace_id,
-                "REGION": cdk.Stack.of(self).region,
+                "REGION": attribute(stack_of(self), "region"),
             },
             # ListRules is authorized on the workspace; the code keeps this team's rules and the cluster's
             statement=iam.PolicyStatement(actions=["aps:ListRules"], resources=[workspace.attr_arn]),
@@ -304,10 +336,10 @@ class TeamChargeback(Construct):
         function = lambda_.Function(
             self,
             id,
-            runtime=lambda_.Runtime.PYTHON_3_14,
+            runtime=_constants().runtime,
             handler="index.handler",
             code=lambda_.Code.from_inline(source),
-            timeout=cdk.Duration.seconds(30),
+            timeout=_constants().timeout,
             memory_size=256,
             function_name=function_name,
             description=description,
@@ -320,15 +352,7 @@ class TeamChargeback(Construct):
                 [log_group], "CKV_AWS_158", "the log group", "CloudWatch Logs' service-managed key"
             )
         function.add_to_role_policy(statement)
-        skip_checkov(
-            function,
-            ["CKV_AWS_115", "CKV_AWS_116"],
-            "invoked synchronously by the team's dashboard to draw a widget: a failed draw is retried by reloading "
-            "the dashboard, so a dead-letter queue would hold nothing, and reserved concurrency would take from the "
-            "account's other functions",
-        )
-        skip_checkov(function, "CKV_AWS_117", "calls an AWS API only, nothing inside the VPC")
-        skip_checkov(function, "CKV_AWS_173", "the environment holds names and IDs, no secret")
+        skip_checkov_each(function, _WIDGET_CHECKOV_SKIPS)
         return function
 
     def _dashboard(self, cluster: str) -> cloudwatch.Dashboard:
@@ -337,7 +361,7 @@ class TeamChargeback(Construct):
             self,
             "Dashboard",
             dashboard_name=names.chargeback_team_dashboard(cluster, team.name),
-            default_interval=cdk.Duration.days(400),
+            default_interval=_constants().dashboard_interval,
         )
         dashboard.add_widgets(
             cloudwatch.CustomWidget(
@@ -358,7 +382,7 @@ class TeamChargeback(Construct):
             cloudwatch.GraphWidget(
                 title=f"{team.name}: GPU-hours per month",
                 left=[
-                    self._metric(cluster, m, period=cdk.Duration.days(1), statistic="Sum")
+                    self._metric(cluster, m, period=_constants().day, statistic="Sum")
                     for m in MONTHLY_METRICS
                 ],
                 width=24,

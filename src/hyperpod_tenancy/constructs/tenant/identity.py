@@ -11,6 +11,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk import aws_sso as sso
 from constructs import Construct
 
+from hyperpod_tenancy.constructs._private.memo import attribute, once, stack_of
 from hyperpod_tenancy.constructs._private.sso_role_provider import MAX_SSO_ROLE_TIMEOUT
 from hyperpod_tenancy.constructs._private.team_iam import (
     permission_set_inline_policy,
@@ -79,7 +80,7 @@ def _permission_set(
     scope: Construct, *, cluster: IHyperPodCluster, team: Team, domain: sagemaker.CfnDomain | None
 ) -> tuple[sso.CfnPermissionSet, sso.CfnAssignment]:
     platform = cluster.platform
-    stack = cdk.Stack.of(scope)
+    stack = stack_of(scope)
     name = team.permission_set
     permission_set = sso.CfnPermissionSet(
         scope,
@@ -92,11 +93,11 @@ def _permission_set(
             team=team.name,
             eks_cluster_arn=cluster.eks_cluster_arn,
             hyperpod_cluster_arn=cluster.hyperpod_cluster_arn,
-            bucket_arn=cluster.data_bucket.bucket_arn,
+            bucket_arn=attribute(cluster.data_bucket, "bucket_arn"),
             domain_id=domain.attr_domain_id if domain else None,
-            region=stack.region,
-            account=stack.account,
-            partition=stack.partition,
+            region=attribute(stack, "region"),
+            account=attribute(stack, "account"),
+            partition=attribute(stack, "partition"),
             # the data bucket is SSE-KMS under the platform key: its members read and write through S3
             data_key_arn=key.key_arn if (key := cluster.platform_key) else None,
         ),
@@ -109,7 +110,7 @@ def _permission_set(
         principal_type="GROUP",
         principal_id=team.identity.group_id,
         target_type="AWS_ACCOUNT",
-        target_id=stack.account,
+        target_id=attribute(stack, "account"),
     )
     return permission_set, assignment
 
@@ -123,7 +124,8 @@ def _sso_role(
     assignment: sso.CfnAssignment,
     timeout: cdk.Duration,
 ) -> str:
-    if timeout.to_seconds() > MAX_SSO_ROLE_TIMEOUT.to_seconds():
+    seconds = _seconds(timeout)
+    if seconds > _seconds(MAX_SSO_ROLE_TIMEOUT):
         raise TenancyError(
             f"{scope.node.path}: sso_role_timeout is {timeout.to_human_string()}; the shared role-lookup provider "
             f"waits at most {MAX_SSO_ROLE_TIMEOUT.to_human_string()}: pass a shorter timeout."
@@ -136,7 +138,7 @@ def _sso_role(
         properties={
             "PermissionSetName": team.permission_set,
             "PermissionSetArn": permission_set.attr_permission_set_arn,
-            "TimeoutSeconds": str(int(timeout.to_seconds())),
+            "TimeoutSeconds": str(int(seconds)),
             # re-run the lookup whenever the assignment is recreated (the role suffix changes then)
             "Assignment": assignment.ref,
             # `cdk deploy -c hyperpod-tenancy:ssoRoleLookup=<new value>` re-runs the lookup (docs/audit.md)
@@ -145,6 +147,11 @@ def _sso_role(
     )
     resource.node.add_dependency(assignment)
     return resource.get_att_string("RoleArn")
+
+
+def _seconds(duration: cdk.Duration) -> float:
+    """``duration.to_seconds()``, asked of the CDK once per duration (the default and the maximum are shared)."""
+    return once(duration, "seconds", duration.to_seconds)
 
 
 def _lookup_nonce(scope: Construct) -> dict[str, str]:

@@ -18,6 +18,7 @@ from hyperpod_tenancy.constructs._private.annotations import (
     acknowledge,
     wildcard_findings,
 )
+from hyperpod_tenancy.constructs._private.memo import attribute, once, stack_of
 from hyperpod_tenancy.constructs._private.team_iam import (
     studio_execution_policy,
 )
@@ -59,6 +60,12 @@ class TeamStudio:
     lifecycle_configs: tuple[sagemaker.CfnStudioLifecycleConfig, ...]
 
 
+def _private_subnet_ids(vpc: ec2.IVpc) -> tuple[str, ...]:
+    return tuple(
+        s.subnet_id for s in vpc.select_subnets(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS).subnets
+    )
+
+
 def build_studio(
     scope: Construct,
     *,
@@ -92,11 +99,8 @@ def build_studio(
         # the domain's tags (the team's and its cost center's) reach every space and app its people start, so
         # their bill lines are charged to the team ("Custom tag propagation", SageMaker AI developer guide)
         tag_propagation="ENABLED",
-        vpc_id=cluster.vpc.vpc_id,
-        subnet_ids=[
-            s.subnet_id
-            for s in cluster.vpc.select_subnets(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS).subnets
-        ],
+        vpc_id=attribute(cluster.vpc, "vpc_id"),
+        subnet_ids=list(once(cluster.vpc, "private_subnet_ids", lambda: _private_subnet_ids(cluster.vpc))),
         default_user_settings=sagemaker.CfnDomain.UserSettingsProperty(
             execution_role=execution_role.role_arn,
             # the cluster's API client group admits the apps to the private API endpoint: no rule per team
@@ -142,7 +146,7 @@ def build_studio(
         skip_without_key(
             [domain], "CKV_AWS_187", "the domain's EFS and EBS volumes", "SageMaker's AWS-managed key"
         )
-    stack = cdk.Stack.of(scope)
+    stack = stack_of(scope)
     # A separate policy, not inline: the domain references the role, the policy the domain (no cycle).
     studio_policy = iam.Policy(
         scope,
@@ -151,9 +155,9 @@ def build_studio(
         document=iam.PolicyDocument.from_json(
             studio_execution_policy(
                 domain_id=domain.attr_domain_id,
-                region=stack.region,
-                account=stack.account,
-                partition=stack.partition,
+                region=attribute(stack, "region"),
+                account=attribute(stack, "account"),
+                partition=attribute(stack, "partition"),
             )
         ),
     )

@@ -21,6 +21,7 @@ from hyperpod_tenancy.constructs._private.annotations import (
     warn,
 )
 from hyperpod_tenancy.constructs._private.extensions import ChartExtensions, chart_objects
+from hyperpod_tenancy.constructs._private.memo import attribute, once, stack_of
 from hyperpod_tenancy.constructs._private.principals import pod_identity_principal
 from hyperpod_tenancy.constructs._private.team_iam import (
     S3_OBJECT_ACTIONS,
@@ -75,6 +76,12 @@ class _RequireNetworkPolicyEnforcement:
             'cluster\'s vpc-cni add-on does not set enableNetworkPolicy="true": the policies would be accepted and '
             "never enforced. Keep the add-on configuration SharedHyperPodCluster sets."
         ]
+
+
+def _stack_path(scope: Construct) -> str:
+    """Return the path of the stack ``scope`` is in (asked of the CDK once per stack)."""
+    stack = stack_of(scope)
+    return once(stack, "path", lambda: stack.node.path)
 
 
 def tenants_of(cluster: IHyperPodCluster) -> dict[str, TeamTenant]:
@@ -177,7 +184,7 @@ class TeamTenant(Construct):
             "ExecutionRole",
             iam.ServicePrincipal(
                 "sagemaker.amazonaws.com",
-                conditions=studio_trust_conditions(account=cdk.Stack.of(self).account),
+                conditions=studio_trust_conditions(account=attribute(stack_of(self), "account")),
             ),
         )
         #: Role of the team's pods (EKS Pod Identity on :attr:`service_account`): S3 under ``teams/<team>/`` only.
@@ -253,9 +260,7 @@ class TeamTenant(Construct):
             self,
             "KubernetesAuditRecord",
             cluster=platform.cluster.name,
-            expectation=kube_expectation(
-                platform, spec, self.chart.to_json(), stack=cdk.Stack.of(self).node.path
-            ),
+            expectation=kube_expectation(platform, spec, self.chart.to_json(), stack=_stack_path(self)),
         )
         #: The team chart applied to the cluster (primary child, ID ``Resource``).
         self.chart_manifest: eks.KubernetesManifest = self._create_chart()
@@ -279,7 +284,9 @@ class TeamTenant(Construct):
             description=f"team {self.team.name}: S3 under teams/{self.team.name}/ only",
             inline_policies={
                 "TeamData": iam.PolicyDocument.from_json(
-                    team_data_policy(team=self.team.name, bucket_arn=self.cluster.data_bucket.bucket_arn)
+                    team_data_policy(
+                        team=self.team.name, bucket_arn=attribute(self.cluster.data_bucket, "bucket_arn")
+                    )
                 )
             },
         )
@@ -294,7 +301,7 @@ class TeamTenant(Construct):
         expectation = team_expectation(
             platform,
             self.team,
-            stack=cdk.Stack.of(self).node.path,
+            stack=_stack_path(self),
             permission_set_arn=self.permission_set.attr_permission_set_arn,
             sso_role_arn=self.sso_role_arn,
             execution_role_arn=self.execution_role.role_arn,
