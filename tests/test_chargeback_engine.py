@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import itertools
 import random
 from decimal import Decimal
 
@@ -43,6 +44,7 @@ from hyperpod_tenancy.chargeback.model import (
     Eviction,
     HourlyCapacity,
     HourlyUsage,
+    HourlyUsageBlock,
     InstanceTypeCost,
     LossBasis,
     PriceSource,
@@ -52,6 +54,7 @@ from hyperpod_tenancy.chargeback.model import (
     TeamCharge,
     TeamConfig,
     UsageInputs,
+    UsageRecords,
     gpu_hours,
 )
 
@@ -687,3 +690,68 @@ def test_a_later_rule_change_leaves_the_month_unchanged(
     later = BillingTerm(effective_from=dt.date(2026, 7, 2), rule=rule, idle_owner=owner)
     changed = dataclasses.replace(cfg, terms=(*cfg.terms, later))
     assert compute_report(changed, MONTH, inputs, costs) == before
+
+
+# ---------------------------------------------------------------------------------------------- usage in blocks
+def blocks_of(usage: tuple[HourlyUsage, ...] | list[HourlyUsage]) -> UsageRecords:
+    """The records as blocks, one per (instance type, hour) run, in the records' order."""
+    return UsageRecords(
+        HourlyUsageBlock(
+            hour=hour,
+            cluster=run[0].cluster,
+            instance_type=itype,
+            teams=[u.team for u in run],
+            gpu_ms=[u.gpu_ms for u in run],
+            borrowed_gpu_ms=[u.borrowed_gpu_ms for u in run],
+        )
+        for (itype, hour), group in itertools.groupby(usage, key=lambda u: (u.instance_type, u.hour))
+        for run in [list(group)]
+    )
+
+
+@PROPERTY
+@given(months(), st.randoms(use_true_random=False))
+def test_blocks_give_the_report_records_give(
+    month: tuple[ChargebackConfig, UsageInputs, CostInputs], rnd: random.Random
+) -> None:
+    cfg, inputs, costs = month
+    expected = compute_report(cfg, MONTH, inputs, costs)
+    usage = list(inputs.usage)
+    assert (
+        compute_report(cfg, MONTH, UsageInputs(usage=blocks_of(usage), capacity=inputs.capacity), costs)
+        == expected
+    )
+    rnd.shuffle(usage)  # runs of one key split across several blocks, in any order
+    assert (
+        compute_report(cfg, MONTH, UsageInputs(usage=blocks_of(usage), capacity=inputs.capacity), costs)
+        == expected
+    )
+
+
+def _error(cfg: ChargebackConfig, usage: tuple[HourlyUsage, ...] | UsageRecords, inputs: UsageInputs) -> str:
+    with pytest.raises(ChargebackInputError) as raised:
+        compute_report(cfg, MONTH, UsageInputs(usage=usage, capacity=inputs.capacity), CostInputs())
+    return str(raised.value)
+
+
+@PROPERTY
+@given(months(), st.sampled_from(["cluster", "negative", "over", "twice", "hour"]))
+def test_blocks_are_refused_with_the_error_records_get(
+    month: tuple[ChargebackConfig, UsageInputs, CostInputs], fault: str
+) -> None:
+    cfg, inputs, _ = month
+    usage = list(inputs.usage)
+    if not usage:
+        return
+    u = usage[0]
+    if fault == "cluster":
+        usage[0] = u._replace(cluster="other")
+    elif fault == "negative":
+        usage[0] = u._replace(borrowed_gpu_ms=-1)
+    elif fault == "over":
+        usage[0] = u._replace(borrowed_gpu_ms=u.gpu_ms + 1)
+    elif fault == "twice":
+        usage.insert(1, u)
+    else:
+        usage[0] = u._replace(hour=dt.datetime(2026, 9, 1, tzinfo=dt.UTC))
+    assert _error(cfg, blocks_of(usage), inputs) == _error(cfg, tuple(usage), inputs)

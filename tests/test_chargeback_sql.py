@@ -21,8 +21,16 @@ import sqlglot
 from chargeback_data import SCHEMAS, cur_line, generate_month, heartbeats, t, write_cur, write_table
 
 from hyperpod_tenancy.chargeback import queries
-from hyperpod_tenancy.chargeback.model import BillCredit, Eviction, InstanceTypeCost, SharedCost, gpu_hours
+from hyperpod_tenancy.chargeback.model import (
+    BillCredit,
+    Eviction,
+    InstanceTypeCost,
+    SharedCost,
+    UsageRecords,
+    gpu_hours,
+)
 from hyperpod_tenancy.tools.chargeback.offline import OfflineInputError, run_queries, transpile
+from hyperpod_tenancy.tools.chargeback.offline.tables import _register_usage
 
 CLUSTER = "shared-gpu"
 MONTH = "2026-07"
@@ -529,3 +537,17 @@ def test_utc_adjusted_timestamps_read_the_same_in_any_local_zone(usage_dir: Path
         check=True,
     )
     assert done.stdout.split() == ["True", "4"]
+
+
+def test_the_cli_reads_the_rows_the_shared_sql_returns(usage_dir: Path) -> None:
+    """The blocks the CLI reads hold exactly the rows of the shared SQL, run as Athena would run it."""
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    _register_usage(con, usage_dir, MONTH)
+    result = con.execute(transpile(queries.render("hourly_usage", month=MONTH, cluster=CLUSTER)))
+    rows = queries.QueryResult(tuple(d[0] for d in result.description or ()), result.fetchall())
+    expected = queries.usage_records(rows)
+    assert len(expected) > 1
+    usage, _ = run_queries(usage=usage_dir, month=MONTH, cluster=CLUSTER, gpus_per_instance=GPUS)
+    assert isinstance(usage.usage, UsageRecords)
+    assert usage.usage == expected

@@ -6,6 +6,8 @@ import datetime as dt
 import itertools
 import operator
 from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import NoReturn
 
 from hyperpod_tenancy.chargeback.engine._common import (
@@ -33,6 +35,8 @@ from hyperpod_tenancy.chargeback.engine.arithmetic import (
 from hyperpod_tenancy.chargeback.engine.state import _State
 from hyperpod_tenancy.chargeback.model import (
     HourlyUsage,
+    HourlyUsageBlock,
+    UsageRecords,
 )
 
 
@@ -62,22 +66,31 @@ class _Hours(_State):
 
     def _usage(
         self, capacity: dict[tuple[str, dt.datetime], tuple[int, int]]
-    ) -> dict[tuple[str, dt.datetime], list[HourlyUsage]]:
-        """Group the usage records by instance type and hour; each must fall in an hour of the node inventory.
+    ) -> dict[tuple[str, dt.datetime], _Block]:
+        """Group the usage by instance type and hour; each must fall in an hour of the node inventory.
 
-        The hot loop of a month's ~10^5-10^6 records: one lookup each. The records' values are checked an hour
-        at a time (:meth:`_hour_usage`).
+        The hot loop of a month's ~10^5-10^6 records: records are taken a run of one key at a time (the SQL's
+        order: by hour and type; any order gives the same groups), blocks (:class:`UsageRecords`) as they are. The
+        values are checked an hour at a time (:meth:`_hour_usage`).
         """
-        used: dict[tuple[str, dt.datetime], list[HourlyUsage]] = {}
-        # runs of one key (the SQL's order: by hour and type) are taken whole; any order gives the same groups
-        for key, run in itertools.groupby(self.inputs.usage, key=_USAGE_KEY):
-            records = used.get(key)
-            if records is not None:
-                records.extend(run)
+        usage = self.inputs.usage
+        runs: Iterable[tuple[tuple[str, dt.datetime], list[HourlyUsage] | HourlyUsageBlock]]
+        if isinstance(usage, UsageRecords):
+            runs = (((b.instance_type, b.hour), b) for b in usage.blocks)
+        else:
+            runs = ((key, list(run)) for key, run in itertools.groupby(usage, key=_USAGE_KEY))
+        used: dict[tuple[str, dt.datetime], _Block] = {}
+        for key, run in runs:
+            block = _block(run, self.config.cluster)
+            if block is None:
+                self._reject(_records(run))
+            found = used.get(key)
+            if found is not None:
+                found.extend(block)
             elif key in capacity:
-                used[key] = list(run)
+                used[key] = block
             else:
-                u = next(run)
+                u = _records(run)[0]
                 self._check_record(_what_usage(u), u.cluster, u.hour)
                 raise ChargebackInputError(
                     f"{_what_usage(u)} has no capacity record for that hour; the node inventory must cover "
@@ -85,31 +98,28 @@ class _Hours(_State):
                 )
         return used
 
-    def _hour_usage(self, records: list[HourlyUsage], acc: _PicoTypeAcc) -> tuple[list[int], list[int]]:
-        """Check one hour's usage records; return each team's use and borrowing (picohours, slots of ``acc``).
+    def _hour_usage(self, block: _Block, acc: _PicoTypeAcc) -> tuple[list[int], list[int]]:
+        """Check one hour's usage; return each team's use and borrowing (picohours, slots of ``acc``).
 
-        Column at a time (``map`` over the records), the hot path of a month's ~10^5-10^6 records. Records that
-        list every team in slot order (the SQL's order, when each team holds a guarantee) are read as they come.
+        Column at a time, the hot path of a month's ~10^5-10^6 records. Usage that lists every team in slot order
+        (the SQL's order, when each team holds a guarantee) is read as it comes.
         """
-        teams = list(map(_TEAM, records))
-        use = list(map(_GPU_MS, records))
-        borrowed = list(map(_BORROWED_MS, records))
+        teams, use, borrowed = block.teams, block.use, block.borrowed
         if (
             set(map(type, use)) | set(map(type, borrowed)) != {int}
             or min(borrowed) < 0
             or min(map(operator.sub, use, borrowed)) < 0
-            or set(map(_CLUSTER, records)) != {self.config.cluster}
         ):
-            self._reject(records)
+            self._reject(block.records())
         if teams != acc.names:
             slots = list(map(acc.index.__getitem__, teams))
             if len(set(slots)) != len(slots):
-                self._reject(records)  # a team twice
+                self._reject(block.records())  # a team twice
             k = len(acc.names)
             use, borrowed = _scatter(slots, use, k), _scatter(slots, borrowed, k)
         return _ms_to_pico(use), _ms_to_pico(borrowed)
 
-    def _reject(self, records: list[HourlyUsage]) -> NoReturn:
+    def _reject(self, records: Sequence[HourlyUsage]) -> NoReturn:
         """Raise the error of the first malformed record of an hour (the check that found one said no more)."""
         seen: set[str] = set()
         for u in records:
@@ -145,7 +155,10 @@ class _Hours(_State):
             # policy teams in name order, then the others: input order never matters
             names = [name for name, _ in nominal]
             held = set(names)
-            extra = sorted({u.team for hour, _, _ in hours for u in used.get((itype, hour), ())} - held)
+            extra = sorted(
+                {team for hour, _, _ in hours if (block := used.get((itype, hour))) for team in block.teams}
+                - held
+            )
             for name in extra:
                 self._team(name)  # a team with usage but not in the policy: noted once
             nominal_values = [n for _, n in nominal] + [0] * len(extra)
@@ -153,7 +166,7 @@ class _Hours(_State):
             periods = [self._period(name) for name in names] + [None] * len(extra)
             partial = any(p is not None for p in periods)
             for hour, cap_gpu, unavailable in hours:
-                records = used.get((itype, hour))
+                block = used.get((itype, hour))
                 self._hour(
                     itype=itype,
                     hour=hour,
@@ -161,7 +174,7 @@ class _Hours(_State):
                     nominal=_in_period(nominal_values, periods, hour) if partial else nominal_values,
                     cap_gpu=cap_gpu,
                     unavailable=unavailable,
-                    use=self._hour_usage(records, acc) if records else None,
+                    use=self._hour_usage(block, acc) if block else None,
                 )
         for itype, acc in sorted(types.items()):
             if acc.scaled_hours:
@@ -229,3 +242,43 @@ class _Hours(_State):
         acc.unallocated += cap_gpu - sum(guarantee)
         acc.from_unallocated += total_borrowed - lent
         acc.idle_guaranteed_unlent += total_idle - lent
+
+
+@dataclass(slots=True)
+class _Block:
+    """One instance type's usage in one hour, as columns (the teams in the records' order)."""
+
+    teams: list[str]
+    use: list[int]
+    borrowed: list[int]
+    #: What the columns were read from (for an error message).
+    source: list[HourlyUsage] | HourlyUsageBlock
+
+    def __bool__(self) -> bool:
+        return bool(self.teams)
+
+    def records(self) -> list[HourlyUsage]:
+        """Return the records the columns were read from."""
+        return _records(self.source)
+
+    def extend(self, other: _Block) -> None:
+        """Add ``other``'s records after this block's (the same type and hour, given apart)."""
+        self.teams = self.teams + other.teams
+        self.use = self.use + other.use
+        self.borrowed = self.borrowed + other.borrowed
+        self.source = self.records() + other.records()
+
+
+def _records(run: list[HourlyUsage] | HourlyUsageBlock) -> list[HourlyUsage]:
+    return list(run.records()) if isinstance(run, HourlyUsageBlock) else run
+
+
+def _block(run: list[HourlyUsage] | HourlyUsageBlock, cluster: str) -> _Block | None:
+    """Return a run of records (or a block) as columns; ``None`` when one of them is not of ``cluster``."""
+    if isinstance(run, HourlyUsageBlock):
+        if run.cluster != cluster:
+            return None
+        return _Block(list(run.teams), list(run.gpu_ms), list(run.borrowed_gpu_ms), run)
+    if set(map(_CLUSTER, run)) != {cluster}:
+        return None
+    return _Block(list(map(_TEAM, run)), list(map(_GPU_MS, run)), list(map(_BORROWED_MS, run)), run)

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
+import itertools
+from bisect import bisect_right
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import NamedTuple
+from typing import NamedTuple, overload
 
 __all__ = [
     "MS_PER_HOUR",
@@ -15,11 +18,13 @@ __all__ = [
     "Eviction",
     "HourlyCapacity",
     "HourlyUsage",
+    "HourlyUsageBlock",
     "InstanceTypeCost",
     "SharedCost",
     "TeamCost",
     "TeamPeriod",
     "UsageInputs",
+    "UsageRecords",
     "gpu_hours",
 ]
 
@@ -49,6 +54,84 @@ class HourlyUsage(NamedTuple):
     gpu_ms: int
     #: The part over the team's nominal quota (Kueue ``borrowed``), GPU-milliseconds.
     borrowed_gpu_ms: int
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class HourlyUsageBlock:
+    """Every team's usage of one instance type in one clock hour, a column per field (teams in the rows' order).
+
+    The records of one hour and type, held as three columns instead of one :class:`HourlyUsage` each: the form a
+    month's 10^6 and more usage rows take when read in bulk (the offline CLI), where an object per row would cost
+    more time and memory than the engine's own work. ``teams``, ``gpu_ms`` and ``borrowed_gpu_ms`` have one entry
+    per team.
+    """
+
+    hour: dt.datetime
+    cluster: str
+    instance_type: str
+    teams: Sequence[str]
+    gpu_ms: Sequence[int]
+    borrowed_gpu_ms: Sequence[int]
+
+    def records(self) -> tuple[HourlyUsage, ...]:
+        """Return the block's records, one per team."""
+        hour, cluster, itype = self.hour, self.cluster, self.instance_type
+        return tuple(
+            HourlyUsage(hour=hour, cluster=cluster, instance_type=itype, team=t, gpu_ms=g, borrowed_gpu_ms=b)
+            for t, g, b in zip(self.teams, self.gpu_ms, self.borrowed_gpu_ms, strict=True)
+        )
+
+
+class UsageRecords(Sequence[HourlyUsage]):
+    """A sequence of :class:`HourlyUsage` held as :class:`HourlyUsageBlock` s; each record is made when read.
+
+    Equal to any sequence of the same records (a tuple of them included). The engine reads the blocks directly.
+    """
+
+    __slots__ = ("_starts", "blocks")
+
+    def __init__(self, blocks: Iterable[HourlyUsageBlock]) -> None:
+        #: The blocks, in order.
+        self.blocks: tuple[HourlyUsageBlock, ...] = tuple(blocks)
+        for block in self.blocks:
+            if not len(block.teams) == len(block.gpu_ms) == len(block.borrowed_gpu_ms):
+                raise ValueError(
+                    f"usage block of {block.instance_type} at {block.hour.isoformat()}: teams, gpu_ms and "
+                    "borrowed_gpu_ms differ in length"
+                )
+        self._starts = [0, *itertools.accumulate(len(b.teams) for b in self.blocks)]
+
+    def __len__(self) -> int:
+        return self._starts[-1]
+
+    @overload
+    def __getitem__(self, index: int) -> HourlyUsage: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[HourlyUsage, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> HourlyUsage | tuple[HourlyUsage, ...]:
+        if isinstance(index, slice):
+            return tuple(self)[index]
+        position = index + len(self) if index < 0 else index
+        if not 0 <= position < len(self):
+            raise IndexError("usage record index out of range")
+        b = bisect_right(self._starts, position) - 1
+        return self.blocks[b].records()[position - self._starts[b]]
+
+    def __iter__(self) -> Iterator[HourlyUsage]:
+        for block in self.blocks:
+            yield from block.records()
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, str):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"UsageRecords({len(self)} records in {len(self.blocks)} blocks)"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -137,7 +220,8 @@ class TeamPeriod:
 class UsageInputs:
     """The month's usage data (what the SQL returns)."""
 
-    usage: tuple[HourlyUsage, ...]
+    #: The records (a tuple, or :class:`UsageRecords` when read in blocks).
+    usage: Sequence[HourlyUsage]
     capacity: tuple[HourlyCapacity, ...]
     evictions: tuple[Eviction, ...] = ()
     #: Gaps in the collectors' records (sorted by table, then start).

@@ -56,7 +56,13 @@ names the cluster. HyperPod instances are the lines of product ``AmazonSageMaker
 
 from __future__ import annotations
 
-from hyperpod_tenancy.chargeback.queries.rows import cost_inputs, usage_inputs, usage_records
+from hyperpod_tenancy.chargeback.queries.rows import (
+    USAGE_BLOCK_COLUMNS,
+    cost_inputs,
+    usage_blocks,
+    usage_inputs,
+    usage_records,
+)
 from hyperpod_tenancy.chargeback.queries.sql import (
     CLUSTER_TAG_KEY,
     COLLECTOR_COLUMNS,
@@ -88,6 +94,7 @@ __all__ = [
     "SQL",
     "TABLES",
     "TEAM_TAG_KEY",
+    "USAGE_BLOCK_COLUMNS",
     "USAGE_QUERIES",
     "QueryInputError",
     "QueryResult",
@@ -96,6 +103,7 @@ __all__ = [
     "gc_paused",
     "month_bounds",
     "render",
+    "usage_blocks",
     "usage_inputs",
     "usage_records",
 ]

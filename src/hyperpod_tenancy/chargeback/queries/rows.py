@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import operator
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
 
 from hyperpod_tenancy.chargeback.model import (
@@ -15,11 +15,13 @@ from hyperpod_tenancy.chargeback.model import (
     Eviction,
     HourlyCapacity,
     HourlyUsage,
+    HourlyUsageBlock,
     InstanceTypeCost,
     SharedCost,
     TeamCost,
     TeamPeriod,
     UsageInputs,
+    UsageRecords,
 )
 from hyperpod_tenancy.chargeback.queries.sql import (
     GAP_THRESHOLD_MINUTES,
@@ -28,7 +30,7 @@ from hyperpod_tenancy.chargeback.queries.sql import (
     Row,
 )
 
-__all__ = ["cost_inputs", "usage_inputs", "usage_records"]
+__all__ = ["USAGE_BLOCK_COLUMNS", "cost_inputs", "usage_blocks", "usage_inputs", "usage_records"]
 
 #: The ``cur_costs`` kinds of the credits and refunds on the bill (:class:`~.model.BillCredit`).
 _CREDIT_KINDS = ("credit", "refund")
@@ -45,7 +47,7 @@ def usage_inputs(
     results: Mapping[str, QueryResult],
     *,
     gpus_per_instance: Mapping[str, int],
-    usage: tuple[HourlyUsage, ...] | None = None,
+    usage: Sequence[HourlyUsage] | None = None,
 ) -> UsageInputs:
     """Convert the results of :data:`USAGE_QUERIES` into the engine's usage inputs.
 
@@ -184,6 +186,68 @@ def usage_records(result: QueryResult) -> tuple[HourlyUsage, ...]:
         except (IndexError, TypeError, ValueError, AttributeError):
             append(_usage_row_checked(dict(zip(columns, row, strict=False)), i))
     return tuple(usage)
+
+
+#: The columns of ``hourly_usage`` read in blocks (:func:`usage_blocks`): one row per hour and instance type, the
+#: teams and their values as lists in the teams' order.
+USAGE_BLOCK_COLUMNS = ("hour", "cluster", "instance_type", "teams", "gpu_ms", "borrowed_gpu_ms")
+
+
+def usage_blocks(result: QueryResult) -> UsageRecords:
+    """Convert ``hourly_usage`` read in blocks (:data:`USAGE_BLOCK_COLUMNS`) into the engine's usage records.
+
+    The same records as :func:`usage_records` of the rows the blocks group, in the same order (by hour, type,
+    team), held as :class:`~.model.HourlyUsageBlock` s. The values are checked by the engine, an hour at a
+    time; the names here.
+
+    Raises:
+        QueryInputError: a column is missing, or a value is not of its type (the block named).
+
+    """
+    missing = [c for c in USAGE_BLOCK_COLUMNS if c not in result.columns]
+    if missing:
+        raise QueryInputError(
+            f"hourly_usage blocks: no column {missing[0]!r}; read them as USAGE_BLOCK_COLUMNS"
+        )
+    pick = operator.itemgetter(*(result.columns.index(c) for c in USAGE_BLOCK_COLUMNS))
+    blocks: list[HourlyUsageBlock] = []
+    for i, row in enumerate(result.rows):
+        hour, cluster, itype, teams, gpu_ms, borrowed = pick(row)
+        try:
+            when = _utc(hour) if isinstance(hour, dt.datetime) else _parse_utc(str(hour))
+        except ValueError:
+            raise QueryInputError(
+                f"hourly_usage block {i}: hour {hour!r} is not a timestamp (YYYY-MM-DD HH:MM:SS)"
+            ) from None
+        if not (
+            type(cluster) is str
+            and type(itype) is str
+            and cluster
+            and itype
+            and type(teams) is list
+            and type(gpu_ms) is list
+            and type(borrowed) is list
+            and set(map(type, teams)) <= {str}
+            and "" not in teams
+        ):
+            raise QueryInputError(
+                f"hourly_usage block {i} ({itype!r} at {hour!r}): the cluster, the instance type and every team "
+                "must be non-empty text and the values lists"
+            )
+        blocks.append(
+            HourlyUsageBlock(
+                hour=when,
+                cluster=cluster,
+                instance_type=itype,
+                teams=teams,
+                gpu_ms=gpu_ms,
+                borrowed_gpu_ms=borrowed,
+            )
+        )
+    try:
+        return UsageRecords(blocks)
+    except ValueError as exc:
+        raise QueryInputError(f"hourly_usage blocks: {exc}") from None
 
 
 def _text_int(value: object) -> int:

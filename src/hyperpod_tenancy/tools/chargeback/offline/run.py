@@ -129,6 +129,8 @@ def run_queries(
 
     def query(db: duckdb.DuckDBPyConnection, name: str) -> duckdb.DuckDBPyConnection:
         sql = transpile(queries.render(name, month=month, cluster=cluster))
+        if name == "hourly_usage":
+            sql = _in_blocks(sql)
         try:
             return db.execute(sql)
         except duckdb.Error as exc:
@@ -163,7 +165,7 @@ def run_queries(
             # into records: DuckDB releases the GIL as it runs, and the conversion needs one core
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="chargeback-queries") as pool:
                 others = pool.submit(the_others, _session(con.cursor()))
-                usage_records = queries.usage_records(_fetch(usage_result))
+                usage_records = queries.usage_blocks(_fetch(usage_result))
                 results = others.result()
             step("inputs")
             usage_inputs = _unchecked(
@@ -174,6 +176,21 @@ def run_queries(
     finally:
         con.close()
     return usage_inputs, cost_inputs
+
+
+def _in_blocks(sql: str) -> str:
+    """Return ``hourly_usage`` grouped into one row per hour and instance type (:data:`queries.USAGE_BLOCK_COLUMNS`).
+
+    The same rows, regrouped by DuckDB: the teams and their values as lists in the teams' order, so a month's
+    10^6 and more rows reach Python as a few thousand (:func:`queries.usage_blocks`).
+    """
+    lists = ", ".join(f"list({c} ORDER BY team) AS {n}" for c, n in _BLOCK_LISTS)
+    order = "ORDER BY hour, instance_type, cluster"
+    return f"SELECT hour, cluster, instance_type, {lists} FROM ({sql}) AS rows GROUP BY ALL {order}"  # noqa: S608
+
+
+#: The list columns of a block and the ``hourly_usage`` column each gathers.
+_BLOCK_LISTS = (("team", "teams"), ("gpu_ms", "gpu_ms"), ("borrowed_gpu_ms", "borrowed_gpu_ms"))
 
 
 def _unchecked(inputs: UsageInputs, present: set[str]) -> UsageInputs:
