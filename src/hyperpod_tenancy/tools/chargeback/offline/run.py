@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from decimal import Decimal
 from pathlib import Path
+from typing import Protocol
 
 import duckdb
 from rich.console import Console
@@ -52,14 +54,25 @@ def _fetch(result: duckdb.DuckDBPyConnection) -> queries.QueryResult:
     return queries.QueryResult(tuple(d[0] for d in result.description or ()), rows)
 
 
+class _Step(Protocol):
+    """Called as a step starts: its name, and what the display shows (default: the name)."""
+
+    def __call__(self, name: str, shown: str | None = None) -> None: ...
+
+
 @contextmanager
-def _progress(
-    show: bool, console: Console, on_step: Callable[[str], None] | None
-) -> Iterator[Callable[[str], None]]:
-    """Yield ``step(name)``: called as each step starts (from any thread), it updates the display and ``on_step``."""
+def _progress(show: bool, console: Console, on_step: Callable[[str], None] | None) -> Iterator[_Step]:
+    """Yield ``step(name, shown)``, called as each step starts (from any thread).
+
+    It tells ``on_step`` the name and shows ``shown`` (default: the name).
+    """
     notify = on_step or (lambda _name: None)
     if not show:
-        yield notify
+
+        def quiet(name: str, shown: str | None = None) -> None:
+            notify(name)
+
+        yield quiet
         return
     with Progress(
         TextColumn("chargeback"),
@@ -71,13 +84,13 @@ def _progress(
         task = progress.add_task("", total=len(queries.USAGE_QUERIES) + len(queries.COST_QUERIES) + 1)
         started = False
 
-        def step(description: str) -> None:
+        def step(name: str, shown: str | None = None) -> None:
             nonlocal started
-            notify(description)
+            notify(name)
             if started:
                 progress.advance(task)
             started = True
-            progress.update(task, description=description)
+            progress.update(task, description=shown or name)
 
         yield step
         progress.update(task, completed=progress.tasks[0].total, description="done")
@@ -146,7 +159,8 @@ def run_queries(
     def the_others(db: duckdb.DuckDBPyConnection) -> dict[str, queries.QueryResult]:
         results: dict[str, queries.QueryResult] = {}
         for name in queries.USAGE_QUERIES[1:] + queries.COST_QUERIES:
-            step(name)
+            # the display names the usage query too while it still runs beside this one
+            step(name, None if usage_done.is_set() else f"{queries.USAGE_QUERIES[0]} and {name}")
             skip = (name == "evictions" and "eviction" not in present) or (
                 name == "cur_costs" and cur is None
             )
@@ -154,18 +168,19 @@ def run_queries(
         db.close()
         return results
 
+    usage_done = threading.Event()
     try:
         present = _register_usage(con, usage, month)
         if cur is not None:
             _register_cur(con, cur)
         with _progress(progress, console, on_step) as step, queries.gc_paused():
             step(queries.USAGE_QUERIES[0])
-            usage_result = query(con, queries.USAGE_QUERIES[0])
-            # the other (small) queries run on a second connection while this thread turns the usage rows (~10^5-10^6)
-            # into records: DuckDB releases the GIL as it runs, and the conversion needs one core
+            # the other queries run on a second connection beside the usage query (DuckDB releases the GIL as it
+            # runs): the usage query's window leaves a core idle for much of its time
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="chargeback-queries") as pool:
                 others = pool.submit(the_others, _session(con.cursor()))
-                usage_records = queries.usage_blocks(_fetch(usage_result))
+                usage_records = queries.usage_blocks(_fetch(query(con, queries.USAGE_QUERIES[0])))
+                usage_done.set()
                 results = others.result()
             step("inputs")
             usage_inputs = _unchecked(
