@@ -21,6 +21,7 @@ from hyperpod_tenancy.constructs._private.annotations import (
     warn,
 )
 from hyperpod_tenancy.constructs._private.extensions import ChartExtensions, chart_objects
+from hyperpod_tenancy.constructs._private.kubectl import kubernetes_manifest
 from hyperpod_tenancy.constructs._private.memo import attribute, once, stack_of
 from hyperpod_tenancy.constructs._private.principals import pod_identity_principal
 from hyperpod_tenancy.constructs._private.team_iam import (
@@ -382,8 +383,8 @@ class TeamTenant(Construct):
         )
 
     def _create_chart(self) -> eks.KubernetesManifest:
-        manifest = eks.KubernetesManifest(
-            self, "Resource", cluster=self.cluster.kubernetes, manifest=self.chart.to_json(), overwrite=True
+        manifest = kubernetes_manifest(
+            self, "Resource", cluster=self.cluster.kubernetes, objects=self.chart.to_json(), overwrite=True
         )
         for dependency in self.fairness.chart_after:
             manifest.node.add_dependency(dependency)
