@@ -403,6 +403,45 @@ def test_input_errors_exit_1_and_name_the_fix(
     assert "missing key 'terms'" in capsys.readouterr().err
 
 
+def test_a_small_memory_limit_spills_and_gives_the_same_report(
+    data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DuckDB held to 96 MB gives the same report bytes, and whatever it spills goes to a temporary folder of its
+    own, not the working directory."""
+    monkeypatch.chdir(tmp_path)
+    assert main([*_cli(data, "--format", "json"), "--output", str(tmp_path / "default.json")]) == 0
+    small = [
+        *_cli(data, "--format", "json"),
+        "--output",
+        str(tmp_path / "small.json"),
+        "--memory-limit",
+        "96MB",
+    ]
+    assert main(small) == 0
+    assert (tmp_path / "small.json").read_bytes() == (tmp_path / "default.json").read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["default.json", "small.json"]
+
+
+def test_a_memory_limit_too_small_for_the_month_names_the_limit_and_the_fix(
+    data: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([*_cli(data), "--memory-limit", "2MB"]) == 1
+    err = capsys.readouterr().err
+    assert "--memory-limit 2MB: DuckDB needs more memory than that for this month" in err
+    assert "raise it, e.g. --memory-limit 2GB" in err
+
+
+@pytest.mark.parametrize("limit", ["lots", "700", "-1GB", "1.5 XB", ""])
+def test_a_memory_limit_that_is_not_an_amount_is_refused(
+    data: Path, limit: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([*_cli(data), f"--memory-limit={limit}"]) == 1
+    assert (
+        f"--memory-limit {limit!r}: not an amount of memory; write a number and a unit"
+        in capsys.readouterr().err
+    )
+
+
 def test_progress_is_shown_on_request(data: Path) -> None:
     out = io.StringIO()
     steps: list[str] = []

@@ -8,11 +8,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from hyperpod_tenancy.chargeback import model
+from hyperpod_tenancy.errors import EXIT_INVALID, EXIT_OK, EXIT_UNRECONCILED
 from hyperpod_tenancy.tools._common import PROG, load_policy
+from hyperpod_tenancy.tools.chargeback.limits import DEFAULT_MEMORY_LIMIT
 
 if TYPE_CHECKING:
     from hyperpod_tenancy.chargeback.model import ChargebackConfig
-from hyperpod_tenancy.errors import EXIT_INVALID, EXIT_OK, EXIT_UNRECONCILED
 
 __all__ = ["add_parser", "run"]
 
@@ -67,6 +68,13 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--format", default="markdown", choices=["json", "csv", "html", "markdown"], help="default: markdown"
     )
     bill.add_argument("--output", type=Path, metavar="FILE", help="write the report here (default: stdout)")
+    bill.add_argument(
+        "--memory-limit",
+        default=DEFAULT_MEMORY_LIMIT,
+        metavar="SIZE",
+        help=f"DuckDB's memory for the queries, beyond which it spills to a temporary folder (default: "
+        f"{DEFAULT_MEMORY_LIMIT}, which keeps a month of 1,000 teams under 1 GiB; more is faster)",
+    )
 
 
 def _chargeback_settings(args: argparse.Namespace, err: TextIO) -> ChargebackConfig | None:
@@ -107,7 +115,6 @@ def _team_records(folder: Path, err: TextIO) -> list[model.TeamConfig] | None:
 
 
 def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
-    """Compute the month's report; exit 3 (report written) when it does not reconcile."""
     """Compute and write the offline chargeback report; return the exit status.
 
     0; 1 on bad inputs (nothing written); 3 when the report, written all the same, does not reconcile.
@@ -126,7 +133,12 @@ def run(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
         config = model.with_teams(config, [*config.teams, *records])
     try:
         result = chargeback_offline.compute(
-            config=config, month=args.month, usage=args.usage, cur=args.cur, prices=args.prices
+            config=config,
+            month=args.month,
+            usage=args.usage,
+            cur=args.cur,
+            prices=args.prices,
+            memory_limit=args.memory_limit,
         )
     except (
         chargeback_offline.OfflineInputError,

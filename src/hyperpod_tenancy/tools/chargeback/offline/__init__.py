@@ -22,7 +22,13 @@ This module is the CLI's: it needs duckdb, sqlglot and rich, which the Lambda do
 
 from __future__ import annotations
 
-from hyperpod_tenancy.tools.chargeback.offline.run import compute, read_prices, run_queries
+from hyperpod_tenancy.tools.chargeback.offline.run import (
+    DEFAULT_MEMORY_LIMIT,
+    checked_memory_limit,
+    compute,
+    read_prices,
+    run_queries,
+)
 from hyperpod_tenancy.tools.chargeback.offline.tables import (
     PROGRESS_THRESHOLD_BYTES,
     OfflineInputError,
@@ -30,8 +36,10 @@ from hyperpod_tenancy.tools.chargeback.offline.tables import (
 )
 
 __all__ = [
+    "DEFAULT_MEMORY_LIMIT",
     "PROGRESS_THRESHOLD_BYTES",
     "OfflineInputError",
+    "checked_memory_limit",
     "compute",
     "read_prices",
     "run_queries",

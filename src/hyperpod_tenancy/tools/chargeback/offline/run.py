@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import re
+import tempfile
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -19,6 +21,7 @@ from hyperpod_tenancy.chargeback import engine, queries
 from hyperpod_tenancy.chargeback import prices as prices_table
 from hyperpod_tenancy.chargeback.model import ChargebackConfig, CostInputs, Report, UsageInputs
 from hyperpod_tenancy.chargeback.report import COLLECTOR_NAMES
+from hyperpod_tenancy.tools.chargeback.limits import DEFAULT_MEMORY_LIMIT
 from hyperpod_tenancy.tools.chargeback.offline.tables import (
     _GAP_TABLES,
     PROGRESS_THRESHOLD_BYTES,
@@ -30,7 +33,24 @@ from hyperpod_tenancy.tools.chargeback.offline.tables import (
     transpile,
 )
 
-__all__ = ["compute", "read_prices", "run_queries"]
+__all__ = ["DEFAULT_MEMORY_LIMIT", "checked_memory_limit", "compute", "read_prices", "run_queries"]
+
+_MEMORY_LIMIT = re.compile(r"\d+(\.\d+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)", re.IGNORECASE)
+
+
+def checked_memory_limit(text: str) -> str:
+    """Return ``text`` if DuckDB reads it as an amount of memory (``700MB``, ``4GB``, ``2GiB``).
+
+    Raises:
+        OfflineInputError: anything else, with the form to write.
+
+    """
+    if not _MEMORY_LIMIT.fullmatch(text.strip()):
+        raise OfflineInputError(
+            f"--memory-limit {text!r}: not an amount of memory; write a number and a unit, e.g. 700MB or 4GB"
+        )
+    return text.strip()
+
 
 _NO_RESULT = queries.QueryResult((), ())
 
@@ -106,6 +126,7 @@ def run_queries(
     progress: bool | None = None,
     console: Console | None = None,
     on_step: Callable[[str], None] | None = None,
+    memory_limit: str = DEFAULT_MEMORY_LIMIT,
 ) -> tuple[UsageInputs, CostInputs]:
     """Run the chargeback SQL on DuckDB over local files and convert the rows into engine inputs.
 
@@ -119,6 +140,8 @@ def run_queries(
             :data:`PROGRESS_THRESHOLD_BYTES`.
         console: where the progress display goes. Default: standard error.
         on_step: called with each step's name as it starts (for tests and benchmarks).
+        memory_limit: DuckDB's memory (:data:`DEFAULT_MEMORY_LIMIT`); it spills the rest to a temporary folder
+            removed afterwards, never to the working directory.
 
     Returns:
         The usage inputs and the cost inputs, exactly what the Lambda builds from Athena's rows.
@@ -137,7 +160,46 @@ def run_queries(
     # halves the time and memory of the window over the ClusterQueue snapshots. Times are UTC whatever the
     # laptop's zone (a TIMESTAMPTZ column is cast to TIMESTAMP in the session's zone). The files' footers are
     # read once, not by every scan. DuckDB's own progress bar would write over ours.
-    con = _session(duckdb.connect(config={"preserve_insertion_order": False}))
+    limit = checked_memory_limit(memory_limit)
+    with tempfile.TemporaryDirectory(prefix="hyperpod-tenancy-chargeback-") as spill:
+        settings: dict[str, str | bool | int | float | list[str]] = {
+            "preserve_insertion_order": False,
+            "memory_limit": limit,
+            "temp_directory": spill,
+        }
+        try:
+            return _run(
+                duckdb.connect(config=settings),
+                usage=usage,
+                month=month,
+                cluster=cluster,
+                gpus_per_instance=gpus_per_instance,
+                cur=cur,
+                progress=progress,
+                console=console,
+                on_step=on_step,
+            )
+        except duckdb.OutOfMemoryException as exc:
+            raise OfflineInputError(
+                f"--memory-limit {limit}: DuckDB needs more memory than that for this month ({exc}); raise it, "
+                "e.g. --memory-limit 2GB"
+            ) from exc
+
+
+def _run(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    usage: Path,
+    month: str,
+    cluster: str,
+    gpus_per_instance: Mapping[str, int],
+    cur: Path | None,
+    progress: bool,
+    console: Console,
+    on_step: Callable[[str], None] | None,
+) -> tuple[UsageInputs, CostInputs]:
+    """:func:`run_queries` on ``con`` (closed when done)."""
+    con = _session(con)
     con.execute("SET parquet_metadata_cache = true")
 
     def query(db: duckdb.DuckDBPyConnection, name: str) -> duckdb.DuckDBPyConnection:
@@ -146,6 +208,8 @@ def run_queries(
             sql = _in_blocks(sql)
         try:
             return db.execute(sql)
+        except duckdb.OutOfMemoryException:
+            raise  # run_queries names the limit
         except duckdb.Error as exc:
             bad = _bad_timestamp(exc)
             if bad is not None:
@@ -246,6 +310,7 @@ def compute(
     prices: Path | None = None,
     progress: bool | None = None,
     console: Console | None = None,
+    memory_limit: str = DEFAULT_MEMORY_LIMIT,
 ) -> Report:
     """Compute a month's report from local files: the CLI's whole path but rendering.
 
@@ -258,6 +323,7 @@ def compute(
             has no bill to reconcile with.
         progress: see :func:`run_queries`.
         console: see :func:`run_queries`.
+        memory_limit: see :func:`run_queries`.
 
     Returns:
         The report, as the engine computes it.
@@ -278,6 +344,7 @@ def compute(
         cur=cur,
         progress=progress,
         console=console,
+        memory_limit=memory_limit,
     )
     with queries.gc_paused():
         return engine.compute_report(config, month, usage_inputs, cost_inputs)
