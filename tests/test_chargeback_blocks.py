@@ -8,7 +8,6 @@ figure the engine computes from blocks must be the one it computes from the same
 from __future__ import annotations
 
 import datetime as dt
-import itertools
 
 import pytest
 
@@ -21,22 +20,6 @@ from hyperpod_tenancy.chargeback.model import (
 
 CLUSTER = "shared-gpu"
 HOUR = dt.datetime(2026, 7, 1, tzinfo=dt.UTC)
-
-
-def blocks_of(usage: tuple[HourlyUsage, ...] | list[HourlyUsage]) -> UsageRecords:
-    """The records as blocks, one per (instance type, hour) run, in the records' order."""
-    return UsageRecords(
-        HourlyUsageBlock(
-            hour=hour,
-            cluster=run[0].cluster,
-            instance_type=itype,
-            teams=[u.team for u in run],
-            gpu_ms=[u.gpu_ms for u in run],
-            borrowed_gpu_ms=[u.borrowed_gpu_ms for u in run],
-        )
-        for (itype, hour), group in itertools.groupby(usage, key=lambda u: (u.instance_type, u.hour))
-        for run in [list(group)]
-    )
 
 
 def block(*teams: tuple[str, int, int], cluster: str = CLUSTER, hour: dt.datetime = HOUR) -> HourlyUsageBlock:
