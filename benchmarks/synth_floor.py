@@ -178,18 +178,35 @@ def main() -> None:
             print(f"# round {round_number} of {args.rounds} done", file=sys.stderr, flush=True)
     print(f"empty app (one stack, one resource), whole process: {statistics.median(empty):.2f} s")
     print(
-        f"{'variant':<8} {'validation':<10} {'ms per team':>12} {'of library':>11}"
-        f"   (between {args.small} and {args.large} teams)"
+        f"{'variant':<8} {'validation':<10} {'ms per team':>12} {'min-max':>9} {'of library':>11}"
+        f"   (between {args.small} and {args.large} teams; median of the rounds)"
     )
+    span = args.large - args.small
+
+    def per_round(variant: str, validate: bool) -> list[float]:
+        """The variant's marginal ms per team in each round (the two sizes of one round)."""
+        small, large = seconds[(variant, validate, args.small)], seconds[(variant, validate, args.large)]
+        return [(b - a) / span * 1000 for a, b in zip(small, large, strict=True)]
+
     for validate in (True, False):
         marginal = {}
         for variant in VARIANTS:
             small = statistics.median(seconds[(variant, validate, args.small)])
             large = statistics.median(seconds[(variant, validate, args.large)])
-            marginal[variant] = (large - small) / (args.large - args.small) * 1000
+            marginal[variant] = (large - small) / span * 1000
         for variant in VARIANTS:
             share = marginal[variant] / marginal["library"]
-            print(f"{variant:<8} {'on' if validate else 'off':<10} {marginal[variant]:12.0f} {share:10.2f}x")
+            rounds = per_round(variant, validate)
+            print(
+                f"{variant:<8} {'on' if validate else 'off':<10} {marginal[variant]:12.0f} "
+                f"{min(rounds):4.0f}-{max(rounds):<4.0f} {share:10.2f}x"
+            )
+    ratios = [lib / l1 for lib, l1 in zip(per_round("library", True), per_round("l1", True), strict=True)]
+    median = statistics.median(ratios)
+    print(
+        f"library / bare resources (validation on), round by round: min {min(ratios):.2f}, median {median:.2f}, "
+        f"max {max(ratios):.2f}; target <= 2.00: {'OK' if median <= 2 else 'OVER TARGET'}"
+    )
 
 
 if __name__ == "__main__":
