@@ -79,7 +79,7 @@ def test_invalid_policy_lists_every_problem_on_stderr(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     data = reference_data()
-    data["teams"][1]["compute"]["borrowLimit"] = 900
+    data["teams"][1]["compute"]["borrowLimit"] = 10_900
     data["teams"][1]["compute"]["quotas"] = {"ml.p5.48xlarge": 7}
     data["teams"][0]["allowedPriorityClasses"] = ["trainig", "experimentation"]
     path = write(tmp_path, "bad.yaml", data)
@@ -91,8 +91,10 @@ def test_invalid_policy_lists_every_problem_on_stderr(
         "  - teams[0].allowedPriorityClasses[0]: priority class 'trainig' is not defined"
     )
     assert lines[1].endswith("did you mean 'training'? [HPT-PRIORITY-UNKNOWN]")
-    assert lines[2].startswith("  - teams[1].compute.borrowLimit: 900 is outside the service's range 1-500")
-    assert " Fix: use a value between 1 and 500" in lines[2]
+    assert lines[2].startswith(
+        "  - teams[1].compute.borrowLimit: 10900 is outside the range the SageMaker API accepts, 0-10,000"
+    )
+    assert " Fix: use a value between 0 and 10,000" in lines[2]
     assert lines[2].endswith("[HPT-BORROW-LIMIT]")
     assert "sum to 16 (research 9 + vision 7)" in lines[3]
     assert lines[3].endswith("[HPT-QUOTA-CAPACITY]")
@@ -223,7 +225,7 @@ def test_installed_console_script(tmp_path: Path) -> None:
     assert (ok.returncode, ok.stderr) == (0, "")
     assert ok.stdout.startswith("platform.yaml: valid.")
     data = reference_data()
-    data["teams"][0]["compute"]["borrowLimit"] = 0
+    data["teams"][0]["compute"]["borrowLimit"] = -1
     bad = subprocess.run(
         [script, "validate", write(tmp_path, "bad.yaml", data)],
         capture_output=True,
@@ -232,7 +234,7 @@ def test_installed_console_script(tmp_path: Path) -> None:
         timeout=60,
     )
     assert (bad.returncode, bad.stdout) == (1, "")
-    assert "teams[0].compute.borrowLimit: 0 is outside" in bad.stderr
+    assert "teams[0].compute.borrowLimit: -1 is outside" in bad.stderr
     assert "Traceback" not in bad.stderr
 
 

@@ -20,6 +20,7 @@ from fairness_interpreters import (
     Share,
     from_kueue,
     from_task_governance,
+    published_vcpus,
     schedulable_shapes,
 )
 from instance_specs import spec
@@ -35,7 +36,7 @@ def task_governance_form(platform: Platform) -> FairnessForm:
         tg.compute_quota_properties(platform, t, cluster_arn=platforms.CLUSTER_ARN)
         for t in platform.hosted_teams
     ]
-    return from_task_governance(scheduler, quotas, schedulable_shapes(platform))
+    return from_task_governance(scheduler, quotas, schedulable_shapes(platform), published_vcpus(platform))
 
 
 def kueue_objects(platform: Platform) -> list[dict[str, Any]]:

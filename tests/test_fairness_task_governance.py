@@ -64,7 +64,9 @@ def test_schema_check_is_real() -> None:
     assert len(errors) == 3, errors
 
 
-@pytest.mark.parametrize("name", ["reference", "mixed-accelerators", "idle-sharing-disabled"])
+@pytest.mark.parametrize(
+    "name", ["reference", "mixed-accelerators", "idle-sharing-disabled", "borrowing-range"]
+)
 def test_cfn_lint_accepts_a_template_with_the_resources(name: str) -> None:
     platform = platforms.fairness_platform(name)
     resources: dict[str, Any] = {

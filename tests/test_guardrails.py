@@ -166,7 +166,7 @@ BAD = [
         "teams[0].name": "Research",
         "teams[1].name": "inference",
         "teams[0].compute.quotas": {P5: -1, "ml.p4d.24xlarge": 2},
-        "teams[1].compute.borrowLimit": 900,
+        "teams[1].compute.borrowLimit": 10_900,
         "teams[1].compute.fairShareWeight": 101,
         "teams[0].identity.groupId": "not-a-group",
         "teams[1].identity.posixGid": 5,
@@ -234,6 +234,14 @@ BAD = [
         "chargeback.reconciliationTolerance": -1.0,
         "teams[1].costCenter": "aws:cost-center",
     },
+    {
+        "teams[0].compute.borrowLimit": 900,
+        "teams[0].compute.absoluteBorrowLimits": {
+            itype: {"instances": 1} for itype in sorted(HYPERPOD_INSTANCE_TYPES)[:16]
+        },
+        "teams[1].compute.sharing": "lend",
+        "teams[1].compute.absoluteBorrowLimits": {P5: {"instances": 1}},
+    },
     # more teams than the default of every account quota (HPT-QUOTA-*)
     {"teams": [{**reference_data()["teams"][2], "name": f"team-{i:04d}"} for i in range(3501)]},
 ]
@@ -258,6 +266,7 @@ def _by_rule(platform: Platform) -> Iterator[tuple[rules.Rule, PolicyIssue]]:
         "more",
         "chargeback",
         "no-terms",
+        "borrowing",
         "quotas",
     ],
 )
@@ -291,6 +300,7 @@ def test_the_bad_platforms_exercise_every_rule(monkeypatch: pytest.MonkeyPatch) 
         "more",
         "chargeback",
         "no-terms",
+        "borrowing",
         "quotas",
     ],
 )

@@ -21,7 +21,12 @@ import matplotlib.image
 import platforms
 import pytest
 import scale
-from fairness_interpreters import KueueCohortSimulator, from_task_governance, schedulable_shapes
+from fairness_interpreters import (
+    KueueCohortSimulator,
+    from_task_governance,
+    published_vcpus,
+    schedulable_shapes,
+)
 from matplotlib.patches import Rectangle
 from matplotlib.text import Text
 
@@ -162,7 +167,7 @@ def test_the_plan_reads_task_governance_as_its_quotas_say(name: str) -> None:
         tg.compute_quota_properties(platform, t, cluster_arn=platforms.CLUSTER_ARN)
         for t in platform.hosted_teams
     ]
-    form = from_task_governance(scheduler, quotas, schedulable_shapes(platform))
+    form = from_task_governance(scheduler, quotas, schedulable_shapes(platform), published_vcpus(platform))
     for share in build_plan(platform, month=MONTH).shares:
         accelerator = next(
             r

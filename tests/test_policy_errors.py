@@ -356,22 +356,125 @@ CASES: list[Case] = [
         1,
     ),
     Case(
-        "borrow-limit-zero",
-        {"teams[0].compute.borrowLimit": 0},
+        "borrow-limit-negative",
+        {"teams[0].compute.borrowLimit": -1},
         "HPT-BORROW-LIMIT",
         "teams[0].compute.borrowLimit",
-        ("0 is outside the service's range 1-500",),
-        "use a value between 1 and 500",
+        ("-1 is outside the range the SageMaker API accepts, 0-10,000",),
+        "use a value between 0 and 10,000",
         1,
     ),
     Case(
-        "borrow-limit-above-500",
-        {"teams[1].compute.borrowLimit": 501},
+        "borrow-limit-above-10000",
+        {"teams[1].compute.borrowLimit": 10_001},
         "HPT-BORROW-LIMIT",
         "teams[1].compute.borrowLimit",
-        ("501 is outside the service's range 1-500",),
-        "use a value between 1 and 500",
+        (
+            "10001 is outside the range the SageMaker API accepts, 0-10,000",
+            "ResourceSharingConfig.BorrowLimit",
+        ),
+        "use a value between 0 and 10,000",
         1,
+    ),
+    Case(
+        "absolute-borrow-unknown-type",
+        {"teams[0].compute.absoluteBorrowLimits": {"ml.p5.48xlarg": {"accelerators": 8}}},
+        "HPT-ABSOLUTE-BORROW-LIMIT",
+        "teams[0].compute.absoluteBorrowLimits.ml.p5.48xlarg",
+        ("'ml.p5.48xlarg' is not an instance type of the cluster's groups",),
+        "did you mean ml.p5.48xlarge?",
+        1,
+    ),
+    Case(
+        "absolute-borrow-two-grains",
+        {"teams[0].compute.absoluteBorrowLimits": {P5: {"instances": 1, "accelerators": 8}}},
+        "HPT-ABSOLUTE-BORROW-LIMIT",
+        f"teams[0].compute.absoluteBorrowLimits.{P5}",
+        (f"the limit on {P5} gives instances, accelerators",),
+        "keep one grain",
+        1,
+    ),
+    Case(
+        "absolute-borrow-no-grain",
+        {"teams[0].compute.absoluteBorrowLimits": {P5: {}}},
+        "HPT-ABSOLUTE-BORROW-LIMIT",
+        f"teams[0].compute.absoluteBorrowLimits.{P5}",
+        (f"the limit on {P5} gives nothing",),
+        "keep one grain",
+        1,
+    ),
+    Case(
+        "absolute-borrow-negative",
+        {"teams[0].compute.absoluteBorrowLimits": {P5: {"vcpus": -4}}},
+        "HPT-ABSOLUTE-BORROW-LIMIT",
+        f"teams[0].compute.absoluteBorrowLimits.{P5}",
+        ("vcpus -4 is outside 0-10,000,000",),
+        "use a vcpus between 0 and 10,000,000",
+        1,
+    ),
+    Case(
+        "absolute-borrow-accelerators-on-cpu-type",
+        {
+            "cluster.instanceGroups[2]": {
+                "name": "cpu",
+                "instanceType": "ml.m5.12xlarge",
+                "count": 2,
+                "reserved": 0,
+                "availabilityZone": "us-east-1b",
+                "resources": {"accelerators": 0, "vcpus": 48, "memoryGiB": 192},
+            },
+            "teams[0].compute.absoluteBorrowLimits": {"ml.m5.12xlarge": {"accelerators": 1}},
+        },
+        "HPT-ABSOLUTE-BORROW-LIMIT",
+        "teams[0].compute.absoluteBorrowLimits.ml.m5.12xlarge",
+        ("names accelerators, but ml.m5.12xlarge has none",),
+        "state the limit in `instances`",
+        1,
+    ),
+    Case(
+        "absolute-borrow-without-borrowing",
+        {"teams[1].compute.sharing": "lend", "teams[1].compute.absoluteBorrowLimits": {P5: {"instances": 1}}},
+        "HPT-ABSOLUTE-BORROW-SHARING",
+        "teams[1].compute.absoluteBorrowLimits",
+        ("has `sharing: lend`, so it never borrows",),
+        "set `sharing: lend-and-borrow`",
+        1,
+    ),
+    Case(
+        "absolute-borrow-entries",
+        {
+            "teams[0].compute.absoluteBorrowLimits": {
+                f"ml.g5.{size}": {"instances": 1}
+                for size in (
+                    "xlarge",
+                    "2xlarge",
+                    "4xlarge",
+                    "8xlarge",
+                    "12xlarge",
+                    "16xlarge",
+                    "24xlarge",
+                    "48xlarge",
+                )
+            }
+            | {
+                f"ml.g6.{size}": {"instances": 1}
+                for size in (
+                    "xlarge",
+                    "2xlarge",
+                    "4xlarge",
+                    "8xlarge",
+                    "12xlarge",
+                    "16xlarge",
+                    "24xlarge",
+                    "48xlarge",
+                )
+            }
+        },
+        "HPT-ABSOLUTE-BORROW-ENTRIES",
+        "teams[0].compute.absoluteBorrowLimits",
+        ("16 instance types; the limit is 15",),
+        "keep at most 15 instance types",
+        16,
     ),
     Case(
         "allowed-priority-class-undefined",
@@ -1330,7 +1433,7 @@ def test_several_problems_are_reported_together() -> None:
             {
                 "account": "not-an-account",
                 "cluster.instanceGroups[0].count": 0,
-                "teams[1].compute.borrowLimit": 900,
+                "teams[1].compute.borrowLimit": 10_900,
                 "teams[2].allowedPriorityClasses": ["infrence"],
                 "teams[0].compute.unknownKey": True,
             }
@@ -1623,7 +1726,7 @@ PYTHON_CASES: list[tuple[str, dict[str, object], Callable[[Platform], Platform]]
             ),
         ),
     ),
-    ("borrow-limit", {"teams[1].compute.borrowLimit": 501}, lambda p: _compute(p, 1, borrow_limit=501)),
+    ("borrow-limit", {"teams[1].compute.borrowLimit": 10_001}, lambda p: _compute(p, 1, borrow_limit=10_001)),
     (
         "unknown-class",
         {"teams[0].allowedPriorityClasses": ["trainig", "experimentation"]},
@@ -1754,7 +1857,7 @@ def test_duplicate_yaml_key_is_an_error_not_a_silent_override(tmp_path: Path) ->
 
 
 def test_duplicate_key_is_reported_with_the_other_problems(tmp_path: Path) -> None:
-    data = edited({"teams[0].compute.borrowLimit": 0})
+    data = edited({"teams[0].compute.borrowLimit": -1})
     text = yaml.safe_dump(data, sort_keys=False) + "region: us-east-1\n"
     path = tmp_path / "platform.yaml"
     path.write_text(text, "utf-8")
@@ -1857,6 +1960,43 @@ def test_instance_group_without_quota_is_warned() -> None:
     [warning] = warnings_of({"cluster.instanceGroups[2]": group})
     assert (warning.code, warning.path) == ("HPT-UNUSED-INSTANCE-TYPE", "cluster.instanceGroups[2]")
     assert "no team has a quota on ml.g6.12xlarge" in warning.message
+
+
+@pytest.mark.parametrize("limit", [501, 1_000, 10_000])
+def test_a_borrow_limit_above_the_documented_range_is_accepted_and_warned(limit: int) -> None:
+    [warning] = warnings_of({"teams[0].compute.borrowLimit": limit})
+    assert (warning.code, warning.path) == ("HPT-BORROW-LIMIT-RANGE", "teams[0].compute.borrowLimit")
+    assert f"{limit} is above the documented range 1-500 percent" in warning.message
+    assert "the API accepts up to 10,000" in warning.message
+    assert f"may run up to {1 + limit / 100:g} times its guarantee" in warning.message
+    assert "`absoluteBorrowLimits`" in warning.fix
+
+
+def test_a_borrow_limit_of_zero_is_accepted_and_warned_unless_absolute_limits_say_what_it_borrows() -> None:
+    [warning] = warnings_of({"teams[0].compute.borrowLimit": 0})
+    assert (warning.code, warning.path) == ("HPT-BORROW-LIMIT-RANGE", "teams[0].compute.borrowLimit")
+    assert "0 lets team 'research' borrow nothing" in warning.message
+    assert "`sharing: lend`" in warning.fix
+    absolute = {"teams[0].compute.absoluteBorrowLimits": {P5: {"accelerators": 8}}}
+    assert warnings_of({"teams[0].compute.borrowLimit": 0, **absolute}) == []
+    # a team that does not borrow is not warned about its (unused) percentage
+    assert warnings_of({"teams[1].compute.borrowLimit": 0, "teams[1].compute.sharing": "lend"}) == []
+
+
+@pytest.mark.parametrize(
+    "amount",
+    [
+        {"instances": 2},
+        {"accelerators": 4},
+        {"vcpus": 24.5},
+        {"memoryGiB": 512},
+        {"vcpus": 16, "memoryGiB": 256},
+    ],
+)
+def test_absolute_borrow_limits_in_every_grain_load_without_warnings(amount: dict[str, float]) -> None:
+    platform = platform_from_dict(edited({"teams[0].compute.absoluteBorrowLimits": {P5: amount}}))
+    assert policy_warnings(platform) == []
+    assert platform.teams[0].compute.absolute_borrow_limits[P5].given == amount
 
 
 def test_price_for_an_instance_type_the_cluster_lacks_is_warned() -> None:

@@ -105,12 +105,53 @@ def schedulable_shapes(platform: Platform) -> dict[str, dict[str, Decimal]]:
     return shapes
 
 
+def published_vcpus(platform: Platform) -> dict[str, tuple[Decimal, Decimal]]:
+    """Per instance type: EC2's vCPUs and GiB of one instance (the group's ``resources`` or AWS's specs), the
+    figures the SageMaker API's ``VCpu`` and ``MemoryInGiB`` are stated in."""
+    figures: dict[str, tuple[Decimal, Decimal]] = {}
+    for group in platform.cluster.instance_groups:
+        source = group.resources if group.resources is not None else spec(group.instance_type)
+        figures[group.instance_type] = (Decimal(source.vcpus), Decimal(source.memory_gib))
+    return figures
+
+
+def absolute_ceilings(
+    item: Mapping[str, Any], shape: Mapping[str, Decimal], ec2: tuple[Decimal, Decimal] | None
+) -> dict[str, Decimal]:
+    """One ``AbsoluteBorrowLimits`` entry as a ceiling per resource, read as the SageMaker API reference says a
+    ``ComputeQuotaResourceConfig`` is filled: ``Count`` instances; ``Accelerators`` with vCPU and memory "auto-filled
+    by ratio"; ``VCpu`` or ``MemoryInGiB`` with the other filled by ratio and accelerators 0."""
+    unsupported = set(item) - {"InstanceType", "Count", "Accelerators", "VCpu", "MemoryInGiB"}
+    assert not unsupported, f"interpreter does not model {unsupported}"
+    accelerator = next(r for r in shape if r not in ("cpu", "memory"))
+    if "Count" in item:
+        ratios = dict.fromkeys(shape, Decimal(item["Count"]))
+    elif "Accelerators" in item:
+        ratios = dict.fromkeys(shape, Decimal(item["Accelerators"]) / shape[accelerator])
+    else:
+        assert ec2 is not None, "VCpu and MemoryInGiB are read against EC2's figures: pass them"
+        vcpus, gib = ec2
+        cpu = Decimal(str(item["VCpu"])) / vcpus if "VCpu" in item else None
+        memory = Decimal(str(item["MemoryInGiB"])) / gib if "MemoryInGiB" in item else None
+        ratios = {
+            accelerator: Decimal(0),
+            "cpu": cpu if cpu is not None else memory,
+            "memory": memory if memory is not None else cpu,
+        }
+    return {resource: floor_to_unit(resource, ratios[resource] * per) for resource, per in shape.items()}
+
+
 def from_task_governance(
     scheduler_config: Mapping[str, Any],
     compute_quotas: Iterable[Mapping[str, Any]],
     shapes: Mapping[str, Mapping[str, Decimal]],
+    ec2: Mapping[str, tuple[Decimal, Decimal]] | None = None,
 ) -> FairnessForm:
-    """Read the CloudFormation properties of the cluster policy and every team's compute quota."""
+    """Read the CloudFormation properties of the cluster policy and every team's compute quota.
+
+    ``ec2`` (:func:`published_vcpus`) is needed to read an absolute borrow limit stated in ``VCpu`` or
+    ``MemoryInGiB``.
+    """
     sched = scheduler_config["SchedulerConfig"]
     sharing_on = sched.get("IdleResourceSharing", "Enabled") == "Enabled"
     fair = sched.get("FairShare", "Enabled") == "Enabled"
@@ -124,18 +165,30 @@ def from_task_governance(
         percent = Decimal(rsc.get("BorrowLimit", 50))
         lends = sharing_on and strategy in ("Lend", "LendAndBorrow")
         borrows = sharing_on and strategy == "LendAndBorrow"
+        absolute = {
+            item["InstanceType"]: absolute_ceilings(
+                item, shapes[item["InstanceType"]], (ec2 or {}).get(item["InstanceType"])
+            )
+            for item in rsc.get("AbsoluteBorrowLimits", [])
+        }
+        counts: dict[str, Decimal] = dict.fromkeys(absolute, Decimal(0))
         for item in config.get("ComputeQuotaResources", []):
             unsupported = set(item) - {"InstanceType", "Count"}
             assert not unsupported, f"interpreter does not model {unsupported}"
-            count = Decimal(item.get("Count", 0))
-            for resource, per_instance in shapes[item["InstanceType"]].items():
+            counts[item["InstanceType"]] = Decimal(item.get("Count", 0))
+        for itype, count in counts.items():
+            for resource, per_instance in shapes[itype].items():
                 guaranteed = count * per_instance
-                form.shares[(team, item["InstanceType"], resource)] = Share(
+                if not borrows:
+                    ceiling = Decimal(0)
+                elif itype in absolute:  # "regardless of the percentage-based BorrowLimit"
+                    ceiling = absolute[itype][resource]
+                else:
+                    ceiling = floor_to_unit(resource, guaranteed * percent / 100)
+                form.shares[(team, itype, resource)] = Share(
                     guaranteed=guaranteed,
                     lendable=guaranteed if lends else Decimal(0),
-                    borrow_ceiling=floor_to_unit(resource, guaranteed * percent / 100)
-                    if borrows
-                    else Decimal(0),
+                    borrow_ceiling=ceiling,
                 )
         form.weights[team] = Decimal(target.get("FairShareWeight", 0)) if fair else None
     return form

@@ -277,6 +277,51 @@ def reference_scenarios(platform: Platform, plan: TenancyPlan) -> list[Scenario]
     return scenarios
 
 
+def ceiling_scenario(plan: TenancyPlan, team: str, lender: str, flavor: str, *, name: str) -> Scenario:
+    """``team`` fills its guarantee, borrows up to the burst ceiling the plan prints (its limit, or what the others
+    lend, whichever binds), and one GPU more waits on Kueue's message; then ``lender`` comes back with its whole
+    guarantee and reclaims what it lent: the borrowing workload is preempted, both teams end on their guarantees.
+
+    Pods of 4 GPUs while they divide the figures, else of 1.
+    """
+    guarantee, ceiling = _share(plan, team, flavor)
+    lender_guarantee, _ = _share(plan, lender, flavor)
+    burst = ceiling - guarantee
+    assert burst > 0, f"{team} must be able to borrow on {flavor} for this scenario"
+    per_pod = 4 if guarantee % 4 == burst % 4 == lender_guarantee % 4 == 0 else 1
+
+    def job(job_name: str, who: str, gpus: int) -> Submission:
+        return Submission(job_name, who, gpus // per_pod, per_pod, "training")
+
+    b = _Builder(flavor, (team, lender))
+    b.step(
+        job(f"{name}-base", team, guarantee),
+        states={f"{name}-base": State(ADMITTED)},
+        usage={team: (guarantee, 0)},
+    )
+    b.step(
+        job(f"{name}-burst", team, burst),
+        states={f"{name}-burst": State(ADMITTED)},
+        usage={team: (ceiling, burst)},
+    )
+    b.step(
+        Submission(f"{name}-one-more", team, 1, 1, "training"),
+        states={f"{name}-one-more": State(PENDING, f"{insufficient_quota(GPU, flavor)}, 1 more needed")},
+        usage={},
+    )
+    b.step(
+        job(f"{name}-lender", lender, lender_guarantee),
+        states={
+            f"{name}-lender": State(ADMITTED),
+            f"{name}-burst": State(PREEMPTED, "InCohortReclamation"),
+        },
+        usage={team: (guarantee, 0), lender: (lender_guarantee, 0)},
+        delete=(f"{name}-one-more",),
+    )
+    description = f"{team} up to the plan's burst ceiling {ceiling} on {flavor}, then {lender} reclaims"
+    return Scenario(name, flavor, (team, lender), tuple(b.steps), description)
+
+
 def doc_example_scenario(plan: TenancyPlan) -> Scenario:
     """The Task Governance documentation example: team A (6 units) uses 2, team B (5 units) uses 4; a
     4-instance job of B runs on 1 idle unit of its own and 3 borrowed from A; one more unit waits."""

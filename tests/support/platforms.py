@@ -31,6 +31,8 @@ from hyperpod_tenancy.policy import Platform, load_platform, platform_from_dict
 
 REPO = Path(__file__).resolve().parents[2]
 PLATFORM_YAML = REPO / "platform.yaml"
+#: The example policies, one directory each (``examples/<name>/platform.yaml``).
+EXAMPLES = REPO / "examples"
 #: A placeholder HyperPod cluster ARN matching the CloudFormation pattern.
 CLUSTER_ARN = "arn:aws:sagemaker:us-east-1:111122223333:cluster/abcdef123456"
 #: Placeholder FSx values (what CDK tokens resolve to look like).
@@ -80,6 +82,16 @@ def platform_with(**changes: Any) -> Platform:
 def reference_platform() -> Platform:
     """``platform.yaml`` as it is: three teams, Task Governance (loaded once: the policy is frozen)."""
     return load_platform(PLATFORM_YAML)
+
+
+def example_names() -> list[str]:
+    """The names of the examples under ``examples/``."""
+    return sorted(p.parent.name for p in EXAMPLES.glob("*/platform.yaml"))
+
+
+def example(name: str) -> Platform:
+    """``examples/<name>/platform.yaml``, loaded."""
+    return load_platform(EXAMPLES / name / "platform.yaml")
 
 
 def kueue_platform() -> Platform:
@@ -158,66 +170,94 @@ def _team(name: str, gid: int, quotas: dict[str, int], classes: list[str], **com
 
 def mixed_accelerators() -> Platform:
     """GPU + Trainium + CPU-only groups; all three strategies; a team that never preempts its own work."""
+    return variant("mixed-accelerators", _mixed_accelerators)
+
+
+def _mixed_accelerators(d: dict[str, Any]) -> None:
+    """Edit the reference data into :func:`mixed_accelerators`."""
+    d["fairnessBackend"] = "kueue"
+    d["cluster"]["instanceGroups"] += [
+        {
+            "name": "trn1-training",
+            "instanceType": "ml.trn1.32xlarge",
+            "count": 5,
+            "reserved": 1,
+            "threadsPerCore": 2,
+            "availabilityZone": "us-east-1a",
+        },
+        {
+            "name": "cpu-prep",
+            "instanceType": "ml.m5.2xlarge",
+            "count": 3,
+            "reserved": 0,
+            "threadsPerCore": 2,
+            "availabilityZone": "us-east-1b",
+            "resources": {"accelerators": 0, "vcpus": 8, "memoryGiB": 32},
+        },
+    ]
+    d["teams"] = [
+        _team(
+            "research",
+            20001,
+            {"ml.p5.48xlarge": 7, "ml.trn1.32xlarge": 3, "ml.m5.2xlarge": 1},
+            ["training", "experimentation"],
+            sharing="lend-and-borrow",
+            borrowLimit=33,
+            fairShareWeight=70,
+        ),
+        _team(
+            "vision",
+            20002,
+            {"ml.p5.48xlarge": 5},
+            ["training"],
+            sharing="dont-lend",
+            fairShareWeight=20,
+            preemptTeamTasks="Never",
+        ),
+        _team(
+            "inference",
+            20003,
+            {"ml.g5.12xlarge": 3, "ml.trn1.32xlarge": 1},
+            ["inference"],
+            sharing="lend",
+            fairShareWeight=10,
+        ),
+        _team(
+            "data-prep",
+            20004,
+            {"ml.m5.2xlarge": 2},
+            ["experimentation"],
+            sharing="lend-and-borrow",
+            borrowLimit=500,
+        ),
+    ]
+
+
+def borrowing_range() -> Platform:
+    """The mixed-accelerator platform with the whole borrowing range: a 1,000 % borrower, absolute limits in every
+    grain, and an absolute limit on a type where the team has no quota of its own.
+
+    research borrows 1,000 % of its guarantee on p5 and m5, and at most one whole trn1 instance (absolute, over
+    its 33 % there); data-prep borrows up to 6 vCPUs on m5 (memory following in the ratio) and 8 GPUs on p5,
+    where it has no quota. vision keeps ``dont-lend``; inference lends only.
+    """
 
     def edit(d: dict[str, Any]) -> None:
-        d["fairnessBackend"] = "kueue"
-        d["cluster"]["instanceGroups"] += [
-            {
-                "name": "trn1-training",
-                "instanceType": "ml.trn1.32xlarge",
-                "count": 5,
-                "reserved": 1,
-                "threadsPerCore": 2,
-                "availabilityZone": "us-east-1a",
-            },
-            {
-                "name": "cpu-prep",
-                "instanceType": "ml.m5.2xlarge",
-                "count": 3,
-                "reserved": 0,
-                "threadsPerCore": 2,
-                "availabilityZone": "us-east-1b",
-                "resources": {"accelerators": 0, "vcpus": 8, "memoryGiB": 32},
-            },
-        ]
-        d["teams"] = [
-            _team(
-                "research",
-                20001,
-                {"ml.p5.48xlarge": 7, "ml.trn1.32xlarge": 3, "ml.m5.2xlarge": 1},
-                ["training", "experimentation"],
-                sharing="lend-and-borrow",
-                borrowLimit=33,
-                fairShareWeight=70,
-            ),
-            _team(
-                "vision",
-                20002,
-                {"ml.p5.48xlarge": 5},
-                ["training"],
-                sharing="dont-lend",
-                fairShareWeight=20,
-                preemptTeamTasks="Never",
-            ),
-            _team(
-                "inference",
-                20003,
-                {"ml.g5.12xlarge": 3, "ml.trn1.32xlarge": 1},
-                ["inference"],
-                sharing="lend",
-                fairShareWeight=10,
-            ),
-            _team(
-                "data-prep",
-                20004,
-                {"ml.m5.2xlarge": 2},
-                ["experimentation"],
-                sharing="lend-and-borrow",
-                borrowLimit=500,
-            ),
-        ]
+        _mixed_accelerators(d)
+        research, vision, inference, data_prep = d["teams"]
+        research["compute"] = {
+            **research["compute"],
+            "borrowLimit": 1000,
+            "absoluteBorrowLimits": {"ml.trn1.32xlarge": {"instances": 1}},
+        }
+        data_prep["compute"] = {
+            **data_prep["compute"],
+            "borrowLimit": 50,
+            "absoluteBorrowLimits": {"ml.m5.2xlarge": {"vcpus": 6}, "ml.p5.48xlarge": {"accelerators": 8}},
+        }
+        d["teams"] = [research, vision, inference, data_prep]
 
-    return variant("mixed-accelerators", edit)
+    return variant("borrowing-range", edit)
 
 
 def doc_example(*, fair_share: bool = True) -> Platform:
@@ -271,6 +311,7 @@ FAIRNESS_PLATFORMS: dict[str, Callable[[], Platform]] = {
     "idle-sharing-disabled": idle_sharing_disabled,
     "fair-share-disabled": fair_share_disabled,
     "mixed-accelerators": mixed_accelerators,
+    "borrowing-range": borrowing_range,
     "doc-example": doc_example,
     "doc-example-classic": lambda: doc_example(fair_share=False),
 }

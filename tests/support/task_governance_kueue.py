@@ -11,8 +11,11 @@ simulated. Sources:
   entity's lower priority tasks are preempted by their own higher priority tasks"),
   ``ResourceSharingConfig`` (``DontLend``: "entities do not lend idle compute"; ``Lend``: "can lend idle
   compute"; ``LendAndBorrow``: "can lend idle compute and borrow idle compute"; ``BorrowLimit``: "percent of
-  idle compute that the team is allowed to borrow", default 50), ``ComputeQuotaResourceConfig`` (``Count``
-  instances of ``InstanceType``), ``ComputeQuotaTarget`` (``FairShareWeight``), ``SchedulerConfig``
+  idle compute that the team is allowed to borrow", default 50; ``AbsoluteBorrowLimits``: "the maximum amount
+  of specific resource types ... that an entity can borrow, regardless of the percentage-based BorrowLimit"),
+  ``ComputeQuotaResourceConfig`` (``Count`` instances of ``InstanceType``; ``Accelerators``, ``VCpu`` or
+  ``MemoryInGiB`` with the others filled by ratio: :func:`fairness_interpreters.absolute_ceilings`),
+  ``ComputeQuotaTarget`` (``FairShareWeight``), ``SchedulerConfig``
   (``PriorityClasses`` ``Name``/``Weight``, ``FairShare``, ``IdleResourceSharing``):
   https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ComputeQuotaConfig.html and the pages it links.
 * [TG-DOCS] HyperPod task governance for model deployment: "Reserve sufficient GPU resources in your team's
@@ -35,7 +38,7 @@ from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any
 
-from fairness_interpreters import INSTANCE_TYPE_LABEL, NAMESPACE_PREFIX, floor_to_unit
+from fairness_interpreters import INSTANCE_TYPE_LABEL, NAMESPACE_PREFIX, absolute_ceilings, floor_to_unit
 from synth import Synth, render_intrinsics, resources_of
 
 API_VERSION = "kueue.x-k8s.io/v1beta2"
@@ -66,11 +69,13 @@ def kueue_objects(
     scheduler_config: Mapping[str, Any],
     compute_quotas: Iterable[Mapping[str, Any]],
     shapes: Mapping[str, Mapping[str, Decimal]],
+    ec2: Mapping[str, tuple[Decimal, Decimal]] | None = None,
 ) -> list[dict[str, Any]]:
     """The Kueue objects this project reads the cluster policy and the compute quotas as (see the module).
 
     ``scheduler_config`` and ``compute_quotas`` are CloudFormation properties as synthesized; ``shapes`` the
-    per-instance schedulable resources by instance type.
+    per-instance schedulable resources by instance type; ``ec2`` EC2's vCPUs and GiB per instance type
+    (:func:`fairness_interpreters.published_vcpus`), for absolute borrow limits in ``VCpu`` or ``MemoryInGiB``.
     """
     sched = scheduler_config["SchedulerConfig"]
     # [API] IdleResourceSharing Disabled: nobody lends or borrows
@@ -81,7 +86,10 @@ def kueue_objects(
         dict.fromkeys(
             r["InstanceType"]
             for q in quotas
-            for r in q["ComputeQuotaConfig"].get("ComputeQuotaResources", [])
+            for r in (
+                *q["ComputeQuotaConfig"].get("ComputeQuotaResources", []),
+                *q["ComputeQuotaConfig"].get("ResourceSharingConfig", {}).get("AbsoluteBorrowLimits", []),
+            )
         )
     )
     # [NAMES] one ResourceFlavor per instance type, named after it, on the nodes of that type
@@ -107,7 +115,7 @@ def kueue_objects(
         )
     covered = list(dict.fromkeys(r for itype in instance_types for r in shapes[itype]))
     for quota in quotas:
-        objects += _team_objects(quota, covered, instance_types, shapes, sharing_on=sharing_on)
+        objects += _team_objects(quota, covered, instance_types, shapes, ec2 or {}, sharing_on=sharing_on)
     return objects
 
 
@@ -116,6 +124,7 @@ def _team_objects(
     covered: list[str],
     instance_types: list[str],
     shapes: Mapping[str, Mapping[str, Decimal]],
+    ec2: Mapping[str, tuple[Decimal, Decimal]],
     *,
     sharing_on: bool,
 ) -> list[dict[str, Any]]:
@@ -126,6 +135,10 @@ def _team_objects(
     strategy = rsc["Strategy"] if sharing_on else "DontLend"
     percent = Decimal(rsc.get("BorrowLimit", 50))
     counts = {r["InstanceType"]: Decimal(r.get("Count", 0)) for r in config.get("ComputeQuotaResources", [])}
+    absolute = {
+        r["InstanceType"]: absolute_ceilings(r, shapes[r["InstanceType"]], ec2.get(r["InstanceType"]))
+        for r in rsc.get("AbsoluteBorrowLimits", [])
+    }
     flavors = []
     for itype in instance_types:
         resources = []
@@ -134,8 +147,14 @@ def _team_objects(
             # 0: a Kueue ClusterQueue can only borrow a flavor it lists)
             nominal = counts.get(itype, Decimal(0)) * shapes[itype].get(resource, Decimal(0))
             entry: dict[str, Any] = {"name": resource, "nominalQuota": _quantity(resource, nominal)}
-            # [API] + [QUOTA] BorrowLimit percent of the guarantee, in whole units; Lend and DontLend borrow nothing
-            borrow = nominal * percent / 100 if strategy == "LendAndBorrow" else Decimal(0)
+            # [API] + [QUOTA] BorrowLimit percent of the guarantee, in whole units, or the absolute limit on the type;
+            # Lend and DontLend borrow nothing
+            if strategy != "LendAndBorrow":
+                borrow = Decimal(0)
+            elif itype in absolute:
+                borrow = absolute[itype].get(resource, Decimal(0))
+            else:
+                borrow = nominal * percent / 100
             entry["borrowingLimit"] = _quantity(resource, borrow)
             if strategy == "DontLend":
                 entry["lendingLimit"] = 0

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from hyperpod_tenancy.policy import names
+from hyperpod_tenancy.policy.borrowing import may_borrow
 from hyperpod_tenancy.policy.model import Platform, PodSecurityLevel, PreemptTeamTasks, Team
 
 #: Standard label naming the tool that manages an object.
@@ -134,10 +135,11 @@ def priority_entitlement_label(priority_class: str) -> str:
 def team_borrows(platform: Platform, team: Team) -> bool:
     """Whether ``team``'s work may run on borrowed capacity (the value of :data:`BORROWS_LABEL`).
 
-    Derived from :meth:`Platform.effective_sharing` (the one sharing rule both fairness backends render):
-    Task Governance ``LendAndBorrow`` with a ``BorrowLimit`` above 0, the Kueue ``borrowingLimit`` above 0.
+    :func:`~hyperpod_tenancy.policy.borrowing.may_borrow`, the one borrowing rule both fairness backends render:
+    Task Governance ``LendAndBorrow`` with a ``BorrowLimit`` or an absolute limit above 0, a Kueue
+    ``borrowingLimit`` above 0.
     """
-    return platform.effective_sharing(team).borrows and team.compute.borrow_limit > 0
+    return may_borrow(platform, team)
 
 
 def namespace_labels(platform: Platform, team: Team) -> dict[str, str]:

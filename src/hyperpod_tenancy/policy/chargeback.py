@@ -13,8 +13,9 @@ from collections.abc import Mapping
 from decimal import Decimal
 
 from hyperpod_tenancy.chargeback.model import BillingTerm, ChargebackConfig, TeamConfig
+from hyperpod_tenancy.policy.borrowing import may_borrow
 from hyperpod_tenancy.policy.instance_types import resource_shape
-from hyperpod_tenancy.policy.model import Platform, SharingStrategy, Team
+from hyperpod_tenancy.policy.model import Platform, Team
 
 __all__ = ["chargeback_config", "team_borrows"]
 
@@ -114,5 +115,5 @@ def _decimal(value: float) -> Decimal:
 
 
 def team_borrows(platform: Platform, team: Team) -> bool:
-    """Whether the policy lets ``team`` borrow idle capacity (its sharing in force is ``lend-and-borrow``)."""
-    return platform.effective_sharing(team) is SharingStrategy.LEND_AND_BORROW
+    """Whether the policy lets ``team`` borrow idle capacity (:func:`~hyperpod_tenancy.policy.borrowing.may_borrow`)."""
+    return may_borrow(platform, team)

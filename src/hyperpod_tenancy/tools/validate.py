@@ -11,7 +11,7 @@ from hyperpod_tenancy.errors import PolicyIssue
 from hyperpod_tenancy.tools._common import PROG, load_policy, plain_table
 
 if TYPE_CHECKING:
-    from hyperpod_tenancy.policy.model import Platform, Team
+    from hyperpod_tenancy.policy.model import ComputeAllocation, Platform, Team
 from hyperpod_tenancy.errors import EXIT_INVALID, EXIT_OK
 
 __all__ = ["add_parser", "run"]
@@ -130,6 +130,12 @@ def _class_label(platform: Platform, name: str) -> str:
     return f"{name}*" if platform.priority_class(name).preemptible else name
 
 
+def _borrow_cell(compute: ComputeAllocation) -> str:
+    """``50%``, then each absolute limit (``ml.g5.12xlarge: 8 accelerators``)."""
+    absolute = [f"{itype}: {amount}" for itype, amount in compute.absolute_borrow_limits.items()]
+    return "; ".join([f"{compute.borrow_limit}%", *absolute])
+
+
 def _team_row(platform: Platform, team: Team) -> list[str]:
     from hyperpod_tenancy.policy import names  # noqa: PLC0415 - see the imports
 
@@ -143,7 +149,7 @@ def _team_row(platform: Platform, team: Team) -> list[str]:
         else f"- (dedicated cluster: {platform.team_classification(team)})",
         ", ".join(f"{t}={n}" for t, n in compute.quotas.items()) or "-",
         compute.sharing.value,
-        f"{compute.borrow_limit}%" if borrows else "-",
+        _borrow_cell(compute) if borrows else "-",
         str(compute.fair_share_weight) if platform.scheduling.fair_share else "-",
         ", ".join(_class_label(platform, n) for n in team.allowed_priority_classes),
     ]

@@ -7,8 +7,9 @@ checked against the cfn-lint 1.58 registry schemas of both resource types.
 Semantics shared with the self-managed Kueue rendering (:mod:`hyperpod_tenancy.k8s.kueue`):
 
 * A team's guarantee is ``Count`` instances of each instance type in ``compute.quotas``.
-* ``BorrowLimit`` is a percentage of the team's guarantee (per instance type), rendered only when the
-  team's strategy borrows (``LendAndBorrow``).
+* ``BorrowLimit`` is a percentage of the team's guarantee (per instance type), and ``AbsoluteBorrowLimits``
+  an amount per instance type that replaces it there, both rendered only when the team's strategy borrows
+  (``LendAndBorrow``); :mod:`hyperpod_tenancy.policy.borrowing` is the same rule for Kueue.
 * When ``scheduling.idle_resource_sharing`` is false nobody lends or borrows. Besides
   ``IdleResourceSharing: Disabled`` on the cluster policy, every team's quota is rendered with
   ``Strategy: DontLend`` (and no ``BorrowLimit``), so each ComputeQuota states the policy on its own and
@@ -22,7 +23,7 @@ from typing import Any
 
 from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.policy import names
-from hyperpod_tenancy.policy.model import Platform, SharingStrategy, Team
+from hyperpod_tenancy.policy.model import Platform, ResourceAmount, SharingStrategy, Team
 
 __all__ = [
     "COMPUTE_QUOTA_TYPE",
@@ -31,6 +32,7 @@ __all__ = [
     "compute_quota_name",
     "compute_quota_properties",
     "effective_sharing",
+    "resource_config",
     "scheduler_config_properties",
 ]
 
@@ -107,11 +109,25 @@ def scheduler_config_properties(platform: Platform, *, cluster_arn: str, name: s
     }
 
 
+#: The ``ComputeQuotaResourceConfig`` key of each ``platform.yaml`` grain.
+_API_GRAIN = {
+    "instances": "Count",
+    "accelerators": "Accelerators",
+    "vcpus": "VCpu",
+    "memoryGiB": "MemoryInGiB",
+}
+
+
+def resource_config(instance_type: str, amount: ResourceAmount) -> dict[str, Any]:
+    """Return a ``ComputeQuotaResourceConfig``: ``{"InstanceType": ..., "Accelerators": 8}``."""
+    return {"InstanceType": instance_type, **{_API_GRAIN[k]: v for k, v in amount.given.items()}}
+
+
 def compute_quota_properties(platform: Platform, team: Team, *, cluster_arn: str) -> dict[str, Any]:
     """Properties of the team's ``AWS::SageMaker::ComputeQuota``.
 
     ``ResourceSharingConfig.Strategy`` is :func:`effective_sharing`; ``BorrowLimit`` (percent of the team's
-    guarantee) is present only when that strategy borrows. ``FairShareWeight`` is always rendered; the
+    guarantee) and ``AbsoluteBorrowLimits`` are present only when that strategy borrows. ``FairShareWeight`` is always rendered; the
     service uses it only when the cluster policy has ``FairShare: Enabled``.
 
     Args:
@@ -133,6 +149,11 @@ def compute_quota_properties(platform: Platform, team: Team, *, cluster_arn: str
     resource_sharing: dict[str, Any] = {"Strategy": sharing.api_value}
     if sharing.borrows:
         resource_sharing["BorrowLimit"] = compute.borrow_limit
+        if compute.absolute_borrow_limits:
+            resource_sharing["AbsoluteBorrowLimits"] = [
+                resource_config(instance_type, amount)
+                for instance_type, amount in compute.absolute_borrow_limits.items()
+            ]
     return {
         "Name": compute_quota_name(team.name),
         "ClusterArn": cluster_arn,

@@ -19,6 +19,7 @@ from hyperpod_tenancy.k8s.kueue._common import (
 )
 from hyperpod_tenancy.k8s.kueue.lint import lint_kueue_objects
 from hyperpod_tenancy.policy import names
+from hyperpod_tenancy.policy.borrowing import Resource, borrowing_limit
 from hyperpod_tenancy.policy.instance_types import resource_shape
 from hyperpod_tenancy.policy.model import (
     InstanceGroup,
@@ -149,14 +150,29 @@ def _preemption(platform: Platform, team: Team, sharing: SharingStrategy) -> dic
     return preemption
 
 
+def _borrowed_resource(resource: str) -> Resource:
+    """Return the borrowing rule's name for a covered resource (every accelerator resource is ``ACCELERATORS``)."""
+    if resource == CPU:
+        return Resource.CPU
+    if resource == MEMORY:
+        return Resource.MEMORY
+    if resource == EFA:
+        return Resource.EFA
+    return Resource.ACCELERATORS
+
+
 def _flavor_quota(
-    shape: _FlavorShape, covered: Sequence[str], count: int, sharing: SharingStrategy, borrow_limit: int
+    platform: Platform, team: Team, shape: _FlavorShape, covered: Sequence[str], sharing: SharingStrategy
 ) -> dict[str, Any]:
+    count = team.compute.quotas.get(shape.instance_type, 0)
     resources = []
     for resource in covered:
-        nominal = count * shape.amount(resource)
+        per_instance = shape.amount(resource)
+        nominal = count * per_instance
         entry: dict[str, Any] = {"name": resource, "nominalQuota": _quantity(resource, nominal)}
-        borrowing = sharing.borrowing_limit(nominal, borrow_limit)
+        borrowing = borrowing_limit(
+            platform, team, shape.instance_type, _borrowed_resource(resource), per_instance
+        )
         entry["borrowingLimit"] = _quantity(resource, borrowing)
         if not sharing.lends:
             entry["lendingLimit"] = _quantity(resource, 0)
@@ -245,10 +261,7 @@ def team_objects(platform: Platform, team: Team) -> list[dict[str, Any]]:
                 {
                     "coveredResources": covered,
                     "flavors": [
-                        _flavor_quota(
-                            shape, covered, compute.quotas.get(itype, 0), sharing, compute.borrow_limit
-                        )
-                        for itype, shape in shapes.items()
+                        _flavor_quota(platform, team, shape, covered, sharing) for shape in shapes.values()
                     ],
                 }
             ],

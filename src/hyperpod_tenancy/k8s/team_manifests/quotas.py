@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from hyperpod_tenancy.k8s.team_manifests._common import Manifest, _meta
 from hyperpod_tenancy.policy import names
+from hyperpod_tenancy.policy.borrowing import Resource, borrowing_limit
 from hyperpod_tenancy.policy.instance_types import resource_shape
 from hyperpod_tenancy.policy.model import (
     InstanceGroup,
@@ -100,19 +101,20 @@ def _shapes(platform: Platform) -> list[tuple[InstanceGroup, ResourceShape]] | N
     return list(found.values())
 
 
-def _ceiling(platform: Platform, team: Team, per_instance: int, instance_type: str) -> int:
+def _ceiling(
+    platform: Platform, team: Team, per_instance: int, instance_type: str, resource: Resource
+) -> int:
     """Guarantee plus borrowing ceiling of ``per_instance`` units on ``instance_type`` (the one rule both use)."""
     nominal = team.compute.quotas.get(instance_type, 0) * per_instance
-    return nominal + platform.effective_sharing(team).borrowing_limit(nominal, team.compute.borrow_limit)
+    return nominal + borrowing_limit(platform, team, instance_type, resource, per_instance)
 
 
 def accelerator_ceiling(platform: Platform, team: Team) -> dict[str, int] | None:
     """Accelerators the team's pods may request at most, per extended resource name.
 
     Per instance type: the guarantee (``quotas[type]`` x accelerators per instance) plus what the team may
-    borrow on top of it (:meth:`~hyperpod_tenancy.policy.model.SharingStrategy.borrowing_limit` of
-    :meth:`~hyperpod_tenancy.policy.model.Platform.effective_sharing`, the rule both fairness backends
-    render), summed per resource name. Every accelerator resource of the cluster is listed (0 where the
+    borrow on top of it (:func:`~hyperpod_tenancy.policy.borrowing.borrowing_limit`, the rule both fairness
+    backends render), summed per resource name. Every accelerator resource of the cluster is listed (0 where the
     team has no quota). ``None`` when an instance group's shape is unknown (neither catalogued nor set
     with ``resources``): its accelerator resource and count cannot be known, and a wrong figure would
     either stop honest work or cap nothing.
@@ -125,7 +127,7 @@ def accelerator_ceiling(platform: Platform, team: Team) -> dict[str, int] | None
         if shape.accelerators < 1:
             continue
         ceiling[shape.accelerator_resource] = ceiling.get(shape.accelerator_resource, 0) + _ceiling(
-            platform, team, shape.accelerators, group.instance_type
+            platform, team, shape.accelerators, group.instance_type, Resource.ACCELERATORS
         )
     if _NEURON_DEVICE in ceiling:
         for alias in _NEURON_ALIASES:
@@ -147,9 +149,10 @@ def compute_ceiling(platform: Platform, team: Team) -> dict[str, str] | None:
         return None
     cores = memory = efa = 0
     for group, shape in shapes:
-        cores += _ceiling(platform, team, shape.vcpus * group.threads_per_core // 2, group.instance_type)
-        memory += _ceiling(platform, team, shape.memory_gib, group.instance_type)
-        efa += _ceiling(platform, team, shape.efa_interfaces, group.instance_type)
+        itype = group.instance_type
+        cores += _ceiling(platform, team, shape.vcpus * group.threads_per_core // 2, itype, Resource.CPU)
+        memory += _ceiling(platform, team, shape.memory_gib, itype, Resource.MEMORY)
+        efa += _ceiling(platform, team, shape.efa_interfaces, itype, Resource.EFA)
     return {
         "requests.cpu": str(cores),
         "requests.memory": f"{memory}Gi",

@@ -32,12 +32,14 @@ from hyperpod_tenancy.policy.model.cluster import (
     UidRange,
 )
 from hyperpod_tenancy.policy.model.enums import (
+    API_BORROW_LIMIT_RANGE,
     DEFAULT_BORROW_LIMIT,
     DEFAULT_MAX_CHECKPOINT_INTERVAL,
     DEFAULT_RESERVED_NODES,
     DEFAULT_UID_CACHE_TTL_SECONDS,
     DEFAULT_UID_RANGE,
     DEFAULT_WEBHOOK_TIMEOUT_SECONDS,
+    DOCUMENTED_BORROW_LIMIT_RANGE,
     MAX_CHECKPOINT_INTERVAL_CEILING,
     CheckpointEnforcement,
     ClassificationMismatch,
@@ -55,12 +57,14 @@ from hyperpod_tenancy.policy.model.platform import CREATE_KMS_KEY, EncryptionSpe
 from hyperpod_tenancy.policy.model.team import (
     ComputeAllocation,
     PriorityClass,
+    ResourceAmount,
     SchedulingSpec,
     Team,
     TeamIdentity,
 )
 
 __all__ = [
+    "API_BORROW_LIMIT_RANGE",
     "CREATE_KMS_KEY",
     "DEFAULT_BORROW_LIMIT",
     "DEFAULT_MAX_CHECKPOINT_INTERVAL",
@@ -70,6 +74,7 @@ __all__ = [
     "DEFAULT_UID_CACHE_TTL_SECONDS",
     "DEFAULT_UID_RANGE",
     "DEFAULT_WEBHOOK_TIMEOUT_SECONDS",
+    "DOCUMENTED_BORROW_LIMIT_RANGE",
     "MAX_CHECKPOINT_INTERVAL_CEILING",
     "BillingTermSpec",
     "ChargebackSpec",
@@ -92,6 +97,7 @@ __all__ = [
     "PreemptTeamTasks",
     "PreemptionAlarmSpec",
     "PriorityClass",
+    "ResourceAmount",
     "ResourceShape",
     "SchedulingSpec",
     "SharingStrategy",

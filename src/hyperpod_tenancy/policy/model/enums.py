@@ -5,12 +5,14 @@ from __future__ import annotations
 import enum
 
 __all__ = [
+    "API_BORROW_LIMIT_RANGE",
     "DEFAULT_BORROW_LIMIT",
     "DEFAULT_MAX_CHECKPOINT_INTERVAL",
     "DEFAULT_RESERVED_NODES",
     "DEFAULT_UID_CACHE_TTL_SECONDS",
     "DEFAULT_UID_RANGE",
     "DEFAULT_WEBHOOK_TIMEOUT_SECONDS",
+    "DOCUMENTED_BORROW_LIMIT_RANGE",
     "MAX_CHECKPOINT_INTERVAL_CEILING",
     "CheckpointEnforcement",
     "ClassificationMismatch",
@@ -32,6 +34,13 @@ DEFAULT_RESERVED_NODES = 1
 
 #: Task Governance's documented default borrow limit (percent of the team's guaranteed amount).
 DEFAULT_BORROW_LIMIT = 50
+
+#: What the SageMaker API and CloudFormation accept for ``BorrowLimit`` (percent; API reference,
+#: ``ResourceSharingConfig``: "Valid Range: Minimum value of 0. Maximum value of 10000").
+API_BORROW_LIMIT_RANGE = (0, 10_000)
+
+#: The ``BorrowLimit`` range the same API reference documents for use ("1 - 500 percent").
+DOCUMENTED_BORROW_LIMIT_RANGE = (1, 500)
 
 
 #: Default longest checkpoint interval of a priority class: an eviction loses at most an hour of the job's work.

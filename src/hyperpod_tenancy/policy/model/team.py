@@ -16,7 +16,7 @@ from hyperpod_tenancy.policy.model.enums import (
     interval_minutes,
 )
 
-__all__ = ["ComputeAllocation", "PriorityClass", "SchedulingSpec", "Team", "TeamIdentity"]
+__all__ = ["ComputeAllocation", "PriorityClass", "ResourceAmount", "SchedulingSpec", "Team", "TeamIdentity"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,6 +61,45 @@ class SchedulingSpec:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ResourceAmount:
+    """An amount of one instance type's compute, at one grain (Task Governance ``ComputeQuotaResourceConfig``).
+
+    Exactly one grain: whole ``instances``; ``accelerators``, with vCPUs and memory following in the instance's
+    ratio; or ``vcpus`` and/or ``memoryGiB`` (no accelerators), the one not given following in the ratio. The
+    SageMaker API fills the missing figures the same way (``ComputeQuotaResourceConfig``).
+    """
+
+    #: Whole instances (``Count``).
+    instances: int | None = field(default=None, metadata={"json_schema_extra": {"x-unit": "instances"}})
+    #: Accelerators: GPUs, or Neuron devices on Trainium (``Accelerators``).
+    accelerators: int | None = None
+    #: vCPUs as EC2 counts them (``VCpu``); no accelerators.
+    vcpus: float | None = None
+    #: Memory in GiB (``MemoryInGiB``); no accelerators.
+    memory_gib: float | None = field(default=None, metadata={"alias": "memoryGiB"})
+
+    @property
+    def given(self) -> dict[str, int | float]:
+        """The ``platform.yaml`` keys set and their values, in field order (``{"accelerators": 8}``)."""
+        keys = (
+            ("instances", self.instances),
+            ("accelerators", self.accelerators),
+            ("vcpus", self.vcpus),
+            ("memoryGiB", self.memory_gib),
+        )
+        return {key: value for key, value in keys if value is not None}
+
+    @property
+    def grains(self) -> tuple[str, ...]:
+        """The ``platform.yaml`` keys set, in field order (``("accelerators",)``)."""
+        return tuple(self.given)
+
+    def __str__(self) -> str:
+        """``8 accelerators``, ``16 vcpus, 128 memoryGiB``."""
+        return ", ".join(f"{value:g} {key}" for key, value in self.given.items())
+
+
+@dataclass(frozen=True, kw_only=True)
 class ComputeAllocation:
     """A team's guaranteed capacity and how it is shared."""
 
@@ -70,8 +109,14 @@ class ComputeAllocation:
     )
     #: Lending/borrowing strategy.
     sharing: SharingStrategy = SharingStrategy.LEND_AND_BORROW
-    #: How much idle capacity the team may borrow, in percent of its guaranteed amount (1-500).
+    #: How much idle capacity the team may borrow, in percent of its guaranteed amount on each instance type
+    #: (0-10,000; the documented operating range is 1-500, and validation warns outside it).
     borrow_limit: int = DEFAULT_BORROW_LIMIT
+    #: Absolute borrowing ceilings per instance type (``AbsoluteBorrowLimits``). On a type named here the
+    #: amount replaces ``borrowLimit``'s percentage, and the team may borrow there even without a quota.
+    absolute_borrow_limits: dict[str, ResourceAmount] = field(
+        default_factory=dict, metadata={"examples": [{"ml.p5.48xlarge": {"accelerators": 8}}]}
+    )
     #: Fair-share weight 0-100 (only used when fair share is enabled).
     fair_share_weight: int = 0
     #: Whether the team's higher-priority work preempts its own lower-priority work.

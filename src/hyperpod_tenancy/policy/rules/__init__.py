@@ -17,6 +17,7 @@ from hyperpod_tenancy.errors import PolicyIssue
 from hyperpod_tenancy.policy.fairness import TASK_GOVERNANCE_CONFIRMED_REGIONS
 from hyperpod_tenancy.policy.model import Platform
 from hyperpod_tenancy.policy.rules import (
+    borrowing,
     capacity,
     chargeback,
     deployment,
@@ -140,7 +141,7 @@ ERROR_RULES: tuple[Rule, ...] = (
     capacity.quota_type,
     capacity.quota_count,
     # the rest of the team
-    capacity.borrow_limit,
+    *borrowing.ERROR_RULES,
     scheduling.fair_share_weight,
     identity.group_id,
     identity.group_id_unique,
@@ -172,6 +173,7 @@ WARNING_RULES: tuple[Rule, ...] = (
     security.dedicated_cluster,
     deployment.task_governance_region,
     capacity.unused_instance_type,
+    *borrowing.WARNING_RULES,
     identity.posix_supplemental_groups,
     chargeback.price_unused,
     *quotas.RULES,

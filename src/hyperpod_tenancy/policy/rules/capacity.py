@@ -21,7 +21,6 @@ from hyperpod_tenancy.policy.rules._base import (
 )
 
 _TRAINING_PLAN = re.compile(r"^arn:aws[a-z\-]*:sagemaker:[a-z0-9\-]*:[0-9]{12}:training-plan/.*$")
-_BORROW_LIMIT_RANGE = (1, 500)
 _MAX_INSTANCE_COUNT = 6758
 _MAX_QUOTA_ENTRIES = 15
 
@@ -325,26 +324,6 @@ def quota_count(p: Platform, i: int, team: Team, itype: str, count: int) -> Iter
     if count < 0:
         yield Finding(
             f"teams[{i}].compute.quotas.{itype}", f"{count} is negative.", "use 0 or more instances."
-        )
-
-
-@team_rule(
-    code="HPT-BORROW-LIMIT",
-    domain=Domain.CAPACITY,
-    at="teams[*].compute.borrowLimit",
-    reads=(),
-    failure="a borrow limit the service rejects",
-    guardrail="`borrowLimit` between 1 and 500 percent of the team's guaranteed amount",
-)
-def borrow_limit(p: Platform, i: int, team: Team) -> Iterator[Finding]:
-    """Check that the borrow limit is within the service's range."""
-    lo, hi = _BORROW_LIMIT_RANGE
-    limit = team.compute.borrow_limit
-    if not lo <= limit <= hi:
-        yield Finding(
-            f"teams[{i}].compute.borrowLimit",
-            f"{limit} is outside the service's range {lo}-{hi} (percent of the team's guaranteed amount).",
-            f"use a value between {lo} and {hi}; 50 is the service default.",
         )
 
 

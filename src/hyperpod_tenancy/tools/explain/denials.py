@@ -279,7 +279,7 @@ def _quota_diagnosis(team: TeamFacts, denial: Denial) -> Diagnosis:
         (
             "pods outside Kueue's count hold the quota: look for pods that still run after their job ended "
             f"(kubectl get pods -n {names.namespace(team.name)})",
-            f"the ceiling comes from {team.field('compute.quotas')} and borrowLimit"
+            f"the ceiling comes from {team.field('compute.quotas')}, borrowLimit and absoluteBorrowLimits"
             + (" in platform.yaml" if team.policy is not None else ""),
         ),
     )

@@ -25,6 +25,7 @@ from decimal import Decimal
 from typing import Any
 
 from hyperpod_tenancy.policy import names
+from hyperpod_tenancy.policy.borrowing import absolute_limit
 from hyperpod_tenancy.tools.explain.objects import Cause, Diagnosis, Objects, condition, parse_quantity
 from hyperpod_tenancy.tools.explain.team import TeamFacts
 
@@ -258,7 +259,17 @@ def _why_limit(team: TeamFacts, line: QuotaLine) -> str:
     sharing = platform.effective_sharing(spec)
     if not sharing.borrows:
         return f"sharing {sharing.value}: your team does not borrow"
+    absolute = absolute_limit(spec, line.flavor)
+    if absolute is not None:
+        return f"{team.field(f'compute.absoluteBorrowLimits.{line.flavor}')} = {absolute}"
     return f"{team.field('compute.borrowLimit')} = {spec.compute.borrow_limit}% of the guarantee"
+
+
+def _limit_field(team: TeamFacts, flavor: str) -> str:
+    """Name the policy field that sets the team's borrowing limit on ``flavor``."""
+    if team.policy is not None and absolute_limit(team.policy.team, flavor) is not None:
+        return team.field(f"compute.absoluteBorrowLimits.{flavor}")
+    return team.field("compute.borrowLimit")
 
 
 def _classify(
@@ -274,7 +285,7 @@ def _classify(
     res = line.resource
     where = " in platform.yaml" if team.policy is not None else ""
     raise_limit = (
-        f"ask the platform team to raise {team.field('compute.borrowLimit')} or "
+        f"ask the platform team to raise {_limit_field(team, line.flavor)} or "
         f"{team.field('compute.quotas')} (team {team.name}){where}"
     )
     if maximum is not None or (ceiling is not None and request > ceiling):

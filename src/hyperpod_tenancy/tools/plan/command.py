@@ -263,7 +263,7 @@ def markdown(plan: TenancyPlan, *, chart: str | None = None) -> str:
         "## Teams",
         "",
         "GPUs. The burst ceiling is the guarantee plus what the team can borrow: its borrowing limit "
-        "(`floor(guarantee x borrowLimit / 100)`), bounded by what the other teams lend. All of a burst is "
+        "(`floor(guarantee x borrowLimit / 100)`, or its `absoluteBorrowLimits` amount on the type), bounded by what the other teams lend. All of a burst is "
         "reclaimable: the lenders take it back when their own work returns. At risk is what one reclaim of the "
         "whole burst may lose at each priority class the team may use: the reclaimable GPUs times the class's "
         "checkpoint bound (`maxCheckpointInterval`).",

@@ -8,8 +8,8 @@ promise what the scheduler would not do:
   is left unallocated. GPUs are instances x the accelerators of one instance (the groups' ``resources`` or the
   built-in catalogue, as the ClusterQueues count them).
 * **Burst** per team and type, in GPUs, as Kueue admits it (both fairness backends render the same limits): a
-  team may use its guarantee plus what it may borrow, ``floor(guarantee x borrowLimit / 100)``
-  (:meth:`~hyperpod_tenancy.policy.model.SharingStrategy.borrowing_limit`, the rule the ClusterQueues use), and
+  team may use its guarantee plus what it may borrow, ``floor(guarantee x borrowLimit / 100)`` or its absolute
+  limit on the type (:func:`~hyperpod_tenancy.policy.borrowing.borrowing_limit`, the rule the ClusterQueues use), and
   never more than the other teams lend (every guarantee but those of ``dont-lend`` teams; the cohort has no
   quota of its own, so unallocated capacity is not lent). All of a burst is reclaimable: every lender's
   ClusterQueue reclaims (``reclaimWithinCohort: Any``) when its owner returns.
@@ -42,6 +42,7 @@ from hyperpod_tenancy.chargeback.model import (
     UsageInputs,
 )
 from hyperpod_tenancy.errors import PolicyIssue
+from hyperpod_tenancy.policy.borrowing import Resource, absolute_limit, borrowing_limit
 from hyperpod_tenancy.policy.instance_types import resource_shape
 from hyperpod_tenancy.policy.model import Platform, SharingStrategy, Team
 
@@ -109,7 +110,8 @@ class TeamShare:
     share: Decimal
     #: The strategy in force (``dont-lend`` for everyone when idle sharing is off).
     sharing: SharingStrategy
-    #: The team's own borrowing limit: ``floor(guarantee x borrowLimit / 100)``, 0 when it does not borrow.
+    #: The team's own borrowing limit: ``floor(guarantee x borrowLimit / 100)``, or its absolute limit on the type;
+    #: 0 when it does not borrow.
     borrowing_limit_gpus: int
     #: What the other teams lend on the type when all of it is idle.
     lent_by_others_gpus: int
@@ -233,11 +235,12 @@ def _shares(platform: Platform, capacities: Sequence[TypeCapacity]) -> tuple[Tea
         promisable_gpus = cap.promisable * per_instance
         for team in teams:
             count = team.compute.quotas.get(cap.instance_type)
-            if count is None:
+            if count is None and absolute_limit(team, cap.instance_type) is None:
                 continue
+            count = count or 0
             sharing = platform.effective_sharing(team)
             guaranteed = count * per_instance
-            limit = sharing.borrowing_limit(guaranteed, team.compute.borrow_limit)
+            limit = borrowing_limit(platform, team, cap.instance_type, Resource.ACCELERATORS, per_instance)
             others = lent_in_total - lends.get(team.name, 0)
             borrowable = min(limit, others)
             shares.append(

@@ -20,9 +20,9 @@ The proposal, per team and instance type with GPUs, in GPUs per hour of the mont
   capped at its ceiling with a queue grows by its queue, one that never fills its guarantee shrinks to what it
   holds 95 % of the time;
 * borrow limit = ``ceil(100 x p95(used + waiting - new guarantee, ≥ 0) / new guarantee)`` percent, the most
-  over the team's types, within 1-500 (the service's range); unchanged for a team that does not borrow, is
-  guaranteed nothing, or never needed more than its new guarantee in the month (no evidence for a change: a
-  borrow limit costs nothing until it is used);
+  over the team's types, within the documented 1-500 (or up to the team's own limit above it); unchanged for
+  a team that does not borrow, is guaranteed nothing, or never needed more than its new guarantee in the
+  month (no evidence for a change: a borrow limit costs nothing until it is used);
 * where the guarantees of a type exceed its promisable instances (``count - reserved``), every team's is scaled
   down pro rata (largest remainder), and the notes say so.
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from hyperpod_tenancy.chargeback.model import MS_PER_HOUR
 from hyperpod_tenancy.policy import names
-from hyperpod_tenancy.policy.model import Platform
+from hyperpod_tenancy.policy.model import DOCUMENTED_BORROW_LIMIT_RANGE, Platform
 
 __all__ = [
     "BORROW_LIMIT_RANGE",
@@ -31,8 +31,9 @@ __all__ = [
 PERCENTILE = 95
 
 
-#: The service's range of ``borrowLimit`` (percent of the guarantee).
-BORROW_LIMIT_RANGE = (1, 500)
+#: The range ``borrowLimit`` is proposed in (percent of the guarantee): the documented one; a team's own limit
+#: above it is kept as the upper end.
+BORROW_LIMIT_RANGE = DOCUMENTED_BORROW_LIMIT_RANGE
 
 
 #: A team is at its ceiling in an hour when it used at least this close to it (GPUs, hour averages).

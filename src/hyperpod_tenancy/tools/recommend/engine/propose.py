@@ -74,12 +74,13 @@ def recommend(platform: Platform, history: History) -> Proposal:
             )
             borrow_limits[team.name] = current
         elif platform.effective_sharing(team).borrows and needed:
-            low, high = BORROW_LIMIT_RANGE
+            low, documented = BORROW_LIMIT_RANGE
+            high = max(documented, current)
             borrow_limits[team.name] = min(max(*needed, low), high)
             if max(needed) > high:
                 notes.append(
-                    f"{team.name}: borrowing would need {max(needed)}% of its guarantee; capped at the "
-                    f"service's {high}%."
+                    f"{team.name}: borrowing would need {max(needed)}% of its guarantee; capped at {high}% "
+                    f"(the documented range ends at {documented}%; above it is a limit you set yourself)."
                 )
         else:
             borrow_limits[team.name] = current
