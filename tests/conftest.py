@@ -44,6 +44,14 @@ def kueue_reference(kueue_platform: Platform, tmp_path_factory: pytest.TempPathF
 
 
 @pytest.fixture(scope="session")
+def borrowing_example(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    """``examples/borrowing-range`` (a 1,000 % borrower, absolute borrow limits), synthesized."""
+    return synthesize(
+        platforms.example("borrowing-range"), tmp_path_factory.mktemp("borrowing"), validate=True
+    )
+
+
+@pytest.fixture(scope="session")
 def four_teams(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     """The reference platform with a fourth team (``platforms.four_team_platform``), synthesized."""
     return synthesize(platforms.four_team_platform(), tmp_path_factory.mktemp("four"), validate=True)

@@ -45,6 +45,7 @@ SCANNED = {
     "kms": "kms_reference",
     "kmsarn": "kms_arn_reference",
     "doc": "doc_example",
+    "borrowing": "borrowing_example",
 }
 
 

@@ -28,7 +28,9 @@ KUBERNETES_VERSION = "1.33.0"
 KUEUE_GROUP = "kueue.x-k8s.io/"
 
 
-@pytest.mark.parametrize("backend", ["reference", "kueue_reference", "kms_reference", "kms_arn_reference"])
+@pytest.mark.parametrize(
+    "backend", ["reference", "kueue_reference", "kms_reference", "kms_arn_reference", "borrowing_example"]
+)
 def test_cfn_lint_has_no_errors_and_only_accepted_warnings(
     backend: str, request: pytest.FixtureRequest
 ) -> None:
@@ -49,7 +51,14 @@ def test_cfn_lint_has_no_errors_and_only_accepted_warnings(
         assert not unexpected, f"{name}: {unexpected}"
 
 
-FIXTURES = ["reference", "kueue_reference", "four_teams", "kms_reference", "kms_arn_reference"]
+FIXTURES = [
+    "reference",
+    "kueue_reference",
+    "four_teams",
+    "kms_reference",
+    "kms_arn_reference",
+    "borrowing_example",
+]
 
 
 @pytest.mark.parametrize("fixture", FIXTURES)
@@ -73,7 +82,7 @@ def test_cfn_lint_catches_a_broken_template(reference: Synth) -> None:
     assert any(m.rule.id.startswith("E") for m in lint_template(template, "us-east-1"))
 
 
-@pytest.mark.parametrize("backend", ["task-governance", "kueue", "kms"])
+@pytest.mark.parametrize("backend", ["task-governance", "kueue", "kms", "borrowing-example"])
 def test_cdk_nag_aws_solutions_has_no_unacknowledged_findings(
     backend: str, reference_platform: Platform, kueue_platform: Platform, tmp_path: Path
 ) -> None:
@@ -81,6 +90,7 @@ def test_cdk_nag_aws_solutions_has_no_unacknowledged_findings(
         "task-governance": reference_platform,
         "kueue": kueue_platform,
         "kms": platforms.kms_platform(),
+        "borrowing-example": platforms.example("borrowing-range"),
     }[backend]
     # raises ValidationFailed on any unacknowledged finding
     synth = synthesize(platform, tmp_path, nag=True)
