@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,6 +61,11 @@ def platform_nodes(synth: Synth) -> list[dict[str, Any]]:
     return nodes
 
 
+#: Seconds after the last write within which the API server has compiled every admission policy: two refresh
+#: intervals of one second, and one for compiling some forty policies on a busy two-core machine.
+_POLICY_REFRESH_SETTLE = 3.0
+
+
 @dataclass
 class OnCluster:
     """One platform as applied: its control plane, its synthesized form and the objects sent to the server."""
@@ -71,6 +77,8 @@ class OnCluster:
     #: The platform's objects as applied (webhook configurations pointed at the webhook on loopback).
     objects: list[dict[str, Any]]
     nodes: list[dict[str, Any]] = field(default_factory=list)
+    #: When the last object was applied (``time.monotonic``).
+    applied_at: float = field(default_factory=time.monotonic)
 
     @property
     def admin(self) -> KubeClient:
@@ -101,7 +109,13 @@ class OnCluster:
             answer = client.create(unlabelled, dry_run=True)
             return None if answer.ok else answer
 
-        return wait_until(refused, timeout=90, what="the admission policies to be in force")
+        answer = wait_until(refused, timeout=90, what="the admission policies to be in force")
+        # The API server compiles every ValidatingAdmissionPolicy and binding together, at most once a second
+        # after one changed (k8s.io/apiserver pkg/admission/plugin/policy/generic/policy_source.go:
+        # policyRefreshIntervalDefault). The sentinel's policy may be in force from a refresh that ran before the
+        # last policy was written: a refresh that started after it holds them all.
+        time.sleep(max(0.0, self.applied_at + _POLICY_REFRESH_SETTLE - time.monotonic()))
+        return answer
 
     @contextlib.contextmanager
     def running_job(self, person: str, team: str, name: str, *, gpus: int = 1) -> Iterator[dict[str, Any]]:
