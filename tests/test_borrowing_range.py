@@ -10,6 +10,7 @@ compared with the Kueue one by ``test_fairness_equivalence.py`` on the same plat
 from __future__ import annotations
 
 import dataclasses
+from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -19,12 +20,14 @@ import pytest
 import yaml
 
 from hyperpod_tenancy import cli
+from hyperpod_tenancy.chargeback.model import RECORD_VERSION, team_config_from_json, team_config_to_json
 from hyperpod_tenancy.constructs._private import task_governance as tg
 from hyperpod_tenancy.k8s import kueue
 from hyperpod_tenancy.k8s.labels import team_borrows
 from hyperpod_tenancy.k8s.team_manifests.quotas import accelerator_ceiling, compute_ceiling
-from hyperpod_tenancy.policy import Platform, ResourceAmount, ResourceShape
+from hyperpod_tenancy.policy import Platform, ResourceAmount, ResourceShape, platform_from_dict
 from hyperpod_tenancy.policy.borrowing import Resource, instance_fractions, may_borrow
+from hyperpod_tenancy.policy.chargeback import chargeback_config
 from hyperpod_tenancy.tools.plan.tenancy_plan import build_plan
 
 P5, TRN1, M5 = "ml.p5.48xlarge", "ml.trn1.32xlarge", "ml.m5.2xlarge"
@@ -89,6 +92,26 @@ def test_an_absolute_limit_in_vcpus_brings_memory_in_the_ratio_and_no_accelerato
         "memory": ("64Gi", "24Gi"),
         EFA: (0, 0),
     }
+
+
+def test_a_quota_in_accelerators_brings_cores_memory_and_efa_in_the_ratio(platform: Platform) -> None:
+    # vision: 20 of p5's GPUs = 2.5 instances: 240 cores, 5,120 GiB, 80 EFA interfaces; dont-lend
+    assert flavor(platform, "vision", P5) == {
+        GPU: (20, 0),
+        NEURON: (0, 0),
+        "cpu": (240, 0),
+        "memory": ("5120Gi", "0Gi"),
+        EFA: (80, 0),
+    }
+    props = tg.compute_quota_properties(platform, platform.team("vision"), cluster_arn="arn")
+    assert props["ComputeQuotaConfig"]["ComputeQuotaResources"] == [{"InstanceType": P5, "Accelerators": 20}]
+    assert accelerator_ceiling(platform, platform.team("vision"))[GPU] == 20  # type: ignore[index]
+    share = next(s for s in build_plan(platform, month="2026-12").shares if s.team == "vision")
+    assert (share.guaranteed_instances, share.guaranteed_gpus, share.burst_ceiling_gpus) == (
+        Decimal("2.5"),
+        20,
+        20,
+    )
 
 
 def test_task_governance_receives_the_percentage_and_the_absolute_limits(platform: Platform) -> None:
@@ -224,3 +247,29 @@ def test_validate_shows_the_limits_and_warns_above_the_documented_range(
     out = capsys.readouterr().out
     assert "lend-and-borrow  1000%; ml.g5.12xlarge: 4 accelerators" in out
     assert "warnings (1)" in out and "[HPT-BORROW-LIMIT-RANGE]" in out
+
+
+def test_the_chargeback_bills_a_gpu_quota_exactly(tmp_path: Path) -> None:
+    data = platforms.reference_data()
+    data["teams"][1]["compute"]["quotas"] = {P5: {"accelerators": 44}}  # five and a half p5 nodes
+    platform = platform_from_dict(data)
+    (vision,) = (t for t in chargeback_config(platform).teams if t.name == "vision")
+    assert vision.quotas == {P5: Fraction(11, 2)}
+    record = team_config_to_json(vision)
+    assert '"quotas": {"ml.p5.48xlarge": "11/2"}' in record
+    assert team_config_from_json(record) == vision
+    # the record of a team of whole instances is unchanged: a number
+    (research,) = (t for t in chargeback_config(platform).teams if t.name == "research")
+    assert '"quotas": {"ml.p5.48xlarge": 9}' in team_config_to_json(research)
+    plan = build_plan(platform, month="2026-12")
+    assert plan.cost is not None
+    rows = {(c.team, c.instance_type): c for c in plan.cost.report.rows}
+    assert rows[("vision", P5)].guaranteed_gpu_hours == 44 * 744  # December: 744 hours
+    assert rows[("research", P5)].guaranteed_gpu_hours == 72 * 744
+
+
+@pytest.mark.parametrize("text", ['"1/2x"', "0.5", '"-1/2"', "true"])
+def test_a_team_record_with_a_quota_that_is_no_count_is_refused(text: str) -> None:
+    record = '{"version": %d, "name": "a", "costCenter": "a", "quotas": {"ml.p5.48xlarge": %s}}'
+    with pytest.raises(ValueError, match="quota"):
+        team_config_from_json(record % (RECORD_VERSION, text))

@@ -24,7 +24,7 @@ from drift_world import AwsWorld
 from iam_eval import is_allowed
 from kube_world import FakeKube, named, rendered_cluster, write_kube_records
 from moto_server import reset
-from platforms import CLUSTER_ARN, FSX, reference_platform
+from platforms import CLUSTER_ARN, FSX, reference_data, reference_platform
 from rbac_eval import Authorizer, Request, Subject
 from synth import Synth, new_app, render_intrinsics, resources_of
 from webhook_server import certificates, free_port
@@ -41,7 +41,7 @@ from hyperpod_tenancy.k8s.audit_record import PLATFORM_NAMESPACES, kube_expectat
 from hyperpod_tenancy.k8s.labels import TENANT_LABEL
 from hyperpod_tenancy.k8s.team_chart import TeamChart
 from hyperpod_tenancy.k8s.team_manifests import ACCELERATOR_QUOTA_NAME, DEFAULT_SERVICE_ACCOUNT
-from hyperpod_tenancy.policy import names
+from hyperpod_tenancy.policy import names, platform_from_dict
 from hyperpod_tenancy.runtime import drift_audit, kube_drift
 from hyperpod_tenancy.stacks import PlatformStage
 from hyperpod_tenancy.tools.audit.model import team_stack
@@ -277,6 +277,34 @@ def test_scheduled_run_counts_each_drift(moto: str, monkeypatch: pytest.MonkeyPa
     ]
     assert result["count"] == 3
     assert _published(world) == [3.0]
+
+
+def test_a_quota_in_accelerators_is_compared_in_the_figure_it_is_stated_in(
+    moto: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The service fills vCPUs and memory of a quota stated in accelerators: that is no drift; editing the
+    accelerators, or an absolute borrow limit, is."""
+    data = reference_data()
+    data["teams"][1]["compute"]["quotas"] = {"ml.p5.48xlarge": {"accelerators": 44}}
+    data["teams"][1]["compute"]["absoluteBorrowLimits"] = {"ml.p5.48xlarge": {"accelerators": 4}}
+    platform = platform_from_dict(data)
+    quota = names.compute_quota("vision")
+    kinds = []
+    for edit in ("filled by the service", "accelerators", "absolute limit"):
+        reset(moto)
+        world = AwsWorld(platform)
+        _environment(monkeypatch, world)
+        config = world.quotas[quota]["ComputeQuotaConfig"]
+        config["ComputeQuotaResources"][0] |= {"VCpu": 528.0, "MemoryInGiB": 11264.0}
+        config["ResourceSharingConfig"]["AbsoluteBorrowLimits"][0] |= {"VCpu": 48.0, "MemoryInGiB": 1024.0}
+        if edit == "accelerators":
+            config["ComputeQuotaResources"][0]["Accelerators"] = 40
+        elif edit == "absolute limit":
+            config["ResourceSharingConfig"]["AbsoluteBorrowLimits"][0]["Accelerators"] = 64
+        clients, _ = world.clients()
+        result = drift_audit.handler(EVENT, None, clients=clients)
+        kinds.append([(f["kind"], f["team"]) for f in result["findings"]])
+    assert kinds == [[], [("compute-quota-edited", "vision")], [("compute-quota-edited", "vision")]]
 
 
 def test_the_lambda_learns_the_teams_from_the_records(moto: str, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -32,7 +32,7 @@ def test_the_example_loads_with_the_warnings_its_header_names(name: str) -> None
     assert all(code in header for code in codes)
 
 
-def test_the_borrowing_example_has_a_1000_percent_borrower_and_an_absolute_limit(
+def test_the_borrowing_example_has_a_1000_percent_borrower_an_absolute_limit_and_a_gpu_quota(
     borrowing_example: Synth,
 ) -> None:
     platform = borrowing_example.platform

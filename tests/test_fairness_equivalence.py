@@ -92,8 +92,11 @@ def test_kueue_counts_efa_interfaces_at_the_published_figure(name: str) -> None:
             continue
         group = next(g for g in platform.cluster.instance_groups if g.instance_type == itype)
         per = group.resources.efa_interfaces if group.resources is not None else spec(itype).efa_interfaces
-        count = next(t for t in platform.teams if t.name == team).compute.quotas.get(itype, 0)
-        assert share.guaranteed == count * per, (team, itype)
+        quota = next(t for t in platform.teams if t.name == team).compute.quotas.get(itype, 0)
+        # a quota in accelerators holds their share of the instance's interfaces (20 of 8 GPUs: 2.5 instances)
+        accelerators = spec(itype).accelerators
+        count = Decimal(quota) if isinstance(quota, int) else Decimal(quota.accelerators or 0) / accelerators
+        assert share.guaranteed == int(count * per), (team, itype)
 
 
 def spec_efa(platform: Platform) -> list[int]:

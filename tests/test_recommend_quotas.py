@@ -330,3 +330,14 @@ def test_a_layout_the_edit_cannot_change_is_refused_in_one_line() -> None:
     )
     with pytest.raises(_recommend.RecommendError, match=r"teams\[vision\]\.compute: cannot edit"):
         _recommend.apply_to_yaml(_BLOCK_STYLE, proposal)
+
+
+def test_a_team_holding_accelerators_is_refused_by_name(tmp_path: Path) -> None:
+    data = platforms.reference_data()
+    data["teams"][1]["compute"]["quotas"] = {P5: {"accelerators": 44}}
+    platform = platforms.platform_from_dict(data)
+    history = _recommend.read_history(platform, usage=_usage(tmp_path, wait=16), month=MONTH)
+    with pytest.raises(
+        _recommend.RecommendError, match=r"team 'vision' holds ml\.p5\.48xlarge as 44 accelerators"
+    ):
+        _recommend.recommend(platform, history)

@@ -171,14 +171,17 @@ def from_task_governance(
             )
             for item in rsc.get("AbsoluteBorrowLimits", [])
         }
-        counts: dict[str, Decimal] = dict.fromkeys(absolute, Decimal(0))
-        for item in config.get("ComputeQuotaResources", []):
-            unsupported = set(item) - {"InstanceType", "Count"}
-            assert not unsupported, f"interpreter does not model {unsupported}"
-            counts[item["InstanceType"]] = Decimal(item.get("Count", 0))
-        for itype, count in counts.items():
-            for resource, per_instance in shapes[itype].items():
-                guaranteed = count * per_instance
+        # Count instances, or Accelerators with vCPUs and memory filled in the instance's ratio (read as a borrow
+        # limit's amount is)
+        held = {
+            item["InstanceType"]: absolute_ceilings(
+                item, shapes[item["InstanceType"]], (ec2 or {}).get(item["InstanceType"])
+            )
+            for item in config.get("ComputeQuotaResources", [])
+        }
+        for itype in dict.fromkeys([*held, *absolute]):
+            for resource in shapes[itype]:
+                guaranteed = held.get(itype, {}).get(resource, Decimal(0))
                 if not borrows:
                     ceiling = Decimal(0)
                 elif itype in absolute:  # "regardless of the percentage-based BorrowLimit"

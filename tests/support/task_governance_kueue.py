@@ -134,7 +134,10 @@ def _team_objects(
     rsc = config.get("ResourceSharingConfig", {"Strategy": "LendAndBorrow"})
     strategy = rsc["Strategy"] if sharing_on else "DontLend"
     percent = Decimal(rsc.get("BorrowLimit", 50))
-    counts = {r["InstanceType"]: Decimal(r.get("Count", 0)) for r in config.get("ComputeQuotaResources", [])}
+    held = {
+        r["InstanceType"]: absolute_ceilings(r, shapes[r["InstanceType"]], ec2.get(r["InstanceType"]))
+        for r in config.get("ComputeQuotaResources", [])
+    }
     absolute = {
         r["InstanceType"]: absolute_ceilings(r, shapes[r["InstanceType"]], ec2.get(r["InstanceType"]))
         for r in rsc.get("AbsoluteBorrowLimits", [])
@@ -143,9 +146,9 @@ def _team_objects(
     for itype in instance_types:
         resources = []
         for resource in covered:
-            # [QUOTA] Count instances x the instance's resources (a flavor the team has no quota of is listed at
-            # 0: a Kueue ClusterQueue can only borrow a flavor it lists)
-            nominal = counts.get(itype, Decimal(0)) * shapes[itype].get(resource, Decimal(0))
+            # [QUOTA] Count instances x the instance's resources, or Accelerators and the rest in the ratio [API] (a
+            # flavor the team has no quota of is listed at 0: a Kueue ClusterQueue can only borrow a flavor it lists)
+            nominal = held.get(itype, {}).get(resource, Decimal(0))
             entry: dict[str, Any] = {"name": resource, "nominalQuota": _quantity(resource, nominal)}
             # [API] + [QUOTA] BorrowLimit percent of the guarantee, in whole units, or the absolute limit on the type;
             # Lend and DontLend borrow nothing

@@ -88,11 +88,25 @@ class Slot:
         return dataclasses.is_dataclass(self.hint)
 
     def fields(self) -> dict[str, dataclasses.Field[Any]]:
-        """YAML key -> field of the expected dataclass."""
-        return {yaml_key(f): f for f in dataclasses.fields(self.hint)}
+        """YAML key -> field of the expected dataclass (of a union's mapping member)."""
+        hint = self.hint
+        if self.is_union:
+            hint = next(o for o in typing.get_args(self.hint) if dataclasses.is_dataclass(o))
+        return {yaml_key(f): f for f in dataclasses.fields(hint)}
+
+    @property
+    def is_union(self) -> bool:
+        """Whether the slot takes one of several types (``int | ResourceAmount``)."""
+        return typing.get_origin(self.hint) is typing.Union
 
     def child(self, segment: int | str, *, by_name: bool = False) -> Slot:
         """Return the slot one step further in (a field by key, or an element/value); ``object`` when unknown."""
+        member = union_member(self, segment)
+        if member is not None:
+            return member
+        if self.is_union:  # a key inside the mapping member (``accelerators`` of ``int | ResourceAmount``)
+            mapping = next((o for o in typing.get_args(self.hint) if dataclasses.is_dataclass(o)), None)
+            return Slot(mapping, self.field).child(segment, by_name=by_name) if mapping else Slot(object)
         if self.is_dataclass:
             fields = {f.name: f for f in dataclasses.fields(self.hint)} if by_name else self.fields()
             f = fields.get(str(segment))
@@ -105,8 +119,31 @@ class Slot:
 def _slot(hint: Any, f: dataclasses.Field[Any] | None) -> Slot:
     if typing.get_origin(hint) in (typing.Union, types.UnionType):
         options = [o for o in typing.get_args(hint) if o is not type(None)]
-        return Slot(options[0], f, optional=True)
+        optional = len(options) < len(typing.get_args(hint))
+        if len(options) > 1:  # a choice of types (``int | ResourceAmount``): the slot keeps the union
+            return Slot(typing.Union[tuple(options)], f, optional=optional)  # noqa: UP007
+        return Slot(options[0], f, optional=optional)
     return Slot(hint, f)
+
+
+def union_members(slot: Slot) -> list[Slot]:
+    """Return the members of a union slot (none when it is not a union)."""
+    if typing.get_origin(slot.hint) is not typing.Union:
+        return []
+    return [Slot(option, slot.field) for option in typing.get_args(slot.hint)]
+
+
+def union_member(slot: Slot, tag: object) -> Slot | None:
+    """Return the member of a union slot that pydantic names ``tag`` in an error location.
+
+    Pydantic names ``int`` or a dataclass's name; None when ``slot`` is not a union or no member has that name.
+    """
+    if typing.get_origin(slot.hint) is not typing.Union:
+        return None
+    for option in typing.get_args(slot.hint):
+        if getattr(option, "__name__", None) == tag:
+            return Slot(option, slot.field)
+    return None
 
 
 @functools.cache
@@ -147,6 +184,11 @@ def example(slot: Slot) -> object | None:
     """Return the first ``examples`` entry of the slot's field metadata (used in fixes and in the JSON Schema)."""
     examples: Sequence[object] = slot.field.metadata.get("examples", ()) if slot.field else ()
     return examples[0] if examples else None
+
+
+def examples(slot: Slot) -> Sequence[object]:
+    """Return every ``examples`` entry of the slot's field metadata."""
+    return tuple(slot.field.metadata.get("examples", ())) if slot.field else ()
 
 
 def unit(slot: Slot) -> str | None:

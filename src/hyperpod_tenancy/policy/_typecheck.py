@@ -8,6 +8,7 @@ Lists are accepted where the model declares tuples.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from pydantic import ValidationError
@@ -51,7 +52,22 @@ def _report(error: ErrorDetails, base: Loc, root_: _Root, out: list[PolicyIssue]
         path = _adapter.render(loc[:-2], root=root, by_name=True, prefix=prefix)
         _bad(f"{path}.{loc[-2]}", "a string key", error["input"], "pass a str key.", out)
         return
-    slot = _adapter.slots(loc, root=root, by_name=True)[-1]
+    chain = _adapter.slots(loc, root=root, by_name=True)
+    cut = next((i for i in range(len(loc)) if _adapter.union_member(chain[i], loc[i]) is not None), None)
+    if (
+        cut is not None and len(loc) > cut + 1
+    ):  # inside the mapping member: its own path, without the member name
+        loc = (*loc[:cut], *loc[cut + 1 :])
+        chain = _adapter.slots(loc, root=root, by_name=True)
+    elif cut is not None:  # the value is none of ``int | ResourceAmount``: reported once, as a whole
+        if dataclasses.is_dataclass(error["input"]):
+            return  # a ResourceAmount: its own fields' errors say what is wrong in it
+        path = _adapter.render(loc[:cut], root=root, by_name=True, prefix=prefix) or _ROOT
+        if not any(issue.path == path for issue in out):
+            options = " or ".join(_expectation(m)[0] for m in _adapter.union_members(chain[cut]))
+            _bad(path, options, error["input"], f"pass {options}.", out)
+        return
+    slot = chain[-1]
     value = error["input"]
     if slot.origin is tuple and isinstance(value, list):
         # a list where the model says tuple is fine: check its items instead

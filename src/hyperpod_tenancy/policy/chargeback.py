@@ -14,6 +14,7 @@ from decimal import Decimal
 
 from hyperpod_tenancy.chargeback.model import BillingTerm, ChargebackConfig, TeamConfig
 from hyperpod_tenancy.policy.borrowing import may_borrow
+from hyperpod_tenancy.policy.grains import instances_by_type
 from hyperpod_tenancy.policy.instance_types import resource_shape
 from hyperpod_tenancy.policy.model import Platform, Team
 
@@ -81,7 +82,7 @@ def team_configs(platform: Platform, cost_centers: Mapping[str, str] | None = No
         TeamConfig(
             name=t.name,
             cost_center=chosen.get(t.name, t.effective_cost_center),
-            quotas=dict(t.compute.quotas),
+            quotas=instances_by_type(platform, t),
             borrows=team_borrows(platform, t),
         )
         for t in sorted(platform.hosted_teams, key=lambda t: t.name)

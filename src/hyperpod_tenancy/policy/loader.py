@@ -77,6 +77,10 @@ def _placeholder(slot: Slot) -> object:
     return {tuple: [], dict: {}}.get(slot.origin, {bool: False, int: 0, float: 0.0, str: ""}.get(slot.hint))
 
 
+#: Keys people write for a key of the model that spelling alone would not suggest (``gpus`` looks like ``vcpus``).
+_SYNONYMS = {"gpus": "accelerators", "gpu": "accelerators", "count": "instances", "memory": "memoryGiB"}
+
+
 def _lookup(data: object, loc: Loc) -> object:
     for segment in loc:
         data = data[segment]  # type: ignore[index]
@@ -86,6 +90,43 @@ def _lookup(data: object, loc: Loc) -> object:
 def _number_as_text(error: ErrorDetails, parent: Slot) -> bool:
     """Tell whether ``error`` is a whole number given for a text field: YAML reads unquoted 1234 as a number."""
     return error["type"] == "string_type" and type(error["input"]) is int and parent.is_dataclass
+
+
+def _one_per_choice(data: object, errors: list[ErrorDetails]) -> list[ErrorDetails]:
+    """Keep, for a value that may be one of several types, only the errors of the type it was written as.
+
+    Pydantic tries every member of ``int | ResourceAmount`` and reports each failure under the member's name
+    (``...quotas.ml.p5.48xlarge.int``). A mapping keeps the errors of the mapping type (an unknown key in it), and
+    anything else one error at the value itself, worded for the whole choice.
+    """
+    kept: list[ErrorDetails] = []
+    seen: set[Loc] = set()
+    for error in errors:
+        loc = error["loc"]
+        cut = _union_cut(loc)
+        if cut is None:
+            kept.append(error)
+            continue
+        value = _lookup(data, loc[:cut])
+        member = _adapter.slots(loc[: cut + 1])[-1]
+        if isinstance(value, dict):
+            if (
+                member.is_dataclass
+            ):  # a key of the mapping: its own path; the other members' errors say nothing
+                kept.append({**error, "loc": loc[:cut] + loc[cut + 1 :]})
+        elif loc[:cut] not in seen:
+            seen.add(loc[:cut])
+            kept.append({**error, "loc": loc[:cut], "type": "union_choice", "input": value})
+    return kept
+
+
+def _union_cut(loc: Loc) -> int | None:
+    """Return the index of the first union member name in ``loc`` (None: it has none)."""
+    chain = _adapter.slots(loc)
+    for i in range(len(loc)):
+        if chain[i].is_union and _adapter.union_member(chain[i], loc[i]) is not None:
+            return i
+    return None
 
 
 def _repair(data: object, error: ErrorDetails) -> None:
@@ -119,7 +160,11 @@ def _issue(data: object, error: ErrorDetails) -> PolicyIssue | None:
         return None
     if kind == "unexpected_keyword_argument":
         allowed = list(parent.fields())
-        close = difflib.get_close_matches(key, allowed, n=1)
+        close = (
+            [_SYNONYMS[key]]
+            if _SYNONYMS.get(key) in allowed
+            else difflib.get_close_matches(key, allowed, n=1)
+        )
         hint = f"did you mean `{close[0]}`?" if close else f"allowed keys here: {', '.join(allowed)}."
         message, fix = f"unknown key `{key}`.", f"remove or rename it; {hint}"
     elif kind == "missing":
@@ -133,6 +178,8 @@ def _issue(data: object, error: ErrorDetails) -> PolicyIssue | None:
         message, fix = _wrong_value(_slot_at(loc), _lookup(data, loc), str(loc[-1]))
     elif slot.is_enum:
         message, fix = _wrong_choice(slot, error["input"], in_list=parent.origin is tuple)
+    elif slot.is_union:
+        message, fix = _wrong_member(slot, f"{_kind(error['input'])} {error['input']!r}", key)
     else:
         message, fix = _wrong_value(slot, error["input"], key)
     return PolicyIssue(_adapter.render(loc) or _ROOT, message, fix, _SCHEMA)
@@ -148,6 +195,19 @@ def _wrong_choice(slot: Slot, value: object, *, in_list: bool) -> tuple[str, str
     if in_list:
         return f"{value!r} is not a {_words(slot.hint.__name__)}.", f"use {allowed}."
     return f"{value!r} is not one of: {allowed}.", f"use one of: {allowed}."
+
+
+def _wrong_member(slot: Slot, got: str, key: str) -> tuple[str, str]:
+    """Say that a value of a choice of types (``int | ResourceAmount``) is none of them, with one example of each."""
+    samples = [v for e in _adapter.examples(slot) if isinstance(e, dict) for v in list(e.values())[:1]]
+    shown = " or ".join(
+        f"`{key}: {yaml.safe_dump(v, default_flow_style=True).strip() if isinstance(v, dict) else v}`"
+        for v in samples
+    )
+    return (
+        f"expected a whole number or a mapping, got {got}.",
+        f"write e.g. {shown}." if shown else "fix its type.",
+    )
 
 
 def _wrong_value(slot: Slot, value: object, key: str) -> tuple[str, str]:
@@ -198,7 +258,7 @@ def _platform(data: Mapping[Any, Any], issues: list[PolicyIssue]) -> Platform | 
                 json.dumps(doc), by_alias=True, by_name=False
             )
         except ValidationError as exc:
-            errors = exc.errors(include_url=False)
+            errors = _one_per_choice(doc, exc.errors(include_url=False))
             for error in errors:
                 issue = _issue(doc, error)
                 if issue is not None and issue not in issues:

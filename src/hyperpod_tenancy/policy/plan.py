@@ -18,12 +18,14 @@ import functools
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 
 from hyperpod_tenancy.chargeback.model import ChargebackConfig
 from hyperpod_tenancy.errors import PolicyError, PolicyIssue
 from hyperpod_tenancy.policy import names
 from hyperpod_tenancy.policy.chargeback import chargeback_config, gpus_per_instance, team_borrows
 from hyperpod_tenancy.policy.fairness import Fairness, fairness_of, registered_keys
+from hyperpod_tenancy.policy.grains import guaranteed, instances_by_type
 from hyperpod_tenancy.policy.instance_types import resource_shape
 from hyperpod_tenancy.policy.model import Platform, PriorityClass, ResourceShape, Team
 from hyperpod_tenancy.policy.validation import ensure_valid
@@ -68,8 +70,8 @@ class TeamPlan:
     cost_center: str
     #: The priority classes it may use, highest weight first.
     classes: tuple[PriorityClass, ...]
-    #: Its guarantee in instances, per instance type.
-    quotas: Mapping[str, int]
+    #: Its guarantee in instances, per instance type (a fraction where it holds accelerators of a type).
+    quotas: Mapping[str, int | Fraction]
     #: Its guarantee in GPUs, per instance type with accelerators.
     guaranteed_gpus: Mapping[str, int]
     #: Whether it may borrow idle capacity (its sharing in force is ``lend-and-borrow``).
@@ -220,8 +222,8 @@ def _team_plan(platform: Platform, team: Team, gpus: Mapping[str, int]) -> TeamP
         permission_set=team.permission_set,
         cost_center=team.effective_cost_center,
         classes=tuple(classes),
-        quotas=dict(team.compute.quotas),
-        guaranteed_gpus={t: n * gpus[t] for t, n in team.compute.quotas.items() if t in gpus},
+        quotas=instances_by_type(platform, team),
+        guaranteed_gpus={t: guaranteed(platform, team, t, gpus[t]) for t in team.compute.quotas if t in gpus},
         borrows=team_borrows(platform, team),
         stack_id=names.team_stack_id(team.name),
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -156,23 +157,28 @@ def _team_row(platform: Platform, team: Team) -> list[str]:
 
 
 def _capacity_rows(platform: Platform) -> list[list[str]]:
+    from hyperpod_tenancy.policy.grains import quota_instances  # noqa: PLC0415 - see the imports
+
     rows = [["type", "promised", "promisable", "unpromised", "teams"]]
     for itype in dict.fromkeys(g.instance_type for g in platform.cluster.instance_groups):
         capacity = sum(g.quota_capacity for g in platform.instance_group_for(itype))
-        shares = [
-            (t.name, t.compute.quotas[itype]) for t in platform.hosted_teams if itype in t.compute.quotas
-        ]
-        promised = sum(n for _, n in shares)
+        holders = [t for t in platform.hosted_teams if itype in t.compute.quotas]
+        promised = sum((quota_instances(platform, t, itype) for t in holders), Fraction(0))
         rows.append(
             [
                 itype,
-                str(promised),
+                _instances(promised),
                 str(capacity),
-                str(capacity - promised),
-                ", ".join(f"{name} {n}" for name, n in shares) or "-",
+                _instances(capacity - promised),
+                ", ".join(f"{t.name} {t.compute.quotas[itype]}" for t in holders) or "-",
             ]
         )
     return rows
+
+
+def _instances(count: Fraction) -> str:
+    """``15``, or ``14.5`` where accelerators make a fraction of an instance."""
+    return str(count.numerator) if count.denominator == 1 else f"{float(count):g}"
 
 
 def _issues(title: str, issues: Sequence[PolicyIssue]) -> list[str]:

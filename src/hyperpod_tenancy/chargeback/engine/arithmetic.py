@@ -6,6 +6,7 @@ import datetime as dt
 import operator
 from collections.abc import Sequence
 from decimal import ROUND_FLOOR, ROUND_HALF_EVEN, Decimal
+from fractions import Fraction
 
 from hyperpod_tenancy.chargeback.engine._common import _CENT, _GPU_HOURS, _ONE, _ZERO, _Acc
 from hyperpod_tenancy.chargeback.engine.accumulators import _Row, _TypeAcc
@@ -60,6 +61,11 @@ def _is_int(value: object) -> bool:
 
 def _what_usage(u: HourlyUsage) -> str:
     return f"usage of team {u.team!r} on {u.instance_type} at {u.hour.isoformat()}"
+
+
+def _exact(count: int | Fraction) -> Decimal:
+    """Return a count of instances (a fraction where a team holds accelerators) as a Decimal."""
+    return Decimal(count) if isinstance(count, int) else Decimal(count.numerator) / Decimal(count.denominator)
 
 
 def _merged(types: dict[str, _TypeAcc]) -> dict[str, _Acc]:

@@ -21,6 +21,7 @@ from hyperpod_tenancy.chargeback.engine.accumulators import (
     _TypeAcc,
 )
 from hyperpod_tenancy.chargeback.engine.arithmetic import (
+    _exact,
     _merged,
     _off,
 )
@@ -138,7 +139,7 @@ class _Charges(_State):
             weights = defaultdict(Decimal)
             for team in self.teams.values():
                 if any(team.quotas.values()):
-                    weights[team.cost_center] += sum(team.quotas.values())
+                    weights[team.cost_center] += sum(map(_exact, team.quotas.values()), _ZERO)
         if not weights:
             raise ChargebackInputError(
                 f"idle owner `shared` splits idle capacity by guarantee, but no team has a guarantee in "
@@ -166,7 +167,7 @@ class _Charges(_State):
         weights = {id(r): r.acc.guaranteed for r in rows if r.team != IDLE_ROW}
         if not any(weights.values()):  # every guarantee scaled to nothing: by the policy's quotas
             weights = {
-                id(r): Decimal(self.teams[r.team].quotas.get(r.instance_type, 0))
+                id(r): _exact(self.teams[r.team].quotas.get(r.instance_type, 0))
                 for r in rows
                 if r.team != IDLE_ROW
             }

@@ -148,7 +148,7 @@ class _Hours(_State):
         for itype, hours in by_type.items():
             gpus = self._gpus(itype)
             nominal = [
-                (t.name, t.quotas[itype] * gpus * _PICO)
+                (t.name, int(t.quotas[itype] * gpus * _PICO))
                 for t in sorted(self.teams.values(), key=lambda t: t.name)
                 if t.quotas.get(itype, 0) > 0
             ]

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import datetime as dt
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
+from fractions import Fraction
 
 __all__ = [
     "ALL_INSTANCE_TYPES",
@@ -112,8 +114,9 @@ class TeamConfig:
 
     name: str
     cost_center: str
-    #: Guaranteed instances per instance type (the team's ``compute.quotas``).
-    quotas: dict[str, int]
+    #: Guaranteed instances per instance type (the team's ``compute.quotas``): a fraction where the team holds
+    #: accelerators of a type (4 of 8 GPUs: 1/2), so the GPU-hours it is guaranteed are exact.
+    quotas: Mapping[str, int | Fraction]
     #: Whether the policy lets the team borrow (its sharing is ``lend-and-borrow``); borrowing by a team that may
     #: not is flagged in the report, not billed silently.
     borrows: bool = True

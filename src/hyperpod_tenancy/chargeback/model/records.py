@@ -8,6 +8,7 @@ import json
 import re
 from collections.abc import Iterable
 from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
 from hyperpod_tenancy.chargeback.model.config import (
@@ -101,31 +102,46 @@ def _team_document(team: TeamConfig) -> dict[str, Any]:
     return {
         "name": team.name,
         "costCenter": team.cost_center,
-        "quotas": dict(sorted(team.quotas.items())),
+        "quotas": {itype: _count_json(n) for itype, n in sorted(team.quotas.items())},
         **({} if team.borrows else {"borrows": False}),
     }
+
+
+def _count_json(count: int | Fraction) -> int | str:
+    """Write a whole number of instances as a number; a fraction of one (accelerators of a type) as ``"1/2"``."""
+    return count if isinstance(count, int) else f"{count.numerator}/{count.denominator}"
+
+
+def _count_of(value: object) -> int | Fraction:
+    """Read what :func:`_count_json` wrote; anything else (a float, a negative count) raises ValueError."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    if isinstance(value, str) and re.fullmatch(r"[0-9]+/[1-9][0-9]*", value):
+        count = Fraction(value)
+        return count.numerator if count.denominator == 1 else count
+    raise ValueError(
+        f"team record: a quota must be a whole number of instances or a fraction 'n/d', got {value!r}"
+    )
 
 
 def team_config_from_json(text: str) -> TeamConfig:
     """Read a team record written by :func:`team_config_to_json`.
 
     Raises:
-        ValueError: the text is not JSON, a key is missing, a quota is not a whole number of instances, or the
-            record is of another version (:data:`RECORD_VERSION`).
+        ValueError: the text is not JSON, a key is missing, a quota is neither a whole number of instances nor a
+            fraction ``"n/d"``, or the record is of another version (:data:`RECORD_VERSION`).
 
     """
     document = json.loads(text)
     _check_version(document, "chargeback team record")
     try:
-        quotas = document["quotas"]
-        if not isinstance(quotas, dict) or not all(
-            isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in quotas.values()
-        ):
-            raise ValueError(f"team record: quotas must map instance types to whole numbers, got {quotas!r}")
+        written = document["quotas"]
+        if not isinstance(written, dict):
+            raise ValueError(f"team record: quotas must map instance types to instances, got {written!r}")
         return TeamConfig(
             name=str(document["name"]),
             cost_center=str(document["costCenter"]),
-            quotas=quotas,
+            quotas={str(itype): _count_of(n) for itype, n in written.items()},
             borrows=document.get("borrows", True) is not False,
         )
     except (KeyError, TypeError) as missing:

@@ -6,7 +6,7 @@ checked against the cfn-lint 1.58 registry schemas of both resource types.
 
 Semantics shared with the self-managed Kueue rendering (:mod:`hyperpod_tenancy.k8s.kueue`):
 
-* A team's guarantee is ``Count`` instances of each instance type in ``compute.quotas``.
+* A team's guarantee is ``Count`` instances, or ``Accelerators``, of each instance type in ``compute.quotas``.
 * ``BorrowLimit`` is a percentage of the team's guarantee (per instance type), and ``AbsoluteBorrowLimits``
   an amount per instance type that replaces it there, both rendered only when the team's strategy borrows
   (``LendAndBorrow``); :mod:`hyperpod_tenancy.policy.borrowing` is the same rule for Kueue.
@@ -118,8 +118,10 @@ _API_GRAIN = {
 }
 
 
-def resource_config(instance_type: str, amount: ResourceAmount) -> dict[str, Any]:
-    """Return a ``ComputeQuotaResourceConfig``: ``{"InstanceType": ..., "Accelerators": 8}``."""
+def resource_config(instance_type: str, amount: int | ResourceAmount) -> dict[str, Any]:
+    """Return a ``ComputeQuotaResourceConfig``: ``{"InstanceType": ..., "Accelerators": 8}`` (an int: ``Count``)."""
+    if isinstance(amount, int):
+        return {"InstanceType": instance_type, "Count": amount}
     return {"InstanceType": instance_type, **{_API_GRAIN[k]: v for k, v in amount.given.items()}}
 
 
@@ -159,8 +161,7 @@ def compute_quota_properties(platform: Platform, team: Team, *, cluster_arn: str
         "ClusterArn": cluster_arn,
         "ComputeQuotaConfig": {
             "ComputeQuotaResources": [
-                {"InstanceType": instance_type, "Count": count}
-                for instance_type, count in compute.quotas.items()
+                resource_config(instance_type, quota) for instance_type, quota in compute.quotas.items()
             ],
             "ResourceSharingConfig": resource_sharing,
             "PreemptTeamTasks": compute.preempt_team_tasks.value,

@@ -35,6 +35,7 @@ from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.k8s.alert_rules import preemption_rules
 from hyperpod_tenancy.policy import names
 from hyperpod_tenancy.policy.chargeback import team_borrows
+from hyperpod_tenancy.policy.grains import instances_by_type
 
 __all__ = ["TeamChargeback"]
 
@@ -146,7 +147,7 @@ class TeamChargeback(Construct):
         self.team_config = model.TeamConfig(
             name=spec.name,
             cost_center=cost_center or spec.effective_cost_center,
-            quotas=dict(spec.compute.quotas),
+            quotas=instances_by_type(platform, spec),
             borrows=team_borrows(platform, spec),
         )
         #: The team's record (read by the monthly job under ``names.team_records_path(<cluster>, "chargeback")``).

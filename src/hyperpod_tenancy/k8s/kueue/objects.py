@@ -20,6 +20,7 @@ from hyperpod_tenancy.k8s.kueue._common import (
 from hyperpod_tenancy.k8s.kueue.lint import lint_kueue_objects
 from hyperpod_tenancy.policy import names
 from hyperpod_tenancy.policy.borrowing import Resource, borrowing_limit
+from hyperpod_tenancy.policy.grains import guaranteed
 from hyperpod_tenancy.policy.instance_types import resource_shape
 from hyperpod_tenancy.policy.model import (
     InstanceGroup,
@@ -164,11 +165,10 @@ def _borrowed_resource(resource: str) -> Resource:
 def _flavor_quota(
     platform: Platform, team: Team, shape: _FlavorShape, covered: Sequence[str], sharing: SharingStrategy
 ) -> dict[str, Any]:
-    count = team.compute.quotas.get(shape.instance_type, 0)
     resources = []
     for resource in covered:
         per_instance = shape.amount(resource)
-        nominal = count * per_instance
+        nominal = guaranteed(platform, team, shape.instance_type, per_instance)
         entry: dict[str, Any] = {"name": resource, "nominalQuota": _quantity(resource, nominal)}
         borrowing = borrowing_limit(
             platform, team, shape.instance_type, _borrowed_resource(resource), per_instance

@@ -5,6 +5,7 @@ from __future__ import annotations
 from hyperpod_tenancy.k8s.team_manifests._common import Manifest, _meta
 from hyperpod_tenancy.policy import names
 from hyperpod_tenancy.policy.borrowing import Resource, borrowing_limit
+from hyperpod_tenancy.policy.grains import guaranteed
 from hyperpod_tenancy.policy.instance_types import resource_shape
 from hyperpod_tenancy.policy.model import (
     InstanceGroup,
@@ -105,7 +106,7 @@ def _ceiling(
     platform: Platform, team: Team, per_instance: int, instance_type: str, resource: Resource
 ) -> int:
     """Guarantee plus borrowing ceiling of ``per_instance`` units on ``instance_type`` (the one rule both use)."""
-    nominal = team.compute.quotas.get(instance_type, 0) * per_instance
+    nominal = guaranteed(platform, team, instance_type, per_instance)
     return nominal + borrowing_limit(platform, team, instance_type, resource, per_instance)
 
 

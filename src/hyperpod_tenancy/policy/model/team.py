@@ -103,9 +103,10 @@ class ResourceAmount:
 class ComputeAllocation:
     """A team's guaranteed capacity and how it is shared."""
 
-    #: Guaranteed instances per instance type.
-    quotas: dict[str, int] = field(
-        metadata={"examples": [{"ml.p5.48xlarge": 4}], "json_schema_extra": {"x-unit": "instances"}}
+    #: Guarantee per instance type: whole instances (``ml.p5.48xlarge: 4``), or accelerators
+    #: (``ml.p5.48xlarge: {accelerators: 4}``, vCPUs, memory and EFA interfaces following in the instance's ratio).
+    quotas: dict[str, int | ResourceAmount] = field(
+        metadata={"examples": [{"ml.p5.48xlarge": 4}, {"ml.p5.48xlarge": {"accelerators": 4}}]}
     )
     #: Lending/borrowing strategy.
     sharing: SharingStrategy = SharingStrategy.LEND_AND_BORROW

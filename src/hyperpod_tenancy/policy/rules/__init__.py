@@ -140,6 +140,7 @@ ERROR_RULES: tuple[Rule, ...] = (
     # for each quota entry of the team
     capacity.quota_type,
     capacity.quota_count,
+    capacity.quota_grain,
     # the rest of the team
     *borrowing.ERROR_RULES,
     scheduling.fair_share_weight,

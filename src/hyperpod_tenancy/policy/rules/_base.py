@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import TypeAlias, TypeVar
 
 from hyperpod_tenancy.errors import PolicyIssue
-from hyperpod_tenancy.policy.model import InstanceGroup, Platform, PriorityClass, Team
+from hyperpod_tenancy.policy.model import InstanceGroup, Platform, PriorityClass, ResourceAmount, Team
 
 __all__ = [
     "Domain",
@@ -275,7 +275,7 @@ PlatformCheck: TypeAlias = Callable[[Platform], Iterable[Finding]]
 GroupCheck: TypeAlias = Callable[[Platform, int, InstanceGroup], Iterable[Finding]]
 PriorityClassCheck: TypeAlias = Callable[[Platform, int, PriorityClass], Iterable[Finding]]
 TeamCheck: TypeAlias = Callable[[Platform, int, Team], Iterable[Finding]]
-TeamQuotaCheck: TypeAlias = Callable[[Platform, int, Team, str, int], Iterable[Finding]]
+TeamQuotaCheck: TypeAlias = Callable[[Platform, int, Team, str, int | ResourceAmount], Iterable[Finding]]
 _Item = TypeVar("_Item", InstanceGroup, PriorityClass, Team)
 
 

@@ -22,7 +22,7 @@ from hyperpod_tenancy.policy.model import (
 )
 from hyperpod_tenancy.policy.rules._base import Domain, Finding, Severity, team_rule
 
-__all__ = ["ERROR_RULES", "WARNING_RULES"]
+__all__ = ["ERROR_RULES", "WARNING_RULES", "amount_problem"]
 
 #: ``AbsoluteBorrowLimits``: at most 15 entries; each amount at most 10,000,000 (``ComputeQuotaResourceConfig``).
 _MAX_ENTRIES = 15
@@ -126,7 +126,7 @@ def absolute_sharing(p: Platform, i: int, team: Team) -> Iterator[Finding]:
         )
 
 
-def _amount_problem(amount: ResourceAmount, itype: str, p: Platform) -> tuple[str, str] | None:
+def amount_problem(amount: ResourceAmount, itype: str, p: Platform) -> tuple[str, str] | None:
     """Return what is wrong with one absolute limit, and the fix (None: nothing)."""
     grains = amount.grains
     if not grains or (len(grains) > 1 and set(grains) != {"vcpus", "memoryGiB"}):
@@ -174,7 +174,7 @@ def absolute_limit(p: Platform, i: int, team: Team) -> Iterator[Finding]:
             hint = f"did you mean {close[0]}?" if close else f"the cluster has {', '.join(types)}."
             yield Finding(at, f"{itype!r} is not an instance type of the cluster's groups.", hint)
             continue
-        problem = _amount_problem(amount, itype, p)
+        problem = amount_problem(amount, itype, p)
         if problem is not None:
             message, fix = problem
             yield Finding(at, f"the limit on {itype} {message}", fix)

@@ -6,10 +6,13 @@ import difflib
 import re
 from collections import defaultdict
 from collections.abc import Iterator
+from fractions import Fraction
 
+from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.policy import fairness
 from hyperpod_tenancy.policy._accepted_types import HYPERPOD_INSTANCE_TYPES
-from hyperpod_tenancy.policy.model import InstanceGroup, Platform, Team
+from hyperpod_tenancy.policy.grains import QUOTA_GRAINS, quota_instances
+from hyperpod_tenancy.policy.model import InstanceGroup, Platform, ResourceAmount, Team
 from hyperpod_tenancy.policy.rules._base import (
     Domain,
     Finding,
@@ -19,6 +22,7 @@ from hyperpod_tenancy.policy.rules._base import (
     team_quota_rule,
     team_rule,
 )
+from hyperpod_tenancy.policy.rules.borrowing import amount_problem
 
 _TRAINING_PLAN = re.compile(r"^arn:aws[a-z\-]*:sagemaker:[a-z0-9\-]*:[0-9]{12}:training-plan/.*$")
 _MAX_INSTANCE_COUNT = 6758
@@ -292,7 +296,7 @@ def quota_entries(p: Platform, i: int, team: Team) -> Iterator[Finding]:
     failure="a quota on an instance type the cluster does not have",
     guardrail="every quota names the type of an instance group, with a did-you-mean hint",
 )
-def quota_type(p: Platform, i: int, team: Team, itype: str, count: int) -> Iterator[Finding]:
+def quota_type(p: Platform, i: int, team: Team, itype: str, count: int | ResourceAmount) -> Iterator[Finding]:
     """Check that a quota names the instance type of an instance group."""
     types = {g.instance_type for g in p.cluster.instance_groups}
     if itype not in types:
@@ -319,12 +323,46 @@ def quota_type(p: Platform, i: int, team: Team, itype: str, count: int) -> Itera
     failure="a negative quota",
     guardrail="quotas are 0 or more instances",
 )
-def quota_count(p: Platform, i: int, team: Team, itype: str, count: int) -> Iterator[Finding]:
+def quota_count(
+    p: Platform, i: int, team: Team, itype: str, count: int | ResourceAmount
+) -> Iterator[Finding]:
     """Check that a quota is not negative."""
-    if count < 0:
+    if isinstance(count, int) and count < 0:
         yield Finding(
             f"teams[{i}].compute.quotas.{itype}", f"{count} is negative.", "use 0 or more instances."
         )
+
+
+@team_quota_rule(
+    code="HPT-QUOTA-GRAIN",
+    domain=Domain.CAPACITY,
+    at="teams[*].compute.quotas",
+    reads=("cluster.instanceGroups[*].instanceType", "cluster.instanceGroups[*].resources"),
+    failure="a quota in a grain this platform cannot promise, or accelerators on a type without them",
+    guardrail="a quota is whole instances or `{accelerators: N}` on a type with accelerators and a known shape",
+)
+def quota_grain(
+    p: Platform, i: int, team: Team, itype: str, count: int | ResourceAmount
+) -> Iterator[Finding]:
+    """Check that a quota stated as an amount is in accelerators on a type that has them."""
+    if isinstance(count, int) or itype not in {g.instance_type for g in p.cluster.instance_groups}:
+        return
+    at = f"teams[{i}].compute.quotas.{itype}"
+    if count.grains not in QUOTA_GRAINS:
+        shown = ", ".join(count.grains) or "nothing"
+        yield Finding(
+            at,
+            f"the quota on {itype} gives {shown}; a quota is whole instances (`{itype}: 2`) or accelerators "
+            f"(`{itype}: {{accelerators: 4}}`), with vCPUs, memory and EFA interfaces following in the "
+            "instance's ratio. Quotas in vCPUs or memory alone are not offered: a pod of such a team could not "
+            "be told apart from one that needs accelerators.",
+            "state the quota in instances or in accelerators.",
+        )
+        return
+    problem = amount_problem(count, itype, p)
+    if problem is not None:
+        message, fix = problem
+        yield Finding(at, f"the quota on {itype} {message}", fix)
 
 
 @platform_rule(
@@ -341,27 +379,40 @@ def quota_count(p: Platform, i: int, team: Team, itype: str, count: int) -> Iter
 )
 def quota_capacity(p: Platform) -> Iterator[Finding]:
     """Per instance type, the hosted teams' quotas fit in the instances not held in reserve."""
-    promised: dict[str, list[tuple[str, int]]] = defaultdict(list)
+    promised: dict[str, list[tuple[str, int | ResourceAmount, Fraction]]] = defaultdict(list)
     for team in p.hosted_teams:
         for itype, count in team.compute.quotas.items():
-            promised[itype].append((team.name, count))
+            try:
+                instances = quota_instances(p, team, itype)
+            except TenancyError:
+                continue  # a grain or shape HPT-QUOTA-GRAIN reports
+            promised[itype].append((team.name, count, instances))
     for itype, shares in promised.items():
         groups = p.instance_group_for(itype)
         if not groups or any(g.count < 1 for g in groups):
             continue  # reported by HPT-QUOTA-UNKNOWN-TYPE / HPT-COUNT
-        total = sum(c for _, c in shares)
+        total = sum((n for _, _, n in shares), Fraction(0))
         count = sum(g.count for g in groups)
         reserved = sum(g.reserved for g in groups)
         capacity = count - reserved
         if total > capacity:
-            parts = " + ".join(f"{n} {c}" for n, c in shares)
+            parts = " + ".join(
+                f"{name} {c}" if isinstance(c, int) else f"{name} {c} ({_instances(n)} instances)"
+                for name, c, n in shares
+            )
             yield Finding(
                 f"teams[*].compute.quotas.{itype}",
-                f"quotas for {itype} sum to {total} ({parts}) but the cluster can promise only {capacity} "
-                f"({count} instances - {reserved} reserved = {capacity}); quotas would promise capacity "
-                "that is recovering.",
-                f"lower the quotas by {total - capacity} in total, or add instances to the {itype} group.",
+                f"quotas for {itype} sum to {_instances(total)} ({parts}) but the cluster can promise only "
+                f"{capacity} ({count} instances - {reserved} reserved = {capacity}); quotas would promise "
+                "capacity that is recovering.",
+                f"lower the quotas by {_instances(total - capacity)} instances in total, or add instances to the "
+                f"{itype} group.",
             )
+
+
+def _instances(count: Fraction) -> str:
+    """``15``, or ``14.5`` where accelerators make a fraction of an instance."""
+    return str(count.numerator) if count.denominator == 1 else f"{float(count):g}"
 
 
 @group_rule(

@@ -55,6 +55,21 @@ def studio_findings(sagemaker: Any, expectations: Sequence[TeamExpectation]) -> 
     return findings
 
 
+#: The figure a ``ComputeQuotaResourceConfig`` is stated in, first found first: the service fills the others in the
+#: instance's ratio ("Read may return values the customer did not supply", CloudFormation schema of
+#: ``AWS::SageMaker::ComputeQuota``), so only the one the stack renders is compared.
+_STATED = ("Count", "Accelerators", "VCpu", "MemoryInGiB")
+
+
+def _resources_view(resources: Any) -> list[dict[str, Any]]:
+    """Each ``ComputeQuotaResourceConfig`` as its type and the figure it is stated in, sorted by type."""
+    view = []
+    for r in resources or []:
+        stated = next((k for k in _STATED if r.get(k) is not None), "Count")
+        view.append({"InstanceType": r.get("InstanceType"), stated: r.get(stated)})
+    return sorted(view, key=lambda r: str(r["InstanceType"]))
+
+
 def _quota_view(quota: Mapping[str, Any]) -> dict[str, Any]:
     """Return the :data:`QUOTA_FIELDS` of a quota, with only the keys the stack renders (what the service adds dropped)."""
     config = quota.get("ComputeQuotaConfig") or {}
@@ -62,14 +77,15 @@ def _quota_view(quota: Mapping[str, Any]) -> dict[str, Any]:
     target = quota.get("ComputeQuotaTarget") or {}
     return {
         "ComputeQuotaConfig": {
-            "ComputeQuotaResources": sorted(
-                (
-                    {"InstanceType": r.get("InstanceType"), "Count": r.get("Count")}
-                    for r in config.get("ComputeQuotaResources") or []
+            "ComputeQuotaResources": _resources_view(config.get("ComputeQuotaResources")),
+            "ResourceSharingConfig": {
+                **{k: sharing[k] for k in ("Strategy", "BorrowLimit") if k in sharing},
+                **(
+                    {"AbsoluteBorrowLimits": _resources_view(sharing["AbsoluteBorrowLimits"])}
+                    if sharing.get("AbsoluteBorrowLimits")
+                    else {}
                 ),
-                key=lambda r: str(r["InstanceType"]),
-            ),
-            "ResourceSharingConfig": {k: sharing[k] for k in ("Strategy", "BorrowLimit") if k in sharing},
+            },
             "PreemptTeamTasks": config.get("PreemptTeamTasks"),
         },
         "ComputeQuotaTarget": {k: target.get(k) for k in ("TeamName", "FairShareWeight")},

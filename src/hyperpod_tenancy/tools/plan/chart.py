@@ -126,7 +126,14 @@ def _panel(ax: Axes, cap: TypeCapacity, rows: Sequence[_Row], right: float) -> N
         )
     left += cap.reserved * per
     if cap.unallocated > 0:
-        ax.barh(y_bar, cap.unallocated * per, left=left, height=0.8, color=_UNALLOCATED, edgecolor="#444444")
+        ax.barh(
+            y_bar,
+            float(cap.unallocated) * per,
+            left=left,
+            height=0.8,
+            color=_UNALLOCATED,
+            edgecolor="#444444",
+        )
     for i, row in enumerate(rows):
         y = len(rows) - 1 - i
         if row.guaranteed > 0:

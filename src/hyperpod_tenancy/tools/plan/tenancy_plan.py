@@ -29,6 +29,7 @@ import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from fractions import Fraction
 
 from hyperpod_tenancy.chargeback import engine
 from hyperpod_tenancy.chargeback.model import (
@@ -43,6 +44,7 @@ from hyperpod_tenancy.chargeback.model import (
 )
 from hyperpod_tenancy.errors import PolicyIssue
 from hyperpod_tenancy.policy.borrowing import Resource, absolute_limit, borrowing_limit
+from hyperpod_tenancy.policy.grains import guaranteed, quota_instances
 from hyperpod_tenancy.policy.instance_types import resource_shape
 from hyperpod_tenancy.policy.model import Platform, SharingStrategy, Team
 
@@ -69,10 +71,11 @@ class TypeCapacity:
     instances: int
     #: Instances outside every quota (HyperPod replaces a faulty node with one of them).
     reserved: int
-    #: Instances the teams' guarantees share out: the sum of their quotas on the type.
-    guaranteed: int
+    #: Instances the teams' guarantees share out: the sum of their quotas on the type (a fraction of an instance
+    #: where a team holds accelerators).
+    guaranteed: Decimal
     #: Instances no team is guaranteed (``instances - reserved - guaranteed``).
-    unallocated: int
+    unallocated: Decimal
 
     @property
     def promisable(self) -> int:
@@ -103,8 +106,8 @@ class TeamShare:
 
     team: str
     instance_type: str
-    #: The team's quota on the type, in instances.
-    guaranteed_instances: int
+    #: The team's quota on the type, in instances (a fraction of one where it holds accelerators).
+    guaranteed_instances: Decimal
     guaranteed_gpus: int
     #: The guarantee as a fraction of the type's promisable GPUs (0 when nothing is promisable).
     share: Decimal
@@ -184,21 +187,26 @@ def gpus_per_instance(platform: Platform) -> dict[str, int]:
     return gpus
 
 
+def _decimal(count: Fraction) -> Decimal:
+    """Return a count of instances as a Decimal (exact for the accelerator counts of real instance types)."""
+    return Decimal(count.numerator) / Decimal(count.denominator)
+
+
 def _capacities(platform: Platform, gpus: Mapping[str, int]) -> tuple[TypeCapacity, ...]:
     capacities = []
     for itype in gpus:
         groups = platform.instance_group_for(itype)
         instances = sum(g.count for g in groups)
         reserved = sum(g.reserved for g in groups)
-        guaranteed = sum(t.compute.quotas.get(itype, 0) for t in platform.hosted_teams)
+        held = sum((quota_instances(platform, t, itype) for t in platform.hosted_teams), Fraction(0))
         capacities.append(
             TypeCapacity(
                 instance_type=itype,
                 gpus_per_instance=gpus[itype],
                 instances=instances,
                 reserved=reserved,
-                guaranteed=guaranteed,
-                unallocated=instances - reserved - guaranteed,
+                guaranteed=_decimal(held),
+                unallocated=_decimal(instances - reserved - held),
             )
         )
     return tuple(capacities)
@@ -227,19 +235,20 @@ def _shares(platform: Platform, capacities: Sequence[TypeCapacity]) -> tuple[Tea
         per_instance = cap.gpus_per_instance
         # what every team lends on this type while idle (a dont-lend team keeps all of it: lendingLimit 0)
         lends = {
-            t.name: t.compute.quotas.get(cap.instance_type, 0) * per_instance
+            t.name: guaranteed(platform, t, cap.instance_type, per_instance)
             for t in teams
             if platform.effective_sharing(t).lends
         }
         lent_in_total = sum(lends.values())
         promisable_gpus = cap.promisable * per_instance
         for team in teams:
-            count = team.compute.quotas.get(cap.instance_type)
-            if count is None and absolute_limit(team, cap.instance_type) is None:
+            if (
+                cap.instance_type not in team.compute.quotas
+                and absolute_limit(team, cap.instance_type) is None
+            ):
                 continue
-            count = count or 0
             sharing = platform.effective_sharing(team)
-            guaranteed = count * per_instance
+            held = guaranteed(platform, team, cap.instance_type, per_instance)
             limit = borrowing_limit(platform, team, cap.instance_type, Resource.ACCELERATORS, per_instance)
             others = lent_in_total - lends.get(team.name, 0)
             borrowable = min(limit, others)
@@ -247,13 +256,13 @@ def _shares(platform: Platform, capacities: Sequence[TypeCapacity]) -> tuple[Tea
                 TeamShare(
                     team=team.name,
                     instance_type=cap.instance_type,
-                    guaranteed_instances=count,
-                    guaranteed_gpus=guaranteed,
-                    share=Decimal(guaranteed) / promisable_gpus if promisable_gpus else Decimal(0),
+                    guaranteed_instances=_decimal(quota_instances(platform, team, cap.instance_type)),
+                    guaranteed_gpus=held,
+                    share=Decimal(held) / promisable_gpus if promisable_gpus else Decimal(0),
                     sharing=sharing,
                     borrowing_limit_gpus=limit,
                     lent_by_others_gpus=others,
-                    burst_ceiling_gpus=guaranteed + borrowable,
+                    burst_ceiling_gpus=held + borrowable,
                     reclaimable_gpus=borrowable,
                     risks=_risks(platform, team, borrowable),
                 )
@@ -272,9 +281,9 @@ def _planned_usage(platform: Platform, capacities: Sequence[TypeCapacity], month
         if cap.gpus_per_instance == 0:
             continue
         held = [
-            (t.name, t.compute.quotas[cap.instance_type] * cap.gpus_per_instance * MS_PER_HOUR)
+            (t.name, guaranteed(platform, t, cap.instance_type, cap.gpus_per_instance) * MS_PER_HOUR)
             for t in platform.hosted_teams
-            if t.compute.quotas.get(cap.instance_type)
+            if guaranteed(platform, t, cap.instance_type, cap.gpus_per_instance)
         ]
         for hour in hours:
             capacity.append(

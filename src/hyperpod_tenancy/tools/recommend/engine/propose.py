@@ -13,6 +13,7 @@ from hyperpod_tenancy.tools.recommend.engine.history import (
     History,
     Proposal,
     Reason,
+    RecommendError,
     Series,
     _gpus_per_instance,
     percentile,
@@ -21,8 +22,30 @@ from hyperpod_tenancy.tools.recommend.engine.history import (
 __all__ = ["recommend"]
 
 
+def _whole_instance_quotas(platform: Platform) -> dict[str, dict[str, int]]:
+    """Every hosted team's quotas, each a whole number of instances (what the proposals are stated in)."""
+    out: dict[str, dict[str, int]] = {}
+    for team in platform.hosted_teams:
+        out[team.name] = {}
+        for itype, quota in team.compute.quotas.items():
+            if not isinstance(quota, int):
+                raise RecommendError(
+                    f"team {team.name!r} holds {itype} as {quota}; recommend-quotas proposes whole instances "
+                    "only. Size that quota by hand from `hyperpod-tenancy plan` and the usage report, or state it "
+                    "in instances to have it proposed."
+                )
+            out[team.name][itype] = quota
+    return out
+
+
 def recommend(platform: Platform, history: History) -> Proposal:
-    """Propose every hosted team's quotas and borrow limit from ``history`` (see the module docstring)."""
+    """Propose every hosted team's quotas and borrow limit from ``history`` (see the module docstring).
+
+    Raises:
+        RecommendError: a team holds a quota in accelerators (proposals are in whole instances).
+
+    """
+    whole = _whole_instance_quotas(platform)
     gpus = _gpus_per_instance(platform)
     from hyperpod_tenancy.tools.plan.tenancy_plan import build_plan  # noqa: PLC0415
 
@@ -33,7 +56,7 @@ def recommend(platform: Platform, history: History) -> Proposal:
     figures: dict[tuple[str, str], tuple[float, float, float, int, float]] = {}
     for team in platform.hosted_teams:
         quotas[team.name] = {}
-        for itype, count in team.compute.quotas.items():
+        for itype, count in whole[team.name].items():
             per = gpus.get(itype, 0)
             if per == 0:  # a type without accelerators: the GPU history says nothing about it
                 quotas[team.name][itype] = count
@@ -94,7 +117,7 @@ def recommend(platform: Platform, history: History) -> Proposal:
             p95_borrowed_above=above_of[(team, itype)],
             hours_at_ceiling=capped,
             waiting_gpu_hours=waiting,
-            current_instances=platform.team(team).compute.quotas[itype],
+            current_instances=whole[team][itype],
             proposed_instances=quotas[team][itype],
             current_borrow_limit=platform.team(team).compute.borrow_limit,
             proposed_borrow_limit=borrow_limits[team],

@@ -1,0 +1,123 @@
+"""What an amount of one instance type's compute is, resource by resource: the grains of quotas and borrow limits.
+
+A quota or an absolute borrow limit names whole ``instances``, ``accelerators``, or ``vcpus`` and/or ``memoryGiB``
+(:class:`~hyperpod_tenancy.policy.model.ResourceAmount`). :func:`instance_fractions` reads it as a fraction of one
+instance per resource, the way the SageMaker API fills a ``ComputeQuotaResourceConfig`` that names one figure:
+accelerators bring vCPUs, memory and EFA interfaces in the instance's ratio; vCPUs or memory bring the other in
+the ratio and no accelerators. Every consumer (the Kueue ClusterQueues, the ResourceQuota backstop, ``plan``, the
+chargeback) multiplies the fraction by one instance's amount in its own unit and floors the product
+(:func:`guaranteed`).
+"""
+
+from __future__ import annotations
+
+import enum
+from fractions import Fraction
+
+from hyperpod_tenancy.errors import TenancyError
+from hyperpod_tenancy.policy.instance_types import resource_shape
+from hyperpod_tenancy.policy.model import Platform, ResourceAmount, ResourceShape, Team
+
+__all__ = [
+    "QUOTA_GRAINS",
+    "Resource",
+    "guaranteed",
+    "instance_fractions",
+    "instances_by_type",
+    "quota_instances",
+    "shape_of",
+]
+
+#: The grains a quota may be stated in: whole instances, or accelerators (GPUs, Neuron devices).
+QUOTA_GRAINS = (("instances",), ("accelerators",))
+
+
+class Resource(enum.Enum):
+    """A resource a borrowing ceiling is stated for."""
+
+    ACCELERATORS = "accelerators"
+    CPU = "cpu"
+    MEMORY = "memory"
+    EFA = "efa"
+
+
+def _decimal(value: float) -> Fraction:
+    """Return the fraction a YAML number means (``0.1`` is one tenth, not its binary approximation)."""
+    return Fraction(str(value))
+
+
+def instance_fractions(amount: ResourceAmount, shape: ResourceShape | None) -> dict[Resource, Fraction]:
+    """Return what ``amount`` is, per resource, in instances of ``shape`` (``{accelerators: 2}`` of 8 GPUs: 1/4 each).
+
+    Raises:
+        TenancyError: ``amount`` has no grain or more than one (validation reports these first), names
+            accelerators on a type without them, or needs ``shape`` and it is unknown (``None``).
+
+    """
+    grains = amount.grains
+    if grains == ("instances",) and amount.instances is not None:
+        whole = Fraction(amount.instances)
+        return dict.fromkeys(Resource, whole)
+    if shape is None:
+        raise TenancyError(
+            f"an amount in {', '.join(grains)} needs the instance type's resource shape; set `resources:` on "
+            "its instance group, or state the amount in `instances`."
+        )
+    if grains == ("accelerators",) and amount.accelerators is not None:
+        if shape.accelerators < 1:
+            raise TenancyError("an amount in accelerators on an instance type without accelerators")
+        share = Fraction(amount.accelerators, shape.accelerators)
+        return dict.fromkeys(Resource, share)
+    if grains and set(grains) <= {"vcpus", "memoryGiB"}:
+        cpu = _decimal(amount.vcpus) / shape.vcpus if amount.vcpus is not None else None
+        memory = _decimal(amount.memory_gib) / shape.memory_gib if amount.memory_gib is not None else None
+        # the one not given follows the other in the instance's ratio
+        return {
+            Resource.ACCELERATORS: Fraction(0),
+            Resource.CPU: next(f for f in (cpu, memory) if f is not None),
+            Resource.MEMORY: next(f for f in (memory, cpu) if f is not None),
+            Resource.EFA: Fraction(0),
+        }
+    raise TenancyError(
+        f"an amount needs exactly one grain (instances, accelerators, or vcpus/memoryGiB); got {grains}"
+    )
+
+
+def shape_of(platform: Platform, instance_type: str) -> ResourceShape | None:
+    """One instance's resources of ``instance_type`` (its group's ``resources`` or the catalogue; None: unknown)."""
+    shapes = (resource_shape(g) for g in platform.instance_group_for(instance_type))
+    return next((s for s in shapes if s is not None), None)
+
+
+def quota_instances(platform: Platform, team: Team, instance_type: str) -> Fraction:
+    """Return the team's guarantee on ``instance_type`` in instances (``{accelerators: 4}`` of 8 GPUs: 1/2).
+
+    ``4`` is 4; no quota is 0.
+
+    Raises:
+        TenancyError: the quota is in a grain other than :data:`QUOTA_GRAINS` (validation reports it first), or
+            in accelerators on a type whose resource shape is unknown or has none.
+
+    """
+    quota = team.compute.quotas.get(instance_type, 0)
+    if isinstance(quota, int):
+        return Fraction(quota)
+    if quota.grains not in QUOTA_GRAINS:
+        raise TenancyError(
+            f"a quota in {', '.join(quota.grains)}: quotas are whole instances or accelerators"
+        )
+    return instance_fractions(quota, shape_of(platform, instance_type))[Resource.ACCELERATORS]
+
+
+def guaranteed(platform: Platform, team: Team, instance_type: str, per_instance: int) -> int:
+    """Return the team's guarantee on ``instance_type`` of a resource one instance has ``per_instance`` of (floored)."""
+    return int(quota_instances(platform, team, instance_type) * per_instance)
+
+
+def instances_by_type(platform: Platform, team: Team) -> dict[str, int | Fraction]:
+    """Return the team's guarantee per instance type in instances: an int where whole (``4``), else a fraction."""
+    out: dict[str, int | Fraction] = {}
+    for itype in team.compute.quotas:
+        count = quota_instances(platform, team, itype)
+        out[itype] = count.numerator if count.denominator == 1 else count
+    return out
