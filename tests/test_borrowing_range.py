@@ -114,6 +114,27 @@ def test_a_quota_in_accelerators_brings_cores_memory_and_efa_in_the_ratio(platfo
     )
 
 
+def test_a_quota_in_vcpus_and_memory_holds_no_accelerators(platform: Platform) -> None:
+    # inference: g5.12xlarge has 4 GPUs, 48 vCPUs (48 cores at threadsPerCore 2), 192 GiB: 96 vCPUs are two
+    # instances' cores, 256 GiB one and a third instances' memory, and no GPU
+    assert flavor(platform, "inference", "ml.g5.12xlarge") == {
+        GPU: (0, 0),
+        NEURON: (0, 0),
+        "cpu": (96, 0),
+        "memory": ("256Gi", "0Gi"),
+        EFA: (0, 0),
+    }
+    props = tg.compute_quota_properties(platform, platform.team("inference"), cluster_arn="arn")
+    assert props["ComputeQuotaConfig"]["ComputeQuotaResources"][0] == {
+        "InstanceType": "ml.g5.12xlarge",
+        "VCpu": 96,
+        "MemoryInGiB": 256,
+    }
+    shares = {(s.team, s.instance_type): s for s in build_plan(platform, month="2026-12").shares}
+    share = shares[("inference", "ml.g5.12xlarge")]
+    assert (share.guaranteed_instances, share.guaranteed_gpus) == (Decimal(2), 0)
+
+
 def test_task_governance_receives_the_percentage_and_the_absolute_limits(platform: Platform) -> None:
     props = tg.compute_quota_properties(platform, platform.team("data-prep"), cluster_arn="arn")
     assert props["ComputeQuotaConfig"]["ResourceSharingConfig"] == {

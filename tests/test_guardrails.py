@@ -241,7 +241,7 @@ BAD = [
         },
         "teams[1].compute.sharing": "lend",
         "teams[1].compute.absoluteBorrowLimits": {P5: {"instances": 1}},
-        "teams[2].compute.quotas": {"ml.g5.12xlarge": {"vcpus": 8}},
+        "teams[2].compute.quotas": {"ml.g5.12xlarge": {"accelerators": 1, "vcpus": 8}},
     },
     # more teams than the default of every account quota (HPT-QUOTA-*)
     {"teams": [{**reference_data()["teams"][2], "name": f"team-{i:04d}"} for i in range(3501)]},

@@ -26,6 +26,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
 import yaml
@@ -124,21 +125,31 @@ def absolute_ceilings(
     unsupported = set(item) - {"InstanceType", "Count", "Accelerators", "VCpu", "MemoryInGiB"}
     assert not unsupported, f"interpreter does not model {unsupported}"
     accelerator = next(r for r in shape if r not in ("cpu", "memory"))
+    # ratios as exact fractions: 256 GiB of 192 is 4/3, which no decimal holds
+    ratios: dict[str, Fraction]
     if "Count" in item:
-        ratios = dict.fromkeys(shape, Decimal(item["Count"]))
+        ratios = dict.fromkeys(shape, Fraction(item["Count"]))
     elif "Accelerators" in item:
-        ratios = dict.fromkeys(shape, Decimal(item["Accelerators"]) / shape[accelerator])
+        ratios = dict.fromkeys(shape, Fraction(item["Accelerators"]) / Fraction(shape[accelerator]))
     else:
         assert ec2 is not None, "VCpu and MemoryInGiB are read against EC2's figures: pass them"
         vcpus, gib = ec2
-        cpu = Decimal(str(item["VCpu"])) / vcpus if "VCpu" in item else None
-        memory = Decimal(str(item["MemoryInGiB"])) / gib if "MemoryInGiB" in item else None
+        cpu = Fraction(str(item["VCpu"])) / Fraction(vcpus) if "VCpu" in item else None
+        memory = Fraction(str(item["MemoryInGiB"])) / Fraction(gib) if "MemoryInGiB" in item else None
         ratios = {
-            accelerator: Decimal(0),
-            "cpu": cpu if cpu is not None else memory,
-            "memory": memory if memory is not None else cpu,
+            accelerator: Fraction(0),
+            "cpu": next(r for r in (cpu, memory) if r is not None),
+            "memory": next(r for r in (memory, cpu) if r is not None),
         }
-    return {resource: floor_to_unit(resource, ratios[resource] * per) for resource, per in shape.items()}
+    return {
+        resource: _floor_exact(resource, ratios[resource] * Fraction(per)) for resource, per in shape.items()
+    }
+
+
+def _floor_exact(resource: str, amount: Fraction) -> Decimal:
+    """Round an exact ``amount`` down to whole units of ``resource`` (a whole number of units is a finite decimal)."""
+    unit = Fraction(UNITS.get(resource, Decimal(1)))
+    return Decimal(math.floor(amount / unit)) * UNITS.get(resource, Decimal(1))
 
 
 def from_task_governance(

@@ -240,13 +240,17 @@ def borrowing_range() -> Platform:
     research borrows 1,000 % of its guarantee on p5 and m5, and at most one whole trn1 instance (absolute, over
     its 33 % there); data-prep borrows up to 6 vCPUs on m5 (memory following in the ratio) and 8 GPUs on p5,
     where it has no quota. vision holds 20 p5 GPUs (two and a half instances) and keeps ``dont-lend``; inference
-    lends only.
+    holds 96 vCPUs and 256 GiB of g5 (no GPU) and lends only.
     """
 
     def edit(d: dict[str, Any]) -> None:
         _mixed_accelerators(d)
         research, vision, inference, data_prep = d["teams"]
         vision["compute"] = {**vision["compute"], "quotas": {"ml.p5.48xlarge": {"accelerators": 20}}}
+        inference["compute"] = {
+            **inference["compute"],
+            "quotas": {"ml.g5.12xlarge": {"vcpus": 96, "memoryGiB": 256}, "ml.trn1.32xlarge": 1},
+        }
         research["compute"] = {
             **research["compute"],
             "borrowLimit": 1000,

@@ -60,7 +60,7 @@ def borrowing_limit(
         return 0
     absolute = absolute_limit(team, instance_type)
     if absolute is None:
-        nominal = guaranteed(platform, team, instance_type, per_instance)
+        nominal = guaranteed(platform, team, instance_type, per_instance, resource)
         return sharing.borrowing_limit(nominal, team.compute.borrow_limit)
     fraction = instance_fractions(absolute, shape_of(platform, instance_type))[resource]
     return int(fraction * per_instance)

@@ -19,17 +19,14 @@ from hyperpod_tenancy.policy.instance_types import resource_shape
 from hyperpod_tenancy.policy.model import Platform, ResourceAmount, ResourceShape, Team
 
 __all__ = [
-    "QUOTA_GRAINS",
     "Resource",
     "guaranteed",
     "instance_fractions",
     "instances_by_type",
+    "quota_fractions",
     "quota_instances",
     "shape_of",
 ]
-
-#: The grains a quota may be stated in: whole instances, or accelerators (GPUs, Neuron devices).
-QUOTA_GRAINS = (("instances",), ("accelerators",))
 
 
 class Resource(enum.Enum):
@@ -89,35 +86,46 @@ def shape_of(platform: Platform, instance_type: str) -> ResourceShape | None:
     return next((s for s in shapes if s is not None), None)
 
 
-def quota_instances(platform: Platform, team: Team, instance_type: str) -> Fraction:
-    """Return the team's guarantee on ``instance_type`` in instances (``{accelerators: 4}`` of 8 GPUs: 1/2).
-
-    ``4`` is 4; no quota is 0.
+def quota_fractions(platform: Platform, team: Team, instance_type: str) -> dict[Resource, Fraction]:
+    """Return the team's guarantee on ``instance_type`` per resource, in instances (no quota: 0 of each).
 
     Raises:
-        TenancyError: the quota is in a grain other than :data:`QUOTA_GRAINS` (validation reports it first), or
-            in accelerators on a type whose resource shape is unknown or has none.
+        TenancyError: the quota names no grain or two (validation reports it first), or needs the type's resource
+            shape and it is unknown.
 
     """
     quota = team.compute.quotas.get(instance_type, 0)
     if isinstance(quota, int):
-        return Fraction(quota)
-    if quota.grains not in QUOTA_GRAINS:
-        raise TenancyError(
-            f"a quota in {', '.join(quota.grains)}: quotas are whole instances or accelerators"
-        )
-    return instance_fractions(quota, shape_of(platform, instance_type))[Resource.ACCELERATORS]
+        return dict.fromkeys(Resource, Fraction(quota))
+    return instance_fractions(quota, shape_of(platform, instance_type))
 
 
-def guaranteed(platform: Platform, team: Team, instance_type: str, per_instance: int) -> int:
-    """Return the team's guarantee on ``instance_type`` of a resource one instance has ``per_instance`` of (floored)."""
-    return int(quota_instances(platform, team, instance_type) * per_instance)
+def quota_instances(platform: Platform, team: Team, instance_type: str) -> Fraction:
+    """Return what the team's guarantee on ``instance_type`` takes of it, in instances.
+
+    Its largest share of any resource: ``{accelerators: 4}`` of 8 GPUs is 1/2; ``{vcpus: 96}`` of 192 too.
+    """
+    return max(quota_fractions(platform, team, instance_type).values())
+
+
+def guaranteed(
+    platform: Platform,
+    team: Team,
+    instance_type: str,
+    per_instance: int,
+    resource: Resource = Resource.ACCELERATORS,
+) -> int:
+    """Return the team's guarantee of ``resource`` on ``instance_type`` (one instance has ``per_instance``; floored)."""
+    return int(quota_fractions(platform, team, instance_type)[resource] * per_instance)
 
 
 def instances_by_type(platform: Platform, team: Team) -> dict[str, int | Fraction]:
-    """Return the team's guarantee per instance type in instances: an int where whole (``4``), else a fraction."""
+    """Return the team's guarantee of accelerators per instance type, in instances.
+
+    An int where whole (``4``), else a fraction (``{accelerators: 4}`` of 8 GPUs: 1/2; a quota in vCPUs: 0).
+    """
     out: dict[str, int | Fraction] = {}
     for itype in team.compute.quotas:
-        count = quota_instances(platform, team, itype)
+        count = quota_fractions(platform, team, itype)[Resource.ACCELERATORS]
         out[itype] = count.numerator if count.denominator == 1 else count
     return out

@@ -168,11 +168,10 @@ def _flavor_quota(
     resources = []
     for resource in covered:
         per_instance = shape.amount(resource)
-        nominal = guaranteed(platform, team, shape.instance_type, per_instance)
+        kind = _borrowed_resource(resource)
+        nominal = guaranteed(platform, team, shape.instance_type, per_instance, kind)
         entry: dict[str, Any] = {"name": resource, "nominalQuota": _quantity(resource, nominal)}
-        borrowing = borrowing_limit(
-            platform, team, shape.instance_type, _borrowed_resource(resource), per_instance
-        )
+        borrowing = borrowing_limit(platform, team, shape.instance_type, kind, per_instance)
         entry["borrowingLimit"] = _quantity(resource, borrowing)
         if not sharing.lends:
             entry["lendingLimit"] = _quantity(resource, 0)

@@ -106,7 +106,7 @@ def _ceiling(
     platform: Platform, team: Team, per_instance: int, instance_type: str, resource: Resource
 ) -> int:
     """Guarantee plus borrowing ceiling of ``per_instance`` units on ``instance_type`` (the one rule both use)."""
-    nominal = guaranteed(platform, team, instance_type, per_instance)
+    nominal = guaranteed(platform, team, instance_type, per_instance, resource)
     return nominal + borrowing_limit(platform, team, instance_type, resource, per_instance)
 
 

@@ -103,8 +103,9 @@ class ResourceAmount:
 class ComputeAllocation:
     """A team's guaranteed capacity and how it is shared."""
 
-    #: Guarantee per instance type: whole instances (``ml.p5.48xlarge: 4``), or accelerators
-    #: (``ml.p5.48xlarge: {accelerators: 4}``, vCPUs, memory and EFA interfaces following in the instance's ratio).
+    #: Guarantee per instance type: whole instances (``ml.p5.48xlarge: 4``), accelerators
+    #: (``{accelerators: 4}``, vCPUs, memory and EFA interfaces following in the instance's ratio), or vCPUs and/or
+    #: memory (``{vcpus: 96, memoryGiB: 256}``, no accelerators).
     quotas: dict[str, int | ResourceAmount] = field(
         metadata={"examples": [{"ml.p5.48xlarge": 4}, {"ml.p5.48xlarge": {"accelerators": 4}}]}
     )

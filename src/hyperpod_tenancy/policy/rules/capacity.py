@@ -11,7 +11,7 @@ from fractions import Fraction
 from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.policy import fairness
 from hyperpod_tenancy.policy._accepted_types import HYPERPOD_INSTANCE_TYPES
-from hyperpod_tenancy.policy.grains import QUOTA_GRAINS, quota_instances
+from hyperpod_tenancy.policy.grains import Resource, quota_fractions
 from hyperpod_tenancy.policy.model import InstanceGroup, Platform, ResourceAmount, Team
 from hyperpod_tenancy.policy.rules._base import (
     Domain,
@@ -338,31 +338,20 @@ def quota_count(
     domain=Domain.CAPACITY,
     at="teams[*].compute.quotas",
     reads=("cluster.instanceGroups[*].instanceType", "cluster.instanceGroups[*].resources"),
-    failure="a quota in a grain this platform cannot promise, or accelerators on a type without them",
-    guardrail="a quota is whole instances or `{accelerators: N}` on a type with accelerators and a known shape",
+    failure="a quota in two grains, out of range, or in a resource the instance type does not have",
+    guardrail="a quota is whole instances, `{accelerators: N}`, or `{vcpus: N}` and/or `{memoryGiB: N}`, in range, "
+    "on a type with that resource and a known shape",
 )
 def quota_grain(
     p: Platform, i: int, team: Team, itype: str, count: int | ResourceAmount
 ) -> Iterator[Finding]:
-    """Check that a quota stated as an amount is in accelerators on a type that has them."""
+    """Check that a quota stated as an amount has one grain, in range, that the type has."""
     if isinstance(count, int) or itype not in {g.instance_type for g in p.cluster.instance_groups}:
-        return
-    at = f"teams[{i}].compute.quotas.{itype}"
-    if count.grains not in QUOTA_GRAINS:
-        shown = ", ".join(count.grains) or "nothing"
-        yield Finding(
-            at,
-            f"the quota on {itype} gives {shown}; a quota is whole instances (`{itype}: 2`) or accelerators "
-            f"(`{itype}: {{accelerators: 4}}`), with vCPUs, memory and EFA interfaces following in the "
-            "instance's ratio. Quotas in vCPUs or memory alone are not offered: a pod of such a team could not "
-            "be told apart from one that needs accelerators.",
-            "state the quota in instances or in accelerators.",
-        )
         return
     problem = amount_problem(count, itype, p)
     if problem is not None:
         message, fix = problem
-        yield Finding(at, f"the quota on {itype} {message}", fix)
+        yield Finding(f"teams[{i}].compute.quotas.{itype}", f"the quota on {itype} {message}", fix)
 
 
 @platform_rule(
@@ -379,26 +368,29 @@ def quota_grain(
 )
 def quota_capacity(p: Platform) -> Iterator[Finding]:
     """Per instance type, the hosted teams' quotas fit in the instances not held in reserve."""
-    promised: dict[str, list[tuple[str, int | ResourceAmount, Fraction]]] = defaultdict(list)
+    promised: dict[str, list[tuple[str, int | ResourceAmount, dict[Resource, Fraction]]]] = defaultdict(list)
     for team in p.hosted_teams:
         for itype, count in team.compute.quotas.items():
             try:
-                instances = quota_instances(p, team, itype)
+                fractions = quota_fractions(p, team, itype)
             except TenancyError:
                 continue  # a grain or shape HPT-QUOTA-GRAIN reports
-            promised[itype].append((team.name, count, instances))
-    for itype, shares in promised.items():
+            promised[itype].append((team.name, count, fractions))
+    for itype, entries in promised.items():
         groups = p.instance_group_for(itype)
         if not groups or any(g.count < 1 for g in groups):
             continue  # reported by HPT-QUOTA-UNKNOWN-TYPE / HPT-COUNT
-        total = sum((n for _, _, n in shares), Fraction(0))
+        # per resource: accelerators, cores, memory and EFA interfaces each fit (the largest share binds)
+        total = max(sum((n[r] for _, _, n in entries), Fraction(0)) for r in Resource)
         count = sum(g.count for g in groups)
         reserved = sum(g.reserved for g in groups)
         capacity = count - reserved
         if total > capacity:
             parts = " + ".join(
-                f"{name} {c}" if isinstance(c, int) else f"{name} {c} ({_instances(n)} instances)"
-                for name, c, n in shares
+                f"{name} {c}"
+                if isinstance(c, int)
+                else f"{name} {c} ({_instances(max(n.values()))} instances)"
+                for name, c, n in entries
             )
             yield Finding(
                 f"teams[*].compute.quotas.{itype}",
