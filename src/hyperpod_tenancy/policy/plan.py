@@ -70,7 +70,7 @@ class TeamPlan:
     cost_center: str
     #: The priority classes it may use, highest weight first.
     classes: tuple[PriorityClass, ...]
-    #: Its guarantee in instances, per instance type (a fraction where it holds accelerators of a type).
+    #: Its guarantee of accelerators per instance type, in instances (a fraction where its quota is an amount).
     quotas: Mapping[str, int | Fraction]
     #: Its guarantee in GPUs, per instance type with accelerators.
     guaranteed_gpus: Mapping[str, int]

@@ -42,7 +42,8 @@ def recommend(platform: Platform, history: History) -> Proposal:
     """Propose every hosted team's quotas and borrow limit from ``history`` (see the module docstring).
 
     Raises:
-        RecommendError: a team holds a quota in accelerators (proposals are in whole instances).
+        RecommendError: a team's quota is an amount (accelerators, vCPUs or memory): proposals are whole
+            instances.
 
     """
     whole = _whole_instance_quotas(platform)
