@@ -12,6 +12,7 @@ chargeback) multiplies the fraction by one instance's amount in its own unit and
 from __future__ import annotations
 
 import enum
+from decimal import Decimal
 from fractions import Fraction
 
 from hyperpod_tenancy.errors import TenancyError
@@ -20,9 +21,11 @@ from hyperpod_tenancy.policy.model import Platform, ResourceAmount, ResourceShap
 
 __all__ = [
     "Resource",
+    "as_decimal",
     "guaranteed",
     "instance_fractions",
     "instances_by_type",
+    "instances_text",
     "quota_fractions",
     "quota_instances",
     "shape_of",
@@ -129,3 +132,13 @@ def instances_by_type(platform: Platform, team: Team) -> dict[str, int | Fractio
         count = quota_fractions(platform, team, itype)[Resource.ACCELERATORS]
         out[itype] = count.numerator if count.denominator == 1 else count
     return out
+
+
+def as_decimal(count: Fraction) -> Decimal:
+    """Return a count of instances as a Decimal (exact for the accelerator counts of real instance types)."""
+    return Decimal(count.numerator) / Decimal(count.denominator)
+
+
+def instances_text(count: Fraction) -> str:
+    """Write a count of instances for people: ``15``, or ``14.5`` where an amount makes a fraction of one."""
+    return str(count.numerator) if count.denominator == 1 else f"{float(count):g}"

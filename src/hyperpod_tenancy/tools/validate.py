@@ -157,7 +157,7 @@ def _team_row(platform: Platform, team: Team) -> list[str]:
 
 
 def _capacity_rows(platform: Platform) -> list[list[str]]:
-    from hyperpod_tenancy.policy.grains import quota_instances  # noqa: PLC0415 - see the imports
+    from hyperpod_tenancy.policy.grains import instances_text, quota_instances  # noqa: PLC0415 - see the imports
 
     rows = [["type", "promised", "promisable", "unpromised", "teams"]]
     for itype in dict.fromkeys(g.instance_type for g in platform.cluster.instance_groups):
@@ -167,18 +167,13 @@ def _capacity_rows(platform: Platform) -> list[list[str]]:
         rows.append(
             [
                 itype,
-                _instances(promised),
+                instances_text(promised),
                 str(capacity),
-                _instances(capacity - promised),
+                instances_text(capacity - promised),
                 ", ".join(f"{t.name} {t.compute.quotas[itype]}" for t in holders) or "-",
             ]
         )
     return rows
-
-
-def _instances(count: Fraction) -> str:
-    """``15``, or ``14.5`` where accelerators make a fraction of an instance."""
-    return str(count.numerator) if count.denominator == 1 else f"{float(count):g}"
 
 
 def _issues(title: str, issues: Sequence[PolicyIssue]) -> list[str]:

@@ -50,13 +50,14 @@ class _FlavorShape:
     efa_interfaces: int = 0
 
     def amount(self, resource: str) -> int:
-        if resource == CPU:
-            return self.cpu_millis
-        if resource == MEMORY:
-            return self.memory_mib
-        if resource == EFA:
-            return self.efa_interfaces
-        return self.accelerators if resource == self.accelerator_resource else 0
+        kind = _borrowed_resource(resource)
+        if kind is Resource.ACCELERATORS:
+            return self.accelerators if resource == self.accelerator_resource else 0
+        return {
+            Resource.CPU: self.cpu_millis,
+            Resource.MEMORY: self.memory_mib,
+            Resource.EFA: self.efa_interfaces,
+        }[kind]
 
 
 def _metadata(
@@ -152,7 +153,7 @@ def _preemption(platform: Platform, team: Team, sharing: SharingStrategy) -> dic
 
 
 def _borrowed_resource(resource: str) -> Resource:
-    """Return the borrowing rule's name for a covered resource (every accelerator resource is ``ACCELERATORS``)."""
+    """Return the quota rules' name for a covered resource (every accelerator resource is ``ACCELERATORS``)."""
     if resource == CPU:
         return Resource.CPU
     if resource == MEMORY:

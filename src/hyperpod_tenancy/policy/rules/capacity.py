@@ -11,7 +11,7 @@ from fractions import Fraction
 from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.policy import fairness
 from hyperpod_tenancy.policy._accepted_types import HYPERPOD_INSTANCE_TYPES
-from hyperpod_tenancy.policy.grains import Resource, quota_fractions
+from hyperpod_tenancy.policy.grains import Resource, instances_text, quota_fractions
 from hyperpod_tenancy.policy.model import InstanceGroup, Platform, ResourceAmount, Team
 from hyperpod_tenancy.policy.rules._base import (
     Domain,
@@ -389,22 +389,17 @@ def quota_capacity(p: Platform) -> Iterator[Finding]:
             parts = " + ".join(
                 f"{name} {c}"
                 if isinstance(c, int)
-                else f"{name} {c} ({_instances(max(n.values()))} instances)"
+                else f"{name} {c} ({instances_text(max(n.values()))} instances)"
                 for name, c, n in entries
             )
             yield Finding(
                 f"teams[*].compute.quotas.{itype}",
-                f"quotas for {itype} sum to {_instances(total)} ({parts}) but the cluster can promise only "
+                f"quotas for {itype} sum to {instances_text(total)} ({parts}) but the cluster can promise only "
                 f"{capacity} ({count} instances - {reserved} reserved = {capacity}); quotas would promise "
                 "capacity that is recovering.",
-                f"lower the quotas by {_instances(total - capacity)} instances in total, or add instances to the "
+                f"lower the quotas by {instances_text(total - capacity)} instances in total, or add instances to the "
                 f"{itype} group.",
             )
-
-
-def _instances(count: Fraction) -> str:
-    """``15``, or ``14.5`` where accelerators make a fraction of an instance."""
-    return str(count.numerator) if count.denominator == 1 else f"{float(count):g}"
 
 
 @group_rule(

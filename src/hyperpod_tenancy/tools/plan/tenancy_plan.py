@@ -44,7 +44,7 @@ from hyperpod_tenancy.chargeback.model import (
 )
 from hyperpod_tenancy.errors import PolicyIssue
 from hyperpod_tenancy.policy.borrowing import Resource, absolute_limit, borrowing_limit
-from hyperpod_tenancy.policy.grains import guaranteed, quota_instances
+from hyperpod_tenancy.policy.grains import as_decimal, guaranteed, quota_instances
 from hyperpod_tenancy.policy.instance_types import resource_shape
 from hyperpod_tenancy.policy.model import Platform, SharingStrategy, Team
 
@@ -187,11 +187,6 @@ def gpus_per_instance(platform: Platform) -> dict[str, int]:
     return gpus
 
 
-def _decimal(count: Fraction) -> Decimal:
-    """Return a count of instances as a Decimal (exact for the accelerator counts of real instance types)."""
-    return Decimal(count.numerator) / Decimal(count.denominator)
-
-
 def _capacities(platform: Platform, gpus: Mapping[str, int]) -> tuple[TypeCapacity, ...]:
     capacities = []
     for itype in gpus:
@@ -205,8 +200,8 @@ def _capacities(platform: Platform, gpus: Mapping[str, int]) -> tuple[TypeCapaci
                 gpus_per_instance=gpus[itype],
                 instances=instances,
                 reserved=reserved,
-                guaranteed=_decimal(held),
-                unallocated=_decimal(instances - reserved - held),
+                guaranteed=as_decimal(held),
+                unallocated=as_decimal(instances - reserved - held),
             )
         )
     return tuple(capacities)
@@ -256,7 +251,7 @@ def _shares(platform: Platform, capacities: Sequence[TypeCapacity]) -> tuple[Tea
                 TeamShare(
                     team=team.name,
                     instance_type=cap.instance_type,
-                    guaranteed_instances=_decimal(quota_instances(platform, team, cap.instance_type)),
+                    guaranteed_instances=as_decimal(quota_instances(platform, team, cap.instance_type)),
                     guaranteed_gpus=held,
                     share=Decimal(held) / promisable_gpus if promisable_gpus else Decimal(0),
                     sharing=sharing,
