@@ -28,6 +28,7 @@ from hyperpod_tenancy.k8s.team_manifests.quotas import accelerator_ceiling, comp
 from hyperpod_tenancy.policy import Platform, ResourceAmount, ResourceShape, platform_from_dict
 from hyperpod_tenancy.policy.borrowing import Resource, instance_fractions, may_borrow
 from hyperpod_tenancy.policy.chargeback import chargeback_config
+from hyperpod_tenancy.policy.validation import validate_platform
 from hyperpod_tenancy.tools.plan.tenancy_plan import build_plan
 
 P5, TRN1, M5 = "ml.p5.48xlarge", "ml.trn1.32xlarge", "ml.m5.2xlarge"
@@ -294,3 +295,38 @@ def test_a_team_record_with_a_quota_that_is_no_count_is_refused(text: str) -> No
     record = '{"version": %d, "name": "a", "costCenter": "a", "quotas": {"ml.p5.48xlarge": %s}}'
     with pytest.raises(ValueError, match="quota"):
         team_config_from_json(record % (RECORD_VERSION, text))
+
+
+def test_a_platform_built_in_python_with_amounts_equals_the_yaml_one() -> None:
+    """A user's app that builds its policy in Python gets the same platform as the YAML, and the same checks."""
+    data = platforms.reference_data()
+    data["teams"][1]["compute"] |= {
+        "quotas": {P5: {"accelerators": 44}},
+        "absoluteBorrowLimits": {P5: {"accelerators": 4}},
+    }
+    from_yaml = platform_from_dict(data)
+    reference = platforms.reference_platform()
+    vision = reference.team("vision")
+    compute = dataclasses.replace(
+        vision.compute,
+        quotas={P5: ResourceAmount(accelerators=44)},
+        absolute_borrow_limits={P5: ResourceAmount(accelerators=4)},
+    )
+    teams = tuple(
+        dataclasses.replace(t, compute=compute) if t.name == "vision" else t for t in reference.teams
+    )
+    built = dataclasses.replace(reference, teams=teams)
+    assert validate_platform(built, raise_on_error=False) == []
+    assert built == from_yaml
+    wrong = dataclasses.replace(
+        built,
+        teams=tuple(
+            dataclasses.replace(
+                t, compute=dataclasses.replace(t.compute, quotas={P5: ResourceAmount(accelerators=-4)})
+            )
+            if t.name == "vision"
+            else t
+            for t in built.teams
+        ),
+    )
+    assert [i.code for i in validate_platform(wrong, raise_on_error=False)] == ["HPT-QUOTA-GRAIN"]
