@@ -14,19 +14,23 @@ GPUs are exactly the snapshot's) on the reference platform (p5: 8 GPUs per insta
 
 from __future__ import annotations
 
+import copy
 import io
 import shutil
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import platforms
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import yaml
 from chargeback_data import t, write_table
 
 from hyperpod_tenancy import cli
 from hyperpod_tenancy.policy.loader import load_platform
+from hyperpod_tenancy.policy.model import ResourceAmount
 from hyperpod_tenancy.tools.plan.tenancy_plan import build_plan
 from hyperpod_tenancy.tools.recommend import engine as _recommend
 
@@ -212,7 +216,7 @@ def test_over_capacity_minus_reserve_is_scaled_pro_rata_and_said(tmp_path: Path)
     assert _reason(proposal, "vision").p95_own_and_waiting == 80
     assert (proposal.quotas["research"][P5], proposal.quotas["vision"][P5]) == (6, 9)
     (note,) = proposal.notes
-    assert "17 instances but 15 are promisable" in note
+    assert "136 GPUs (17 instances) but 120 (15 instances) are promisable" in note
     assert "research 7 -> 6, vision 10 -> 9" in note
 
 
@@ -324,20 +328,137 @@ def test_block_quotas_are_edited_in_place_and_a_borrow_limit_is_added() -> None:
     )
 
 
+def test_a_flow_compute_is_edited_in_place_and_gets_its_borrow_limit() -> None:
+    proposal = _recommend.Proposal(
+        quotas={"vision": {P5: 7}}, borrow_limits={"vision": 80}, reasons=(), notes=()
+    )
+    edited = _recommend.apply_to_yaml(_BLOCK_STYLE, proposal)
+    assert edited == _BLOCK_STYLE.replace(
+        "{quotas: {ml.p5.48xlarge: 6}}", "{quotas: {ml.p5.48xlarge: 7}, borrowLimit: 80}"
+    )
+
+
+_ANCHORED = """\
+teams:
+  - name: research
+    compute: {quotas: &q {ml.p5.48xlarge: 6}}
+  - name: vision
+    compute: {quotas: *q}
+"""
+
+
 def test_a_layout_the_edit_cannot_change_is_refused_in_one_line() -> None:
     proposal = _recommend.Proposal(
-        quotas={"vision": {P5: 7}}, borrow_limits={"vision": 50}, reasons=(), notes=()
+        quotas={"research": {P5: 7}, "vision": {P5: 5}},
+        borrow_limits={"research": 50, "vision": 50},
+        reasons=(),
+        notes=(),
     )
-    with pytest.raises(_recommend.RecommendError, match=r"teams\[vision\]\.compute: cannot edit"):
-        _recommend.apply_to_yaml(_BLOCK_STYLE, proposal)
+    with pytest.raises(_recommend.RecommendError, match=r"one number of the file for two teams"):
+        _recommend.apply_to_yaml(_ANCHORED, proposal)
+    one = _recommend.Proposal(quotas={"vision": {P5: 7}}, borrow_limits={"vision": 50}, reasons=(), notes=())
+    with pytest.raises(_recommend.RecommendError, match=r"change what the proposal does not name"):
+        _recommend.apply_to_yaml(_ANCHORED, one)  # the alias's number is research's too
 
 
-def test_a_team_holding_accelerators_is_refused_by_name(tmp_path: Path) -> None:
+_GPU_GRAIN = """\
+teams:
+  - name: vision
+    compute:
+      quotas:
+        ml.p5.48xlarge:   # half of it for notebooks
+          accelerators: 48
+      sharing: lend-and-borrow
+  - name: research
+    compute: {quotas: {"ml.p5.48xlarge": {instances: 9}}}
+"""
+
+
+def test_amounts_are_edited_at_their_grain_in_block_and_flow_style() -> None:
+    proposal = _recommend.Proposal(
+        quotas={
+            "vision": {P5: ResourceAmount(accelerators=60)},
+            "research": {P5: ResourceAmount(instances=7)},
+        },
+        borrow_limits={"vision": 80, "research": 50},
+        reasons=(),
+        notes=(),
+    )
+    edited = _recommend.apply_to_yaml(_GPU_GRAIN, proposal)
+    assert edited == _GPU_GRAIN.replace(
+        "accelerators: 48", "accelerators: 60\n      borrowLimit: 80"
+    ).replace("{instances: 9}", "{instances: 7}")
+
+
+def _with_vision(quota: str) -> str:
+    text = Path(platforms.PLATFORM_YAML).read_text(encoding="utf-8")
+    assert text.count("quotas: {ml.p5.48xlarge: 6}") == 1
+    return text.replace("quotas: {ml.p5.48xlarge: 6}", f"quotas: {quota}")
+
+
+def test_a_gpu_grain_team_is_proposed_in_accelerators(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # vision holds its 6 instances as 48 GPUs; with 12 GPUs queued all month it needs 48 + 12 = 60 GPUs: as
+    # accelerators 60, where whole instances would have rounded it up to 8 (64 GPUs)
+    usage = _usage(tmp_path / "usage", wait=12)
+    policy, proposed = tmp_path / "platform.yaml", tmp_path / "proposed.yaml"
+    policy.write_text(_with_vision("{ml.p5.48xlarge: {accelerators: 48}}"), encoding="utf-8")
+    args = [
+        "recommend-quotas",
+        "--usage",
+        str(usage),
+        "--month",
+        MONTH,
+        str(policy),
+        "--write",
+        str(proposed),
+    ]
+    assert cli.main(args) == 0
+    out = capsys.readouterr().out
+    assert "+      quotas: {ml.p5.48xlarge: {accelerators: 60}}" in out
+    assert "48 accelerators -> 60 accelerators" in out
+    # over the new 60 GPUs: 96 used + 12 waiting - 60 = 48 GPUs, 80 % of 60
+    assert "+      borrowLimit: 80" in out
+    applied = load_platform(proposed)
+    assert applied.team("vision").compute.quotas == {P5: ResourceAmount(accelerators=60)}
+    assert applied.team("research").compute.quotas == {P5: 7}
+    assert cli.main(["validate", str(proposed), "--baseline", str(policy)]) == 0
+    same = tmp_path / "whole.yaml"
+    same.write_text(_with_vision("{ml.p5.48xlarge: 6}"), encoding="utf-8")
+    whole = _recommend.recommend(
+        load_platform(same), _recommend.read_history(load_platform(same), usage=usage, month=MONTH)
+    )
+    assert whole.quotas["vision"] == {P5: 8}
+
+
+def test_mixed_grains_are_scaled_in_gpus_around_what_vcpu_quotas_hold(tmp_path: Path) -> None:
+    # vision asks for 48 + 32 = 80 GPUs as accelerators, research for 7 instances (56): 136 GPUs; inference
+    # holds half a p5 in vCPUs (96 of 192), so 15 - 0.5 instances are left: 116 GPUs. Pro rata: research
+    # 56 x 116/136 = 47.8 -> 40 in whole instances, vision 80 x 116/136 = 68.2 -> 68; 8 left: research's
+    # remainder is larger, so it gets an instance (48); vision keeps 68: 48 + 68 = 116
     data = platforms.reference_data()
-    data["teams"][1]["compute"]["quotas"] = {P5: {"accelerators": 44}}
+    data["teams"][1]["compute"]["quotas"] = {P5: {"accelerators": 40}}
+    data["teams"][2]["compute"]["quotas"][P5] = {"vcpus": 96}
     platform = platforms.platform_from_dict(data)
-    history = _recommend.read_history(platform, usage=_usage(tmp_path, wait=16), month=MONTH)
-    with pytest.raises(
-        _recommend.RecommendError, match=r"team 'vision' holds ml\.p5\.48xlarge as 44 accelerators"
-    ):
-        _recommend.recommend(platform, history)
+    history = _recommend.read_history(platform, usage=_usage(tmp_path, wait=32), month=MONTH)
+    proposal = _recommend.recommend(platform, history)
+    assert proposal.quotas["research"][P5] == 6
+    assert proposal.quotas["vision"][P5] == ResourceAmount(accelerators=68)
+    assert proposal.quotas["inference"][P5] == ResourceAmount(vcpus=96)  # kept as written
+    assert any("inference: its ml.p5.48xlarge quota (96 vcpus) is kept" in n for n in proposal.notes)
+    (scaled,) = (n for n in proposal.notes if n.startswith(P5))
+    assert (
+        "but 116 (14.5 instances) are promisable (count - reserved less 0.5 held by quotas in vCPUs" in scaled
+    )
+    assert "research 7 -> 6, vision 80 accelerators -> 68 accelerators" in scaled
+    _recommend.load_text(yaml.safe_dump(_as_yaml(data, proposal)), source="proposed")
+
+
+def _as_yaml(data: dict[str, Any], proposal: _recommend.Proposal) -> dict[str, Any]:
+    """Return the policy ``data`` with the proposal's quotas (as the file would hold them)."""
+    out = copy.deepcopy(data)
+    for team in out["teams"]:
+        quotas = proposal.quotas.get(team["name"], {})
+        team["compute"]["quotas"] = {k: v if isinstance(v, int) else v.given for k, v in quotas.items()}
+    return out

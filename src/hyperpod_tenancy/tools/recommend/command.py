@@ -148,7 +148,7 @@ def _report(
                 _n(r.p95_borrowed_above),
                 f"{r.hours_at_ceiling} of {history.hours}",
                 _n(r.waiting_gpu_hours),
-                f"{r.current_instances} -> {r.proposed_instances}",
+                f"{r.current_quota} -> {r.proposed_quota}",
                 f"{r.current_borrow_limit}% -> {r.proposed_borrow_limit}%",
             ]
         )

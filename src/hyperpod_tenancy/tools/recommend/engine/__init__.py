@@ -16,15 +16,17 @@ What the data records (collector schema v1, :mod:`hyperpod_tenancy.chargeback.qu
 
 The proposal, per team and instance type with GPUs, in GPUs per hour of the month (an hour without usage is 0):
 
-* guarantee = ``ceil(p95(own + waiting) / GPUs per instance)`` instances, ``own`` = used - borrowed: a team
-  capped at its ceiling with a queue grows by its queue, one that never fills its guarantee shrinks to what it
-  holds 95 % of the time;
+* guarantee = ``p95(own + waiting)`` GPUs, ``own`` = used - borrowed, rounded up to the grain the quota is
+  written in (whole instances, or accelerators; a quota in vCPUs or memory is kept): a team capped at its
+  ceiling with a queue grows by its queue, one that never fills its guarantee shrinks to what it holds 95 % of
+  the time;
 * borrow limit = ``ceil(100 x p95(used + waiting - new guarantee, ≥ 0) / new guarantee)`` percent, the most
   over the team's types, within the documented 1-500 (or up to the team's own limit above it); unchanged for
   a team that does not borrow, is guaranteed nothing, or never needed more than its new guarantee in the
   month (no evidence for a change: a borrow limit costs nothing until it is used);
-* where the guarantees of a type exceed its promisable instances (``count - reserved``), every team's is scaled
-  down pro rata (largest remainder), and the notes say so.
+* where the guarantees of a type exceed what it can promise (``count - reserved``, less what quotas in vCPUs
+  or memory hold), every team's is scaled down pro rata in GPUs (largest remainder, whole steps of each grain),
+  and the notes say so.
 
 Percentiles are nearest-rank: ``p`` of ``n`` sorted values is the ``ceil(p x n / 100)``-th.
 """

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from hyperpod_tenancy.chargeback.model import MS_PER_HOUR
 from hyperpod_tenancy.policy import names
-from hyperpod_tenancy.policy.model import DOCUMENTED_BORROW_LIMIT_RANGE, Platform
+from hyperpod_tenancy.policy.model import DOCUMENTED_BORROW_LIMIT_RANGE, Platform, ResourceAmount
 
 __all__ = [
     "BORROW_LIMIT_RANGE",
@@ -81,8 +81,9 @@ class Reason:
     p95_borrowed_above: float
     hours_at_ceiling: int
     waiting_gpu_hours: float
-    current_instances: int
-    proposed_instances: int
+    #: The quota in force and the one proposed, in the grain the team writes it (``7``, ``52 accelerators``).
+    current_quota: int | ResourceAmount
+    proposed_quota: int | ResourceAmount
     current_borrow_limit: int
     proposed_borrow_limit: int
 
@@ -91,8 +92,8 @@ class Reason:
 class Proposal:
     """The proposed quotas and borrow limits, and why."""
 
-    #: Team → instance type → proposed instances (every quota of every hosted team).
-    quotas: Mapping[str, Mapping[str, int]]
+    #: Team → instance type → proposed quota, in the grain it is written in (every quota of every hosted team).
+    quotas: Mapping[str, Mapping[str, int | ResourceAmount]]
     #: Team → proposed borrow limit (percent).
     borrow_limits: Mapping[str, int]
     reasons: tuple[Reason, ...]
