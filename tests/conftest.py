@@ -52,6 +52,16 @@ def borrowing_example(tmp_path_factory: pytest.TempPathFactory) -> Synth:
 
 
 @pytest.fixture(scope="session")
+def identity_center_example(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    """``examples/identity-center-account`` (Identity Center in its own account), synthesized."""
+    return synthesize(
+        platforms.example("identity-center-account"),
+        tmp_path_factory.mktemp("identity-center"),
+        validate=True,
+    )
+
+
+@pytest.fixture(scope="session")
 def four_teams(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     """The reference platform with a fourth team (``platforms.four_team_platform``), synthesized."""
     return synthesize(platforms.four_team_platform(), tmp_path_factory.mktemp("four"), validate=True)

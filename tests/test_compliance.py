@@ -29,7 +29,15 @@ KUEUE_GROUP = "kueue.x-k8s.io/"
 
 
 @pytest.mark.parametrize(
-    "backend", ["reference", "kueue_reference", "kms_reference", "kms_arn_reference", "borrowing_example"]
+    "backend",
+    [
+        "reference",
+        "kueue_reference",
+        "kms_reference",
+        "kms_arn_reference",
+        "borrowing_example",
+        "identity_center_example",
+    ],
 )
 def test_cfn_lint_has_no_errors_and_only_accepted_warnings(
     backend: str, request: pytest.FixtureRequest
@@ -58,6 +66,7 @@ FIXTURES = [
     "kms_reference",
     "kms_arn_reference",
     "borrowing_example",
+    "identity_center_example",
 ]
 
 
@@ -82,7 +91,9 @@ def test_cfn_lint_catches_a_broken_template(reference: Synth) -> None:
     assert any(m.rule.id.startswith("E") for m in lint_template(template, "us-east-1"))
 
 
-@pytest.mark.parametrize("backend", ["task-governance", "kueue", "kms", "borrowing-example"])
+@pytest.mark.parametrize(
+    "backend", ["task-governance", "kueue", "kms", "borrowing-example", "identity-center-example"]
+)
 def test_cdk_nag_aws_solutions_has_no_unacknowledged_findings(
     backend: str, reference_platform: Platform, kueue_platform: Platform, tmp_path: Path
 ) -> None:
@@ -91,6 +102,7 @@ def test_cdk_nag_aws_solutions_has_no_unacknowledged_findings(
         "kueue": kueue_platform,
         "kms": platforms.kms_platform(),
         "borrowing-example": platforms.example("borrowing-range"),
+        "identity-center-example": platforms.example("identity-center-account"),
     }[backend]
     # raises ValidationFailed on any unacknowledged finding
     synth = synthesize(platform, tmp_path, nag=True)

@@ -15,7 +15,10 @@ from hyperpod_tenancy.policy.validation import policy_warnings
 from hyperpod_tenancy.tools.plan.tenancy_plan import build_plan
 
 #: The warnings each example is expected to load with (its header says why).
-EXPECTED_WARNINGS = {"borrowing-range": ["HPT-BORROW-LIMIT-RANGE"]}
+EXPECTED_WARNINGS = {
+    "borrowing-range": ["HPT-BORROW-LIMIT-RANGE"],
+    "identity-center-account": ["HPT-CHARGEBACK-TAGS-PAYER"],
+}
 
 
 def test_every_example_is_listed() -> None:

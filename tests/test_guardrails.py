@@ -128,6 +128,7 @@ BAD = [
     {
         "name": "Bad_Name",
         "account": "123",
+        "identityCenter.account": "123",
         "region": "mars-1",
         "identityCenter.region": "eu-west-1",
         "cluster.name": "-x",
@@ -243,6 +244,8 @@ BAD = [
         "teams[1].compute.absoluteBorrowLimits": {P5: {"instances": 1}},
         "teams[2].compute.quotas": {"ml.g5.12xlarge": {"accelerators": 1, "vcpus": 8}},
     },
+    # Identity Center administered from another account, with Studio domains
+    {"identityCenter.account": "999988887777"},
     # more teams than the default of every account quota (HPT-QUOTA-*)
     {"teams": [{**reference_data()["teams"][2], "name": f"team-{i:04d}"} for i in range(3501)]},
 ]
@@ -268,6 +271,7 @@ def _by_rule(platform: Platform) -> Iterator[tuple[rules.Rule, PolicyIssue]]:
         "chargeback",
         "no-terms",
         "borrowing",
+        "accounts",
         "quotas",
     ],
 )
@@ -302,6 +306,7 @@ def test_the_bad_platforms_exercise_every_rule(monkeypatch: pytest.MonkeyPatch) 
         "chargeback",
         "no-terms",
         "borrowing",
+        "accounts",
         "quotas",
     ],
 )

@@ -94,6 +94,13 @@ def example(name: str) -> Platform:
     return load_platform(EXAMPLES / name / "platform.yaml")
 
 
+def example_data(name: str) -> dict[str, Any]:
+    """``examples/<name>/platform.yaml``, parsed (a fresh copy, free to edit)."""
+    data = yaml.load((EXAMPLES / name / "platform.yaml").read_text(encoding="utf-8"), Loader=yaml.CSafeLoader)
+    assert isinstance(data, dict)
+    return data
+
+
 def kueue_platform() -> Platform:
     """The reference platform on the self-managed Kueue backend (``fairnessBackend: kueue``)."""
     return platform_with(fairnessBackend="kueue")

@@ -86,8 +86,8 @@ def team_expectation(
     team: Team,
     *,
     stack: str,
-    permission_set_arn: str,
-    sso_role_arn: str,
+    permission_set_arn: str | None,
+    sso_role_arn: str | None,
     execution_role_arn: str,
     cluster_arn: str,
     compute_quota: bool,
@@ -98,8 +98,8 @@ def team_expectation(
         platform: the policy.
         team: a hosted team.
         stack: the team stack's path (what ``cdk deploy`` takes).
-        permission_set_arn: the permission set the stack deployed.
-        sso_role_arn: the Identity Center role the stack resolved.
+        permission_set_arn: the permission set the stack deployed (``None``: Identity Center in another account).
+        sso_role_arn: the Identity Center role the stack resolved (``None``: its access stack resolves it).
         execution_role_arn: the team's Studio execution role.
         cluster_arn: the HyperPod cluster's ARN (the compute quota's ``ClusterArn``).
         compute_quota: whether the stack creates a Task Governance ``ComputeQuota`` (rendered with

@@ -70,6 +70,7 @@ def team_expectation(
         compute_quota: the compute quota's name and fields, as the stack renders them (``None``: Kueue).
 
     """
+    elsewhere = platform.identity_center_elsewhere
     return TeamExpectation(
         team=team.name,
         stack=stack,
@@ -82,4 +83,12 @@ def team_expectation(
         studio_domain=names.studio_domain(platform.cluster.name, team.name) if team.studio else None,
         execution_role_arn=execution_role_arn if team.studio else None,
         compute_quota=compute_quota,
+        identity_center_account=platform.identity_center_account if elsewhere else None,
+        access_stack=_beside(stack, names.team_access_stack_id(team.name)) if elsewhere else None,
     )
+
+
+def _beside(stack: str, stack_id: str) -> str:
+    """Return the path of the stack ``stack_id`` in the same stage as the stack at path ``stack``."""
+    stage, _, _ = stack.rpartition("/")
+    return f"{stage}/{stack_id}" if stage else stack_id

@@ -253,6 +253,25 @@ def team_stack_id(team: str) -> str:
     return "Team-" + pascal_case(team)
 
 
+def team_identity_stack_id(team: str) -> str:
+    """Stack ID of a team's Identity Center stack (another account): ``Team-<PascalCase name>-Identity``."""
+    return f"{team_stack_id(team)}-Identity"
+
+
+def team_access_stack_id(team: str) -> str:
+    """Stack ID of a team's cluster-access stack (with Identity Center elsewhere): ``Team-<PascalCase name>-Access``."""
+    return f"{team_stack_id(team)}-Access"
+
+
+#: IAM path of the customer managed policies the permission sets reference (Identity Center in another account).
+PERMISSION_SET_POLICY_PATH = "/hyperpod-tenancy/"
+
+
+def permission_set_policy(cluster: str, team: str) -> str:
+    """Name of the policy a team's permission set references in the cluster's account: ``hyperpod-tenancy-<cluster>-<team>``."""
+    return f"{OBJECT_PREFIX}{cluster}-{team}"
+
+
 def scheduler_config(cluster: str) -> str:
     """Name of the cluster's ``AWS::SageMaker::ClusterSchedulerConfig``: ``<cluster>-policy``."""
     return f"{cluster}-policy"

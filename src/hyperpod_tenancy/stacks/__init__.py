@@ -2,6 +2,7 @@
 
 from hyperpod_tenancy.stacks.chargeback_stack import ChargebackOptions, ChargebackStack
 from hyperpod_tenancy.stacks.cluster_stack import ClusterOptions, ClusterStack, zone_context
+from hyperpod_tenancy.stacks.identity_center import TeamAccessStack, TeamIdentityStack
 from hyperpod_tenancy.stacks.platform_stage import PlatformStage, team_stack_id
 from hyperpod_tenancy.stacks.team_stack import TeamStack
 
@@ -11,6 +12,8 @@ __all__ = [
     "ClusterOptions",
     "ClusterStack",
     "PlatformStage",
+    "TeamAccessStack",
+    "TeamIdentityStack",
     "TeamStack",
     "team_stack_id",
     "zone_context",

@@ -125,6 +125,10 @@ def pipeline_props(platform: Platform) -> dict[str, Any]:
         "unknown_teams": config.unknown_teams,
         "preemption_alarm_gpu_hours_per_day": spec.preemption_alarm.gpu_hours_per_team_per_day,
     }
+    if (
+        platform.identity_center_elsewhere
+    ):  # a member account: the payer activates the tags (HPT-CHARGEBACK-TAGS-PAYER)
+        props["activate_cost_allocation_tags"] = False
     chart = spec.usage_report_chart
     if chart is not None:
         props["usage_report_chart"] = UsageReportChart(

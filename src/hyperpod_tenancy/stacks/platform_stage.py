@@ -16,6 +16,7 @@ from hyperpod_tenancy.policy import Platform, names, replacement_warnings, selec
 from hyperpod_tenancy.policy.plan import TenancyPlan
 from hyperpod_tenancy.stacks.chargeback_stack import ChargebackOptions, ChargebackStack, chargeback_options
 from hyperpod_tenancy.stacks.cluster_stack import ClusterOptions, ClusterStack
+from hyperpod_tenancy.stacks.identity_center import TeamAccessStack, TeamIdentityStack
 from hyperpod_tenancy.stacks.progress import SynthProgress
 from hyperpod_tenancy.stacks.team_stack import TeamStack
 
@@ -109,10 +110,17 @@ class PlatformStage(cdk.Stage):
         self.progress = SynthProgress(len(hosted), enabled=progress)
         #: Team stacks by team name (the selected teams with ``teams``).
         self.team_stacks: dict[str, TeamStack] = {}
+        #: With Identity Center in another account (``identityCenter.account``): each team's permission set and
+        #: assignment there, and its role lookup and access entry in the cluster's account, by team name.
+        self.identity_stacks: dict[str, TeamIdentityStack] = {}
+        self.access_stacks: dict[str, TeamAccessStack] = {}
         for done, spec in enumerate(hosted, start=1):
-            self.team_stacks[spec.name] = TeamStack(
+            team_stack = TeamStack(
                 self, plan.team(spec.name).stack_id, cluster=self.cluster_stack.cluster, team=spec.name
             )
+            self.team_stacks[spec.name] = team_stack
+            if platform.identity_center_elsewhere:
+                self._identity_center_stacks(spec.name, after=team_stack)
             self.progress.step(done)
         #: The chargeback stack (``None`` without ``chargeback``).
         self.chargeback_stack: ChargebackStack | None = None
@@ -130,3 +138,19 @@ class PlatformStage(cdk.Stage):
                 tags.add(CLUSTER_TAG_KEY, platform.cluster.name)
                 tags.add(TEAM_TAG, team)
                 tags.add(TEAM_COST_CENTER_TAG, pipeline.cost_center(team))
+
+    def _identity_center_stacks(self, team: str, *, after: TeamStack) -> None:
+        """Add the team's Identity Center stack and access stack, ordered after its team stack by dependencies."""
+        identity = TeamIdentityStack(
+            self, names.team_identity_stack_id(team), platform=self.platform, team=team
+        )
+        identity.add_stack_dependency(
+            after,
+            reason="the policy its permission set references exists before the assignment is provisioned",
+        )
+        access = TeamAccessStack(
+            self, names.team_access_stack_id(team), cluster=self.cluster_stack.cluster, team=team
+        )
+        access.add_stack_dependency(identity, reason="the role exists once the assignment is provisioned")
+        self.identity_stacks[team] = identity
+        self.access_stacks[team] = access

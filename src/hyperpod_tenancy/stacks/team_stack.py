@@ -13,6 +13,7 @@ from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
 from hyperpod_tenancy.constructs.tenant.chargeback import TeamChargeback
 from hyperpod_tenancy.constructs.tenant.team_tenant import TeamTenant
 from hyperpod_tenancy.k8s import onboarding
+from hyperpod_tenancy.stacks.identity_center import require_identity_center_stacks
 
 __all__ = ["TeamStack"]
 
@@ -62,6 +63,7 @@ class TeamStack(cdk.Stack):
             sso_role_timeout=sso_role_timeout,
             sso_start_url=sso_start_url,
         )
+        require_identity_center_stacks(self, platform, team)
         #: The onboarding outputs by output key.
         self.outputs: dict[str, cdk.CfnOutput] = self._onboarding_outputs()
         #: The team's part of the chargeback (``None`` until :meth:`add_chargeback`).
@@ -69,20 +71,26 @@ class TeamStack(cdk.Stack):
 
     def _onboarding_outputs(self) -> dict[str, cdk.CfnOutput]:
         tenant = self.tenant
-        deployed = {"SsoRoleArn": tenant.sso_role_arn}
+        # the role's ARN is the access stack's output where Identity Center is in another account
+        deployed = {} if tenant.sso_role_arn is None else {"SsoRoleArn": tenant.sso_role_arn}
         if tenant.domain is not None:
             deployed["StudioDomainId"] = tenant.domain.attr_domain_id
             deployed["StudioUrl"] = tenant.domain.attr_url
-        # members read these outputs themselves (`hyperpod-tenancy onboarding` prints the command): this stack only
+        # members read these outputs themselves (`hyperpod-tenancy onboarding` prints the command): this stack only,
+        # and the team's access stack where Identity Center is in another account (its role's ARN is there)
+        stacks = [self.stack_name]
+        if tenant.sso_role_arn is None:
+            stacks.append(tenant.onboarding.output_stack("SsoRoleArn"))
+        # arn:<partition>:cloudformation:<region>:<account>:stack/<stack name>/<its ID>
+        resources = [
+            arn(self, service="cloudformation", resource="stack", resource_name=f"{n}/*") for n in stacks
+        ]
         tenant.allow_in_permission_set(
             {
                 "Sid": "ReadOwnTeamStackOutputs",
                 "Effect": "Allow",
                 "Action": "cloudformation:DescribeStacks",
-                # arn:<partition>:cloudformation:<region>:<account>:stack/<this stack's name>/<its ID>
-                "Resource": arn(
-                    self, service="cloudformation", resource="stack", resource_name=f"{self.stack_name}/*"
-                ),
+                "Resource": resources[0] if len(resources) == 1 else resources,
             }
         )
         return {

@@ -252,6 +252,24 @@ def acknowledge_role(
     )
 
 
+@jsii.implements(IValidation)
+class _AcknowledgeDocumentFindings:
+    """Acknowledges the wildcard findings of a managed policy in its document at synthesis (later statements too)."""
+
+    def __init__(self, policy: iam.CfnManagedPolicy, reason: str) -> None:
+        self.policy, self.reason = policy, reason
+
+    def validate(self) -> list[str]:
+        document = stack_of(self.policy).resolve(self.policy.policy_document)
+        acknowledge(self.policy, _document_wildcards(document), self.reason)
+        return []
+
+
+def acknowledge_managed_policy(policy: iam.CfnManagedPolicy, *, wildcards: str) -> None:
+    """Acknowledge the wildcard findings of ``policy``, computed at synthesis from its final document."""
+    policy.node.add_validation(_AcknowledgeDocumentFindings(policy, wildcards))
+
+
 def acknowledge_cdk_handlers(scope: IConstruct, reason: str) -> None:
     """Acknowledge the findings of a subtree that CDK itself creates.
 

@@ -22,6 +22,7 @@ cluster name is handed out with the team's onboarding.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from hyperpod_tenancy.policy import names
@@ -294,3 +295,15 @@ def _no_wildcards(label: str, value: str) -> None:
 def _is_token(value: str) -> bool:
     """Tell whether ``value`` embeds an unresolved CDK token (``${Token[...]}``)."""
     return "${Token[" in value
+
+
+def extend_policy(policy: object, statements: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Return the policy document ``policy`` with ``statements`` appended.
+
+    Raises:
+        TypeError: ``policy`` is not a policy document.
+
+    """
+    if not isinstance(policy, Mapping):
+        raise TypeError("the permission set has no policy document to extend")
+    return {**policy, "Statement": [*policy["Statement"], *(dict(s) for s in statements)]}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import aws_cdk as cdk
@@ -11,6 +12,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk import aws_sso as sso
 from constructs import Construct
 
+from hyperpod_tenancy.constructs._private.annotations import acknowledge_managed_policy
 from hyperpod_tenancy.constructs._private.memo import attribute, once, stack_of
 from hyperpod_tenancy.constructs._private.sso_role_provider import MAX_SSO_ROLE_TIMEOUT
 from hyperpod_tenancy.constructs._private.team_iam import (
@@ -18,10 +20,18 @@ from hyperpod_tenancy.constructs._private.team_iam import (
 )
 from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
 from hyperpod_tenancy.errors import TenancyError
-from hyperpod_tenancy.policy import Team
+from hyperpod_tenancy.policy import Platform, Team, names
 from hyperpod_tenancy.runtime import drift_audit
 
-__all__ = ["DEFAULT_SSO_ROLE_TIMEOUT", "TeamAccess", "build_identity"]
+__all__ = [
+    "DEFAULT_SSO_ROLE_TIMEOUT",
+    "TeamAccess",
+    "access_entry",
+    "build_identity",
+    "sso_role_lookup",
+    "team_assignment",
+    "team_permission_set",
+]
 
 #: How long a team stack waits for Identity Center to provision the team's role in the account.
 DEFAULT_SSO_ROLE_TIMEOUT = cdk.Duration.minutes(15)
@@ -29,14 +39,18 @@ DEFAULT_SSO_ROLE_TIMEOUT = cdk.Duration.minutes(15)
 
 @dataclass(frozen=True)
 class TeamAccess:
-    """What :func:`build_identity` created for a team."""
+    """What :func:`build_identity` created for a team in its stack."""
 
-    #: The team's permission set.
-    permission_set: sso.CfnPermissionSet
-    #: Its assignment to the team's group in this account.
-    assignment: sso.CfnAssignment
-    #: Full ARN (with its /aws-reserved/... path) of the team's Identity Center role.
-    sso_role_arn: str
+    #: The team's permission set (``None`` with Identity Center in another account: it lives there).
+    permission_set: sso.CfnPermissionSet | None
+    #: Its assignment to the team's group in this account (``None`` with Identity Center in another account).
+    assignment: sso.CfnAssignment | None
+    #: With Identity Center in another account, the customer managed policy of this account the permission set
+    #: references by name (what the inline policy holds otherwise); else ``None``.
+    permission_set_policy: iam.CfnManagedPolicy | None
+    #: Full ARN (with its /aws-reserved/... path) of the team's Identity Center role (``None`` with Identity Center
+    #: in another account: the team's access stack resolves it once the assignment exists).
+    sso_role_arn: str | None
     #: EKS access entries (Identity Center role, Studio role), mapped to the team's Kubernetes group only.
     access_entries: tuple[eks.CfnAccessEntry, ...]
 
@@ -51,58 +65,134 @@ def build_identity(
     kubernetes_group: str,
     sso_role_timeout: cdk.Duration | None = None,
 ) -> TeamAccess:
-    """Create a team's permission set, its assignment, the lookup of its role's ARN and its access entries."""
-    permission_set, assignment = _permission_set(scope, cluster=cluster, team=team, domain=domain)
-    sso_role_arn = _sso_role(
+    """Create a team's permission set, its assignment, the lookup of its role's ARN and its access entries.
+
+    With Identity Center administered from another account (``identityCenter.account``), only the grants are
+    created here, as the customer managed policy the permission set references by name; the permission set and
+    its assignment are the team's Identity Center stack's, the role lookup and its access entry the team's access
+    stack's (:mod:`hyperpod_tenancy.stacks.identity_center`).
+    """
+    timeout = _checked_timeout(scope, sso_role_timeout or DEFAULT_SSO_ROLE_TIMEOUT)
+    grants = _grants(scope, cluster=cluster, team=team, domain=domain)
+    studio = execution_role.role_arn if domain is not None else None
+    if cluster.platform.identity_center_elsewhere:
+        policy = iam.CfnManagedPolicy(
+            scope,
+            "PermissionSetPolicy",
+            managed_policy_name=names.permission_set_policy(cluster.platform.cluster.name, team.name),
+            path=names.PERMISSION_SET_POLICY_PATH,
+            description=f"Team {team.name} on HyperPod cluster {cluster.platform.cluster.name}: what its "
+            "permission set (in the Identity Center account) grants here",
+            policy_document=grants,
+        )
+        acknowledge_managed_policy(
+            policy,
+            wildcards=f"objects under the team's own prefix teams/{team.name}/ only (ListBucket is conditioned on "
+            "s3:prefix), and the team's own stacks by name (the suffix is the stack ID)",
+        )
+        entries = (
+            []
+            if studio is None
+            else [
+                access_entry(
+                    scope, "StudioAccess", cluster=cluster, principal_arn=studio, group=kubernetes_group
+                )
+            ]
+        )
+        return TeamAccess(
+            permission_set=None,
+            assignment=None,
+            permission_set_policy=policy,
+            sso_role_arn=None,
+            access_entries=tuple(entries),
+        )
+    permission_set = team_permission_set(scope, platform=cluster.platform, team=team, inline_policy=grants)
+    assignment = team_assignment(
+        scope,
+        platform=cluster.platform,
+        team=team,
+        permission_set=permission_set,
+        account=attribute(stack_of(scope), "account"),
+    )
+    sso_role_arn = sso_role_lookup(
         scope,
         cluster=cluster,
         team=team,
+        timeout=timeout,
         permission_set=permission_set,
         assignment=assignment,
-        timeout=sso_role_timeout or DEFAULT_SSO_ROLE_TIMEOUT,
     )
-    entries = _access_entries(
-        scope,
-        cluster=cluster,
-        sso_role_arn=sso_role_arn,
-        studio_role_arn=execution_role.role_arn if domain is not None else None,
-        kubernetes_group=kubernetes_group,
-    )
+    principals = {"SsoAccess": sso_role_arn, "StudioAccess": studio}
     return TeamAccess(
         permission_set=permission_set,
         assignment=assignment,
+        permission_set_policy=None,
         sso_role_arn=sso_role_arn,
-        access_entries=tuple(entries),
+        access_entries=tuple(
+            access_entry(scope, entry_id, cluster=cluster, principal_arn=arn, group=kubernetes_group)
+            for entry_id, arn in principals.items()
+            if arn is not None
+        ),
     )
 
 
-def _permission_set(
+def _grants(
     scope: Construct, *, cluster: IHyperPodCluster, team: Team, domain: sagemaker.CfnDomain | None
-) -> tuple[sso.CfnPermissionSet, sso.CfnAssignment]:
-    platform = cluster.platform
+) -> dict[str, object]:
+    """Return what a member's console session may do: the permission set's inline policy, or the policy it references."""
     stack = stack_of(scope)
-    name = team.permission_set
-    permission_set = sso.CfnPermissionSet(
+    return permission_set_inline_policy(
+        team=team.name,
+        eks_cluster_arn=cluster.eks_cluster_arn,
+        hyperpod_cluster_arn=cluster.hyperpod_cluster_arn,
+        bucket_arn=attribute(cluster.data_bucket, "bucket_arn"),
+        domain_id=domain.attr_domain_id if domain else None,
+        region=attribute(stack, "region"),
+        account=attribute(stack, "account"),
+        partition=attribute(stack, "partition"),
+        # the data bucket is SSE-KMS under the platform key: its members read and write through S3
+        data_key_arn=key.key_arn if (key := cluster.platform_key) else None,
+    )
+
+
+def team_permission_set(
+    scope: Construct, *, platform: Platform, team: Team, inline_policy: Mapping[str, object] | None = None
+) -> sso.CfnPermissionSet:
+    """Create the team's permission set: ``inline_policy``, or else a reference to the policy in the cluster's account.
+
+    With Identity Center in another account the grants name resources of the cluster's account whose ARNs exist
+    only there, so the permission set references them by name: ``CustomerManagedPolicyReferences`` ("You must have
+    an IAM policy that matches the name and path in each AWS account where you want to deploy your permission
+    set", AWS::SSO::PermissionSet CustomerManagedPolicyReference, CloudFormation User Guide). The team stack
+    creates that policy before the assignment is made (stack dependency).
+    """
+    references = (
+        None
+        if inline_policy is not None
+        else [
+            sso.CfnPermissionSet.CustomerManagedPolicyReferenceProperty(
+                name=names.permission_set_policy(platform.cluster.name, team.name),
+                path=names.PERMISSION_SET_POLICY_PATH,
+            )
+        ]
+    )
+    return sso.CfnPermissionSet(
         scope,
         "PermissionSet",
         instance_arn=platform.identity_center.instance_arn,
-        name=name,
+        name=team.permission_set,
         description=f"Team {team.name} on HyperPod cluster {platform.cluster.name}",
         session_duration="PT8H",
-        inline_policy=permission_set_inline_policy(
-            team=team.name,
-            eks_cluster_arn=cluster.eks_cluster_arn,
-            hyperpod_cluster_arn=cluster.hyperpod_cluster_arn,
-            bucket_arn=attribute(cluster.data_bucket, "bucket_arn"),
-            domain_id=domain.attr_domain_id if domain else None,
-            region=attribute(stack, "region"),
-            account=attribute(stack, "account"),
-            partition=attribute(stack, "partition"),
-            # the data bucket is SSE-KMS under the platform key: its members read and write through S3
-            data_key_arn=key.key_arn if (key := cluster.platform_key) else None,
-        ),
+        inline_policy=dict(inline_policy) if inline_policy is not None else None,
+        customer_managed_policy_references=references,
     )
-    assignment = sso.CfnAssignment(
+
+
+def team_assignment(
+    scope: Construct, *, platform: Platform, team: Team, permission_set: sso.CfnPermissionSet, account: str
+) -> sso.CfnAssignment:
+    """Assign the team's permission set to its group in ``account`` (the cluster's)."""
+    return sso.CfnAssignment(
         scope,
         "Assignment",
         instance_arn=platform.identity_center.instance_arn,
@@ -110,26 +200,45 @@ def _permission_set(
         principal_type="GROUP",
         principal_id=team.identity.group_id,
         target_type="AWS_ACCOUNT",
-        target_id=attribute(stack, "account"),
+        target_id=account,
     )
-    return permission_set, assignment
 
 
-def _sso_role(
-    scope: Construct,
-    *,
-    cluster: IHyperPodCluster,
-    team: Team,
-    permission_set: sso.CfnPermissionSet,
-    assignment: sso.CfnAssignment,
-    timeout: cdk.Duration,
-) -> str:
-    seconds = _seconds(timeout)
-    if seconds > _seconds(MAX_SSO_ROLE_TIMEOUT):
+def _checked_timeout(scope: Construct, timeout: cdk.Duration) -> cdk.Duration:
+    if _seconds(timeout) > _seconds(MAX_SSO_ROLE_TIMEOUT):
         raise TenancyError(
             f"{scope.node.path}: sso_role_timeout is {timeout.to_human_string()}; the shared role-lookup provider "
             f"waits at most {MAX_SSO_ROLE_TIMEOUT.to_human_string()}: pass a shorter timeout."
         )
+    return timeout
+
+
+def sso_role_lookup(
+    scope: Construct,
+    *,
+    cluster: IHyperPodCluster,
+    team: Team,
+    timeout: cdk.Duration,
+    permission_set: sso.CfnPermissionSet | None = None,
+    assignment: sso.CfnAssignment | None = None,
+) -> str:
+    """Resolve the full ARN of the role Identity Center provisions for the team in this account.
+
+    Args:
+        scope: where the ``Custom::SsoRoleArn`` resource goes (the cluster's account).
+        cluster: the cluster (its shared role-lookup provider).
+        team: the team.
+        timeout: how long to wait for the role (at most :data:`MAX_SSO_ROLE_TIMEOUT`).
+        permission_set: the permission set, when it is in this stack (its ARN is then the lookup's physical ID).
+        assignment: the assignment, when it is in this stack: the lookup waits for it and re-runs whenever it is
+            recreated (the role suffix changes then).
+
+    Raises:
+        TenancyError: ``timeout`` is longer than the shared provider waits.
+
+    """
+    timeout = _checked_timeout(scope, timeout)
+    known = {} if permission_set is None else {"PermissionSetArn": permission_set.attr_permission_set_arn}
     resource = cdk.CustomResource(
         scope,
         "SsoRole",
@@ -137,15 +246,15 @@ def _sso_role(
         resource_type="Custom::SsoRoleArn",
         properties={
             "PermissionSetName": team.permission_set,
-            "PermissionSetArn": permission_set.attr_permission_set_arn,
-            "TimeoutSeconds": str(int(seconds)),
-            # re-run the lookup whenever the assignment is recreated (the role suffix changes then)
-            "Assignment": assignment.ref,
+            **known,
+            "TimeoutSeconds": str(int(_seconds(timeout))),
+            **({} if assignment is None else {"Assignment": assignment.ref}),
             # `cdk deploy -c hyperpod-tenancy:ssoRoleLookup=<new value>` re-runs the lookup (docs/audit.md)
             **_lookup_nonce(scope),
         },
     )
-    resource.node.add_dependency(assignment)
+    if assignment is not None:
+        resource.node.add_dependency(assignment)
     return resource.get_att_string("RoleArn")
 
 
@@ -163,26 +272,16 @@ def _lookup_nonce(scope: Construct) -> dict[str, str]:
     return {} if value is None or value == "" else {"Lookup": str(value)}
 
 
-def _access_entries(
-    scope: Construct,
-    *,
-    cluster: IHyperPodCluster,
-    sso_role_arn: str,
-    studio_role_arn: str | None,
-    kubernetes_group: str,
-) -> list[eks.CfnAccessEntry]:
-    principals = {"SsoAccess": sso_role_arn}
-    if studio_role_arn is not None:
-        principals["StudioAccess"] = studio_role_arn
-    return [
-        eks.CfnAccessEntry(
-            scope,
-            entry_id,
-            cluster_name=cluster.eks_cluster_name,
-            principal_arn=arn,
-            type="STANDARD",
-            # RBAC in the team namespace only: no access policy, so never cluster-admin or cluster-wide.
-            kubernetes_groups=[kubernetes_group],
-        )
-        for entry_id, arn in principals.items()
-    ]
+def access_entry(
+    scope: Construct, id: str, *, cluster: IHyperPodCluster, principal_arn: str, group: str
+) -> eks.CfnAccessEntry:
+    """Map ``principal_arn`` to the team's Kubernetes ``group`` on the cluster: RBAC in its namespace only."""
+    return eks.CfnAccessEntry(
+        scope,
+        id,
+        cluster_name=cluster.eks_cluster_name,
+        principal_arn=principal_arn,
+        type="STANDARD",
+        # RBAC in the team namespace only: no access policy, so never cluster-admin or cluster-wide.
+        kubernetes_groups=[group],
+    )

@@ -26,6 +26,7 @@ from hyperpod_tenancy.constructs._private.memo import attribute, once, stack_of
 from hyperpod_tenancy.constructs._private.principals import pod_identity_principal
 from hyperpod_tenancy.constructs._private.team_iam import (
     S3_OBJECT_ACTIONS,
+    extend_policy,
     studio_trust_conditions,
     team_data_policy,
     team_prefix,
@@ -110,9 +111,9 @@ class TeamTenant(Construct):
     RBAC, default-deny NetworkPolicies, pod security, LimitRange, ServiceAccount, the FSx directory Job, which
     waits for the first Schedulable HyperPod node however long its deep health checks take, and the PV/PVC).
 
-    Identity Center resources are created in the stack's region: the platform's ``identityCenter.region`` must
-    equal its ``region``, and the stacks must deploy in the organization's management account or an Identity
-    Center delegated administrator account (validation rule ``HPT-IDENTITY-CENTER-REGION``).
+    Identity Center resources are created in the stack's region (``identityCenter.region`` must equal ``region``).
+    With ``identityCenter.account`` another account, this stack holds only the grants, as the policy the permission
+    set references; ``PlatformStage`` puts the rest in the team's Identity Center and access stacks.
 
     Args:
         scope: parent construct (a :class:`~hyperpod_tenancy.stacks.TeamStack` keeps each team in its own stack).
@@ -224,10 +225,14 @@ class TeamTenant(Construct):
             kubernetes_group=self.kubernetes_group,
             sso_role_timeout=sso_role_timeout,
         )
-        #: Identity Center permission set of the team (assigned to the team's group).
-        self.permission_set: sso.CfnPermissionSet = access.permission_set
-        #: Full ARN (with its /aws-reserved/... path) of the team's Identity Center role.
-        self.sso_role_arn: str = access.sso_role_arn
+        #: Identity Center permission set of the team, assigned to the team's group (``None`` with Identity Center
+        #: in another account: the team's Identity Center stack has it, and :attr:`permission_set_policy` its grants).
+        self.permission_set: sso.CfnPermissionSet | None = access.permission_set
+        #: With Identity Center in another account, the policy of this account the permission set references.
+        self.permission_set_policy: iam.CfnManagedPolicy | None = access.permission_set_policy
+        #: Full ARN (with its /aws-reserved/... path) of the team's Identity Center role (``None`` with Identity
+        #: Center in another account: the team's access stack resolves it).
+        self.sso_role_arn: str | None = access.sso_role_arn
         #: EKS access entries (Identity Center role, Studio role), mapped to :attr:`kubernetes_group` only.
         self.access_entries: list[eks.CfnAccessEntry] = list(access.access_entries)
         backend = backend_for(platform)
@@ -303,7 +308,7 @@ class TeamTenant(Construct):
             platform,
             self.team,
             stack=_stack_path(self),
-            permission_set_arn=self.permission_set.attr_permission_set_arn,
+            permission_set_arn=self.permission_set.attr_permission_set_arn if self.permission_set else None,
             sso_role_arn=self.sso_role_arn,
             execution_role_arn=self.execution_role.role_arn,
             cluster_arn=self.cluster.hyperpod_cluster_arn,
@@ -315,20 +320,15 @@ class TeamTenant(Construct):
 
     # ------------------------------------------------------------------ console grants
     def allow_in_permission_set(self, *statements: Mapping[str, Any]) -> None:
-        """Add IAM statements to the inline policy of the team's permission set (its members' console session).
+        """Add IAM statements to what the team's permission set grants (its members' console session).
 
-        For resources of the team's own (its dashboard, the function behind a custom widget); the statements
-        come after the ones the tenant grants, in the order given.
+        Its inline policy, or with Identity Center in another account the policy here it references. For resources
+        of the team's own (its dashboard, a custom widget's function), after the tenant's grants, in order.
         """
-        policy = self.permission_set.inline_policy
-        if not isinstance(policy, Mapping):  # pragma: no cover - the tenant always sets a document
-            raise TenancyError(
-                f"{self.node.path}: the permission set has no inline policy document to extend."
-            )
-        self.permission_set.inline_policy = {
-            **policy,
-            "Statement": [*policy["Statement"], *(dict(s) for s in statements)],
-        }
+        if (ps := self.permission_set) is not None:
+            ps.inline_policy = extend_policy(ps.inline_policy, statements)
+        elif (policy := self.permission_set_policy) is not None:
+            policy.policy_document = extend_policy(policy.policy_document, statements)
 
     # ------------------------------------------------------------------ data grants
     def grant_read_data(self, grantee: iam.IGrantable) -> iam.Grant:

@@ -148,6 +148,13 @@ class OnboardingFacts:
     instance_type: str
     #: The team stack's name (``<platform>-Team-<Team>`` under ``PlatformStage``).
     stack_name: str
+    #: The stack whose ``SsoRoleArn`` output names the team's Identity Center role: the team stack, or with
+    #: Identity Center in another account the team's access stack (``<platform>-Team-<Team>-Access``).
+    sso_role_stack_name: str = ""
+
+    def output_stack(self, key: str) -> str:
+        """Return the name of the stack holding the deploy-time output ``key``."""
+        return self.sso_role_stack_name or self.stack_name if key == "SsoRoleArn" else self.stack_name
 
     @property
     def sample_class(self) -> ClassRule:
@@ -270,4 +277,7 @@ def onboarding_facts(platform: Platform, team: str, *, sso_start_url: str | None
         hyp_supported=fairness_of(platform).admits_hyp_pytorch_job,
         instance_type=next(iter(spec.compute.quotas), platform.cluster.instance_groups[0].instance_type),
         stack_name=team_stack_name(platform, spec.name),
+        sso_role_stack_name=names.stage_stack_name(platform.name, names.team_access_stack_id(spec.name))
+        if platform.identity_center_elsewhere
+        else team_stack_name(platform, spec.name),
     )

@@ -100,16 +100,17 @@ def stack_outputs(facts: OnboardingFacts) -> list[StackOutput]:
     deploy = [
         StackOutput(key=key, description=text, value=None)
         for key, text in DEPLOY_TIME_OUTPUTS.items()
-        if facts.studio_domain is not None or not key.startswith("Studio")
+        if (facts.studio_domain is not None or not key.startswith("Studio"))
+        and facts.output_stack(key) == facts.stack_name
     ]
     return static + deploy
 
 
 def describe_output_command(facts: OnboardingFacts, key: str) -> str:
-    """Return the ``aws cloudformation describe-stacks`` command printing one output of the team stack."""
+    """Return the ``aws cloudformation describe-stacks`` command printing one deploy-time output of the team."""
     query = f"Stacks[0].Outputs[?OutputKey=='{key}'].OutputValue"
     return (
-        f"aws cloudformation describe-stacks --region {facts.region} --stack-name {facts.stack_name} "
+        f"aws cloudformation describe-stacks --region {facts.region} --stack-name {facts.output_stack(key)} "
         f'--query "{query}" --output text'
     )
 

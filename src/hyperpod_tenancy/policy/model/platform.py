@@ -35,12 +35,19 @@ class EncryptionSpec:
 
 @dataclass(frozen=True, kw_only=True)
 class IdentityCenter:
-    """The account's IAM Identity Center instance."""
+    """The organization's IAM Identity Center instance, and the account it is administered from."""
 
     #: Instance ARN, ``arn:aws:sso:::instance/ssoins-...``.
     instance_arn: str
     #: Region Identity Center lives in (the SSO role path has no region segment in us-east-1).
     region: str
+    #: The account the permission sets and their assignments are created in: the organization's management
+    #: account or an Identity Center delegated administrator (12 digits). Default: the platform's ``account``
+    #: (one account holds Identity Center and the cluster).
+    account: str | None = field(default=None, metadata={"examples": ["999988887777"]})
+    #: Whether the cluster may run in the Identity Center account. AWS advises against workloads in the
+    #: management account. Default: allowed when ``account`` is not given (one account), refused when it is.
+    allow_workloads: bool | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,6 +74,16 @@ class Platform:
     chargeback: ChargebackSpec | None = None
     #: Customer-managed encryption key. Default: AWS-managed keys.
     encryption: EncryptionSpec = field(default_factory=EncryptionSpec)
+
+    @property
+    def identity_center_account(self) -> str:
+        """The account the permission sets and their assignments live in (``identityCenter.account``, else ``account``)."""
+        return self.identity_center.account or self.account
+
+    @property
+    def identity_center_elsewhere(self) -> bool:
+        """Whether Identity Center is administered from another account than the cluster's."""
+        return self.identity_center_account != self.account
 
     def team(self, name: str) -> Team:
         """Return the team called ``name``.

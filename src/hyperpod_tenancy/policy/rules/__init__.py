@@ -85,6 +85,8 @@ ERROR_RULES: tuple[Rule, ...] = (
     identity.identity_center_instance,
     identity.identity_center_region_name,
     identity.identity_center_region,
+    identity.identity_center_account,
+    identity.identity_center_workloads,
     # the cluster
     naming.cluster_name,
     deployment.kubernetes_version,
@@ -148,6 +150,7 @@ ERROR_RULES: tuple[Rule, ...] = (
     identity.group_id_unique,
     identity.posix_gid,
     identity.permission_set_name,
+    identity.identity_center_studio,
     scheduling.allowed_priority_classes,
     security.team_classification,
     security.pod_security,
@@ -177,6 +180,7 @@ WARNING_RULES: tuple[Rule, ...] = (
     *borrowing.WARNING_RULES,
     identity.posix_supplemental_groups,
     chargeback.price_unused,
+    chargeback.tags_in_payer,
     *quotas.RULES,
 )
 

@@ -30,6 +30,8 @@ WEIGHT_RANGE = (0, 100)
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 #: A SageMaker HyperPod cluster, instance group or Studio domain name.
 HYPERPOD_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
+#: An AWS account ID: 12 digits.
+ACCOUNT = re.compile(r"^\d{12}$")
 #: An AWS region name.
 REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-\d$")
 

@@ -241,6 +241,29 @@ def price_unused(p: Platform) -> Iterator[Finding]:
 
 
 @platform_rule(
+    code="HPT-CHARGEBACK-TAGS-PAYER",
+    domain=Domain.CHARGEBACK,
+    at="chargeback",
+    reads=("account", "identityCenter.account"),
+    failure="cost allocation tags never activated: the bill's team lines stay untagged and fall to the shared split",
+    guardrail="warning when the cluster is in another account than Identity Center: the payer activates the tags",
+    severity=Severity.WARNING,
+)
+def tags_in_payer(p: Platform) -> Iterator[Finding]:
+    """Warn that a workload account cannot activate cost allocation tags: the payer account must."""
+    if p.chargeback is not None and p.identity_center_elsewhere:
+        yield Finding(
+            "chargeback",
+            f"the cluster's account {p.account} is not the Identity Center account, so it is taken to be a member "
+            "account: only the organization's management (payer) account can activate cost allocation tags "
+            "(ce:UpdateCostAllocationTagsStatus), so the chargeback stack does not try to.",
+            "in the payer account, activate the `hyperpod-tenancy:cluster`, `hyperpod-tenancy:team` and "
+            "`hyperpod-tenancy:cost-center` tag keys once they appear on the bill (Billing console, Cost "
+            "allocation tags, or `aws ce update-cost-allocation-tags-status`).",
+        )
+
+
+@platform_rule(
     code="HPT-CHARGEBACK-TOLERANCE",
     domain=Domain.CHARGEBACK,
     at="chargeback.reconciliationTolerance",

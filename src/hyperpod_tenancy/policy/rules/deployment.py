@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
 from hyperpod_tenancy.policy import fairness
@@ -16,11 +15,10 @@ from hyperpod_tenancy.policy.rules._base import (
     platform_rule,
 )
 from hyperpod_tenancy.policy.rules._common import (
+    ACCOUNT,
     REGION,
     SUPPORTED_KUBERNETES_VERSIONS,
 )
-
-_ACCOUNT = re.compile(r"^\d{12}$")
 
 
 @platform_rule(
@@ -33,7 +31,7 @@ _ACCOUNT = re.compile(r"^\d{12}$")
 )
 def account(p: Platform) -> Iterator[Finding]:
     """Check that the account is a 12-digit AWS account ID."""
-    if not _ACCOUNT.match(p.account):
+    if not ACCOUNT.match(p.account):
         yield Finding(
             "account",
             f"{p.account!r} is not a 12-digit AWS account ID.",

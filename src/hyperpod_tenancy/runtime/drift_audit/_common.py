@@ -51,6 +51,9 @@ class TeamExpectation:
         sso_role_arn: the Identity Center role the stack's lookup resolved (``None``: not known).
         studio_domain, execution_role_arn: the Studio domain's name and its execution role (``None``: no Studio).
         compute_quota: name and the :data:`QUOTA_FIELDS` of the team's compute quota (``None``: Kueue).
+        identity_center_account: the account Identity Center is administered from, when it is not the cluster's
+            (``None``: the cluster's); the permission set is there.
+        access_stack: the team's access stack (the role lookup and its access entry) in that case, else ``None``.
 
     """
 
@@ -65,6 +68,13 @@ class TeamExpectation:
     studio_domain: str | None = None
     execution_role_arn: str | None = None
     compute_quota: Mapping[str, Any] | None = field(default=None)
+    identity_center_account: str | None = None
+    access_stack: str | None = None
+
+    @property
+    def lookup_stack(self) -> str:
+        """The stack whose ``Custom::SsoRoleArn`` resolves the team's role: the team's, or its access stack."""
+        return self.access_stack or self.stack
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> TeamExpectation:
@@ -88,6 +98,8 @@ class TeamExpectation:
                 studio_domain=record.get("studioDomain"),
                 execution_role_arn=record.get("executionRoleArn"),
                 compute_quota=record.get("computeQuota"),
+                identity_center_account=record.get("identityCenterAccount"),
+                access_stack=record.get("accessStack"),
             )
         except KeyError as exc:
             raise AuditError(
@@ -109,9 +121,16 @@ class TeamExpectation:
             "studioDomain": self.studio_domain,
             "executionRoleArn": self.execution_role_arn,
             "computeQuota": None if self.compute_quota is None else dict(self.compute_quota),
+            **(
+                {}
+                if self.identity_center_account is None
+                else {"identityCenterAccount": self.identity_center_account, "accessStack": self.access_stack}
+            ),
         }
 
 
 def _deploy(expectation: TeamExpectation, *, rerun_lookup: bool = False) -> str:
-    context = f" -c {SSO_ROLE_LOOKUP_CONTEXT}=$(date +%s)" if rerun_lookup else ""
-    return f"cdk deploy {expectation.stack}{context}"
+    if not rerun_lookup:
+        return f"cdk deploy {expectation.stack}"
+    stacks = dict.fromkeys((expectation.stack, expectation.lookup_stack))
+    return f"cdk deploy {' '.join(stacks)} -c {SSO_ROLE_LOOKUP_CONTEXT}=$(date +%s)"

@@ -158,8 +158,13 @@ def _entry_group_findings(
     """Check that declared entries map to their team's group only, and that no other entry maps to a team's."""
     findings: list[Finding] = []
     # a team whose record is missing has no known Studio role: its group's entries cannot be judged (the missing
-    # record is the finding)
-    team_groups = {exp.kubernetes_group: exp for exp in expectations if exp.permission_set_arn is not None}
+    # record is the finding); with Identity Center in another account the team has no Studio (and no permission
+    # set ARN here), so its group is judged
+    team_groups = {
+        exp.kubernetes_group: exp
+        for exp in expectations
+        if exp.permission_set_arn is not None or exp.identity_center_account is not None
+    }
     for arn, entry in sorted(by_arn.items()):
         groups = [str(g) for g in entry.get("kubernetesGroups") or []]
         owner = declared.get(arn)

@@ -28,11 +28,14 @@ def identity_center_findings(
     """Check the permission sets (present, no managed policy attached) and their assignments to the teams' groups.
 
     The stacks attach only an inline policy (``TeamTenant``), so any AWS-managed policy or customer-managed policy
-    reference on a team's permission set was added outside CloudFormation.
+    reference on a team's permission set was added outside CloudFormation. A team whose Identity Center is
+    administered from another account than ``account`` is skipped: its permission set cannot be read from here.
     """
     findings: list[Finding] = []
     by_instance: dict[str, dict[str, dict[str, Any]]] = {}
     for exp in expectations:
+        if exp.identity_center_account not in (None, account):
+            continue  # administered from another account: not readable from this one (docs/audit.md)
         sets = by_instance.setdefault(exp.instance_arn, _permission_sets(sso, exp.instance_arn))
         described = sets.get(exp.permission_set_name)
         if described is None:
