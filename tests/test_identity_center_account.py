@@ -306,3 +306,15 @@ def test_a_user_app_with_the_team_stack_alone_is_refused(tmp_path: Path) -> None
     TeamIdentityStack(app, "ResearchIdentity", platform=platform, team="research")
     with pytest.raises(RuntimeError, match=r"team 'research': .* no TeamAccessStack for the team"):
         app.synth()
+
+
+def test_validate_names_both_accounts(capsys: pytest.CaptureFixture[str]) -> None:
+    from hyperpod_tenancy import cli
+
+    assert cli.main(["validate", str(platforms.EXAMPLES / "identity-center-account" / "platform.yaml")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1] == (
+        f"Identity Center in account {IDENTITY_CENTER}: the permission sets and their assignments; the cluster "
+        f"and every team stack in {WORKLOADS}."
+    )
+    assert any("HPT-CHARGEBACK-TAGS-PAYER" in line for line in lines)

@@ -91,6 +91,12 @@ def _summary(
         f"{c.fsx.storage_capacity_gib} GiB",
         "instance groups",
     ]
+    if platform.identity_center_elsewhere:
+        lines.insert(
+            1,
+            f"Identity Center in account {platform.identity_center_account}: the permission sets and their "
+            f"assignments; the cluster and every team stack in {platform.account}.",
+        )
     groups = [["name", "type", "count", "reserved", "promisable", "zone"]]
     groups += [
         [
