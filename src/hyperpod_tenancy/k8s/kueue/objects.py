@@ -18,6 +18,7 @@ from hyperpod_tenancy.k8s.kueue._common import (
     MEMORY,
 )
 from hyperpod_tenancy.k8s.kueue.lint import lint_kueue_objects
+from hyperpod_tenancy.k8s.quantities import cpu_millis, cpu_quantity, memory_mib, memory_quantity
 from hyperpod_tenancy.policy import names
 from hyperpod_tenancy.policy.borrowing import Resource, borrowing_limit
 from hyperpod_tenancy.policy.grains import guaranteed
@@ -31,11 +32,6 @@ from hyperpod_tenancy.policy.model import (
 )
 
 __all__ = ["cluster_objects", "team_objects"]
-
-_MIB_PER_GIB = 1024
-
-
-_MILLI = 1000
 
 
 @dataclass(frozen=True)
@@ -88,8 +84,8 @@ def _shape_of(index: int, group: InstanceGroup) -> _FlavorShape:
         instance_type=group.instance_type,
         accelerator_resource=shape.accelerator_resource,
         accelerators=shape.accelerators,
-        cpu_millis=shape.vcpus * group.threads_per_core * _MILLI // 2,
-        memory_mib=shape.memory_gib * _MIB_PER_GIB,
+        cpu_millis=cpu_millis(group, shape),
+        memory_mib=memory_mib(shape),
         efa_interfaces=shape.efa_interfaces,
     )
 
@@ -122,9 +118,9 @@ def _covered_resources(shapes: Iterable[_FlavorShape]) -> list[str]:
 def _quantity(resource: str, base: int) -> int | str:
     """Render a base-unit amount as an int or a Kubernetes quantity string (never a float)."""
     if resource == CPU:
-        return base // _MILLI if base % _MILLI == 0 else f"{base}m"
+        return cpu_quantity(base)
     if resource == MEMORY:
-        return f"{base // _MIB_PER_GIB}Gi" if base % _MIB_PER_GIB == 0 else f"{base}Mi"
+        return memory_quantity(base)
     return base
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from hyperpod_tenancy.k8s.quantities import cpu_millis, cpu_quantity, memory_mib, memory_quantity
 from hyperpod_tenancy.k8s.team_manifests._common import Manifest, _meta
 from hyperpod_tenancy.policy import names
 from hyperpod_tenancy.policy.borrowing import Resource, borrowing_limit
@@ -139,7 +140,8 @@ def accelerator_ceiling(platform: Platform, team: Team) -> dict[str, int] | None
 def compute_ceiling(platform: Platform, team: Team) -> dict[str, str] | None:
     """Return the other resources that gate scheduling on HyperPod nodes, at the same guarantee + ceiling.
 
-    ``requests.cpu`` (physical cores x ``threadsPerCore``, what kubelet offers), ``requests.memory``,
+    ``requests.cpu`` (physical cores x ``threadsPerCore``, what kubelet offers), ``requests.memory`` (both in
+    millicores and MiB before rounding, as the ClusterQueues count them),
     ``requests.vpc.amazonaws.com/efa`` (EFA interfaces: a pod that holds them blocks every multi-node job on the
     node even without a GPU) and ``requests.hugepages-2Mi`` / ``requests.hugepages-1Gi`` (at most the team's
     memory: huge pages are carved out of node memory but counted apart from ``memory``), each summed over the
@@ -148,17 +150,19 @@ def compute_ceiling(platform: Platform, team: Team) -> dict[str, str] | None:
     shapes = _shapes(platform)
     if shapes is None:
         return None
-    cores = memory = efa = 0
+    millis = mib = efa = 0
     for group, shape in shapes:
         itype = group.instance_type
-        cores += _ceiling(platform, team, shape.vcpus * group.threads_per_core // 2, itype, Resource.CPU)
-        memory += _ceiling(platform, team, shape.memory_gib, itype, Resource.MEMORY)
+        # in the ClusterQueues' units, floored where they floor (hyperpod_tenancy.k8s.quantities)
+        millis += _ceiling(platform, team, cpu_millis(group, shape), itype, Resource.CPU)
+        mib += _ceiling(platform, team, memory_mib(shape), itype, Resource.MEMORY)
         efa += _ceiling(platform, team, shape.efa_interfaces, itype, Resource.EFA)
+    memory = memory_quantity(mib)
     return {
-        "requests.cpu": str(cores),
-        "requests.memory": f"{memory}Gi",
+        "requests.cpu": str(cpu_quantity(millis)),
+        "requests.memory": memory,
         f"requests.{EFA_RESOURCE}": str(efa),
-        **{f"requests.{size}": f"{memory}Gi" for size in HUGEPAGE_RESOURCES},
+        **{f"requests.{size}": memory for size in HUGEPAGE_RESOURCES},
     }
 
 
