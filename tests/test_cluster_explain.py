@@ -538,13 +538,16 @@ def test_a_preemption_in_progress(
             s.wait(obj, "admitted")
         ns = held["metadata"]["namespace"]
         selector = "batch.kubernetes.io/job-name=ex-held"
-        wait_until(
-            lambda: cluster.admin.list("v1", "Pod", namespace=ns, labelSelector=selector),
-            timeout=60,
-            what="the experimentation Job's pod",
-        )
+
+        def the_pod() -> dict[str, Any] | None:
+            # exactly one pod that is not going away (the Job controller may still be replacing one)
+            pods = cluster.admin.list("v1", "Pod", namespace=ns, labelSelector=selector)
+            live = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+            return live[0] if len(live) == 1 else None
+
+        wait_until(the_pod, timeout=60, what="the experimentation Job's pod")
         with pods_kept(cluster, "ex-held"):
-            (pod,) = cluster.admin.list("v1", "Pod", namespace=ns, labelSelector=selector)
+            pod = wait_until(the_pod, timeout=60, what="the experimentation Job's one pod")
             wait_until(
                 lambda: (
                     not cluster.admin.request(

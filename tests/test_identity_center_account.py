@@ -318,3 +318,33 @@ def test_validate_names_both_accounts(capsys: pytest.CaptureFixture[str]) -> Non
         f"and every team stack in {WORKLOADS}."
     )
     assert any("HPT-CHARGEBACK-TAGS-PAYER" in line for line in lines)
+
+
+def test_the_onboarding_command_sends_members_to_the_access_stack(capsys: pytest.CaptureFixture[str]) -> None:
+    from hyperpod_tenancy import cli
+
+    path = str(platforms.EXAMPLES / "identity-center-account" / "platform.yaml")
+    assert cli.main(["onboarding", "research", path]) == 0
+    out = capsys.readouterr().out
+    assert "Known once deployed: outputs of stack ml-platform-org-Team-Research-Access " in out
+    assert "sso_account_id = 111122223333" in out  # the assignment targets the workload account
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [{"fairnessBackend": "kueue"}, {"encryption": {"kmsKey": "create"}}],
+    ids=["kueue-backend", "platform-key"],
+)
+def test_every_option_keeps_the_accounts_apart(edit: dict[str, Any], tmp_path: Path) -> None:
+    """The other backend and a platform key: still nothing but permission sets and assignments in the Identity
+    Center account, no import across accounts, and cdk-nag clean (the key's grant is in the referenced policy)."""
+    data = {**platforms.example_data("identity-center-account"), **edit}
+    synth = synthesize(platforms.platform_from_dict(data), tmp_path, nag=True, validate=True)
+    account_of = {s.stack_name: s.account for s in _stacks(synth)}
+    for name, template in synth.templates.items():
+        if account_of[name] == IDENTITY_CENTER:
+            assert _types(template) == IDENTITY_CENTER_TYPES
+            assert "Fn::ImportValue" not in str(template)
+    (policy,) = _resources(synth.templates["ml-platform-org-Team-Research"], "AWS::IAM::ManagedPolicy")
+    sids = [s["Sid"] for s in policy["PolicyDocument"]["Statement"]]
+    assert ("TeamDataKeyThroughS3" in sids) == ("encryption" in edit)

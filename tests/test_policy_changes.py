@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any
 
+import platforms
 import pytest
 from platforms import PLATFORM_YAML as REFERENCE
 from platforms import reference_data
@@ -198,6 +200,20 @@ def test_identity_center_instance(old: Platform) -> None:
     )
     assert (issue.code, issue.path) == ("HPT-REPLACE-PERMISSION-SET", "identityCenter.instanceArn")
     assert "InstanceArn are createOnly" in issue.message
+
+
+@pytest.mark.parametrize("direction", ["away", "back"])
+def test_identity_center_account(old: Platform, direction: str) -> None:
+    elsewhere = platforms.example("identity-center-account")
+    one = changed(teams=[{**t, "studio": False} for t in platforms.reference_data()["teams"]])
+    one = dataclasses.replace(one, name=elsewhere.name)
+    before, after = (one, elsewhere) if direction == "away" else (elsewhere, one)
+    issue = only(replacement_warnings(before, after))
+    assert (issue.code, issue.path) == ("HPT-REPLACE-PERMISSION-SET", "identityCenter.account")
+    where = "to account 999988887777" if direction == "away" else "into the team stacks"
+    assert f"moves {where}" in issue.message and "members sign in again" in issue.message
+    if direction == "back":  # the stacks leave the app, and cdk deploy does not delete them
+        assert "delete-stack --stack-name ml-platform-org-Team-Research-Identity" in issue.fix
 
 
 @pytest.mark.parametrize(

@@ -309,6 +309,7 @@ def _permission_set(before: Team, after: Team, index: int, out: list[PolicyIssue
 
 
 def _identity_center(old: Platform, new: Platform, out: list[PolicyIssue]) -> None:
+    _identity_center_account(old, new, out)
     before, after = old.identity_center.instance_arn, new.identity_center.instance_arn
     if before == after:
         return
@@ -319,6 +320,35 @@ def _identity_center(old: Platform, new: Platform, out: list[PolicyIssue]) -> No
             "AWS::SSO::Assignment InstanceArn are createOnly, so every team's permission set, assignment, "
             "SSO role and EKS access entry is replaced.",
             f"keep identityCenter.instanceArn {before!r} unless Identity Center itself was moved.",
+            "HPT-REPLACE-PERMISSION-SET",
+        )
+    )
+
+
+def _identity_center_account(old: Platform, new: Platform, out: list[PolicyIssue]) -> None:
+    before, after = old.identity_center_account, new.identity_center_account
+    if before == after or old.account != new.account:
+        return  # a new cluster account is reported as a new stack environment
+    moved = "into the team stacks" if not new.identity_center_elsewhere else f"to account {after}"
+    first = old.hosted_teams[0].name if old.hosted_teams else "<team>"
+    example = names.stage_stack_name(old.name, names.team_identity_stack_id(first))
+    out.append(
+        PolicyIssue(
+            "identityCenter.account",
+            f"Identity Center's account changes from {before} to {after}: every team's permission set and "
+            f"assignment moves {moved}, so each is deleted and created again; Identity Center deletes every "
+            "team's AWSReservedSSO_... role and provisions a new one (a new suffix), the EKS access entries are "
+            "replaced, and members sign in again.",
+            (
+                "deploy every team's stacks in their dependency order (`cdk deploy --all`): the old permission set "
+                "is deleted before the new one of the same name is created; plan it as a maintenance window."
+            )
+            if new.identity_center_elsewhere
+            else (
+                f"first delete every team's Identity Center stack in account {before} and its access stack (`aws "
+                f"cloudformation delete-stack --stack-name {example}`, then its `-Access` stack, for each team): "
+                "they leave the app, and a permission set name is unique in the instance; then deploy."
+            ),
             "HPT-REPLACE-PERMISSION-SET",
         )
     )

@@ -216,10 +216,12 @@ def facts_lines(facts: OnboardingFacts, platform: Platform) -> list[str]:
             "5. Studio",
             f"   domain         {facts.studio_domain} (open it from the AWS access portal)",
         ]
-    lines += ["", f"Known once deployed: outputs of stack {facts.stack_name} (your profile may read them)"]
-    for key, text in outputs.items():
-        if key.startswith("Studio") and facts.studio_domain is None:
-            continue
+    shown = {
+        k: t for k, t in outputs.items() if facts.studio_domain is not None or not k.startswith("Studio")
+    }
+    stacks = " and ".join(dict.fromkeys(facts.output_stack(key) for key in shown))
+    lines += ["", f"Known once deployed: outputs of stack {stacks} (your profile may read them)"]
+    for key, text in shown.items():
         lines += [f"   {key}: {text}", f"     {onboarding.describe_output_command(facts, key)}"]
     lines.append("and of the cluster stack, shared by every team (ask the platform team, who may read it):")
     for key, (_, _, text) in onboarding.CLUSTER_RESOURCES.items():

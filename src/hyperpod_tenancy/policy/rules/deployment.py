@@ -175,7 +175,8 @@ REPLACEMENTS = (
     ),
     _replacement(
         "HPT-REPLACE-PERMISSION-SET",
-        "a changed permission set name replaces the team's Identity Center access",
+        "a changed permission set name, Identity Center instance or Identity Center account replaces the "
+        "team's Identity Center access",
     ),
     _replacement(
         "HPT-UPGRADE-KUBERNETES",
