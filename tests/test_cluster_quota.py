@@ -33,12 +33,15 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import platforms
 import pytest
 import quota_eval
 from cluster_apply import same_value
 from control_plane import ControlPlane
 from kube_client import Answer, KubeClient, wait_until
 from synth import Synth
+
+from hyperpod_tenancy.k8s.team_manifests.quotas import compute_ceiling
 
 pytestmark = pytest.mark.cluster
 
@@ -305,5 +308,39 @@ def test_a_flipped_verdict_is_caught(control_plane: ControlPlane, cases: list[Ca
         )
         wrong = Case(**{**vars(fits), "refusals": ["exceeded quota: x, requested: pods=1"]})
         assert "server admitted" in str(replay(scratch, wrong))
+    finally:
+        scratch.remove()
+
+
+def test_a_fraction_of_a_core_and_of_a_gib_is_counted_exactly_by_the_real_server(
+    control_plane: ControlPlane,
+) -> None:
+    """The backstop of a team holding a fraction of an instance (``platforms.odd_fractions``: 3750m CPU, 16128Mi)
+    admits a pod at exactly the ClusterQueue's ceiling and refuses one millicore or one MiB more."""
+    platform = platforms.odd_fractions()
+    ceiling = compute_ceiling(platform, platform.team("vision"))
+    assert ceiling is not None
+    quota = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "compute-ceiling"}}
+    scratch = Scratch(control_plane.admin, "quota-fraction")
+    try:
+        ns = scratch.namespace_for([{**quota, "spec": {"hard": ceiling}}])
+
+        def pod(cpu: str, memory: str) -> dict[str, Any]:
+            requests = {"cpu": cpu, "memory": memory}
+            container = {
+                "name": "c",
+                "image": "busybox",
+                "resources": {"requests": requests, "limits": requests},
+            }
+            return scratch.pod({"apiVersion": "v1", "kind": "Pod", "spec": {"containers": [container]}}, ns)
+
+        answer = control_plane.admin.create(pod("3750m", "16128Mi"), dry_run=True)
+        assert answer.ok, answer.message
+        for cpu, memory, resource in (("3751m", "16128Mi", "cpu"), ("3750m", "16129Mi", "memory")):
+            answer = control_plane.admin.create(pod(cpu, memory), dry_run=True)
+            assert answer.status == 403, answer
+            assert f"exceeded quota: compute-ceiling, requested: requests.{resource}=" in answer.message, (
+                answer
+            )
     finally:
         scratch.remove()

@@ -348,3 +348,59 @@ def test_every_option_keeps_the_accounts_apart(edit: dict[str, Any], tmp_path: P
     (policy,) = _resources(synth.templates["ml-platform-org-Team-Research"], "AWS::IAM::ManagedPolicy")
     sids = [s["Sid"] for s in policy["PolicyDocument"]["Statement"]]
     assert ("TeamDataKeyThroughS3" in sids) == ("encryption" in edit)
+
+
+def test_the_referenced_policy_name_and_path_are_what_identity_center_and_iam_accept() -> None:
+    """AWS::SSO::PermissionSet CustomerManagedPolicyReference (CloudFormation User Guide): Name 1-128 characters of
+    ``[\\w+=,.@-]``, Path 1-512 of ``((/[A-Za-z0-9\\.,\\+@=_-]+)*)/``; IAM managed policy names have the same limit.
+    The longest names the policy allows (a 63-character cluster, the longest team name) still fit."""
+    from hyperpod_tenancy.policy.rules._common import MAX_TEAM_NAME
+
+    longest = names.permission_set_policy("c" * 63, "t" * MAX_TEAM_NAME)
+    assert len(longest) <= 128 and re.fullmatch(r"[\w+=,.@-]+", longest)
+    path = names.PERMISSION_SET_POLICY_PATH
+    assert len(path) <= 512 and re.fullmatch(r"((/[A-Za-z0-9\.,\+@=_-]+)*)/", path)
+
+
+def test_adding_a_team_adds_its_three_stacks_and_changes_no_other(tmp_path: Path) -> None:
+    """The scale invariant in this layout: the fourth team adds its team, Identity Center and access stacks, and
+    every other stack's template, asset manifest and dependencies stay the same bytes."""
+    from scale import platform_data, synthesize_assembly, team_name
+
+    from hyperpod_tenancy.policy import FairnessBackend
+
+    def sized(n: int) -> Any:
+        data = platform_data(list(range(n)), FairnessBackend.TASK_GOVERNANCE)
+        data["identityCenter"]["account"] = IDENTITY_CENTER
+        for team in data["teams"]:
+            team["studio"] = False
+        return synthesize_assembly(platforms.platform_from_dict(data), tmp_path / str(n))
+
+    before, after = sized(3), sized(4)
+    stack = "ml-platform-" + names.team_stack_id(team_name(3))
+    assert sorted(set(after.templates) - set(before.templates)) == [
+        stack,
+        f"{stack}-Access",
+        f"{stack}-Identity",
+    ]
+    for name in before.templates:
+        assert before.templates[name] == after.templates[name], name
+        assert before.assets.get(name) == after.assets.get(name), name
+        assert before.dependencies[name] == after.dependencies[name], name
+
+
+def test_a_role_timeout_given_to_the_team_stack_is_refused_not_ignored(tmp_path: Path) -> None:
+    from hyperpod_tenancy.stacks import ClusterStack, TeamStack
+
+    app = cdk.App(outdir=str(tmp_path))
+    cluster = ClusterStack(app, "Cluster", platform=platforms.example("identity-center-account"))
+    with pytest.raises(
+        TenancyError, match=r"sso_role_timeout has no effect here.*Pass it to TeamAccessStack"
+    ):
+        TeamStack(
+            app,
+            "Research",
+            cluster=cluster.cluster,
+            team="research",
+            sso_role_timeout=cdk.Duration.minutes(5),
+        )

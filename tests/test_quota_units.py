@@ -10,7 +10,6 @@ quota. Quantities are parsed with the Kubernetes client's own parser.
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any
 
 import platforms
 import pytest
@@ -20,24 +19,10 @@ from hyperpod_tenancy.k8s import kueue
 from hyperpod_tenancy.k8s.team_manifests.quotas import compute_ceiling
 from hyperpod_tenancy.policy import Platform
 
-P5 = "ml.p5.48xlarge"
-
-
-def _odd_fractions() -> Platform:
-    """vision holds 5 vCPUs and 10.5 GiB of a p5 (96 cores with one thread per core) and borrows 50 %."""
-
-    def edit(data: dict[str, Any]) -> None:
-        vision = data["teams"][1]["compute"]
-        vision["quotas"] = {P5: {"vcpus": 5, "memoryGiB": 10.5}}
-        vision["borrowLimit"] = 50
-
-    return platforms.variant("odd-fractions", edit)
-
-
 PLATFORMS = {
     "reference": platforms.reference_platform,
     "borrowing-range": platforms.borrowing_range,
-    "odd-fractions": _odd_fractions,
+    "odd-fractions": platforms.odd_fractions,
 }
 
 
@@ -64,7 +49,7 @@ def test_cpu_and_memory_ceilings_equal_the_cluster_queues(name: str) -> None:
 
 
 def test_a_fraction_of_a_core_or_a_gib_is_written_exactly() -> None:
-    platform = _odd_fractions()
+    platform = platforms.odd_fractions()
     backstop = compute_ceiling(platform, platform.team("vision"))
     assert backstop is not None
     # 5 of 192 vCPUs of 96 cores: 2500m, and 50 % more to borrow: 3750m (whole cores would say 3)

@@ -350,3 +350,15 @@ def all_objects(platform: Platform) -> list[dict[str, Any]]:
         objects += team_manifests(platform, team, fsx=FSX)
         objects += fsx_directory_job(platform, team, fsx=FSX)
     return objects
+
+
+def odd_fractions() -> Platform:
+    """vision holds 5 vCPUs and 10.5 GiB of a p5 (96 cores, one thread per core) and borrows 50 %: its ceilings are
+    fractions of a core and of a GiB (3750m CPU, 16128Mi memory)."""
+
+    def edit(data: dict[str, Any]) -> None:
+        vision = data["teams"][1]["compute"]
+        vision["quotas"] = {"ml.p5.48xlarge": {"vcpus": 5, "memoryGiB": 10.5}}
+        vision["borrowLimit"] = 50
+
+    return variant("odd-fractions", edit)

@@ -72,10 +72,14 @@ def build_identity(
     its assignment are the team's Identity Center stack's, the role lookup and its access entry the team's access
     stack's (:mod:`hyperpod_tenancy.stacks.identity_center`).
     """
-    timeout = _checked_timeout(scope, sso_role_timeout or DEFAULT_SSO_ROLE_TIMEOUT)
     grants = _grants(scope, cluster=cluster, team=team, domain=domain)
     studio = execution_role.role_arn if domain is not None else None
     if cluster.platform.identity_center_elsewhere:
+        if sso_role_timeout is not None:
+            raise TenancyError(
+                f"{scope.node.path}: sso_role_timeout has no effect here: with Identity Center in another account "
+                "the team's access stack looks the role up. Pass it to TeamAccessStack instead."
+            )
         policy = iam.CfnManagedPolicy(
             scope,
             "PermissionSetPolicy",
@@ -118,7 +122,7 @@ def build_identity(
         scope,
         cluster=cluster,
         team=team,
-        timeout=timeout,
+        timeout=sso_role_timeout or DEFAULT_SSO_ROLE_TIMEOUT,
         permission_set=permission_set,
         assignment=assignment,
     )
