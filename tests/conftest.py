@@ -62,6 +62,14 @@ def identity_center_example(tmp_path_factory: pytest.TempPathFactory) -> Synth:
 
 
 @pytest.fixture(scope="session")
+def team_accounts_example(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    """``examples/team-accounts`` (a team in an account of its own), synthesized."""
+    return synthesize(
+        platforms.example("team-accounts"), tmp_path_factory.mktemp("team-accounts"), validate=True
+    )
+
+
+@pytest.fixture(scope="session")
 def four_teams(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     """The reference platform with a fourth team (``platforms.four_team_platform``), synthesized."""
     return synthesize(platforms.four_team_platform(), tmp_path_factory.mktemp("four"), validate=True)

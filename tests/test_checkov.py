@@ -47,6 +47,7 @@ SCANNED = {
     "doc": "doc_example",
     "borrowing": "borrowing_example",
     "idc": "identity_center_example",
+    "acct": "team_accounts_example",
 }
 
 

@@ -37,6 +37,7 @@ KUEUE_GROUP = "kueue.x-k8s.io/"
         "kms_arn_reference",
         "borrowing_example",
         "identity_center_example",
+        "team_accounts_example",
     ],
 )
 def test_cfn_lint_has_no_errors_and_only_accepted_warnings(
@@ -67,6 +68,7 @@ FIXTURES = [
     "kms_arn_reference",
     "borrowing_example",
     "identity_center_example",
+    "team_accounts_example",
 ]
 
 
@@ -92,7 +94,15 @@ def test_cfn_lint_catches_a_broken_template(reference: Synth) -> None:
 
 
 @pytest.mark.parametrize(
-    "backend", ["task-governance", "kueue", "kms", "borrowing-example", "identity-center-example"]
+    "backend",
+    [
+        "task-governance",
+        "kueue",
+        "kms",
+        "borrowing-example",
+        "identity-center-example",
+        "team-accounts-example",
+    ],
 )
 def test_cdk_nag_aws_solutions_has_no_unacknowledged_findings(
     backend: str, reference_platform: Platform, kueue_platform: Platform, tmp_path: Path
@@ -103,6 +113,7 @@ def test_cdk_nag_aws_solutions_has_no_unacknowledged_findings(
         "kms": platforms.kms_platform(),
         "borrowing-example": platforms.example("borrowing-range"),
         "identity-center-example": platforms.example("identity-center-account"),
+        "team-accounts-example": platforms.example("team-accounts"),
     }[backend]
     # raises ValidationFailed on any unacknowledged finding
     synth = synthesize(platform, tmp_path, nag=True)

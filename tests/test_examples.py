@@ -18,6 +18,7 @@ from hyperpod_tenancy.tools.plan.tenancy_plan import build_plan
 EXPECTED_WARNINGS = {
     "borrowing-range": ["HPT-BORROW-LIMIT-RANGE"],
     "identity-center-account": ["HPT-CHARGEBACK-TAGS-PAYER"],
+    "team-accounts": ["HPT-CHARGEBACK-TAGS-PAYER"],
 }
 
 

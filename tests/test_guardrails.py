@@ -244,8 +244,13 @@ BAD = [
         "teams[1].compute.absoluteBorrowLimits": {P5: {"instances": 1}},
         "teams[2].compute.quotas": {"ml.g5.12xlarge": {"accelerators": 1, "vcpus": 8}},
     },
-    # Identity Center administered from another account, with Studio domains
-    {"identityCenter.account": "999988887777"},
+    # Identity Center administered from another account, with Studio domains; teams in accounts of their own
+    {
+        "identityCenter.account": "999988887777",
+        "teams[0].account": "4444",
+        "teams[1].account": "111122223333",
+        "teams[2].account": "999988887777",
+    },
     # more teams than the default of every account quota (HPT-QUOTA-*)
     {"teams": [{**reference_data()["teams"][2], "name": f"team-{i:04d}"} for i in range(3501)]},
 ]

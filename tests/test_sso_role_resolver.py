@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import ast
+import http.server
 import json
 import secrets
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -125,6 +127,70 @@ def test_resolves_role_with_region_segment_and_keeps_the_path(iam: Any) -> None:
     assert "/aws-reserved/sso.amazonaws.com/eu-west-1/AWSReservedSSO_TeamA_" in out["Data"]["RoleArn"]
 
 
+def _in_account(account: str) -> Any:
+    """An IAM client acting in ``account`` (moto keeps one state per account, keyed by the credentials)."""
+    credentials = boto3.client("sts").assume_role(
+        RoleArn=f"arn:aws:iam::{account}:role/test-setup", RoleSessionName="test-setup"
+    )["Credentials"]
+    return boto3.client(
+        "iam",
+        aws_access_key_id=credentials["AccessKeyId"],
+        aws_secret_access_key=credentials["SecretAccessKey"],
+        aws_session_token=credentials["SessionToken"],
+    )
+
+
+def test_a_team_account_role_is_found_there_through_the_lookup_role(iam: Any) -> None:
+    """A team in its own account: the poller assumes the team's lookup role and lists that account's roles."""
+    team_account = "444455556666"
+    create_sso_role(iam, "Research")  # a role of the same name in this account is not the team's
+    there = create_sso_role(_in_account(team_account), "Research")
+    lookup = f"arn:aws:iam::{team_account}:role/hyperpod-tenancy-shared-gpu-research-lookup"
+    out = resolver.is_complete(start({"PermissionSetName": "Research", "LookupRoleArn": lookup}), None)
+    assert out["IsComplete"] is True
+    assert out["Data"]["RoleArn"] == there
+    assert out["Data"]["RoleArn"].startswith(f"arn:aws:iam::{team_account}:role/aws-reserved/")
+
+
+class _RefusingSts(http.server.BaseHTTPRequestHandler):
+    """STS answering every request as it answers an AssumeRole the role's trust policy does not allow."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        body = (
+            b'<ErrorResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><Error><Type>Sender</Type>'
+            b"<Code>AccessDenied</Code><Message>User is not authorized to perform: sts:AssumeRole</Message>"
+            b"</Error><RequestId>1</RequestId></ErrorResponse>"
+        )
+        self.send_response(403)
+        self.send_header("Content-Type", "text/xml")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        """Keep the test output quiet."""
+
+
+def test_a_lookup_role_that_cannot_be_assumed_fails_naming_it(
+    iam: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """STS refusing the lookup role is not polled again: the error names the role and the stack to deploy first."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _RefusingSts)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv("AWS_ENDPOINT_URL_STS", f"http://127.0.0.1:{server.server_address[1]}")
+    boto3.DEFAULT_SESSION = None
+    lookup = "arn:aws:iam::444455556666:role/hyperpod-tenancy-shared-gpu-research-lookup"
+    try:
+        with pytest.raises(resolver.SsoRoleResolutionError) as err:
+            resolver.is_complete(start({"PermissionSetName": "Research", "LookupRoleArn": lookup}))
+    finally:
+        server.shutdown()
+        boto3.DEFAULT_SESSION = None
+    assert lookup in str(err.value) and "AccessDenied" in str(err.value)
+    assert "Team-<Team>-Account" in str(err.value)
+
+
 def test_role_appearing_between_polls(iam: Any) -> None:
     """The assignment is still provisioning at the first poll; the next poll finds the role."""
     event = start({"PermissionSetName": "TeamA", "TimeoutSeconds": "600"})
@@ -148,7 +214,7 @@ def test_role_never_appearing_fails_explicitly_after_deadline(iam: Any) -> None:
     assert "'TeamA'" in message
     assert SSO_PATH in message
     assert "assigned to a group" in message
-    assert "THIS account" in message
+    assert "in the account looked in" in message
     assert "within 1s" in message
 
 

@@ -88,7 +88,7 @@ def team_expectation(
     stack: str,
     permission_set_arn: str | None,
     sso_role_arn: str | None,
-    execution_role_arn: str,
+    execution_role_arn: str | None,
     cluster_arn: str,
     compute_quota: bool,
 ) -> runtime.TeamExpectation:

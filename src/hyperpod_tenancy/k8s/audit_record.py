@@ -85,6 +85,11 @@ def team_expectation(
         compute_quota=compute_quota,
         identity_center_account=platform.identity_center_account if elsewhere else None,
         access_stack=_beside(stack, names.team_access_stack_id(team.name)) if elsewhere else None,
+        team_account=platform.team_account(team) if platform.team_in_own_account(team) else None,
+        permission_set_policy=names.PERMISSION_SET_POLICY_PATH
+        + names.permission_set_policy(platform.cluster.name, team.name)
+        if platform.team_in_own_account(team)
+        else None,
     )
 
 

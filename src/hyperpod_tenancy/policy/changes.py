@@ -6,7 +6,7 @@ one. :func:`replacement_warnings` compares a deployed policy with a new one and 
 createOnly property behind it and what the replacement destroys, before ``cdk deploy`` does it.
 
 Codes: ``HPT-REPLACE-STACKS``, ``HPT-REPLACE-CLUSTER``, ``HPT-REPLACE-VPC``, ``HPT-REPLACE-FSX``,
-``HPT-REPLACE-TEAM``, ``HPT-REPLACE-PERMISSION-SET``; and what an upgrade interrupts or refuses:
+``HPT-REPLACE-TEAM``, ``HPT-REPLACE-PERMISSION-SET`` (also when a team moves to or from an account of its own); and what an upgrade interrupts or refuses:
 ``HPT-UPGRADE-KUBERNETES`` (a Kubernetes minor version change) and ``HPT-UPGRADE-SCHEDULER`` (another Kueue chart
 version, or the other fairness backend).
 """
@@ -231,6 +231,7 @@ def _teams(old: Platform, new: Platform, out: list[PolicyIssue], wording: Wordin
     for name, before in old_hosted.items():
         if name in new_hosted:
             _permission_set(before, new_hosted[name], new_index[name], out)
+            _team_account(old, new, before, new_hosted[name], index=new_index[name], out=out)
             continue
         renamed = next(((t, why) for t in added if (why := _same_identity(before, t))), None)
         if renamed is not None:
@@ -303,6 +304,32 @@ def _permission_set(before: Team, after: Team, index: int, out: list[PolicyIssue
             "created, the EKS access entry (PrincipalArn createOnly) is replaced, and members must sign in "
             "again.",
             f"set identity.permissionSetName: {old_name} to keep the current permission set.",
+            "HPT-REPLACE-PERMISSION-SET",
+        )
+    )
+
+
+def _team_account(
+    old: Platform, new: Platform, before: Team, after: Team, *, index: int, out: list[PolicyIssue]
+) -> None:
+    was, now = old.team_account(before), new.team_account(after)
+    if was == now or old.account != new.account:
+        return
+    out.append(
+        PolicyIssue(
+            f"teams[{index}].account",
+            f"team {after.name!r} moves from account {was} to {now}: its permission set is assigned in {now} "
+            "instead, so Identity Center provisions a new role there and the EKS access entry is replaced (members "
+            f"sign in to {now}); the role of its pods is replaced; and its data stays where it is: "
+            + (
+                f"teams/{after.name}/ of the shared data bucket"
+                if not old.team_in_own_account(before)
+                else f"the bucket of its account stack in {was}, which is retained"
+            )
+            + ".",
+            f"copy the team's S3 data to {'its new account' if new.team_in_own_account(after) else 'the shared data bucket'} "
+            f"before its pods need it (`aws s3 sync`), deploy the team's stacks in their order (`cdk deploy --all`), "
+            "and tell its members the account they sign in to now.",
             "HPT-REPLACE-PERMISSION-SET",
         )
     )

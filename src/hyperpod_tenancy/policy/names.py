@@ -248,6 +248,11 @@ def aws_profile(cluster: str, team: str) -> str:
     return f"{cluster}-{team}"
 
 
+def kubeconfig_user(cluster: str, team: str) -> str:
+    """Name the kubeconfig user of a member's context written by hand: ``<cluster>-<team>-user``."""
+    return f"{aws_profile(cluster, team)}-user"
+
+
 def team_stack_id(team: str) -> str:
     """Stack ID of a team: ``Team-<PascalCase name>`` (stable: changing it replaces the stack)."""
     return "Team-" + pascal_case(team)
@@ -270,6 +275,43 @@ PERMISSION_SET_POLICY_PATH = "/hyperpod-tenancy/"
 def permission_set_policy(cluster: str, team: str) -> str:
     """Name of the policy a team's permission set references in the cluster's account: ``hyperpod-tenancy-<cluster>-<team>``."""
     return f"{OBJECT_PREFIX}{cluster}-{team}"
+
+
+def team_account_stack_id(team: str) -> str:
+    """Stack ID of the stack in a team's own account: ``Team-<PascalCase name>-Account``."""
+    return f"{team_stack_id(team)}-Account"
+
+
+#: IAM path of the roles the platform creates in a team's own account (the lookup role, the pods' target role).
+TEAM_ACCOUNT_ROLE_PATH = "/hyperpod-tenancy/"
+
+
+def _role_name(cluster: str, team: str, purpose: str) -> str:
+    """Return ``hyperpod-tenancy-<cluster>-<team>-<purpose>``, at most 64 characters (IAM's role name limit).
+
+    A longer one is shortened with a hash of the full name (the same inputs always give the same name).
+    """
+    name = f"{OBJECT_PREFIX}{cluster}-{team}-{purpose}"
+    if len(name) <= 64:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    room = 64 - len(OBJECT_PREFIX) - len(purpose) - len(digest) - 3
+    return f"{OBJECT_PREFIX}{cluster[: room // 2]}-{team[: room - room // 2]}-{digest}-{purpose}"[:64]
+
+
+def team_pods_role(cluster: str, team: str) -> str:
+    """Role of a team's pods in the team's own account (the Pod Identity target role): ``...-<team>-pods``."""
+    return _role_name(cluster, team, "pods")
+
+
+def team_pods_source_role(cluster: str, team: str) -> str:
+    """Role in the cluster's account that Pod Identity assumes first, then chains to the team's target role."""
+    return _role_name(cluster, team, "workload")
+
+
+def team_lookup_role(cluster: str, team: str) -> str:
+    """Read-only role in a team's own account that lets the cluster's account find the team's Identity Center role."""
+    return _role_name(cluster, team, "lookup")
 
 
 def scheduler_config(cluster: str) -> str:

@@ -15,6 +15,9 @@ Resource properties:
     ``TimeoutSeconds`` (optional, default 900): how long to wait for the role to appear before
     failing with an explicit message. Keep it below the Provider's ``total_timeout`` so this
     message, not the framework's generic "Operation timed out", reaches CloudFormation.
+    ``LookupRoleArn`` (optional): a role in the account the permission set is assigned in, when that is not
+    this one (a team with an account of its own): the poller assumes it and lists roles there. It may list
+    roles and nothing else (``hyperpod-tenancy-<cluster>-<team>-lookup``).
     ``PermissionSetArn`` (optional): when given it is the physical resource ID, so replacing the
     permission set replaces this resource. Any other property (e.g. the account assignment's
     reference, used as a nonce) is ignored, but changing it re-runs the lookup.
@@ -165,7 +168,7 @@ def is_complete(
         return {"IsComplete": True}
     props = event.get("ResourceProperties", {})
     name = _permission_set_name(props)
-    client = iam if iam is not None else iam_client()
+    client = iam if iam is not None else _client_for(props)
     try:
         role = resolve_sso_role(client, name)
     except client.exceptions.ClientError as exc:
@@ -182,6 +185,34 @@ def is_complete(
         return {"IsComplete": True, "Data": {"RoleArn": role.arn, "RoleName": role.name}}
     _fail_if_past_deadline(event, props, name)
     return {"IsComplete": False}
+
+
+def _client_for(props: Mapping[str, Any]) -> IAMClient:
+    """Return the IAM client of this account, or of the team's account through ``LookupRoleArn``.
+
+    Raises:
+        SsoRoleResolutionError: the lookup role cannot be assumed (the message names it and what to check).
+
+    """
+    lookup = props.get("LookupRoleArn")
+    if not lookup:
+        return iam_client()
+    sts = boto3.client("sts")
+    try:
+        credentials = sts.assume_role(
+            RoleArn=str(lookup), RoleSessionName="hyperpod-tenancy-sso-role-lookup"
+        )["Credentials"]
+    except sts.exceptions.ClientError as exc:
+        raise SsoRoleResolutionError(
+            f"could not assume the team's lookup role {lookup}: {exc}. Deploy the team's account stack "
+            "(Team-<Team>-Account) before its team stack, and check that the role trusts this account."
+        ) from exc
+    return boto3.client(
+        "iam",
+        aws_access_key_id=credentials["AccessKeyId"],
+        aws_secret_access_key=credentials["SecretAccessKey"],
+        aws_session_token=credentials["SessionToken"],
+    )
 
 
 def _fail_if_past_deadline(event: Mapping[str, Any], props: Mapping[str, Any], name: str) -> None:
@@ -201,7 +232,8 @@ def _fail_if_past_deadline(event: Mapping[str, Any], props: Mapping[str, Any], n
         f"No IAM role for Identity Center permission set {name!r} appeared within {timeout}s: searched "
         f"roles under path {SSO_ROLE_PATH_PREFIX} (and its <sso-region>/ sub-path) for names matching "
         f"{role_name_pattern(name).pattern}. Check that the permission set is assigned to a group (or "
-        "user) in THIS account and that the assignment finished provisioning (Identity Center console "
+        "user) in the account looked in (this one, or the team's through LookupRoleArn) and that the assignment "
+        "finished provisioning (Identity Center console "
         "-> AWS accounts -> this account), that the name matches exactly (case-sensitive), and that "
         "the assignment was not removed. Raise TimeoutSeconds if provisioning is just slow."
     )

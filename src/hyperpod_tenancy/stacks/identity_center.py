@@ -32,40 +32,52 @@ from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.k8s import onboarding
 from hyperpod_tenancy.policy import Platform, Team, names
 
-__all__ = ["TeamAccessStack", "TeamIdentityStack", "require_identity_center_stacks"]
+__all__ = ["TeamAccessStack", "TeamIdentityStack", "built_stacks", "require_team_stacks"]
 
 
-def _built(scope: Construct) -> set[tuple[str, str]]:
-    """Return the (kind, team) of every Identity Center and access stack of the app ``scope`` is in."""
+def built_stacks(scope: Construct) -> set[tuple[str, str]]:
+    """Return the (kind, team) of every Identity Center, access and team account stack of the app ``scope`` is in."""
     return once(scope.node.root, "identity-center-stacks", set)
 
 
-@jsii.implements(IValidation)
-class _RequireIdentityCenterStacks:
-    """Refuses a team stack whose team has no Identity Center and access stack in the app."""
+def _required(platform: Platform, team: Team) -> tuple[str, ...]:
+    """Return the kinds of stack a team's stack needs beside it in the app (none in one account)."""
+    elsewhere = ("TeamIdentityStack", "TeamAccessStack") if platform.identity_center_elsewhere else ()
+    own = ("TeamAccountStack",) if platform.team_in_own_account(team) else ()
+    return own + elsewhere
 
-    def __init__(self, scope: Construct, platform: Platform, team: str) -> None:
+
+@jsii.implements(IValidation)
+class _RequireTeamStacks:
+    """Refuses a team stack whose team lacks the stacks of its other accounts in the app."""
+
+    def __init__(self, scope: Construct, platform: Platform, team: Team) -> None:
         self.scope, self.platform, self.team = scope, platform, team
 
     def validate(self) -> list[str]:
-        built = _built(self.scope)
+        built = built_stacks(self.scope)
         missing = [
-            kind for kind in ("TeamIdentityStack", "TeamAccessStack") if (kind, self.team) not in built
+            kind for kind in _required(self.platform, self.team) if (kind, self.team.name) not in built
         ]
         if not missing:
             return []
+        where = (
+            f"its own account {self.platform.team_account(self.team)}"
+            if self.platform.team_in_own_account(self.team)
+            else f"the cluster's account {self.platform.account}"
+        )
         return [
-            f"team {self.team!r}: Identity Center is administered from {self.platform.identity_center_account}, "
-            f"not the cluster's account {self.platform.account}, and this app has no {' and no '.join(missing)} "
-            "for the team: nobody could reach the cluster as a member. Add them after the team stack (PlatformStage "
-            "does), or keep Identity Center in the cluster's account."
+            f"team {self.team.name!r} lives in {where}, Identity Center in {self.platform.identity_center_account}, "
+            f"and this app has no {' and no '.join(missing)} for the team: its data, its pods' role or its "
+            "members' access would be missing. Add them beside the team stack (PlatformStage does)."
         ]
 
 
-def require_identity_center_stacks(scope: Construct, platform: Platform, team: str) -> None:
-    """Refuse at synthesis a team stack of a platform with Identity Center elsewhere whose other stacks are missing."""
-    if platform.identity_center_elsewhere:
-        scope.node.add_validation(_RequireIdentityCenterStacks(scope, platform, team))
+def require_team_stacks(scope: Construct, platform: Platform, team: str) -> None:
+    """Refuse at synthesis a team stack whose stacks in other accounts (Identity Center, the team's) are missing."""
+    spec = platform.team(team)
+    if _required(platform, spec):
+        scope.node.add_validation(_RequireTeamStacks(scope, platform, spec))
 
 
 def _team(platform: Platform, team: str, where: str) -> Team:
@@ -102,12 +114,16 @@ class TeamIdentityStack(cdk.Stack):
             cdk.Environment(account=platform.identity_center_account, region=platform.identity_center.region),
         )
         super().__init__(scope, id, **kwargs)
-        _built(self).add(("TeamIdentityStack", spec.name))
+        built_stacks(self).add(("TeamIdentityStack", spec.name))
         #: The team's permission set: it references the team stack's policy by name and path.
         self.permission_set: sso.CfnPermissionSet = team_permission_set(self, platform=platform, team=spec)
-        #: Its assignment to the team's group in the cluster's account.
+        #: Its assignment to the team's group in the team's account (the cluster's, or the team's own).
         self.assignment: sso.CfnAssignment = team_assignment(
-            self, platform=platform, team=spec, permission_set=self.permission_set, account=platform.account
+            self,
+            platform=platform,
+            team=spec,
+            permission_set=self.permission_set,
+            account=platform.team_account(spec),
         )
 
 
@@ -141,7 +157,7 @@ class TeamAccessStack(cdk.Stack):
         spec = _team(platform, team, f"TeamAccessStack {id!r}")
         kwargs.setdefault("env", cdk.Environment(account=platform.account, region=platform.region))
         super().__init__(scope, id, **kwargs)
-        _built(self).add(("TeamAccessStack", spec.name))
+        built_stacks(self).add(("TeamAccessStack", spec.name))
         #: Full ARN (with its /aws-reserved/... path) of the team's Identity Center role in this account.
         self.sso_role_arn: str = sso_role_lookup(
             self, cluster=cluster, team=spec, timeout=sso_role_timeout or DEFAULT_SSO_ROLE_TIMEOUT

@@ -18,6 +18,7 @@ from hyperpod_tenancy.stacks.chargeback_stack import ChargebackOptions, Chargeba
 from hyperpod_tenancy.stacks.cluster_stack import ClusterOptions, ClusterStack
 from hyperpod_tenancy.stacks.identity_center import TeamAccessStack, TeamIdentityStack
 from hyperpod_tenancy.stacks.progress import SynthProgress
+from hyperpod_tenancy.stacks.team_account import TeamAccountStack
 from hyperpod_tenancy.stacks.team_stack import TeamStack
 
 __all__ = ["PlatformStage", "team_stack_id"]
@@ -114,11 +115,27 @@ class PlatformStage(cdk.Stage):
         #: assignment there, and its role lookup and access entry in the cluster's account, by team name.
         self.identity_stacks: dict[str, TeamIdentityStack] = {}
         self.access_stacks: dict[str, TeamAccessStack] = {}
+        #: Teams with an account of their own (``teams[].account``): each one's stack there, by team name.
+        self.account_stacks: dict[str, TeamAccountStack] = {}
         for done, spec in enumerate(hosted, start=1):
+            own = (
+                TeamAccountStack(
+                    self, names.team_account_stack_id(spec.name), platform=platform, team=spec.name
+                )
+                if platform.team_in_own_account(spec)
+                else None
+            )
             team_stack = TeamStack(
                 self, plan.team(spec.name).stack_id, cluster=self.cluster_stack.cluster, team=spec.name
             )
             self.team_stacks[spec.name] = team_stack
+            if own is not None:
+                team_stack.add_stack_dependency(
+                    own,
+                    reason="the pods' target role and the lookup role exist before the association and the lookup use "
+                    "them, and the permission set's policy before its assignment",
+                )
+                self.account_stacks[spec.name] = own
             if platform.identity_center_elsewhere:
                 self._identity_center_stacks(spec.name, after=team_stack)
             self.progress.step(done)

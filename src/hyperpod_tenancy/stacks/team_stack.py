@@ -13,7 +13,7 @@ from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
 from hyperpod_tenancy.constructs.tenant.chargeback import TeamChargeback
 from hyperpod_tenancy.constructs.tenant.team_tenant import TeamTenant
 from hyperpod_tenancy.k8s import onboarding
-from hyperpod_tenancy.stacks.identity_center import require_identity_center_stacks
+from hyperpod_tenancy.stacks.identity_center import require_team_stacks
 
 __all__ = ["TeamStack"]
 
@@ -63,7 +63,7 @@ class TeamStack(cdk.Stack):
             sso_role_timeout=sso_role_timeout,
             sso_start_url=sso_start_url,
         )
-        require_identity_center_stacks(self, platform, team)
+        require_team_stacks(self, platform, team)
         #: The onboarding outputs by output key.
         self.outputs: dict[str, cdk.CfnOutput] = self._onboarding_outputs()
         #: The team's part of the chargeback (``None`` until :meth:`add_chargeback`).
@@ -77,22 +77,24 @@ class TeamStack(cdk.Stack):
             deployed["StudioDomainId"] = tenant.domain.attr_domain_id
             deployed["StudioUrl"] = tenant.domain.attr_url
         # members read these outputs themselves (`hyperpod-tenancy onboarding` prints the command): this stack only,
-        # and the team's access stack where Identity Center is in another account (its role's ARN is there)
-        stacks = [self.stack_name]
-        if tenant.sso_role_arn is None:
-            stacks.append(tenant.onboarding.output_stack("SsoRoleArn"))
-        # arn:<partition>:cloudformation:<region>:<account>:stack/<stack name>/<its ID>
-        resources = [
-            arn(self, service="cloudformation", resource="stack", resource_name=f"{n}/*") for n in stacks
-        ]
-        tenant.allow_in_permission_set(
-            {
-                "Sid": "ReadOwnTeamStackOutputs",
-                "Effect": "Allow",
-                "Action": "cloudformation:DescribeStacks",
-                "Resource": resources[0] if len(resources) == 1 else resources,
-            }
-        )
+        # and the team's access stack where Identity Center is in another account (its role's ARN is there). A team
+        # in its own account signs in there, where its account stack's policy lets members read that stack.
+        if not tenant.in_own_account:
+            stacks = [self.stack_name]
+            if tenant.sso_role_arn is None:
+                stacks.append(tenant.onboarding.output_stack("SsoRoleArn"))
+            # arn:<partition>:cloudformation:<region>:<account>:stack/<stack name>/<its ID>
+            resources = [
+                arn(self, service="cloudformation", resource="stack", resource_name=f"{n}/*") for n in stacks
+            ]
+            tenant.allow_in_permission_set(
+                {
+                    "Sid": "ReadOwnTeamStackOutputs",
+                    "Effect": "Allow",
+                    "Action": "cloudformation:DescribeStacks",
+                    "Resource": resources[0] if len(resources) == 1 else resources,
+                }
+            )
         return {
             output.key: cdk.CfnOutput(
                 self,

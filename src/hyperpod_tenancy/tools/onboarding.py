@@ -153,9 +153,13 @@ def facts_lines(facts: OnboardingFacts, platform: Platform) -> list[str]:
     from hyperpod_tenancy.k8s import onboarding  # noqa: PLC0415 - see the tools package
 
     outputs = onboarding.DEPLOY_TIME_OUTPUTS
+    where = (
+        f"the team's own account {facts.account}, the cluster in {facts.cluster_account}"
+        if facts.in_own_account
+        else f"account {facts.account}"
+    )
     lines = [
-        f"Team {facts.team} on cluster {facts.cluster} (platform {facts.platform}, account {facts.account}, "
-        f"region {facts.region})",
+        f"Team {facts.team} on cluster {facts.cluster} (platform {facts.platform}, {where}, region {facts.region})",
         "",
         "1. Sign in with your own Identity Center user (not the Studio execution role: the cluster refuses "
         "work submitted as it).",
@@ -182,8 +186,7 @@ def facts_lines(facts: OnboardingFacts, platform: Platform) -> list[str]:
     lines += [
         "   Elsewhere: a network path into the VPC that the platform team admits to the endpoint on 443 "
         "(a bastion, VPN or Direct Connect; SharedHyperPodCluster.allow_api_access_from).",
-        f"   aws eks update-kubeconfig --name {facts.cluster} --region {facts.region} --profile {facts.profile} "
-        f"--alias {facts.kube_context}",
+        *_kubeconfig_lines(facts),
         "",
         "3. Where your work goes",
         f"   namespace      {facts.namespace}",
@@ -208,7 +211,7 @@ def facts_lines(facts: OnboardingFacts, platform: Platform) -> list[str]:
         "setgid)",
         f"   home           {facts.home_parent}/<your UID>, at {facts.home_mount} in your pods (mode 0700; your "
         "UID is allocated on your first submission)",
-        f"   S3             s3://<DataBucket>/{facts.s3_prefix}",
+        f"   S3             s3://<{'DataBucketName' if facts.in_own_account else 'DataBucket'}>/{facts.s3_prefix}",
     ]
     if facts.studio_domain is not None:
         lines += [
@@ -216,17 +219,43 @@ def facts_lines(facts: OnboardingFacts, platform: Platform) -> list[str]:
             "5. Studio",
             f"   domain         {facts.studio_domain} (open it from the AWS access portal)",
         ]
-    shown = {
-        k: t for k, t in outputs.items() if facts.studio_domain is not None or not k.startswith("Studio")
-    }
+    shown = (
+        dict(onboarding.ACCOUNT_STACK_OUTPUTS)
+        if facts.in_own_account
+        else {
+            k: t for k, t in outputs.items() if facts.studio_domain is not None or not k.startswith("Studio")
+        }
+    )
     stacks = " and ".join(dict.fromkeys(facts.output_stack(key) for key in shown))
     lines += ["", f"Known once deployed: outputs of stack {stacks} (your profile may read them)"]
     for key, text in shown.items():
         lines += [f"   {key}: {text}", f"     {onboarding.describe_output_command(facts, key)}"]
     lines.append("and of the cluster stack, shared by every team (ask the platform team, who may read it):")
     for key, (_, _, text) in onboarding.CLUSTER_RESOURCES.items():
+        if facts.in_own_account and key == "DataBucket":
+            continue  # the team's data is in its own bucket
         lines += [f"   {key}: {text}", f"     {onboarding.cluster_resource_command(platform, key)}"]
     return lines
+
+
+def _kubeconfig_lines(facts: OnboardingFacts) -> list[str]:
+    """Return the kubeconfig commands: ``update-kubeconfig``, or by hand where the profile cannot describe the cluster."""
+    from hyperpod_tenancy.k8s import onboarding  # noqa: PLC0415 - see the tools package
+
+    if not facts.in_own_account:
+        return [
+            f"   aws eks update-kubeconfig --name {facts.cluster} --region {facts.region} --profile {facts.profile} "
+            f"--alias {facts.kube_context}"
+        ]
+    # eks:DescribeCluster is answered in the caller's account, so a team account's profile cannot describe the
+    # cluster; the token (aws eks get-token) is signed by the caller and accepted across accounts
+    return [
+        f"   The cluster is in account {facts.cluster_account}, which your profile cannot describe: the platform "
+        "team gives you its endpoint and certificate authority",
+        f"     (aws eks describe-cluster --name {facts.cluster} --region {facts.region} "
+        '--query "cluster.[endpoint,certificateAuthority.data]" --output text), then:',
+        *(f"   {command}" for command in onboarding.kubeconfig_commands(facts)),
+    ]
 
 
 def _declaration() -> str:

@@ -97,6 +97,12 @@ def _summary(
             f"Identity Center in account {platform.identity_center_account}: the permission sets and their "
             f"assignments; the cluster and every team stack in {platform.account}.",
         )
+    for team in platform.teams_in_own_accounts:
+        lines.insert(
+            1 + platform.identity_center_elsewhere,
+            f"Team {team.name} in its own account {platform.team_account(team)}: its data, the role of its pods "
+            "and its members' sign-in; its namespace and quota on the cluster.",
+        )
     groups = [["name", "type", "count", "reserved", "promisable", "zone"]]
     groups += [
         [

@@ -28,6 +28,7 @@ from hyperpod_tenancy.constructs._private.annotations import (
     acknowledge_role,
     skip_handler_checks,
 )
+from hyperpod_tenancy.policy import names
 
 __all__ = ["MAX_SSO_ROLE_TIMEOUT", "SsoRoleProvider"]
 
@@ -43,13 +44,15 @@ class SsoRoleProvider(Construct):
     Args:
         scope: where the provider lives (the cluster construct, or beside an imported cluster).
         id: construct ID.
+        team_accounts: some team has an account of its own, where the poller assumes the team's lookup role
+            (``hyperpod-tenancy-<cluster>-<team>-lookup``) to list roles. Default: ``False`` (it assumes nothing).
 
     Attributes:
         service_token: the provider's service token (``Custom::SsoRoleArn`` resources reference it).
 
     """
 
-    def __init__(self, scope: Construct, id: str) -> None:
+    def __init__(self, scope: Construct, id: str, *, team_accounts: bool = False) -> None:
         super().__init__(scope, id)
         code = lambda_.Code.from_asset(str(_RUNTIME), exclude=["__pycache__", "*.pyc"])
         common: dict[str, Any] = {
@@ -73,6 +76,14 @@ class SsoRoleProvider(Construct):
         )
         # only the poller calls IAM; on_event just starts the clock
         is_complete.add_to_role_policy(iam.PolicyStatement(actions=["iam:ListRoles"], resources=["*"]))
+        if team_accounts:
+            # the teams' lookup roles, by their fixed name (their trust names this account)
+            is_complete.add_to_role_policy(
+                iam.PolicyStatement(
+                    actions=["sts:AssumeRole"],
+                    resources=[f"arn:{cdk.Aws.PARTITION}:iam::*:role/{names.OBJECT_PREFIX}*-lookup"],
+                )
+            )
         # the framework requires a total timeout divisible by the query interval; it stays longer than any
         # handler's own deadline, so the handler's explicit message is what CloudFormation shows
         total = -(-(int(MAX_SSO_ROLE_TIMEOUT.to_seconds()) + 300) // _QUERY_INTERVAL) * _QUERY_INTERVAL
@@ -92,7 +103,12 @@ class SsoRoleProvider(Construct):
                     fn.role,
                     managed_policies="AWSLambdaBasicExecutionRole only lets the handler write its own logs",
                     wildcards="iam:ListRoles supports no resource-level permissions; the handler lists roles "
-                    "under /aws-reserved/sso.amazonaws.com/ only",
+                    "under /aws-reserved/sso.amazonaws.com/ only"
+                    + (
+                        ", in team accounts through their lookup roles, which may list roles and nothing else"
+                        if team_accounts
+                        else ""
+                    ),
                 )
             skip_handler_checks(fn, "this library's Identity Center role lookup, shared by every team")
         acknowledge_cdk_handlers(

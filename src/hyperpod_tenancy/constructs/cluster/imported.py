@@ -109,7 +109,9 @@ class ImportedHyperPodCluster(Construct):
     def sso_role_service_token(self) -> str:
         """The given provider's service token, or that of one provider created beside the import on first use."""
         if self._sso_role_service_token is None:
-            self._sso_role_service_token = SsoRoleProvider(self, "SsoRoleProvider").service_token
+            self._sso_role_service_token = SsoRoleProvider(
+                self, "SsoRoleProvider", team_accounts=bool(self.platform.teams_in_own_accounts)
+            ).service_token
         return self._sso_role_service_token
 
     def allow_api_access_from(self, scope: Construct, id: str, *, peer: ec2.ISecurityGroup) -> None:

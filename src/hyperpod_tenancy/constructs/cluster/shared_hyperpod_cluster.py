@@ -306,7 +306,9 @@ class SharedHyperPodCluster(ClusterBuild):
         of the account and region share one provider instead of carrying one each.
         """
         if self._sso_role_provider is None:
-            self._sso_role_provider = SsoRoleProvider(self, "SsoRoleProvider")
+            self._sso_role_provider = SsoRoleProvider(
+                self, "SsoRoleProvider", team_accounts=bool(self.platform.teams_in_own_accounts)
+            )
         return self._sso_role_provider.service_token
 
     @property

@@ -11,6 +11,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_deployment as s3_deployment
 from constructs import Construct
 
+from hyperpod_tenancy.constructs._private.buckets import private_bucket
 from hyperpod_tenancy.constructs.cluster.build import ClusterBuckets, ClusterBuild
 from hyperpod_tenancy.constructs.encryption import PlatformKey
 
@@ -23,18 +24,8 @@ def bucket(
     storage: Construct, id: str, *, access_logs: s3.IBucket | None, key: PlatformKey | None = None
 ) -> s3.Bucket:
     """Create one of the platform's buckets in ``storage``: private, encrypted, versioned, logged, retained."""
-    return s3.Bucket(
-        storage,
-        id,
-        encryption=s3.BucketEncryption.KMS if key else s3.BucketEncryption.S3_MANAGED,
-        encryption_key=key.use("AWS::S3::Bucket") if key else None,
-        bucket_key_enabled=True if key else None,
-        block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-        enforce_ssl=True,
-        versioned=True,
-        removal_policy=cdk.RemovalPolicy.RETAIN,
-        server_access_logs_bucket=access_logs,
-        server_access_logs_prefix=f"{id.lower()}/" if access_logs else None,
+    return private_bucket(
+        storage, id, access_logs=access_logs, key=key.use("AWS::S3::Bucket") if key else None
     )
 
 

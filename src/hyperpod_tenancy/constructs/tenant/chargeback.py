@@ -199,7 +199,8 @@ class TeamChargeback(Construct):
                     update_on_time_range_change=False,
                 )
             )
-        if tenant is not None:
+        # a team in its own account signs in there: the dashboard and topic here are the platform team's to share
+        if tenant is not None and not tenant.in_own_account:
             stack = stack_of(self)
             widgets = [names.team_gpu_widget(name, spec.name)]
             if alert_workspace is not None:

@@ -19,6 +19,7 @@ from hyperpod_tenancy.constructs._private.team_iam import (
     permission_set_inline_policy,
 )
 from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
+from hyperpod_tenancy.constructs.tenant.team_account import role_arn
 from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.policy import Platform, Team, names
 from hyperpod_tenancy.runtime import drift_audit
@@ -61,7 +62,7 @@ def build_identity(
     cluster: IHyperPodCluster,
     team: Team,
     domain: sagemaker.CfnDomain | None,
-    execution_role: iam.Role,
+    execution_role: iam.Role | None,
     kubernetes_group: str,
     sso_role_timeout: cdk.Duration | None = None,
 ) -> TeamAccess:
@@ -70,29 +71,25 @@ def build_identity(
     With Identity Center administered from another account (``identityCenter.account``), only the grants are
     created here, as the customer managed policy the permission set references by name; the permission set and
     its assignment are the team's Identity Center stack's, the role lookup and its access entry the team's access
-    stack's (:mod:`hyperpod_tenancy.stacks.identity_center`).
+    stack's (:mod:`hyperpod_tenancy.stacks.identity_center`). For a team with an account of its own, the grants
+    are the policy of its account stack (:mod:`hyperpod_tenancy.stacks.team_account`), the assignment targets that
+    account and the role is looked up there through the team's lookup role.
     """
-    grants = _grants(scope, cluster=cluster, team=team, domain=domain)
-    studio = execution_role.role_arn if domain is not None else None
-    if cluster.platform.identity_center_elsewhere:
+    platform = cluster.platform
+    # a team in its own account: its grants are the policy of its account stack, which the permission set references
+    own = platform.team_in_own_account(team)
+    grants = None if own else _grants(scope, cluster=cluster, team=team, domain=domain)
+    studio = execution_role.role_arn if domain is not None and execution_role is not None else None
+    if platform.identity_center_elsewhere:
         if sso_role_timeout is not None:
             raise TenancyError(
                 f"{scope.node.path}: sso_role_timeout has no effect here: with Identity Center in another account "
                 "the team's access stack looks the role up. Pass it to TeamAccessStack instead."
             )
-        policy = iam.CfnManagedPolicy(
-            scope,
-            "PermissionSetPolicy",
-            managed_policy_name=names.permission_set_policy(cluster.platform.cluster.name, team.name),
-            path=names.PERMISSION_SET_POLICY_PATH,
-            description=f"Team {team.name} on HyperPod cluster {cluster.platform.cluster.name}: what its "
-            "permission set (in the Identity Center account) grants here",
-            policy_document=grants,
-        )
-        acknowledge_managed_policy(
-            policy,
-            wildcards=f"objects under the team's own prefix teams/{team.name}/ only (ListBucket is conditioned on "
-            "s3:prefix), and the team's own stacks by name (the suffix is the stack ID)",
+        policy = (
+            None
+            if grants is None
+            else _permission_set_policy(scope, platform=platform, team=team, grants=grants)
         )
         entries = (
             []
@@ -110,13 +107,13 @@ def build_identity(
             sso_role_arn=None,
             access_entries=tuple(entries),
         )
-    permission_set = team_permission_set(scope, platform=cluster.platform, team=team, inline_policy=grants)
+    permission_set = team_permission_set(scope, platform=platform, team=team, inline_policy=grants)
     assignment = team_assignment(
         scope,
-        platform=cluster.platform,
+        platform=platform,
         team=team,
         permission_set=permission_set,
-        account=attribute(stack_of(scope), "account"),
+        account=platform.team_account(team) if own else attribute(stack_of(scope), "account"),
     )
     sso_role_arn = sso_role_lookup(
         scope,
@@ -138,6 +135,27 @@ def build_identity(
             if arn is not None
         ),
     )
+
+
+def _permission_set_policy(
+    scope: Construct, *, platform: Platform, team: Team, grants: Mapping[str, object]
+) -> iam.CfnManagedPolicy:
+    """Create the policy of the cluster's account that the permission set (in the Identity Center account) references."""
+    policy = iam.CfnManagedPolicy(
+        scope,
+        "PermissionSetPolicy",
+        managed_policy_name=names.permission_set_policy(platform.cluster.name, team.name),
+        path=names.PERMISSION_SET_POLICY_PATH,
+        description=f"Team {team.name} on HyperPod cluster {platform.cluster.name}: what its "
+        "permission set (in the Identity Center account) grants here",
+        policy_document=dict(grants),
+    )
+    acknowledge_managed_policy(
+        policy,
+        wildcards=f"objects under the team's own prefix teams/{team.name}/ only (ListBucket is conditioned on "
+        "s3:prefix), and the team's own stacks by name (the suffix is the stack ID)",
+    )
+    return policy
 
 
 def _grants(
@@ -243,6 +261,14 @@ def sso_role_lookup(
     """
     timeout = _checked_timeout(scope, timeout)
     known = {} if permission_set is None else {"PermissionSetArn": permission_set.attr_permission_set_arn}
+    platform = cluster.platform
+    if platform.team_in_own_account(team):
+        # the role is in the team's account: the handler lists roles there through the team's lookup role
+        known["LookupRoleArn"] = role_arn(
+            partition=attribute(stack_of(scope), "partition"),
+            account=platform.team_account(team),
+            name=names.team_lookup_role(platform.cluster.name, team.name),
+        )
     resource = cdk.CustomResource(
         scope,
         "SsoRole",

@@ -17,18 +17,14 @@ from aws_cdk import aws_sso as sso
 from constructs import Construct, IValidation
 
 from hyperpod_tenancy.constructs._private.annotations import (
-    acknowledge_role,
     warn,
 )
 from hyperpod_tenancy.constructs._private.extensions import ChartExtensions, chart_objects
 from hyperpod_tenancy.constructs._private.kubectl import kubernetes_manifest
-from hyperpod_tenancy.constructs._private.memo import attribute, once, stack_of
-from hyperpod_tenancy.constructs._private.principals import pod_identity_principal
+from hyperpod_tenancy.constructs._private.memo import once, stack_of
 from hyperpod_tenancy.constructs._private.team_iam import (
     S3_OBJECT_ACTIONS,
     extend_policy,
-    studio_trust_conditions,
-    team_data_policy,
     team_prefix,
 )
 from hyperpod_tenancy.constructs.backends import TeamFairness, backend_for
@@ -42,6 +38,7 @@ from hyperpod_tenancy.constructs.encryption import encrypt_new_log_groups_and_ta
 from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
 from hyperpod_tenancy.constructs.tenant.identity import build_identity
 from hyperpod_tenancy.constructs.tenant.registry import register_tenant, registered_tenants
+from hyperpod_tenancy.constructs.tenant.roles import build_roles
 from hyperpod_tenancy.constructs.tenant.studio import (
     STUDIO_LIFECYCLE_SCRIPT,
     build_studio,
@@ -180,30 +177,22 @@ class TeamTenant(Construct):
             sso_start_url=sso_start_url or context_url,
         )
 
+        roles = build_roles(
+            self, cluster=cluster, team=spec, namespace=self.namespace, service_account=self.service_account
+        )
         #: Studio execution role: S3 under ``teams/<team>/`` and the apps and spaces of the team's own domain only;
-        #: trusted by SageMaker from this account only (``aws:SourceAccount``).
-        self.execution_role = self._data_role(
-            "ExecutionRole",
-            iam.ServicePrincipal(
-                "sagemaker.amazonaws.com",
-                conditions=studio_trust_conditions(account=attribute(stack_of(self), "account")),
-            ),
-        )
-        #: Role of the team's pods (EKS Pod Identity on :attr:`service_account`): S3 under ``teams/<team>/`` only.
-        self.workload_role = self._data_role("WorkloadRole", pod_identity_principal(cluster.kubernetes))
-        eks.CfnPodIdentityAssociation(
-            self,
-            "WorkloadIdentity",
-            cluster_name=cluster.eks_cluster_name,
-            namespace=self.namespace,
-            service_account=self.service_account,
-            role_arn=self.workload_role.role_arn,
-        )
+        #: trusted by SageMaker from this account only (``aws:SourceAccount``). ``None`` for a team in its own account.
+        self.execution_role: iam.Role | None = roles.execution_role
+        #: Role of the team's pods (EKS Pod Identity on :attr:`service_account`): S3 under ``teams/<team>/`` only; for
+        #: a team in its own account, the first link of the chain to its target role there, and nothing else.
+        self.workload_role: iam.Role = roles.workload_role
+        #: ARN of the role the team's pods act as in its own account (``None`` in the cluster's account).
+        self.target_role_arn: str | None = roles.target_role_arn
         studio = (
             build_studio(
                 self, cluster=cluster, team=spec, facts=self.onboarding, execution_role=self.execution_role
             )
-            if spec.studio
+            if spec.studio and self.execution_role is not None
             else None
         )
         #: The team's SageMaker Studio domain (``None`` when ``studio: false``), retained on delete.
@@ -279,28 +268,12 @@ class TeamTenant(Construct):
             after=self.chart_manifest,
             check=self._refuse_inadmissible,
         )
-        self._acknowledge_findings()
 
     # ------------------------------------------------------------------ data and identity
-    def _data_role(self, id: str, principal: iam.IPrincipal) -> iam.Role:
-        role = iam.Role(
-            self,
-            id,
-            assumed_by=principal,
-            description=f"team {self.team.name}: S3 under teams/{self.team.name}/ only",
-            inline_policies={
-                "TeamData": iam.PolicyDocument.from_json(
-                    team_data_policy(
-                        team=self.team.name, bucket_arn=attribute(self.cluster.data_bucket, "bucket_arn")
-                    )
-                )
-            },
-        )
-        key = self.cluster.platform_key
-        if key is not None:
-            # SSE-KMS objects of the data bucket: the platform key, through S3 only
-            key.grant_data(role, service="s3")
-        return role
+    @property
+    def in_own_account(self) -> bool:
+        """Whether the team has an account of its own (``teams[].account``): its data and people are there."""
+        return self.cluster.platform.team_in_own_account(self.team)
 
     def _audit_record(self) -> ssm.StringParameter:
         platform = self.cluster.platform
@@ -310,7 +283,7 @@ class TeamTenant(Construct):
             stack=_stack_path(self),
             permission_set_arn=self.permission_set.attr_permission_set_arn if self.permission_set else None,
             sso_role_arn=self.sso_role_arn,
-            execution_role_arn=self.execution_role.role_arn,
+            execution_role_arn=self.execution_role.role_arn if self.execution_role else None,
             cluster_arn=self.cluster.hyperpod_cluster_arn,
             compute_quota=self.compute_quota is not None,
         )
@@ -325,6 +298,13 @@ class TeamTenant(Construct):
         Its inline policy, or with Identity Center in another account the policy here it references. For resources
         of the team's own (its dashboard, a custom widget's function), after the tenant's grants, in order.
         """
+        if self.in_own_account:
+            raise TenancyError(
+                f"{self.node.path}: team {self.team.name!r} signs in to its own account "
+                f"{self.cluster.platform.team_account(self.team)}, where grants on resources of the cluster's "
+                "account have no effect. Add them to the policy of the team's account stack "
+                "(TeamAccountStack.resources.permission_set_policy) for resources of that account."
+            )
         if (ps := self.permission_set) is not None:
             ps.inline_policy = extend_policy(ps.inline_policy, statements)
         elif (policy := self.permission_set_policy) is not None:
@@ -350,6 +330,12 @@ class TeamTenant(Construct):
         return self._grant_data(grantee, S3_OBJECT_ACTIONS)
 
     def _grant_data(self, grantee: iam.IGrantable, object_actions: tuple[str, ...]) -> iam.Grant:
+        if self.in_own_account:
+            raise TenancyError(
+                f"{self.node.path}: team {self.team.name!r} keeps its data in its own account "
+                f"{self.cluster.platform.team_account(self.team)}, not in the shared data bucket. Grant on the "
+                "team's bucket there (TeamAccountStack.resources.data_bucket), in that account's stack."
+            )
         prefix = team_prefix(self.team.name)
         bucket = self.cluster.data_bucket
         objects = iam.Grant.add_to_principal(
@@ -489,12 +475,3 @@ class TeamTenant(Construct):
             allow_namespaces=allow_namespaces,
             allow_cluster_scoped=allow_cluster_scoped,
         )
-
-    # ------------------------------------------------------------------ compliance
-    def _acknowledge_findings(self) -> None:
-        for role in (self.execution_role, self.workload_role):
-            acknowledge_role(
-                role,
-                wildcards=f"objects under the team's own prefix teams/{self.team.name}/ only (ListBucket is "
-                "conditioned on s3:prefix); isolation from other teams is proven by tests/test_team_iam.py",
-            )

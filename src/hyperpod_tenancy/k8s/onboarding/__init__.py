@@ -22,6 +22,7 @@ cluster stack (:data:`CLUSTER_RESOURCES`, :func:`cluster_resource_command`), whi
 from __future__ import annotations
 
 from hyperpod_tenancy.k8s.onboarding.facts import (
+    ACCOUNT_STACK_OUTPUTS,
     CLUSTER_RESOURCES,
     CLUSTER_STACK_ID,
     DEPLOY_TIME_OUTPUTS,
@@ -38,10 +39,13 @@ from hyperpod_tenancy.k8s.onboarding.facts import (
 )
 from hyperpod_tenancy.k8s.onboarding.offboarding import archive_job, offboarding_steps
 from hyperpod_tenancy.k8s.onboarding.outputs import (
+    CA_PLACEHOLDER,
+    ENDPOINT_PLACEHOLDER,
     LIFECYCLE_APP_TYPES,
     StackOutput,
     cluster_resource_command,
     describe_output_command,
+    kubeconfig_commands,
     lifecycle_config_name,
     lifecycle_environment,
     stack_outputs,
@@ -49,9 +53,12 @@ from hyperpod_tenancy.k8s.onboarding.outputs import (
 from hyperpod_tenancy.k8s.onboarding.samples import hyp_command, hyp_script, kubectl_job
 
 __all__ = [
+    "ACCOUNT_STACK_OUTPUTS",
+    "CA_PLACEHOLDER",
     "CLUSTER_RESOURCES",
     "CLUSTER_STACK_ID",
     "DEPLOY_TIME_OUTPUTS",
+    "ENDPOINT_PLACEHOLDER",
     "LIFECYCLE_APP_TYPES",
     "SAMPLE_IMAGE",
     "SAMPLE_JOB_NAME",
@@ -67,6 +74,7 @@ __all__ = [
     "describe_output_command",
     "hyp_command",
     "hyp_script",
+    "kubeconfig_commands",
     "kubectl_job",
     "lifecycle_config_name",
     "lifecycle_environment",

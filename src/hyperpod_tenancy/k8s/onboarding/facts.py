@@ -16,6 +16,7 @@ from hyperpod_tenancy.policy.model import (
 )
 
 __all__ = [
+    "ACCOUNT_STACK_OUTPUTS",
     "CLUSTER_RESOURCES",
     "CLUSTER_STACK_ID",
     "DEPLOY_TIME_OUTPUTS",
@@ -53,6 +54,13 @@ DEPLOY_TIME_OUTPUTS: Mapping[str, str] = {
     "SsoRoleArn": "the team's Identity Center role (the IAM role of your aws sso login session)",
     "StudioDomainId": "the team's SageMaker Studio domain ID",
     "StudioUrl": "the team's Studio domain URL (open it from the AWS access portal)",
+}
+
+
+#: Outputs of a team's stack in its own account (``<platform>-Team-<Team>-Account``), which its members may read.
+ACCOUNT_STACK_OUTPUTS: Mapping[str, str] = {
+    "DataBucketName": "the team's data bucket (in the team's account; the team's prefix is under it)",
+    "PodsRoleArn": "the role the team's pods act as in the team's account (EKS Pod Identity target role)",
 }
 
 
@@ -108,7 +116,7 @@ class OnboardingFacts:
     platform: str
     #: The team.
     team: str
-    #: AWS account and region of the platform.
+    #: The AWS account members sign in to (the cluster's, or the team's own) and the platform's region.
     account: str
     region: str
     #: Identity Center: the access portal URL (``None``: not in the policy, see :attr:`start_url_hint`), its
@@ -151,9 +159,20 @@ class OnboardingFacts:
     #: The stack whose ``SsoRoleArn`` output names the team's Identity Center role: the team stack, or with
     #: Identity Center in another account the team's access stack (``<platform>-Team-<Team>-Access``).
     sso_role_stack_name: str = ""
+    #: For a team with an account of its own: the cluster's account, and the team's stack in its own account
+    #: (``<platform>-Team-<Team>-Account``, with the ``DataBucketName`` output); empty otherwise.
+    cluster_account: str = ""
+    account_stack_name: str = ""
+
+    @property
+    def in_own_account(self) -> bool:
+        """Whether the team has an account of its own, where its members sign in and its data is."""
+        return bool(self.account_stack_name)
 
     def output_stack(self, key: str) -> str:
         """Return the name of the stack holding the deploy-time output ``key``."""
+        if key in ACCOUNT_STACK_OUTPUTS and self.account_stack_name:
+            return self.account_stack_name
         return self.sso_role_stack_name or self.stack_name if key == "SsoRoleArn" else self.stack_name
 
     @property
@@ -242,7 +261,7 @@ def onboarding_facts(platform: Platform, team: str, *, sso_start_url: str | None
     return OnboardingFacts(
         platform=platform.name,
         team=spec.name,
-        account=platform.account,
+        account=platform.team_account(spec),
         region=platform.region,
         sso_start_url=sso_start_url,
         sso_region=platform.identity_center.region,
@@ -280,4 +299,8 @@ def onboarding_facts(platform: Platform, team: str, *, sso_start_url: str | None
         sso_role_stack_name=names.stage_stack_name(platform.name, names.team_access_stack_id(spec.name))
         if platform.identity_center_elsewhere
         else team_stack_name(platform, spec.name),
+        cluster_account=platform.account if platform.team_in_own_account(spec) else "",
+        account_stack_name=names.stage_stack_name(platform.name, names.team_account_stack_id(spec.name))
+        if platform.team_in_own_account(spec)
+        else "",
     )

@@ -11,15 +11,19 @@ from hyperpod_tenancy.k8s.onboarding.facts import (
     OnboardingFacts,
     cluster_stack_name,
 )
+from hyperpod_tenancy.policy import names
 from hyperpod_tenancy.policy.model import (
     Platform,
 )
 
 __all__ = [
+    "CA_PLACEHOLDER",
+    "ENDPOINT_PLACEHOLDER",
     "LIFECYCLE_APP_TYPES",
     "StackOutput",
     "cluster_resource_command",
     "describe_output_command",
+    "kubeconfig_commands",
     "lifecycle_config_name",
     "lifecycle_environment",
     "stack_outputs",
@@ -104,6 +108,33 @@ def stack_outputs(facts: OnboardingFacts) -> list[StackOutput]:
         and facts.output_stack(key) == facts.stack_name
     ]
     return static + deploy
+
+
+#: Placeholders of :func:`kubeconfig_commands` for what the platform team hands out.
+ENDPOINT_PLACEHOLDER = "<endpoint>"
+CA_PLACEHOLDER = "<certificate-authority-data>"
+
+
+def kubeconfig_commands(facts: OnboardingFacts) -> list[str]:
+    """Return the ``kubectl config`` commands writing a member's context without ``eks:DescribeCluster``.
+
+    ``aws eks update-kubeconfig`` describes the cluster in the caller's account, which a team with an account of
+    its own cannot. The context these commands write is the one it would write: the cluster's endpoint and
+    certificate authority (:data:`ENDPOINT_PLACEHOLDER`, :data:`CA_PLACEHOLDER`), a user whose token
+    ``aws eks get-token`` signs with the member's profile (accepted by the cluster's access entry across
+    accounts), and the team's namespace.
+    """
+    user = names.kubeconfig_user(facts.cluster, facts.team)
+    get_token = f"eks,get-token,--cluster-name,{facts.cluster},--region,{facts.region},--output,json"
+    return [
+        f"kubectl config set-cluster {facts.kube_context} --server {ENDPOINT_PLACEHOLDER}",
+        f"kubectl config set clusters.{facts.kube_context}.certificate-authority-data {CA_PLACEHOLDER}",
+        f"kubectl config set-credentials {user} --exec-api-version client.authentication.k8s.io/v1beta1 "
+        f"--exec-command aws --exec-arg {get_token} --exec-env AWS_PROFILE={facts.profile}",
+        f"kubectl config set-context {facts.kube_context} --cluster {facts.kube_context} --user {user} "
+        f"--namespace {facts.namespace}",
+        f"kubectl config use-context {facts.kube_context}",
+    ]
 
 
 def describe_output_command(facts: OnboardingFacts, key: str) -> str:

@@ -85,6 +85,19 @@ class Platform:
         """Whether Identity Center is administered from another account than the cluster's."""
         return self.identity_center_account != self.account
 
+    def team_account(self, team: Team) -> str:
+        """Return the account of ``team``'s people and data: ``teams[].account``, else the cluster's ``account``."""
+        return team.account or self.account
+
+    def team_in_own_account(self, team: Team) -> bool:
+        """Whether ``team`` has an account of its own, other than the cluster's."""
+        return self.team_account(team) != self.account
+
+    @property
+    def teams_in_own_accounts(self) -> tuple[Team, ...]:
+        """The hosted teams with an account of their own."""
+        return tuple(team for team in self.hosted_teams if self.team_in_own_account(team))
+
     def team(self, name: str) -> Team:
         """Return the team called ``name``.
 

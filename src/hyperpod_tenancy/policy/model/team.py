@@ -160,6 +160,10 @@ class Team:
     studio: bool = True
     #: Cost center the team's charges and resource tags go to. Default: the team name.
     cost_center: str | None = None
+    #: The team's own AWS account (12 digits), where its people sign in and its data lives: a bucket, the role its
+    #: pods reach it with (an EKS Pod Identity target role) and the policy of its permission set. Default: the
+    #: cluster's account (the team's data is under ``teams/<team>/`` of the shared data bucket).
+    account: str | None = field(default=None, metadata={"examples": ["444455556666"]})
     #: The team's data must be encrypted with the platform's customer-managed key: validation fails
     #: (``HPT-KMS-REQUIRED``) when ``encryption.kmsKey`` is not set. Set it where the data classification's
     #: handling rules ask for keys the organisation controls.

@@ -29,6 +29,7 @@ from hyperpod_tenancy.policy.rules import (
     scheduling,
     security,
     storage,
+    team_accounts,
 )
 from hyperpod_tenancy.policy.rules._base import (
     Domain,
@@ -152,6 +153,10 @@ ERROR_RULES: tuple[Rule, ...] = (
     identity.posix_gid,
     identity.permission_set_name,
     identity_center.identity_center_studio,
+    team_accounts.team_account_id,
+    team_accounts.team_account_own,
+    team_accounts.team_account_workloads,
+    team_accounts.team_account_studio,
     scheduling.allowed_priority_classes,
     security.team_classification,
     security.pod_security,

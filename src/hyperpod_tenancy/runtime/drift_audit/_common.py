@@ -54,6 +54,8 @@ class TeamExpectation:
         identity_center_account: the account Identity Center is administered from, when it is not the cluster's
             (``None``: the cluster's); the permission set is there.
         access_stack: the team's access stack (the role lookup and its access entry) in that case, else ``None``.
+        team_account: the team's own account, where its permission set is assigned and its role is (``None``: the
+            cluster's); permission_set_policy: then the path and name of the policy its permission set references.
 
     """
 
@@ -70,6 +72,8 @@ class TeamExpectation:
     compute_quota: Mapping[str, Any] | None = field(default=None)
     identity_center_account: str | None = None
     access_stack: str | None = None
+    team_account: str | None = None
+    permission_set_policy: str | None = None
 
     @property
     def lookup_stack(self) -> str:
@@ -100,6 +104,8 @@ class TeamExpectation:
                 compute_quota=record.get("computeQuota"),
                 identity_center_account=record.get("identityCenterAccount"),
                 access_stack=record.get("accessStack"),
+                team_account=record.get("teamAccount"),
+                permission_set_policy=record.get("permissionSetPolicy"),
             )
         except KeyError as exc:
             raise AuditError(
@@ -125,6 +131,11 @@ class TeamExpectation:
                 {}
                 if self.identity_center_account is None
                 else {"identityCenterAccount": self.identity_center_account, "accessStack": self.access_stack}
+            ),
+            **(
+                {}
+                if self.team_account is None
+                else {"teamAccount": self.team_account, "permissionSetPolicy": self.permission_set_policy}
             ),
         }
 

@@ -70,6 +70,18 @@ def access_entry_findings(
     declared: dict[str, TeamExpectation] = {}
     listed = _ListedRoles(iam)
     for exp in expectations:
+        if exp.team_account is not None:
+            # the role is in the team's own account, which this account cannot list: an entry of a role of the team's
+            # permission set in that account is the team's (its access stack resolved it there)
+            pattern = role_name_pattern(exp.permission_set_name)
+            for arn in by_arn:
+                if f"::{exp.team_account}:role{SSO_ROLE_PATH_PREFIX}" in arn and pattern.match(
+                    arn.rsplit("/", 1)[-1]
+                ):
+                    declared[arn] = exp
+            if exp.sso_role_arn:
+                declared[exp.sso_role_arn] = exp
+            continue
         roles = find_sso_roles(listed, exp.permission_set_name)  # type: ignore[arg-type]
         pattern = role_name_pattern(exp.permission_set_name)
         stale = [

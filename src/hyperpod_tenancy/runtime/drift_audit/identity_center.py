@@ -30,6 +30,7 @@ def identity_center_findings(
     The stacks attach only an inline policy (``TeamTenant``), so any AWS-managed policy or customer-managed policy
     reference on a team's permission set was added outside CloudFormation. A team whose Identity Center is
     administered from another account than ``account`` is skipped: its permission set cannot be read from here.
+    A team in its own account is assigned there, and its permission set references its account's policy.
     """
     findings: list[Finding] = []
     by_instance: dict[str, dict[str, dict[str, Any]]] = {}
@@ -65,6 +66,8 @@ def identity_center_findings(
             ).paginate(InstanceArn=exp.instance_arn, PermissionSetArn=arn)
             for p in page.get("CustomerManagedPolicyReferences", [])
         ]
+        # a team in its own account: its permission set references the policy of its account stack, by design
+        managed = [m for m in managed if m != exp.permission_set_policy]
         if managed:
             findings.append(
                 Finding(
@@ -81,7 +84,7 @@ def identity_center_findings(
         assigned = {
             (str(a.get("PrincipalType")), str(a.get("PrincipalId")))
             for page in sso.get_paginator("list_account_assignments").paginate(
-                InstanceArn=exp.instance_arn, AccountId=account, PermissionSetArn=arn
+                InstanceArn=exp.instance_arn, AccountId=exp.team_account or account, PermissionSetArn=arn
             )
             for a in page.get("AccountAssignments", [])
         }
@@ -90,7 +93,8 @@ def identity_center_findings(
                 Finding(
                     kind="assignment-missing",
                     team=exp.team,
-                    object=f"assignment of permission set {exp.permission_set_name} in account {account}",
+                    object=f"assignment of permission set {exp.permission_set_name} in account "
+                    f"{exp.team_account or account}",
                     expected=f"GROUP {exp.group_id}",
                     actual=", ".join(f"{t} {i}" for t, i in sorted(assigned)) or "no assignment",
                     fix=f"{_deploy(exp, rerun_lookup=True)} (the role Identity Center provisions for the new "
