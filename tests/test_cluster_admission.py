@@ -93,7 +93,7 @@ def as_stored(on: OnCluster, case: ac.Case) -> dict[str, Any]:
         # the parent of a launcher borrows like any training job, so it declared its checkpoint
         meta["annotations"] = {**meta.get("annotations", {}), **ta.CHECKPOINT}
         parent = ta.place_checkpoint(parent, "research")
-    answer = on.as_identity(ac.MEMBER).create(parent, dry_run=True)
+    answer = on.as_identity(ac.member_of(on.synth.platform)).create(parent, dry_run=True)
     assert answer.ok, f"{case.name}: the parent's template was refused: {answer.message}"
     stored = copy.deepcopy(case.old)
     template = answer.body["spec"]["template"]
@@ -129,18 +129,24 @@ def real(on: OnCluster, case: ac.Case, readback: list[str]) -> ac.Verdict:
     raise AssertionError(f"{case.name}: the old object was deleted before every update")
 
 
-@pytest.fixture(scope="module", params=["reference", "kueue_reference"])
+@pytest.fixture(scope="module", params=["reference", "kueue_reference", "team_accounts_example"])
 def on_backend(request: pytest.FixtureRequest, cluster_platforms: ClusterPlatforms) -> Iterator[OnCluster]:
-    """The reference platform applied, on each fairness backend, its admission policies in force."""
+    """The reference platform applied, on each fairness backend, its admission policies in force; and the platform
+    with a team in its own account, whose member signs in there."""
     synth: Synth = request.getfixturevalue(request.param)
     on = cluster_platforms.on(
-        {"reference": "reference", "kueue_reference": "reference-kueue"}[request.param], synth
+        {
+            "reference": "reference",
+            "kueue_reference": "reference-kueue",
+            "team_accounts_example": "team-accounts",
+        }[request.param],
+        synth,
     )
     on.await_admission()
     # the MPIJob whose launcher the operator cases create: Kueue's Job webhook refuses a Job whose controller
     # owner it cannot find
     parent = ta.mpijob(annotations=ta.CHECKPOINT)
-    created = on.as_identity(ac.MEMBER).create(parent)
+    created = on.as_identity(ac.member_of(on.synth.platform)).create(parent)
     assert created.ok, created.message
     try:
         yield on
@@ -149,7 +155,7 @@ def on_backend(request: pytest.FixtureRequest, cluster_platforms: ClusterPlatfor
 
 
 def test_the_real_server_agrees_with_the_offline_engine_and_the_expectation(on_backend: OnCluster) -> None:
-    table = ac.cases()
+    table = ac.cases(ac.member_of(on_backend.synth.platform))
     mine = [ac.offline(on_backend.synth, case) for case in table]
     readback: list[str] = []
     theirs = [real(on_backend, case, readback) for case in table]

@@ -34,8 +34,13 @@ from synth import Synth
 
 pytestmark = pytest.mark.cluster
 
-#: The two reference platforms, synthesized as ``cdk synth`` does (every stack's objects and patches).
-SYNTHESIZED = {"reference": "reference", "reference-kueue": "kueue_reference"}
+#: The two reference platforms and the one with a team in its own account, synthesized as ``cdk synth`` does
+#: (every stack's objects and patches).
+SYNTHESIZED = {
+    "reference": "reference",
+    "reference-kueue": "kueue_reference",
+    "team-accounts": "team_accounts_example",
+}
 #: The other fairness platforms of the suite, rendered from their charts.
 CHARTS = [n for n in platforms.FAIRNESS_PLATFORM_NAMES if n not in SYNTHESIZED]
 

@@ -189,18 +189,17 @@ def flips(model: Authorizer, client: KubeClient, matrix: Sequence[Cell]) -> list
 # ------------------------------------------------------------------------------------------------ fixtures
 
 
-@pytest.fixture(scope="module", params=["kueue", "task-governance"])
-def applied(
-    request: pytest.FixtureRequest,
-    cluster_platforms: ClusterPlatforms,
-    kueue_reference: Synth,
-    reference: Synth,
-) -> Iterator[OnCluster]:
-    """Each backend's platform applied in turn (their RBAC differs: Kueue's queues are read or not)."""
-    if request.param == "kueue":
-        yield cluster_platforms.on("reference-kueue", kueue_reference)
-    else:
-        yield cluster_platforms.on("reference", reference)
+@pytest.fixture(scope="module", params=["kueue", "task-governance", "team-accounts"])
+def applied(request: pytest.FixtureRequest, cluster_platforms: ClusterPlatforms) -> Iterator[OnCluster]:
+    """Each backend's platform applied in turn (their RBAC differs: Kueue's queues are read or not), and the
+    platform with a team in an account of its own."""
+    fixture = {
+        "kueue": "kueue_reference",
+        "task-governance": "reference",
+        "team-accounts": "team_accounts_example",
+    }
+    name = {"kueue": "reference-kueue", "task-governance": "reference"}.get(request.param, request.param)
+    yield cluster_platforms.on(name, request.getfixturevalue(fixture[request.param]))
 
 
 # --------------------------------------------------------------------------------------------------- tests

@@ -20,10 +20,17 @@ import tenant_admission as ta
 from synth import Synth
 from webhook_server import controller, sso_user
 
+from hyperpod_tenancy.policy import Platform
+
 #: The person every member case is sent as (an Identity Center session name).
 PERSON = "alice"
 MEMBER = sso_user(PERSON, "research")
 MPI_OPERATOR = controller("MPI operator")
+
+
+def member_of(platform: Platform) -> dict[str, Any]:
+    """The member of ``research`` as EKS authenticates them on ``platform``: signed in to the team's account."""
+    return sso_user(PERSON, "research", account=platform.team_account(platform.team("research")))
 
 
 @dataclass(frozen=True)
@@ -88,8 +95,8 @@ def _bare_pod(name: str, resources: dict[str, str], owner: dict[str, Any] | None
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": ta.pod_spec(resources=resources)}
 
 
-def cases() -> list[Case]:
-    """Every case of the table (fresh objects each call)."""
+def cases(member: Mapping[str, Any] = MEMBER) -> list[Case]:
+    """Every case of the table (fresh objects each call), the member's cases sent as ``member``."""
     honest = ta.job(annotations=ta.CHECKPOINT, name="ac-honest")
     owned_old = _with(
         ta.job(annotations=ta.CHECKPOINT, name="ac-owned"),
@@ -100,25 +107,25 @@ def cases() -> list[Case]:
     changed_msg = "cannot be added, changed"
     return [
         # honest flows
-        Case("honest labelled Job", MEMBER, "CREATE", honest, True),
+        Case("honest labelled Job", member, "CREATE", honest, True),
         Case(
             "honest PyTorchJob",
-            MEMBER,
+            member,
             "CREATE",
             _named(ta.pytorchjob(annotations=ta.CHECKPOINT), "ac-pt"),
             True,
         ),
-        Case("honest MPIJob", MEMBER, "CREATE", _named(ta.mpijob(annotations=ta.CHECKPOINT), "ac-mpi"), True),
+        Case("honest MPIJob", member, "CREATE", _named(ta.mpijob(annotations=ta.CHECKPOINT), "ac-mpi"), True),
         Case(
             "honest RayCluster",
-            MEMBER,
+            member,
             "CREATE",
             _named(ta.raycluster(annotations=ta.CHECKPOINT), "ac-ray"),
             True,
         ),
         Case(
             "honest HyperPodPyTorchJob",
-            MEMBER,
+            member,
             "CREATE",
             _named(ta.hyperpod_pytorch_job(annotations=ta.CHECKPOINT), "ac-hp"),
             True,
@@ -127,7 +134,7 @@ def cases() -> list[Case]:
         Case("MPI operator creates the launcher Job", MPI_OPERATOR, "CREATE", launcher, True),
         Case(
             "a non-controller owner reference",
-            MEMBER,
+            member,
             "CREATE",
             _with(
                 _named(honest, "ac-noncontroller"),
@@ -138,7 +145,7 @@ def cases() -> list[Case]:
         # hostile: the queue, the class, the checkpoint
         Case(
             "an unlabelled Job",
-            MEMBER,
+            member,
             "CREATE",
             ta.job(labels={}, annotations=ta.CHECKPOINT, name="ac-unlabelled"),
             False,
@@ -146,7 +153,7 @@ def cases() -> list[Case]:
         ),
         Case(
             "another team's queue",
-            MEMBER,
+            member,
             "CREATE",
             ta.job(
                 labels={**ta.kueue_labels(), "kueue.x-k8s.io/queue-name": "hyperpod-ns-inference-localqueue"},
@@ -158,7 +165,7 @@ def cases() -> list[Case]:
         ),
         Case(
             "an unentitled priority class",
-            MEMBER,
+            member,
             "CREATE",
             ta.job(
                 labels=ta.kueue_labels(priority="inference-priority"),
@@ -170,7 +177,7 @@ def cases() -> list[Case]:
         ),
         Case(
             "a spoofed MPIJob owner on an unlabelled Job",
-            MEMBER,
+            member,
             "CREATE",
             _with(
                 ta.job(labels={}, annotations=ta.CHECKPOINT, name="ac-spoof-mpi"),
@@ -182,7 +189,7 @@ def cases() -> list[Case]:
         ),
         Case(
             "a large Job pointed at a small admitted Job",
-            MEMBER,
+            member,
             "CREATE",
             _with(
                 ta.job(
@@ -198,7 +205,7 @@ def cases() -> list[Case]:
         ),
         Case(
             "a spoofed owner does not skip the checkpoint rule",
-            MEMBER,
+            member,
             "CREATE",
             _with(
                 ta.job(labels=ta.kueue_labels(priority="experimentation-priority"), name="ac-nockpt"),
@@ -210,7 +217,7 @@ def cases() -> list[Case]:
         ),
         Case(
             "a bare GPU Pod with a spoofed ReplicaSet owner",
-            MEMBER,
+            member,
             "CREATE",
             _bare_pod("ac-pod", ta.GPU, _owner("ReplicaSet", "apps/v1")),
             False,
@@ -221,7 +228,7 @@ def cases() -> list[Case]:
             "a lookalike controller user name",
             {
                 "username": "system:serviceaccount:hyperpod-ns-research:kueue-controller-manager",
-                "groups": MEMBER["groups"],
+                "groups": member["groups"],
             },
             "CREATE",
             ta.job(labels={}, name="ac-lookalike"),
@@ -232,7 +239,7 @@ def cases() -> list[Case]:
         # hostile updates
         Case(
             "a member adds a controller owner on update",
-            MEMBER,
+            member,
             "UPDATE",
             _with(_named(honest, "ac-upd-add"), _set_meta("ownerReferences", [_owner("Job", "batch/v1")])),
             False,
@@ -241,7 +248,7 @@ def cases() -> list[Case]:
         ),
         Case(
             "a member repoints a controller owner on update",
-            MEMBER,
+            member,
             "UPDATE",
             _with(owned_old, _set_meta("ownerReferences", [_owner("ConfigMap", "v1", "other")])),
             False,
@@ -251,7 +258,7 @@ def cases() -> list[Case]:
         ),
         Case(
             "a member relabels the operator's launcher to an unentitled class",
-            MEMBER,
+            member,
             "UPDATE",
             _with(launcher, _set_meta("labels", ta.kueue_labels(priority="inference-priority"))),
             False,
@@ -261,7 +268,7 @@ def cases() -> list[Case]:
         ),
         Case(
             "an unchanged owner reference on update",
-            MEMBER,
+            member,
             "UPDATE",
             _with(
                 _named(owned_old, "ac-owned-same"),

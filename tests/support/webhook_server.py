@@ -321,22 +321,25 @@ def webhook_on_api(
     )
 
 
-def sso_user(person: str, team: str = "research", *, permission_set: str | None = None) -> dict[str, Any]:
+def sso_user(
+    person: str, team: str = "research", *, permission_set: str | None = None, account: str = ACCOUNT
+) -> dict[str, Any]:
     """``request.userInfo`` of an Identity Center user of ``team`` as EKS authenticates them (the role of
-    ``permission_set``, by default the team's default permission set name)."""
+    ``permission_set``, by default the team's default permission set name, in ``account``: the cluster's, or the
+    team's own where its members sign in)."""
     role = (
         f"AWSReservedSSO_{permission_set}_0123456789abcdef"
         if permission_set
         else f"{sso_prefix(team)}0123456789abcdef"
     )
-    arn = f"arn:aws:sts::{ACCOUNT}:assumed-role/{role}/{person}"
+    arn = f"arn:aws:sts::{account}:assumed-role/{role}/{person}"
     return {
         "username": arn,
-        "uid": f"aws-iam-authenticator:{ACCOUNT}:AROAEXAMPLE",
+        "uid": f"aws-iam-authenticator:{account}:AROAEXAMPLE",
         "groups": [names.kubernetes_group(team), "system:authenticated"],
         "extra": {
             "arn": [arn],
-            "canonicalArn": [f"arn:aws:iam::{ACCOUNT}:role/{role}"],
+            "canonicalArn": [f"arn:aws:iam::{account}:role/{role}"],
             "sessionName": [person],
             "accessKeyId": ["ASIAEXAMPLE"],
             "principalId": [f"AROAEXAMPLE:{person}"],
