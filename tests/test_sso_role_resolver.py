@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import ast
-import http.server
 import json
 import secrets
 import sys
-import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -16,7 +14,7 @@ from typing import Any
 
 import boto3
 import pytest
-from moto_server import moto_server
+from moto_server import moto_server, refusing_sts
 
 from hyperpod_tenancy.runtime import sso_role_resolver as resolver
 
@@ -152,41 +150,19 @@ def test_a_team_account_role_is_found_there_through_the_lookup_role(iam: Any) ->
     assert out["Data"]["RoleArn"].startswith(f"arn:aws:iam::{team_account}:role/aws-reserved/")
 
 
-class _RefusingSts(http.server.BaseHTTPRequestHandler):
-    """STS answering every request as it answers an AssumeRole the role's trust policy does not allow."""
-
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        body = (
-            b'<ErrorResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><Error><Type>Sender</Type>'
-            b"<Code>AccessDenied</Code><Message>User is not authorized to perform: sts:AssumeRole</Message>"
-            b"</Error><RequestId>1</RequestId></ErrorResponse>"
-        )
-        self.send_response(403)
-        self.send_header("Content-Type", "text/xml")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: Any) -> None:
-        """Keep the test output quiet."""
-
-
 def test_a_lookup_role_that_cannot_be_assumed_fails_naming_it(
     iam: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """STS refusing the lookup role is not polled again: the error names the role and the stack to deploy first."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _RefusingSts)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    monkeypatch.setenv("AWS_ENDPOINT_URL_STS", f"http://127.0.0.1:{server.server_address[1]}")
-    boto3.DEFAULT_SESSION = None
     lookup = "arn:aws:iam::444455556666:role/hyperpod-tenancy-shared-gpu-research-lookup"
-    try:
-        with pytest.raises(resolver.SsoRoleResolutionError) as err:
-            resolver.is_complete(start({"PermissionSetName": "Research", "LookupRoleArn": lookup}))
-    finally:
-        server.shutdown()
+    with refusing_sts() as url:
+        monkeypatch.setenv("AWS_ENDPOINT_URL_STS", url)
         boto3.DEFAULT_SESSION = None
+        try:
+            with pytest.raises(resolver.SsoRoleResolutionError) as err:
+                resolver.is_complete(start({"PermissionSetName": "Research", "LookupRoleArn": lookup}))
+        finally:
+            boto3.DEFAULT_SESSION = None
     assert lookup in str(err.value) and "AccessDenied" in str(err.value)
     assert "Team-<Team>-Account" in str(err.value)
 

@@ -438,3 +438,27 @@ def test_adding_a_team_in_its_own_account_changes_no_otherstack_name(
     assert added == {stack_name("audio", s) for s in ("", "-Account", "-Identity", "-Access")}
     for name, template in team_accounts_example.templates.items():
         assert more.templates[name] == template, name
+
+
+def test_the_cluster_account_may_assume_the_lookup_roles_only_once_a_team_has_its_own_account(
+    team_accounts_example: Synth, reference: Synth
+) -> None:
+    """The role lookup and the daily audit assume the teams' lookup roles, and nothing else of another account."""
+
+    def assumable(synth: Synth) -> list[Any]:
+        shared = [synth.templates[f"{synth.platform.name}-{s}"] for s in ("Cluster", "Chargeback")]
+        return [
+            s["Resource"]
+            for template in shared
+            for policy in resources(template, "AWS::IAM::Policy").values()
+            for s in policy["PolicyDocument"]["Statement"]
+            if "sts:AssumeRole" in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])
+            and "lookup" in json.dumps(s["Resource"])
+        ]
+
+    found = assumable(team_accounts_example)
+    assert len(found) == 2  # the role lookup's poller (cluster stack) and the daily audit (chargeback stack)
+    assert all(
+        json.dumps(r).rstrip('"]}').endswith(":iam::*:role/hyperpod-tenancy-*-lookup") for r in found
+    ), found
+    assert assumable(reference) == []

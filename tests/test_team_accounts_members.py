@@ -17,7 +17,7 @@ from pathlib import Path
 
 import platforms
 import pytest
-from moto_server import moto_server
+from moto_server import moto_server, refusing_sts
 from synth import Synth, synthesize
 from team_accounts import PLATFORM, RESEARCH, WORKLOADS, resources, stack_name
 
@@ -245,3 +245,47 @@ def test_validate_names_the_team_account_and_warns_when_a_team_moves(
     out = capsys.readouterr().out
     assert f"team 'research' moves from account {WORKLOADS} to {RESEARCH}" in out
     assert "teams/research/ of the shared data bucket" in out and "aws s3 sync" in out
+
+
+def test_the_audit_reads_the_team_role_in_its_account_through_the_lookup_role(aws: None) -> None:
+    """With the lookup role the audit lists the team's account: a missing role, a current role without an entry and
+    a refused lookup role are findings; the team's current role with its entry is not."""
+    import boto3
+
+    from hyperpod_tenancy.runtime.drift_audit.access_entries import access_entry_findings
+    from hyperpod_tenancy.runtime.drift_audit.aws import AwsClients
+
+    platform = platforms.example("team-accounts")
+    exp = team_expectation(platform, platform.team("research"), stack=f"{PLATFORM}/Team-Research")
+    assert (
+        exp.lookup_role_arn
+        == f"arn:aws:iam::{RESEARCH}:role/{names.team_lookup_role('shared-gpu', 'research')}"
+    )
+    clients = AwsClients.of(boto3.session.Session())
+    group = names.kubernetes_group("research")
+    findings = access_entry_findings(clients.iam, [], [exp], cluster="shared-gpu", iam_in=clients.iam_in)
+    assert [(f.kind, f.actual) for f in findings] == [
+        (
+            "sso-role-missing",
+            f"no such role under /aws-reserved/sso.amazonaws.com/ in the team's account {RESEARCH}",
+        )
+    ]
+    there = clients.iam_in(str(exp.lookup_role_arn))  # moto keeps the team account's state by its credentials
+    role = there.create_role(
+        RoleName="AWSReservedSSO_Research_0123456789abcdef",
+        Path="/aws-reserved/sso.amazonaws.com/",
+        AssumeRolePolicyDocument="{}",
+    )["Role"]
+    (stale,) = access_entry_findings(clients.iam, [], [exp], cluster="shared-gpu", iam_in=clients.iam_in)
+    assert stale.kind == "access-entry-stale" and role["Arn"] in stale.expected
+    entry = {"principalArn": role["Arn"], "kubernetesGroups": [group], "createdAt": role["CreateDate"]}
+    assert (
+        access_entry_findings(clients.iam, [entry], [exp], cluster="shared-gpu", iam_in=clients.iam_in) == []
+    )
+
+    with refusing_sts() as url:
+        refusing = dataclasses.replace(clients, sts=boto3.client("sts", endpoint_url=url))
+        (unreadable,) = access_entry_findings(
+            refusing.iam, [entry], [exp], cluster="shared-gpu", iam_in=refusing.iam_in
+        )
+    assert unreadable.kind == "team-account-unreadable" and "AccessDenied" in unreadable.actual

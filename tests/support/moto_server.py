@@ -8,9 +8,12 @@ the code under test makes real HTTP calls; :func:`reset` gives a test a fresh ac
 from __future__ import annotations
 
 import contextlib
+import http.server
 import os
+import threading
 import urllib.request
 from collections.abc import Iterator
+from typing import Any
 
 import boto3
 import pytest
@@ -50,3 +53,37 @@ def reset(url: str) -> None:
     """Drop every resource the server holds (a fresh account for the next test)."""
     with urllib.request.urlopen(urllib.request.Request(f"{url}/moto-api/reset", method="POST")):
         pass
+
+
+class _RefusingSts(http.server.BaseHTTPRequestHandler):
+    """STS answering every request as it answers an AssumeRole the role's trust policy does not allow."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        body = (
+            b'<ErrorResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><Error><Type>Sender</Type>'
+            b"<Code>AccessDenied</Code><Message>User is not authorized to perform: sts:AssumeRole</Message>"
+            b"</Error><RequestId>1</RequestId></ErrorResponse>"
+        )
+        self.send_response(403)
+        self.send_header("Content-Type", "text/xml")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        """Keep the test output quiet."""
+
+
+@contextlib.contextmanager
+def refusing_sts() -> Iterator[str]:
+    """An STS endpoint on loopback refusing every request as STS refuses an AssumeRole the trust does not allow.
+
+    moto grants every ``AssumeRole``; a refusal is what the code under test must turn into its own error.
+    """
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _RefusingSts)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()

@@ -190,6 +190,8 @@ class DriftAudit(Construct):
         super().__init__(scope, id)
         stack = cdk.Stack.of(self)
         name = cluster.platform.cluster.name
+        # some team's Identity Center role is in its own account, read through its lookup role
+        self._team_accounts = bool(cluster.platform.teams_in_own_accounts)
         records = names.drift_audit_records(name)
         kube_records = names.drift_audit_kubernetes_records(name)
         #: The function's security group: admitted to the private EKS API endpoint, all egress (AWS APIs).
@@ -351,6 +353,15 @@ class DriftAudit(Construct):
                 "conditions": {"StringEquals": {"cloudwatch:namespace": METRIC_NAMESPACE}},
             },
         ]
+        if self._team_accounts:
+            # a team's Identity Center role is in its own account: read through its lookup role (fixed name)
+            statements.append(
+                {
+                    "sid": "TeamAccountLookupRoles",
+                    "actions": ["sts:AssumeRole"],
+                    "resources": [f"arn:{stack.partition}:iam::*:role/{names.OBJECT_PREFIX}*-lookup"],
+                }
+            )
         for statement in statements:
             self.function.add_to_role_policy(iam.PolicyStatement(**statement))
 
@@ -365,7 +376,13 @@ class DriftAudit(Construct):
                 "and cloudwatch:PutMetricData (the audit's namespace only, by condition) support no resource-level "
                 "permissions; the Identity Center reads are on every permission set of the instance; GetRole on "
                 "the Identity Center roles' path, DescribeAccessEntry on this cluster's entries, the team records "
-                "under /hyperpod-tenancy/<cluster>/drift-audit/ and drift-audit-kubernetes/",
+                "under /hyperpod-tenancy/<cluster>/drift-audit/ and drift-audit-kubernetes/"
+                + (
+                    "; sts:AssumeRole on the teams' lookup roles in their own accounts (which may list and read "
+                    "roles and nothing else)"
+                    if self._team_accounts
+                    else ""
+                ),
             )
         skip_checkov(
             self.function,

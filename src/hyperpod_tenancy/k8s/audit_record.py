@@ -71,6 +71,7 @@ def team_expectation(
 
     """
     elsewhere = platform.identity_center_elsewhere
+    own = _team_account_fields(platform, team)
     return TeamExpectation(
         team=team.name,
         stack=stack,
@@ -85,11 +86,22 @@ def team_expectation(
         compute_quota=compute_quota,
         identity_center_account=platform.identity_center_account if elsewhere else None,
         access_stack=_beside(stack, names.team_access_stack_id(team.name)) if elsewhere else None,
-        team_account=platform.team_account(team) if platform.team_in_own_account(team) else None,
-        permission_set_policy=names.PERMISSION_SET_POLICY_PATH
-        + names.permission_set_policy(platform.cluster.name, team.name)
-        if platform.team_in_own_account(team)
-        else None,
+        team_account=own[0] if own else None,
+        permission_set_policy=own[1] if own else None,
+        lookup_role_arn=own[2] if own else None,
+    )
+
+
+def _team_account_fields(platform: Platform, team: Team) -> tuple[str, str, str] | None:
+    """Return a team's own account, its permission set's policy (path and name) and its lookup role's ARN."""
+    if not platform.team_in_own_account(team):
+        return None
+    account = platform.team_account(team)
+    lookup = names.team_lookup_role(platform.cluster.name, team.name)
+    return (
+        account,
+        names.PERMISSION_SET_POLICY_PATH + names.permission_set_policy(platform.cluster.name, team.name),
+        f"arn:{names.partition(platform.region)}:iam::{account}:role/{lookup}",
     )
 
 

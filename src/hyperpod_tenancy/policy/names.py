@@ -277,6 +277,15 @@ def permission_set_policy(cluster: str, team: str) -> str:
     return f"{OBJECT_PREFIX}{cluster}-{team}"
 
 
+def partition(region: str) -> str:
+    """Return the ARN partition of ``region`` (AWS General Reference, "Amazon Resource Names": aws, aws-cn, aws-us-gov)."""
+    if region.startswith("cn-"):
+        return "aws-cn"
+    if region.startswith("us-gov-"):
+        return "aws-us-gov"
+    return "aws"
+
+
 def team_account_stack_id(team: str) -> str:
     """Stack ID of the stack in a team's own account: ``Team-<PascalCase name>-Account``."""
     return f"{team_stack_id(team)}-Account"

@@ -105,7 +105,7 @@ class SsoRoleProvider(Construct):
                     wildcards="iam:ListRoles supports no resource-level permissions; the handler lists roles "
                     "under /aws-reserved/sso.amazonaws.com/ only"
                     + (
-                        ", in team accounts through their lookup roles, which may list roles and nothing else"
+                        ", in team accounts through their lookup roles, which may list and read roles and nothing else"
                         if team_accounts
                         else ""
                     ),

@@ -136,8 +136,8 @@ class TeamAccount(Construct):
             wildcards=f"objects under the team's own prefix teams/{team.name}/ only (ListBucket is conditioned on "
             "s3:prefix)",
         )
-        #: Role the cluster's account assumes at deploy time to find the team's Identity Center role here (it may
-        #: list roles, nothing else).
+        #: Role the cluster's account assumes to find the team's Identity Center role here, at deploy time and in the
+        #: daily audit (it may list roles and read the Identity Center roles, nothing else).
         self.lookup_role = iam.Role(
             self,
             "LookupRole",
@@ -147,7 +147,21 @@ class TeamAccount(Construct):
             assumed_by=cluster_account,
             inline_policies={
                 "ListRoles": iam.PolicyDocument(
-                    statements=[iam.PolicyStatement(actions=["iam:ListRoles"], resources=["*"])]
+                    statements=[
+                        iam.PolicyStatement(actions=["iam:ListRoles"], resources=["*"]),
+                        # the daily audit compares the role's creation with its access entry's
+                        iam.PolicyStatement(
+                            actions=["iam:GetRole"],
+                            resources=[
+                                stack.format_arn(
+                                    service="iam",
+                                    region="",
+                                    resource="role",
+                                    resource_name="aws-reserved/sso.amazonaws.com/*",
+                                )
+                            ],
+                        ),
+                    ]
                 )
             },
         )

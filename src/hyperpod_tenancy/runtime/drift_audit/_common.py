@@ -55,7 +55,8 @@ class TeamExpectation:
             (``None``: the cluster's); the permission set is there.
         access_stack: the team's access stack (the role lookup and its access entry) in that case, else ``None``.
         team_account: the team's own account, where its permission set is assigned and its role is (``None``: the
-            cluster's); permission_set_policy: then the path and name of the policy its permission set references.
+            cluster's); permission_set_policy: then the path and name of the policy its permission set references;
+            lookup_role_arn: the role of that account the audit assumes to read the team's Identity Center role.
 
     """
 
@@ -74,6 +75,7 @@ class TeamExpectation:
     access_stack: str | None = None
     team_account: str | None = None
     permission_set_policy: str | None = None
+    lookup_role_arn: str | None = None
 
     @property
     def lookup_stack(self) -> str:
@@ -106,6 +108,7 @@ class TeamExpectation:
                 access_stack=record.get("accessStack"),
                 team_account=record.get("teamAccount"),
                 permission_set_policy=record.get("permissionSetPolicy"),
+                lookup_role_arn=record.get("lookupRoleArn"),
             )
         except KeyError as exc:
             raise AuditError(
@@ -135,7 +138,11 @@ class TeamExpectation:
             **(
                 {}
                 if self.team_account is None
-                else {"teamAccount": self.team_account, "permissionSetPolicy": self.permission_set_policy}
+                else {
+                    "teamAccount": self.team_account,
+                    "permissionSetPolicy": self.permission_set_policy,
+                    "lookupRoleArn": self.lookup_role_arn,
+                }
             ),
         }
 

@@ -25,6 +25,8 @@ class AwsClients:
     eks: Any
     studio: Any
     quotas: Any
+    #: STS of the same credentials: IAM of a team's own account through its lookup role (``None``: not read).
+    sts: Any = None
 
     @classmethod
     def of(cls, session: Any) -> AwsClients:
@@ -35,6 +37,30 @@ class AwsClients:
             eks=session.client("eks"),
             studio=session.client("sagemaker"),
             quotas=session.client("sagemaker"),
+            sts=session.client("sts"),
+        )
+
+    def iam_in(self, role_arn: str) -> Any:
+        """Return an IAM client acting as ``role_arn`` (a team's lookup role in its own account).
+
+        Raises:
+            PermissionError: STS refused the role (its message says why).
+
+        """
+        import boto3  # noqa: PLC0415 - loaded on first use, as every AWS client of the audit
+        from botocore.exceptions import ClientError  # noqa: PLC0415 - boto3's own dependency
+
+        try:
+            credentials = self.sts.assume_role(RoleArn=role_arn, RoleSessionName="hyperpod-tenancy-audit")[
+                "Credentials"
+            ]
+        except ClientError as exc:
+            raise PermissionError(f"sts:AssumeRole refused: {exc}") from None
+        return boto3.client(
+            "iam",
+            aws_access_key_id=credentials["AccessKeyId"],
+            aws_secret_access_key=credentials["SecretAccessKey"],
+            aws_session_token=credentials["SessionToken"],
         )
 
 
@@ -57,7 +83,13 @@ def aws_findings(
     try:
         findings = identity_center_findings(clients.sso, expectations, account=account)
         entries = access_entries(clients.eks, eks_cluster)
-        findings += access_entry_findings(clients.iam, entries, expectations, cluster=eks_cluster)
+        findings += access_entry_findings(
+            clients.iam,
+            entries,
+            expectations,
+            cluster=eks_cluster,
+            iam_in=clients.iam_in if clients.sts is not None else None,
+        )
         findings += studio_findings(clients.studio, expectations)
         findings += compute_quota_findings(clients.quotas, expectations, cluster_arn=cluster_arn)
     except ClientError as exc:

@@ -27,15 +27,6 @@ from hyperpod_tenancy.tools.probe.plan.checks import (
 __all__ = ["identity"]
 
 
-def _partition(region: str) -> str:
-    """Return the ARN partition of ``region`` (AWS General Reference, "Amazon Resource Names": aws, aws-cn, aws-us-gov)."""
-    if region.startswith("cn-"):
-        return "aws-cn"
-    if region.startswith("us-gov-"):
-        return "aws-us-gov"
-    return "aws"
-
-
 def identity(platform: Platform, team: Team, role_name: str) -> Identity:
     """Return the probe's member of ``team``: a session :data:`PROBE_SESSION` of the Identity Center role ``role_name``.
 
@@ -58,9 +49,7 @@ def identity(platform: Platform, team: Team, role_name: str) -> Identity:
             f'--path-prefix /aws-reserved/sso.amazonaws.com/ --query "Roles[?starts_with(RoleName, '
             f"'{prefix}')].RoleName\""
         )
-    arn = (
-        f"arn:{_partition(platform.region)}:sts::{platform.account}:assumed-role/{role_name}/{PROBE_SESSION}"
-    )
+    arn = f"arn:{names.partition(platform.region)}:sts::{platform.account}:assumed-role/{role_name}/{PROBE_SESSION}"
     return Identity(
         team=team.name,
         username=arn,
