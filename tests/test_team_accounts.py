@@ -462,3 +462,36 @@ def test_the_cluster_account_may_assume_the_lookup_roles_only_once_a_team_has_it
         json.dumps(r).rstrip('"]}').endswith(":iam::*:role/hyperpod-tenancy-*-lookup") for r in found
     ), found
     assert assumable(reference) == []
+
+
+def test_the_team_account_stack_carries_the_cost_allocation_tags(team_accounts_example: Synth) -> None:
+    """Its bucket's lines on the team account's bill name the cluster, the team and its cost center."""
+    account = team_accounts_example.templates[stack_name("research", "-Account")]
+    (bucket,) = (
+        p for k, p in resources(account, "AWS::S3::Bucket").items() if k.startswith("TeamDataBucket")
+    )
+    tags = {t["Key"]: t["Value"] for t in bucket["Tags"]}
+    assert tags == {
+        "hyperpod-tenancy:cluster": "shared-gpu",
+        "hyperpod-tenancy:team": "research",
+        "hyperpod-tenancy:cost-center": "research",
+    }
+
+
+@pytest.mark.parametrize(
+    ("cluster", "team"), [("shared-gpu", "research"), ("c" * 63, "t" * 63), ("a" * 40, "b")]
+)
+def test_the_fixed_role_names_fit_iam_and_stay_apart(cluster: str, team: str) -> None:
+    made = [
+        names.team_pods_role(cluster, team),
+        names.team_pods_source_role(cluster, team),
+        names.team_lookup_role(cluster, team),
+    ]
+    assert all(len(n) <= 64 and n.startswith("hyperpod-tenancy-") for n in made), made
+    assert [n.rsplit("-", 1)[1] for n in made] == ["pods", "workload", "lookup"]
+    assert (
+        names.team_pods_role(cluster, team) != names.team_pods_role(cluster, team + "x")[:64]
+        or len(team) < 40
+    )
+    # another team of a long-named cluster gets other names (the hash keeps them apart where the cut would not)
+    assert names.team_lookup_role(cluster, team) != names.team_lookup_role(cluster, team[:-1] + "z")

@@ -151,10 +151,14 @@ class PlatformStage(cdk.Stage):
             for team, stack in self.team_stacks.items():
                 # the team's record, dashboard and alert live in its own stack: the chargeback stack lists no team
                 stack.add_chargeback(pipeline)
-                tags = cdk.Tags.of(stack)
-                tags.add(CLUSTER_TAG_KEY, platform.cluster.name)
-                tags.add(TEAM_TAG, team)
-                tags.add(TEAM_COST_CENTER_TAG, pipeline.cost_center(team))
+                # the stack in the team's own account too: its bucket's lines on that account's bill carry them
+                for tagged in (stack, self.account_stacks.get(team)):
+                    if tagged is None:
+                        continue
+                    tags = cdk.Tags.of(tagged)
+                    tags.add(CLUSTER_TAG_KEY, platform.cluster.name)
+                    tags.add(TEAM_TAG, team)
+                    tags.add(TEAM_COST_CENTER_TAG, pipeline.cost_center(team))
 
     def _identity_center_stacks(self, team: str, *, after: TeamStack) -> None:
         """Add the team's Identity Center stack and access stack, ordered after its team stack by dependencies."""
