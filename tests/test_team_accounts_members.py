@@ -17,6 +17,7 @@ from pathlib import Path
 
 import platforms
 import pytest
+from control_plane import kubectl_binary
 from moto_server import moto_server, refusing_sts
 from synth import Synth, synthesize
 from team_accounts import PLATFORM, RESEARCH, WORKLOADS, resources, stack_name
@@ -48,15 +49,18 @@ def test_onboarding_signs_members_in_to_the_team_account_and_writes_the_kubeconf
     # the commands, run by kubectl itself, write the context update-kubeconfig would write
     kubeconfig = tmp_path / "config"
     env = {"KUBECONFIG": str(kubeconfig), "PATH": "/usr/bin:/bin"}
+    kubectl = kubectl_binary()
     for command in commands:
         filled = command.replace(
             onboarding.ENDPOINT_PLACEHOLDER, "https://ABC.gr7.us-east-1.eks.amazonaws.com"
         )
         filled = filled.replace(onboarding.CA_PLACEHOLDER, "Q0EK")
-        subprocess.run(filled.split(), env=env, check=True, capture_output=True)
+        program, *args = filled.split()
+        assert program == "kubectl"
+        subprocess.run([kubectl, *args], env=env, check=True, capture_output=True)
     view = json.loads(
         subprocess.run(
-            ["kubectl", "config", "view", "--raw", "-o", "json"], env=env, check=True, capture_output=True
+            [kubectl, "config", "view", "--raw", "-o", "json"], env=env, check=True, capture_output=True
         ).stdout
     )
     assert view["current-context"] == facts.kube_context

@@ -1,5 +1,5 @@
 # The control plane under the cluster tests (tests/support/control_plane.py): etcd, kube-apiserver,
-# kube-controller-manager, kube-scheduler, the Kueue manager and KWOK, each built with `go build` from the Go
+# kube-controller-manager, kube-scheduler, the Kueue manager, KWOK and kubectl, each built with `go build` from the Go
 # module proxy at a pinned version (no release downloads, no container images), and the CRDs of the operators
 # the platform renders objects for, read from their Go modules at the versions the platform pins.
 #
@@ -33,12 +33,14 @@ K8S_DIR := $(CONTROL_PLANE_CACHE)/kubernetes-v$(K8S_VERSION)-$(call wrapper_sum,
 ETCD_DIR := $(CONTROL_PLANE_CACHE)/etcd-v$(ETCD_VERSION)-$(call wrapper_sum,etcd)
 KUEUE_DIR := $(CONTROL_PLANE_CACHE)/kueue-v$(KUEUE_VERSION)-kustomize-v$(KUSTOMIZE_VERSION)
 KWOK_DIR := $(CONTROL_PLANE_CACHE)/kwok-v$(KWOK_VERSION)
+KUBECTL_DIR := $(CONTROL_PLANE_CACHE)/kubectl-v$(K8S_VERSION)-$(call wrapper_sum,kubectl)
 OPERATOR_CRDS_DIR := $(CONTROL_PLANE_CACHE)/crds-kuberay-v$(KUBERAY_VERSION)-cert-manager-v$(CERT_MANAGER_VERSION)-training-operator-v$(TRAINING_OPERATOR_VERSION)
-CONTROL_PLANE := $(K8S_DIR)/.built $(ETCD_DIR)/.built $(KUEUE_DIR)/.built $(KWOK_DIR)/.built $(OPERATOR_CRDS_DIR)/.built
+CONTROL_PLANE := $(K8S_DIR)/.built $(ETCD_DIR)/.built $(KUEUE_DIR)/.built $(KWOK_DIR)/.built $(OPERATOR_CRDS_DIR)/.built \
+	$(KUBECTL_DIR)/.built
 
 # The variables the test fixture reads (tests/support/control_plane.py names each one).
 CONTROL_PLANE_ENV := KUBE_BIN_DIR=$(K8S_DIR) ETCD_BIN_DIR=$(ETCD_DIR) KUEUE_DIR=$(KUEUE_DIR) KWOK_BIN_DIR=$(KWOK_DIR) \
-	OPERATOR_CRDS_DIR=$(OPERATOR_CRDS_DIR) KUBERNETES_VERSION=v$(K8S_VERSION)
+	OPERATOR_CRDS_DIR=$(OPERATOR_CRDS_DIR) KUBERNETES_VERSION=v$(K8S_VERSION) KUBECTL=$(KUBECTL_DIR)/kubectl
 
 GO_MISSING := go not found: the cluster tests build kube-apiserver, etcd and Kueue from Go modules; install Go 1.26 or later and put its go command on PATH
 go_check = command -v $(GO) >/dev/null || { echo "$(GO_MISSING)"; exit 1; }
@@ -65,6 +67,15 @@ $(K8S_DIR)/.built:
 		-o $(K8S_DIR).tmp/ k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
 		k8s.io/kubernetes/cmd/kube-scheduler
 	touch $(K8S_DIR).tmp/.built && rm -rf $(K8S_DIR) && mv $(K8S_DIR).tmp $(K8S_DIR)
+
+# kubectl, the client team members use (the tests run the commands onboarding prints), at the same version
+$(KUBECTL_DIR)/.built:
+	@$(go_check)
+	@echo "==> kubectl v$(K8S_VERSION): go build"
+	rm -rf $(KUBECTL_DIR).tmp && mkdir -p $(KUBECTL_DIR).tmp
+	cd tools/kubectl && $(GO_ENV) $(GO) build -mod=readonly -ldflags "-s -w $(k8s_version_flags)" \
+		-o $(KUBECTL_DIR).tmp/kubectl .
+	touch $(KUBECTL_DIR).tmp/.built && rm -rf $(KUBECTL_DIR) && mv $(KUBECTL_DIR).tmp $(KUBECTL_DIR)
 
 $(ETCD_DIR)/.built:
 	@$(go_check)

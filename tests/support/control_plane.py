@@ -75,6 +75,22 @@ KWOK_STAGES = ("node/fast/node-initialize.yaml", "node/heartbeat/node-heartbeat.
 _POD_ONLY_KINDS = frozenset({"Deployment", "Service", "Secret", "APIService", "ServiceMonitor"})
 
 
+def kubectl_binary() -> str:
+    """The kubectl ``make control-plane`` built (``KUBECTL``): the client team members use, at the server's version.
+
+    Raises:
+        RuntimeError: it is not set or not built (naming ``make control-plane``).
+
+    """
+    path = os.environ.get("KUBECTL")
+    if not path or not Path(path).is_file():
+        raise RuntimeError(
+            "KUBECTL is not set or not built: run the tests through `make test` (or `make unit`), or set it as "
+            "`make control-plane` prints it"
+        )
+    return path
+
+
 @dataclass(frozen=True)
 class Components:
     """Where ``make control-plane`` put the binaries and manifests (the Makefile passes each as a variable)."""
