@@ -101,7 +101,7 @@ def _team_account_fields(platform: Platform, team: Team) -> tuple[str, str, str]
     return (
         account,
         names.PERMISSION_SET_POLICY_PATH + names.permission_set_policy(platform.cluster.name, team.name),
-        f"arn:{names.partition(platform.region)}:iam::{account}:role/{lookup}",
+        names.role_arn(partition=names.partition(platform.region), account=account, name=lookup),
     )
 
 

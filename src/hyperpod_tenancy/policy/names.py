@@ -286,6 +286,11 @@ def partition(region: str) -> str:
     return "aws"
 
 
+def role_arn(*, partition: str, account: str, name: str) -> str:
+    """ARN of the role ``name`` at the root path of ``account``: known at synthesis in every account."""
+    return f"arn:{partition}:iam::{account}:role/{name}"
+
+
 def team_account_stack_id(team: str) -> str:
     """Stack ID of the stack in a team's own account: ``Team-<PascalCase name>-Account``."""
     return f"{team_stack_id(team)}-Account"

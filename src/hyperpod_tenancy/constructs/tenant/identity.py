@@ -19,7 +19,6 @@ from hyperpod_tenancy.constructs._private.team_iam import (
     permission_set_inline_policy,
 )
 from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
-from hyperpod_tenancy.constructs.tenant.team_account import role_arn
 from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.policy import Platform, Team, names
 from hyperpod_tenancy.runtime import drift_audit
@@ -264,7 +263,7 @@ def sso_role_lookup(
     platform = cluster.platform
     if platform.team_in_own_account(team):
         # the role is in the team's account: the handler lists roles there through the team's lookup role
-        known["LookupRoleArn"] = role_arn(
+        known["LookupRoleArn"] = names.role_arn(
             partition=attribute(stack_of(scope), "partition"),
             account=platform.team_account(team),
             name=names.team_lookup_role(platform.cluster.name, team.name),

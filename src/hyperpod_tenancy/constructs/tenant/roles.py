@@ -19,7 +19,6 @@ from hyperpod_tenancy.constructs._private.memo import attribute, stack_of
 from hyperpod_tenancy.constructs._private.principals import pod_identity_principal
 from hyperpod_tenancy.constructs._private.team_iam import studio_trust_conditions, team_data_policy
 from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
-from hyperpod_tenancy.constructs.tenant.team_account import role_arn
 from hyperpod_tenancy.policy import Team, names
 
 __all__ = ["TeamRoles", "build_roles"]
@@ -46,7 +45,7 @@ def build_roles(
     platform = cluster.platform
     stack = stack_of(scope)
     if platform.team_in_own_account(team):
-        chained = role_arn(
+        chained = names.role_arn(
             partition=attribute(stack, "partition"),
             account=platform.team_account(team),
             name=names.team_pods_role(platform.cluster.name, team.name),

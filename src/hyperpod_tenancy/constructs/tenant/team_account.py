@@ -36,12 +36,7 @@ from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.k8s.team_manifests import DEFAULT_SERVICE_ACCOUNT
 from hyperpod_tenancy.policy import Platform, Team, names
 
-__all__ = ["TeamAccount", "eks_cluster_arn", "pods_trust_conditions", "role_arn"]
-
-
-def role_arn(*, partition: str, account: str, name: str) -> str:
-    """ARN of a role of the given name, at the root path: known at synthesis in every account."""
-    return f"arn:{partition}:iam::{account}:role/{name}"
+__all__ = ["TeamAccount", "eks_cluster_arn", "pods_trust_conditions"]
 
 
 def eks_cluster_arn(platform: Platform, *, partition: str) -> str:
@@ -63,7 +58,7 @@ def pods_trust_conditions(platform: Platform, team: Team, *, partition: str) -> 
             "aws:RequestTag/kubernetes-service-account": DEFAULT_SERVICE_ACCOUNT,
         },
         "ArnEquals": {
-            "aws:PrincipalArn": role_arn(
+            "aws:PrincipalArn": names.role_arn(
                 partition=partition,
                 account=platform.account,
                 name=names.team_pods_source_role(platform.cluster.name, team.name),
