@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import platforms
 import pytest
 from platforms import PLATFORM_YAML, REPO
 from synth import synthesize
@@ -81,14 +82,21 @@ def quick_start_snippets() -> list[str]:
     return re.findall(r"```python\n(.*?)```", section, re.S)
 
 
-def _cdk_synth(python: Path, snippet: str, folder: Path, *, cached: dict[str, Any] | None = None) -> Path:
+def _cdk_synth(
+    python: Path,
+    snippet: str,
+    folder: Path,
+    *,
+    cached: dict[str, Any] | None = None,
+    policy: Path = PLATFORM_YAML,
+) -> Path:
     """Run a snippet as a CDK app's ``app.py`` through the CDK CLI, as ``cdk synth`` does; the cloud assembly.
 
     ``cached`` is the app's ``cdk.context.json``: what earlier lookups with credentials cached.
     """
     folder.mkdir()
     (folder / "app.py").write_text(snippet, encoding="utf-8")
-    shutil.copy(PLATFORM_YAML, folder / "platform.yaml")
+    shutil.copy(policy, folder / "platform.yaml")
     cdk_json = {"app": f"{python} app.py"}  # a user's fresh folder: CDK's default context
     (folder / "cdk.json").write_text(json.dumps(cdk_json), encoding="utf-8")
     if cached is not None:
@@ -165,6 +173,19 @@ def test_the_platform_stage_quick_start_synthesizes_the_reference_platform(
     assets = [json.loads(p.read_text()) for p in assembly.rglob("*.assets.json")]
     images = [image for manifest in assets for image in manifest.get("dockerImages", {}).values()]
     assert len(images) == 1 and images[0]["source"]["dockerFile"] == "webhook/Dockerfile"
+
+
+def test_a_team_in_its_own_account_synthesizes_as_in_the_checkout(installed: Path, tmp_path: Path) -> None:
+    """The quick start with ``examples/team-accounts`` as the user's ``platform.yaml``: the stacks of three
+    accounts, each template as the checkout synthesizes it with CDK's default context."""
+    policy = platforms.EXAMPLES / "team-accounts" / "platform.yaml"
+    assembly = _cdk_synth(installed, quick_start_snippets()[0], tmp_path / "accounts", policy=policy)
+    templates = _templates(assembly)
+    expected = synthesize(platforms.example("team-accounts"), tmp_path / "checkout", context={}).templates
+    assert set(templates) == set(expected)
+    assert "ml-platform-org-Team-Research-Account" in templates
+    for name, template in expected.items():
+        assert _without_cli_metadata(templates[name]) == _without_cli_metadata(template), name
 
 
 def test_the_compose_yourself_quick_start_synthesizes(

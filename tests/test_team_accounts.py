@@ -495,3 +495,51 @@ def test_the_fixed_role_names_fit_iam_and_stay_apart(cluster: str, team: str) ->
     )
     # another team of a long-named cluster gets other names (the hash keeps them apart where the cut would not)
     assert names.team_lookup_role(cluster, team) != names.team_lookup_role(cluster, team[:-1] + "z")
+
+
+def test_with_identity_center_in_the_cluster_account_the_team_stack_assigns_in_the_team_account(
+    tmp_path: Path,
+) -> None:
+    """The other Identity Center layout: no Identity Center or access stack; the team stack holds the permission set
+    (referencing the team account's policy), its assignment in the team's account, the lookup through the team's
+    lookup role and the access entry. cdk-nag clean."""
+    data = platforms.example_data("team-accounts")
+    del data["identityCenter"]["account"]
+    synth = synthesize(platforms.platform_from_dict(data), tmp_path, nag=True)  # raises on any finding
+    assert sorted(n for n in synth.templates if "Research" in n) == [
+        stack_name("research"),
+        stack_name("research", "-Account"),
+    ]
+    team = synth.templates[stack_name("research")]
+    (permission_set,) = resources(team, "AWS::SSO::PermissionSet").values()
+    assert "InlinePolicy" not in permission_set
+    (policy,) = resources(
+        synth.templates[stack_name("research", "-Account")], "AWS::IAM::ManagedPolicy"
+    ).values()
+    assert permission_set["CustomerManagedPolicyReferences"] == [
+        {"Name": policy["ManagedPolicyName"], "Path": policy["Path"]}
+    ]
+    (assignment,) = resources(team, "AWS::SSO::Assignment").values()
+    assert assignment["TargetId"] == RESEARCH
+    (lookup,) = resources(team, "Custom::SsoRoleArn").values()
+    assert (
+        lookup["LookupRoleArn"]
+        == f"arn:aws:iam::{RESEARCH}:role/{names.team_lookup_role('shared-gpu', 'research')}"
+    )
+    (entry,) = resources(team, "AWS::EKS::AccessEntry").values()
+    assert entry["PrincipalArn"] == {"Fn::GetAtt": ["TenantSsoRole", "RoleArn"]} or "SsoRole" in json.dumps(
+        entry
+    )
+    # members read no stack of the cluster's account: the team stack grants no DescribeStacks to a permission set
+    # that is provisioned in another account
+    assert "cloudformation:DescribeStacks" not in json.dumps(permission_set)
+
+
+def test_the_access_entry_of_another_account_is_a_standard_one(team_accounts_example: Synth) -> None:
+    """ "If the type is STANDARD, the ARN can be in the same, or different, AWS account than the account that your
+    cluster is in" (EKS User Guide, "Create access entries"); any other type must be of the cluster's account.
+    The entry also needs the role to exist when it is created: its ARN is the lookup's result, which waits for it."""
+    template = team_accounts_example.templates[stack_name("research", "-Access")]
+    (entry,) = resources(template, "AWS::EKS::AccessEntry").values()
+    assert entry["Type"] == "STANDARD"
+    assert entry["PrincipalArn"] == {"Fn::GetAtt": ["SsoRole", "RoleArn"]}
