@@ -35,10 +35,30 @@ from hyperpod_tenancy.stacks import TeamAccessStack, TeamIdentityStack
 IDENTITY_CENTER, WORKLOADS = "999988887777", "111122223333"
 #: The only resource types a team's Identity Center stack may hold.
 IDENTITY_CENTER_TYPES = {"AWS::SSO::PermissionSet", "AWS::SSO::Assignment"}
+#: What a team with Studio adds there: the lookup of its domain's application ARN (aws-cdk-lib's AwsCustomResource,
+#: its function, role and logs) and the assignment of its group to that application.
+STUDIO_ASSIGNMENT_TYPES = {
+    "AWS::SSO::ApplicationAssignment",
+    "Custom::AWS",
+    "AWS::Lambda::Function",
+    "AWS::IAM::Role",
+    "AWS::IAM::Policy",
+    "AWS::Logs::LogGroup",
+}
 
 
 def _stacks(synth: Synth) -> Iterator[cdk.Stack]:
     yield from (c for c in synth.stage.node.children if isinstance(c, cdk.Stack))
+
+
+def _identity_center_types(synth: Synth, stack_name: str) -> set[str]:
+    """The resource types a team's Identity Center stack holds: the permission set's, and with Studio its lookup's."""
+    (team,) = (
+        t
+        for t in synth.platform.hosted_teams
+        if stack_name.endswith("-" + names.team_identity_stack_id(t.name))
+    )
+    return IDENTITY_CENTER_TYPES | (STUDIO_ASSIGNMENT_TYPES if team.studio else set())
 
 
 def _types(template: dict[str, Any]) -> set[str]:
@@ -70,7 +90,9 @@ def test_each_account_holds_only_its_resources(identity_center_example: Synth) -
         by_account.setdefault(stack.account, []).append(stack.stack_name)
         types = _types(identity_center_example.templates[stack.stack_name])
         if stack.account == IDENTITY_CENTER:
-            assert types == IDENTITY_CENTER_TYPES, stack.stack_name
+            assert types == _identity_center_types(identity_center_example, stack.stack_name), (
+                stack.stack_name
+            )
         else:
             assert not {t for t in types if t.startswith("AWS::SSO::")}, stack.stack_name
     assert sorted(by_account[IDENTITY_CENTER]) == sorted(
@@ -193,7 +215,14 @@ def test_onboarding_reads_the_role_from_the_access_stack(identity_center_example
         facts, "S3Prefix"
     )
     assert "SsoRoleArn" not in identity_center_example.templates["ml-platform-org-Team-Research"]["Outputs"]
-    assert [o.key for o in onboarding.stack_outputs(facts) if o.value is None] == []
+    # research has Studio: its domain's ID and URL are the team stack's only values known once deployed
+    assert [o.key for o in onboarding.stack_outputs(facts) if o.value is None] == [
+        "StudioDomainId",
+        "StudioUrl",
+    ]
+    assert "--stack-name ml-platform-org-Team-Research " in onboarding.describe_output_command(
+        facts, "StudioUrl"
+    )
 
 
 def test_one_team_is_synthesized_with_its_three_stacks(tmp_path: Path) -> None:
@@ -326,14 +355,15 @@ def test_the_onboarding_command_sends_members_to_the_access_stack(capsys: pytest
     ids=["kueue-backend", "platform-key"],
 )
 def test_every_option_keeps_the_accounts_apart(edit: dict[str, Any], tmp_path: Path) -> None:
-    """The other backend and a platform key: still nothing but permission sets and assignments in the Identity
-    Center account, no import across accounts, and cdk-nag clean (the key's grant is in the referenced policy)."""
+    """The other backend and a platform key: still nothing but permission sets, assignments and the Studio lookup in
+    the Identity Center account, no import across accounts, and cdk-nag clean (the key's grant is in the referenced
+    policy)."""
     data = {**platforms.example_data("identity-center-account"), **edit}
     synth = synthesize(platforms.platform_from_dict(data), tmp_path, nag=True, validate=True)
     account_of = {s.stack_name: s.account for s in _stacks(synth)}
     for name, template in synth.templates.items():
         if account_of[name] == IDENTITY_CENTER:
-            assert _types(template) == IDENTITY_CENTER_TYPES
+            assert _types(template) == _identity_center_types(synth, name)
             assert "Fn::ImportValue" not in str(template)
     (policy,) = _resources(synth.templates["ml-platform-org-Team-Research"], "AWS::IAM::ManagedPolicy")
     sids = [s["Sid"] for s in policy["PolicyDocument"]["Statement"]]

@@ -700,7 +700,7 @@ CASES: list[Case] = [
         "identityCenter.account",
         ("'99998888777' is not a 12-digit AWS account ID",),
         "delegated administrator account",
-        4,  # and every team's Studio domain (HPT-IDENTITY-CENTER-STUDIO)
+        1,
     ),
     Case(
         "identity-center-workloads",
@@ -709,15 +709,6 @@ CASES: list[Case] = [
         "identityCenter.allowWorkloads",
         ("the cluster would run in 111122223333, the Identity Center account",),
         "identityCenter.allowWorkloads: true",
-        1,
-    ),
-    Case(
-        "identity-center-studio",
-        {"identityCenter.account": "999988887777", "teams[1].studio": False, "teams[2].studio": False},
-        "HPT-IDENTITY-CENTER-STUDIO",
-        "teams[0].studio",
-        ("team 'research' has a Studio domain, but Identity Center is administered from 999988887777",),
-        "set `studio: false` on the team",
         1,
     ),
     Case(

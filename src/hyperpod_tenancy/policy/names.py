@@ -84,11 +84,14 @@ __all__ = [
     "prometheus_workspace",
     "queue_reader_cluster_role",
     "scheduler_config",
+    "studio_application_record",
     "studio_domain",
     "team_alert_rules",
     "team_gpu_widget",
     "team_records_path",
     "team_stack_id",
+    "team_studio_assigner_role",
+    "team_studio_reader_role",
     "workload_priority_class",
 ]
 
@@ -326,6 +329,21 @@ def team_pods_source_role(cluster: str, team: str) -> str:
 def team_lookup_role(cluster: str, team: str) -> str:
     """Read-only role in a team's own account that lets the cluster's account find the team's Identity Center role."""
     return _role_name(cluster, team, "lookup")
+
+
+def team_studio_reader_role(cluster: str, team: str) -> str:
+    """Role beside a team's Studio domain that lets the Identity Center account read the domain's application ARN."""
+    return _role_name(cluster, team, "studio-reader")
+
+
+def team_studio_assigner_role(cluster: str, team: str) -> str:
+    """Role in the Identity Center account that reads a team's Studio application ARN and assigns its group to it."""
+    return _role_name(cluster, team, "studio-assigner")
+
+
+def studio_application_record(cluster: str, team: str) -> str:
+    """SSM parameter with the ARN of a team's Studio application: ``.../studio-application/<team>``."""
+    return team_records_path(cluster, "studio-application") + team
 
 
 def scheduler_config(cluster: str) -> str:

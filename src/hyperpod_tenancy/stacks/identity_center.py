@@ -28,6 +28,10 @@ from hyperpod_tenancy.constructs.tenant.identity import (
     team_assignment,
     team_permission_set,
 )
+from hyperpod_tenancy.constructs.tenant.studio_assignment import (
+    StudioAssignment,
+    assign_studio_from_identity_center,
+)
 from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.k8s import onboarding
 from hyperpod_tenancy.policy import Platform, Team, names
@@ -93,7 +97,7 @@ def _team(platform: Platform, team: str, where: str) -> Team:
 
 
 class TeamIdentityStack(cdk.Stack):
-    """The team's permission set and its assignment, in the Identity Center account.
+    """The team's permission set and its assignment, in the Identity Center account; with Studio, its domain's too.
 
     Args:
         scope: parent (the platform stage).
@@ -124,6 +128,11 @@ class TeamIdentityStack(cdk.Stack):
             team=spec,
             permission_set=self.permission_set,
             account=platform.team_account(spec),
+        )
+        #: The team's group assigned to its Studio domain's application, whose ARN is read from the cluster's
+        #: account (``None`` when ``studio: false``).
+        self.studio: StudioAssignment | None = (
+            assign_studio_from_identity_center(self, platform=platform, team=spec) if spec.studio else None
         )
 
 

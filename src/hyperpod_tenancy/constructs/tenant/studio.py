@@ -11,6 +11,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
+from aws_cdk import aws_ssm as ssm
 from aws_cdk import aws_sso as sso
 from constructs import Construct
 
@@ -26,9 +27,15 @@ from hyperpod_tenancy.constructs.encryption import skip_without_key
 from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
 from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.k8s import onboarding
-from hyperpod_tenancy.policy import Team, names
+from hyperpod_tenancy.policy import Platform, Team, names
 
-__all__ = ["STUDIO_LIFECYCLE_SCRIPT", "TeamStudio", "build_studio", "studio_lifecycle_script"]
+__all__ = [
+    "STUDIO_LIFECYCLE_SCRIPT",
+    "StudioApplicationRecord",
+    "TeamStudio",
+    "build_studio",
+    "studio_lifecycle_script",
+]
 
 #: The Studio lifecycle script (its ``HPT_*`` settings are prepended at synth: :func:`studio_lifecycle_script`).
 STUDIO_LIFECYCLE_SCRIPT = Path(__file__).resolve().parent.parent / "assets" / "studio-lifecycle.sh"
@@ -52,12 +59,26 @@ class TeamStudio:
 
     #: The team's Studio domain (retained on delete).
     domain: sagemaker.CfnDomain
-    #: Assignment of the team's Identity Center group to the domain's SSO application.
-    assignment: sso.CfnApplicationAssignment
+    #: Assignment of the team's Identity Center group to the domain's SSO application (``None`` when Identity
+    #: Center is administered from another account: the team's Identity Center stack assigns it there).
+    assignment: sso.CfnApplicationAssignment | None
     #: Security group of the team's Studio apps, admitted to the EKS API endpoint on 443.
     security_group: ec2.SecurityGroup
     #: The Studio lifecycle configurations (JupyterLab, Code Editor).
     lifecycle_configs: tuple[sagemaker.CfnStudioLifecycleConfig, ...]
+    #: The domain's application ARN, published for the Identity Center account, and the only role it may read it
+    #: through (``None`` when Identity Center is administered from the cluster's account).
+    application_record: StudioApplicationRecord | None = None
+
+
+@dataclass(frozen=True)
+class StudioApplicationRecord:
+    """The ARN of a Studio domain's Identity Center application, readable from the Identity Center account only."""
+
+    #: SSM parameter holding the ARN (:func:`names.studio_application_record`).
+    parameter: ssm.StringParameter
+    #: Role the Identity Center account's assigner role may assume to read that parameter, and nothing else.
+    reader_role: iam.Role
 
 
 def _private_subnet_ids(vpc: ec2.IVpc) -> tuple[str, ...]:
@@ -168,24 +189,74 @@ def build_studio(
         "while creating them); ListApps/ListSpaces/ListUserProfiles support no resource-level permission; "
         "isolation from other teams' domains is proven by tests/test_team_iam.py",
     )
-    # AuthMode SSO: a user sees the domain in the access portal only once their group is assigned to the
-    # domain's Identity Center application ("IAM Identity Center groups in a domain", SageMaker developer guide).
-    assignment = sso.CfnApplicationAssignment(
-        scope,
-        "StudioAssignment",
-        application_arn=domain.attr_single_sign_on_application_arn,
-        principal_type="GROUP",
-        principal_id=team.identity.group_id,
-    )
-    # users arrive only once the execution role can create their apps and spaces
-    assignment.node.add_dependency(studio_policy)
+    # AuthMode SSO: a user sees the domain in the access portal only once their group is assigned to the domain's
+    # Identity Center application ("IAM Identity Center groups in a domain", SageMaker developer guide). With
+    # Identity Center administered from another account, the assignment is made there, from the ARN published here.
+    assignment: sso.CfnApplicationAssignment | None = None
+    record: StudioApplicationRecord | None = None
+    if platform.identity_center_elsewhere:
+        record = _publish_application(scope, platform=platform, team=team, domain=domain)
+        record.parameter.node.add_dependency(studio_policy)
+    else:
+        assignment = sso.CfnApplicationAssignment(
+            scope,
+            "StudioAssignment",
+            application_arn=domain.attr_single_sign_on_application_arn,
+            principal_type="GROUP",
+            principal_id=team.identity.group_id,
+        )
+        # users arrive only once the execution role can create their apps and spaces
+        assignment.node.add_dependency(studio_policy)
     # Studio apps call the cluster's private API endpoint (kubectl, the hyp CLI): through the client group, or
     # (an imported cluster without one) a rule of their own on the endpoint's group
     if client is None:
         cluster.allow_api_access_from(scope, "StudioApiAccess", peer=security_group)
     return TeamStudio(
-        domain=domain, assignment=assignment, security_group=security_group, lifecycle_configs=tuple(configs)
+        domain=domain,
+        assignment=assignment,
+        security_group=security_group,
+        lifecycle_configs=tuple(configs),
+        application_record=record,
     )
+
+
+def _publish_application(
+    scope: Construct, *, platform: Platform, team: Team, domain: sagemaker.CfnDomain
+) -> StudioApplicationRecord:
+    """Publish the domain's application ARN for the Identity Center account, through a role only it may assume.
+
+    The ARN exists once the domain does, so it cannot cross accounts at synthesis. The team's Identity Center
+    stack, deployed after this one, reads it through the reader role: a role of a fixed name whose trust names the
+    Identity Center account and, by ``aws:PrincipalArn``, the team's assigner role there (a condition, because IAM
+    refuses a principal that does not exist yet), and whose policy reads this one parameter.
+    """
+    stack = stack_of(scope)
+    partition = attribute(stack, "partition")
+    parameter = ssm.StringParameter(
+        scope,
+        "StudioApplication",
+        parameter_name=names.studio_application_record(platform.cluster.name, team.name),
+        string_value=domain.attr_single_sign_on_application_arn,
+        description=f"Identity Center application of team {team.name}'s Studio domain",
+        tier=ssm.ParameterTier.STANDARD,
+    )
+    assigner = names.role_arn(
+        partition=partition,
+        account=platform.identity_center_account,
+        name=names.team_studio_assigner_role(platform.cluster.name, team.name),
+    )
+    reader = iam.Role(
+        scope,
+        "StudioApplicationReader",
+        role_name=names.team_studio_reader_role(platform.cluster.name, team.name),
+        assumed_by=iam.AccountPrincipal(platform.identity_center_account).with_conditions(
+            {"ArnEquals": {"aws:PrincipalArn": assigner}}
+        ),
+        description=f"Lets the Identity Center account read the application ARN of team {team.name}'s Studio domain",
+        max_session_duration=cdk.Duration.hours(1),
+    )
+    parameter.grant_read(reader)
+    return StudioApplicationRecord(parameter=parameter, reader_role=reader)
 
 
 def _lifecycle_configs(

@@ -152,7 +152,6 @@ ERROR_RULES: tuple[Rule, ...] = (
     identity.group_id_unique,
     identity.posix_gid,
     identity.permission_set_name,
-    identity_center.identity_center_studio,
     team_accounts.team_account_id,
     team_accounts.team_account_own,
     team_accounts.team_account_workloads,

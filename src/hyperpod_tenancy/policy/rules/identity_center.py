@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from hyperpod_tenancy.policy.model import Platform, Team
-from hyperpod_tenancy.policy.rules._base import Domain, Finding, platform_rule, team_rule
+from hyperpod_tenancy.policy.model import Platform
+from hyperpod_tenancy.policy.rules._base import Domain, Finding, platform_rule
 from hyperpod_tenancy.policy.rules._common import ACCOUNT, REGION
 
 _SSO_INSTANCE = re.compile(r"^arn:aws[a-z-]*:sso:::instance/(sso)?ins-[a-zA-Z0-9-.]{16}$")
@@ -114,30 +114,4 @@ def identity_center_workloads(p: Platform) -> Iterator[Finding]:
             "workloads (AWS advises against running workloads in the management account).",
             "set `account` to a workload account of the organization (the permission sets then target it from "
             "the Identity Center account), or set `identityCenter.allowWorkloads: true` to accept it.",
-        )
-
-
-@team_rule(
-    code="HPT-IDENTITY-CENTER-STUDIO",
-    domain=Domain.IDENTITY,
-    at="teams[*].studio",
-    reads=("account", "identityCenter.account"),
-    failure="a Studio domain no member can open: its Identity Center application is assigned in another account",
-    guardrail="with Identity Center in another account than the cluster, teams have `studio: false`",
-)
-def identity_center_studio(p: Platform, i: int, team: Team) -> Iterator[Finding]:
-    """Check that no team has Studio while Identity Center is administered from another account.
-
-    An Identity Center Studio domain's application is assigned to the team's group in the Identity Center
-    account, by the application's ARN, which exists only once the domain is created in the cluster's account:
-    nothing known at synthesis can cross that line, so the library does not offer it yet.
-    """
-    if team.studio and p.identity_center_elsewhere:
-        yield Finding(
-            f"teams[{i}].studio",
-            f"team {team.name!r} has a Studio domain, but Identity Center is administered from "
-            f"{p.identity_center_account}, not the cluster's account {p.account}: the domain's Identity Center "
-            "application would have to be assigned there by an ARN known only once the domain exists.",
-            "set `studio: false` on the team (members use `hyp` and kubectl through their permission set), or "
-            "keep Identity Center and the cluster in one account.",
         )

@@ -1,0 +1,176 @@
+"""Studio with Identity Center administered from another account than the cluster's.
+
+An Identity Center Studio domain is reached through its Identity Center application, to which the team's group
+is assigned ("IAM Identity Center groups in a domain", SageMaker developer guide). The application is created with
+the domain, in the cluster's account; the assignment is made from the Identity Center account, which administers
+the instance. The application's ARN exists only once the domain does, so it cannot cross the account line at
+synthesis: the team stack publishes it in an SSM parameter that one reader role may read, and the team's Identity
+Center stack, deployed after it, reads it through that role (aws-cdk-lib's ``AwsCustomResource`` with an assumed
+role) and assigns the group. These tests check the names that cross agree on both sides, and, through the IAM
+evaluator with the policies as synthesized, that only the team's assigner reaches the ARN and only that ARN.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from iam_eval import is_allowed, is_allowed_across
+from synth import Synth
+from team_accounts import resources
+
+from hyperpod_tenancy.policy import names
+
+IDENTITY_CENTER, WORKLOADS = "999988887777", "111122223333"
+TEAM_STACK, IDENTITY_STACK = "ml-platform-org-Team-Research", "ml-platform-org-Team-Research-Identity"
+RECORD = names.studio_application_record("shared-gpu", "research")
+PARAMETER_ARN = f"arn:aws:ssm:us-east-1:{WORKLOADS}:parameter{RECORD}"
+READER = f"arn:aws:iam::{WORKLOADS}:role/{names.team_studio_reader_role('shared-gpu', 'research')}"
+ASSIGNER = f"arn:aws:iam::{IDENTITY_CENTER}:role/{names.team_studio_assigner_role('shared-gpu', 'research')}"
+
+
+def _resolve(value: Any, template: dict[str, Any]) -> Any:
+    """``value`` with the partition as ``aws``, ``Fn::Join`` joined and a ``Ref`` to an SSM parameter as its name."""
+    if isinstance(value, list):
+        return [_resolve(v, template) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if value == {"Ref": "AWS::Partition"}:
+        return "aws"
+    if "Ref" in value:
+        resource = template["Resources"][value["Ref"]]
+        assert resource["Type"] == "AWS::SSM::Parameter", value
+        return resource["Properties"]["Name"]
+    if "Fn::Join" in value:
+        sep, parts = value["Fn::Join"]
+        return sep.join(_resolve(p, template) for p in parts)
+    return {k: _resolve(v, template) for k, v in value.items()}
+
+
+def _role(template: dict[str, Any], name: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The role of ``name`` in ``template``: its trust, and its policies (inline and ``AWS::IAM::Policy``)."""
+    (logical, role) = next(
+        (k, r) for k, r in template["Resources"].items() if r["Properties"].get("RoleName") == name
+    )
+    policies = [
+        _resolve(r["Properties"]["PolicyDocument"], template)
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::IAM::Policy" and {"Ref": logical} in r["Properties"]["Roles"]
+    ]
+    return _resolve(role["Properties"]["AssumeRolePolicyDocument"], template), policies
+
+
+@pytest.fixture(scope="module")
+def documents(identity_center_example: Synth) -> dict[str, Any]:
+    """The reader's trust and policies (cluster account), the assigner's policies (Identity Center account)."""
+    team, identity = (
+        identity_center_example.templates[TEAM_STACK],
+        identity_center_example.templates[IDENTITY_STACK],
+    )
+    reader_trust, reader = _role(team, names.team_studio_reader_role("shared-gpu", "research"))
+    _, assigner = _role(identity, names.team_studio_assigner_role("shared-gpu", "research"))
+    return {"reader_trust": reader_trust, "reader": reader, "assigner": assigner}
+
+
+def test_the_domain_publishes_its_application_and_the_identity_center_stack_assigns_it(
+    identity_center_example: Synth,
+) -> None:
+    team, identity = (
+        identity_center_example.templates[TEAM_STACK],
+        identity_center_example.templates[IDENTITY_STACK],
+    )
+    (domain_id,) = resources(team, "AWS::SageMaker::Domain")
+    # no assignment in the cluster's account: the instance is administered from the other one
+    assert resources(team, "AWS::SSO::ApplicationAssignment") == {}
+    (parameter,) = (p for p in resources(team, "AWS::SSM::Parameter").values() if p["Name"] == RECORD)
+    assert parameter["Value"] == {"Fn::GetAtt": [domain_id, "SingleSignOnApplicationArn"]}
+    (lookup_id, lookup) = next(iter(resources(identity, "Custom::AWS").items()))
+    for phase in ("Create", "Update"):
+        call = json.loads(_resolve(lookup[phase], identity))
+        assert call["service"] == "SSM" and call["action"] == "getParameter"
+        assert call["parameters"] == {"Name": RECORD}
+        assert call["assumedRoleArn"] == READER
+        assert call["region"] == identity_center_example.platform.region
+    (assignment,) = resources(identity, "AWS::SSO::ApplicationAssignment").values()
+    assert assignment == {
+        "ApplicationArn": {"Fn::GetAtt": [lookup_id, "Parameter.Value"]},
+        "PrincipalType": "GROUP",
+        "PrincipalId": identity_center_example.platform.team("research").identity.group_id,
+    }
+    # the lookup runs as the assigner role, whose name the reader's trust names
+    (function,) = resources(identity, "AWS::Lambda::Function").values()
+    role_logical = function["Role"]["Fn::GetAtt"][0]
+    assert identity["Resources"][role_logical]["Properties"]["RoleName"] == ASSIGNER.rsplit("/", 1)[1]
+
+
+def test_teams_without_studio_have_neither_side(identity_center_example: Synth) -> None:
+    for team in identity_center_example.platform.hosted_teams:
+        if team.studio:
+            continue
+        stack = names.stage_stack_name("ml-platform-org", names.team_stack_id(team.name))
+        identity = names.stage_stack_name("ml-platform-org", names.team_identity_stack_id(team.name))
+        assert resources(identity_center_example.templates[identity], "Custom::AWS") == {}
+        assert not [
+            p
+            for p in resources(identity_center_example.templates[stack], "AWS::SSM::Parameter").values()
+            if "studio-application" in p["Name"]
+        ]
+
+
+def test_the_assigner_reads_the_application_through_the_reader(documents: dict[str, Any]) -> None:
+    d = documents
+    # the assigner (Identity Center account) may assume the reader (cluster account): both sides allow
+    assert is_allowed_across(
+        d["assigner"], d["reader_trust"], principal=ASSIGNER, action="sts:AssumeRole", resource=READER
+    )
+    # and the reader may read the one parameter
+    assert is_allowed(d["reader"], "ssm:GetParameter", PARAMETER_ARN)
+
+
+@pytest.mark.parametrize(
+    ("case", "principal"),
+    [
+        ("an administrator of the Identity Center account", f"arn:aws:iam::{IDENTITY_CENTER}:role/Admin"),
+        (
+            "another team's assigner",
+            f"arn:aws:iam::{IDENTITY_CENTER}:role/{names.team_studio_assigner_role('shared-gpu', 'vision')}",
+        ),
+        (
+            "the assigner's name in another account",
+            f"arn:aws:iam::444455556666:role/{ASSIGNER.rsplit('/', 1)[1]}",
+        ),
+    ],
+)
+def test_no_one_else_may_assume_the_reader(documents: dict[str, Any], case: str, principal: str) -> None:
+    everything = [
+        {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}
+    ]
+    # even with every permission on its own side, the reader's trust does not let it in
+    assert not is_allowed_across(
+        everything, documents["reader_trust"], principal=principal, action="sts:AssumeRole", resource=READER
+    ), case
+
+
+def test_an_allow_on_one_side_only_is_refused(documents: dict[str, Any]) -> None:
+    # the trust names the assigner, but without its identity policy's allow the assumption is refused
+    assert not is_allowed_across(
+        [], documents["reader_trust"], principal=ASSIGNER, action="sts:AssumeRole", resource=READER
+    )
+    # the assigner may assume the reader and no other role of the cluster's account
+    other = f"arn:aws:iam::{WORKLOADS}:role/{names.team_pods_source_role('shared-gpu', 'research')}"
+    assert not is_allowed(documents["assigner"], "sts:AssumeRole", other)
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        names.studio_application_record("shared-gpu", "vision"),
+        names.posix_identity_record("shared-gpu", "research"),
+        names.drift_audit_record("shared-gpu", "research"),
+    ],
+)
+def test_the_reader_reads_that_one_parameter(documents: dict[str, Any], record: str) -> None:
+    arn = f"arn:aws:ssm:us-east-1:{WORKLOADS}:parameter{record}"
+    assert not is_allowed(documents["reader"], "ssm:GetParameter", arn)
+    assert not is_allowed(documents["reader"], "ssm:PutParameter", PARAMETER_ARN)
