@@ -13,13 +13,17 @@ evaluator with the policies as synthesized, that only the team's assigner reache
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
+import cfnlint
+import platforms
 import pytest
 from iam_eval import is_allowed, is_allowed_across
-from synth import Synth
+from synth import Synth, synthesize
 from team_accounts import resources
 
+from hyperpod_tenancy.constructs.tenant.studio import domain_replacement_inputs
 from hyperpod_tenancy.policy import names
 
 IDENTITY_CENTER, WORKLOADS = "999988887777", "111122223333"
@@ -174,3 +178,40 @@ def test_the_reader_reads_that_one_parameter(documents: dict[str, Any], record: 
     arn = f"arn:aws:ssm:us-east-1:{WORKLOADS}:parameter{record}"
     assert not is_allowed(documents["reader"], "ssm:GetParameter", arn)
     assert not is_allowed(documents["reader"], "ssm:PutParameter", PARAMETER_ARN)
+
+
+def _lookup_call(synth: Synth) -> dict[str, Any]:
+    identity = synth.templates[IDENTITY_STACK]
+    (lookup,) = resources(identity, "Custom::AWS").values()
+    return json.loads(_resolve(lookup["Update"], identity))
+
+
+def test_the_lookup_is_read_again_when_the_domain_is_replaced(
+    identity_center_example: Synth, tmp_path: Path
+) -> None:
+    """``AWS::SageMaker::Domain``'s create-only properties decide its replacement (a new application); a change of
+    what decides them in the policy changes the lookup's physical ID, so CloudFormation updates it and the ARN is
+    read again. A change that does not replace the domain leaves the lookup as it is."""
+    before = _lookup_call(identity_center_example)["physicalResourceId"]["id"]
+    data = platforms.example_data("identity-center-account")
+    keyed = synthesize(
+        platforms.platform_from_dict({**data, "encryption": {"kmsKey": "create"}}), tmp_path / "k"
+    )
+    assert _lookup_call(keyed)["physicalResourceId"]["id"] != before
+    data["teams"][0]["compute"]["fairShareWeight"] = 61
+    weighted = synthesize(platforms.platform_from_dict(data), tmp_path / "w")
+    assert _lookup_call(weighted)["physicalResourceId"]["id"] == before
+
+
+def test_the_replacement_inputs_are_the_domain_create_only_properties() -> None:
+    """What ``domain_replacement_inputs`` covers is the schema's ``createOnlyProperties`` (cfn-lint's copy of the
+    CloudFormation resource schema), less the RStudio setting the platform never sets: a property AWS makes
+    create-only later fails here until it is covered."""
+    providers = Path(cfnlint.__file__).parent / "data" / "schemas"
+    digest = json.loads((providers / "providers" / "us-east-1.json").read_text())["AWS::SageMaker::Domain"]
+    schema = json.loads((providers / "resources" / f"{digest}.json").read_text())
+    create_only = {p.removeprefix("/properties/") for p in schema["createOnlyProperties"]}
+    rstudio = "DomainSettings/RStudioServerProDomainSettings/DefaultResourceSpec"
+    platform = platforms.example("identity-center-account")
+    covered = set(domain_replacement_inputs(platform, platform.team("research")))
+    assert create_only - {rstudio} == covered

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 
 import aws_cdk as cdk
@@ -16,6 +18,7 @@ from hyperpod_tenancy.constructs._private.annotations import (
     acknowledge_role,
     skip_checkov,
 )
+from hyperpod_tenancy.constructs.tenant.studio import domain_replacement_inputs
 from hyperpod_tenancy.policy import Platform, Team, names
 
 __all__ = ["StudioAssignment", "assign_studio_from_identity_center"]
@@ -49,6 +52,10 @@ def assign_studio_from_identity_center(
         partition=partition, account=platform.account, name=names.team_studio_reader_role(cluster, team.name)
     )
     record = names.studio_application_record(cluster, team.name)
+    # a change that replaces the domain changes the lookup's physical ID, so CloudFormation updates it: the ARN is
+    # read again and the assignment follows the new application
+    inputs = json.dumps(domain_replacement_inputs(platform, team), sort_keys=True)
+    revision = hashlib.sha256(inputs.encode()).hexdigest()[:16]
     role = iam.Role(
         scope,
         "StudioAssignerRole",
@@ -66,7 +73,7 @@ def assign_studio_from_identity_center(
         parameters={"Name": record},
         region=platform.region,
         assumed_role_arn=reader,
-        physical_resource_id=cr.PhysicalResourceId.of(f"{platform.account}:{record}"),
+        physical_resource_id=cr.PhysicalResourceId.of(f"{platform.account}:{record}:{revision}"),
         output_paths=["Parameter.Value"],
     )
     log_group = logs.LogGroup(scope, "StudioApplicationLogs", retention=logs.RetentionDays.ONE_YEAR)
