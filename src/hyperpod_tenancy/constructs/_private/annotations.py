@@ -291,6 +291,18 @@ def acknowledge_cdk_handlers(scope: IConstruct, reason: str) -> None:
             skip_handler_checks(node, reason)
 
 
+#: Construct ID of aws-cdk-lib's singleton function behind every ``AwsCustomResource`` of a stack (its prefix: the
+#: logical ID adds a hash).
+AWS_CUSTOM_RESOURCE_FUNCTION_ID = "AWS679f53fac002430cb0da5b7982bd2287"
+
+
+def acknowledge_aws_custom_resource_handler(stack: cdk.Stack, reason: str) -> None:
+    """Acknowledge the findings of the stack's ``AwsCustomResource`` function, which aws-cdk-lib creates once."""
+    for child in stack.node.children:
+        if child.node.id.startswith(AWS_CUSTOM_RESOURCE_FUNCTION_ID):
+            acknowledge_cdk_handlers(child, reason)
+
+
 def skip_handler_checks(function: IConstruct, reason: str) -> None:
     """Skip the checkov function checks that do not fit a custom-resource handler (:data:`CDK_HANDLER_CHECKOV_SKIPS`).
 

@@ -12,7 +12,7 @@ from aws_cdk import aws_iam as iam
 from hyperpod_tenancy.chargeback import model
 from hyperpod_tenancy.constructs._private.annotations import (
     acknowledge,
-    acknowledge_cdk_handlers,
+    acknowledge_aws_custom_resource_handler,
     acknowledge_role,
     skip_checkov,
 )
@@ -134,13 +134,11 @@ def acknowledge_pipeline_findings(pipeline: PipelineBuild) -> None:
             operator_role, wildcards="the operator writes only objects under raw/ of the report bucket"
         )
     stack = cdk.Stack.of(pipeline)
-    for child in stack.node.children:
-        if child.node.id.startswith("AWS679f53fac002430cb0da5b7982bd2287"):
-            acknowledge_cdk_handlers(
-                child,
-                "handler created and maintained by aws-cdk-lib (AwsCustomResource): its managed Lambda policy "
-                "and runtime are CDK's",
-            )
+    acknowledge_aws_custom_resource_handler(
+        stack,
+        "handler created and maintained by aws-cdk-lib (AwsCustomResource): its managed Lambda policy and runtime "
+        "are CDK's",
+    )
     tags = getattr(pipeline, "cost_allocation_tags", None)
     if tags is not None:
         acknowledge(

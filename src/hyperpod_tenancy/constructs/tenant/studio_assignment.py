@@ -14,7 +14,7 @@ from aws_cdk import custom_resources as cr
 from constructs import Construct
 
 from hyperpod_tenancy.constructs._private.annotations import (
-    acknowledge_cdk_handlers,
+    acknowledge_aws_custom_resource_handler,
     acknowledge_role,
     skip_checkov,
 )
@@ -106,11 +106,8 @@ def assign_studio_from_identity_center(
         role,
         managed_policies="AWSLambdaBasicExecutionRole only lets the lookup write its own logs",
     )
-    stack = cdk.Stack.of(scope)
-    for child in stack.node.children:
-        if child.node.id.startswith("AWS679f53fac002430cb0da5b7982bd2287"):
-            acknowledge_cdk_handlers(
-                child,
-                "handler created and maintained by aws-cdk-lib (AwsCustomResource): its runtime is CDK's",
-            )
+    acknowledge_aws_custom_resource_handler(
+        cdk.Stack.of(scope),
+        "handler created and maintained by aws-cdk-lib (AwsCustomResource): its runtime is CDK's",
+    )
     return StudioAssignment(assigner_role=role, lookup=lookup, assignment=assignment)
