@@ -23,8 +23,8 @@ from iam_eval import is_allowed, is_allowed_across
 from synth import Synth, synthesize
 from team_accounts import resources
 
-from hyperpod_tenancy.constructs.tenant.studio import domain_replacement_inputs
 from hyperpod_tenancy.policy import names
+from hyperpod_tenancy.policy.changes import studio_domain_create_only
 
 IDENTITY_CENTER, WORKLOADS = "999988887777", "111122223333"
 TEAM_STACK, IDENTITY_STACK = "ml-platform-org-Team-Research", "ml-platform-org-Team-Research-Identity"
@@ -204,7 +204,7 @@ def test_the_lookup_is_read_again_when_the_domain_is_replaced(
 
 
 def test_the_replacement_inputs_are_the_domain_create_only_properties() -> None:
-    """What ``domain_replacement_inputs`` covers is the schema's ``createOnlyProperties`` (cfn-lint's copy of the
+    """What ``studio_domain_create_only`` covers is the schema's ``createOnlyProperties`` (cfn-lint's copy of the
     CloudFormation resource schema), less the RStudio setting the platform never sets: a property AWS makes
     create-only later fails here until it is covered."""
     providers = Path(cfnlint.__file__).parent / "data" / "schemas"
@@ -213,5 +213,5 @@ def test_the_replacement_inputs_are_the_domain_create_only_properties() -> None:
     create_only = {p.removeprefix("/properties/") for p in schema["createOnlyProperties"]}
     rstudio = "DomainSettings/RStudioServerProDomainSettings/DefaultResourceSpec"
     platform = platforms.example("identity-center-account")
-    covered = set(domain_replacement_inputs(platform, platform.team("research")))
+    covered = set(studio_domain_create_only(platform, platform.team("research")))
     assert create_only - {rstudio} == covered

@@ -277,3 +277,39 @@ def test_another_kueue_chart_warns_on_the_kueue_backend_only(old: Platform) -> N
     assert HYP_CLI_KUEUE_API_VERSION in issue.fix and "kubectl get crd workloads.kueue.x-k8s.io" in issue.fix
     # on Task Governance the chart is not installed: nothing to warn about
     assert replacement_warnings(old, changed({"cluster": {"kueueChart": {"version": "0.20.8"}}})) == []
+
+
+@pytest.mark.parametrize(("before", "after"), [(None, "create"), ("create", None)])
+def test_a_changed_platform_key_replaces_fsx_and_the_studio_domains(
+    before: str | None, after: str | None
+) -> None:
+    """``AWS::FSx::FileSystem`` and ``AWS::SageMaker::Domain`` both have ``KmsKeyId`` create-only (their resource
+    schemas); the buckets, tables and log groups take a new key in place."""
+
+    def keyed(key: str | None) -> Platform:
+        data = reference_data()
+        data.pop("encryption", None)
+        if key is not None:
+            data["encryption"] = {"kmsKey": key}
+        return platform_from_dict(data)
+
+    old_platform, new_platform = keyed(before), keyed(after)
+    issue = only(replacement_warnings(old_platform, new_platform))
+    assert (issue.code, issue.path) == ("HPT-REPLACE-KEY", "encryption.kmsKey")
+    assert "AWS::FSx::FileSystem KmsKeyId cannot be updated" in issue.message
+    studios = [t.name for t in new_platform.hosted_teams if t.studio]
+    assert studios  # the reference platform has Studio teams
+    assert f"The Studio domains of {', '.join(studios)} are replaced too" in issue.message
+    assert "copy the file system's data out first" in issue.fix
+
+
+def test_a_key_change_without_studio_names_no_domain() -> None:
+    data = reference_data()
+    data.pop("encryption", None)
+    for team in data["teams"]:
+        team["studio"] = False
+    old_platform = platform_from_dict(data)
+    issue = only(
+        replacement_warnings(old_platform, platform_from_dict({**data, "encryption": {"kmsKey": "create"}}))
+    )
+    assert issue.code == "HPT-REPLACE-KEY" and "Studio" not in issue.message

@@ -6,7 +6,8 @@ one. :func:`replacement_warnings` compares a deployed policy with a new one and 
 createOnly property behind it and what the replacement destroys, before ``cdk deploy`` does it.
 
 Codes: ``HPT-REPLACE-STACKS``, ``HPT-REPLACE-CLUSTER``, ``HPT-REPLACE-VPC``, ``HPT-REPLACE-FSX``,
-``HPT-REPLACE-TEAM``, ``HPT-REPLACE-PERMISSION-SET`` (also when a team moves to or from an account of its own); and what an upgrade interrupts or refuses:
+``HPT-REPLACE-TEAM``, ``HPT-REPLACE-PERMISSION-SET`` (also when a team moves to or from an account of its own),
+``HPT-REPLACE-KEY``; and what an upgrade interrupts or refuses:
 ``HPT-UPGRADE-KUBERNETES`` (a Kubernetes minor version change) and ``HPT-UPGRADE-SCHEDULER`` (another Kueue chart
 version, or the other fairness backend).
 """
@@ -20,7 +21,25 @@ from hyperpod_tenancy.policy import names
 from hyperpod_tenancy.policy.fairness import FairnessWording, fairness_of
 from hyperpod_tenancy.policy.model import Platform, Team
 
-__all__ = ["FairnessWording", "replacement_warnings"]
+__all__ = ["STUDIO_AUTH_MODE", "FairnessWording", "replacement_warnings", "studio_domain_create_only"]
+
+#: Every team's Studio domain authenticates through Identity Center.
+STUDIO_AUTH_MODE = "SSO"
+
+
+def studio_domain_create_only(platform: Platform, team: Team) -> dict[str, str]:
+    """Return what, in the policy, decides a team domain's create-only properties; a change replaces the domain.
+
+    ``AWS::SageMaker::Domain``'s ``createOnlyProperties`` (its CloudFormation resource schema) are ``AuthMode``,
+    ``DomainName``, ``KmsKeyId`` and an RStudio setting the platform does not set. A new domain has a new Identity
+    Center application and an empty home file system.
+    """
+    return {
+        "AuthMode": STUDIO_AUTH_MODE,
+        "DomainName": names.studio_domain(platform.cluster.name, team.name),
+        "KmsKeyId": platform.encryption.kms_key or "",
+    }
+
 
 #: Looks up the wording of a platform's fairness backend.
 WordingLookup = Callable[[Platform], FairnessWording]
@@ -54,6 +73,7 @@ def replacement_warnings(
     _cluster(old, new, out)
     _network(old, new, out)
     _fsx(old, new, out)
+    _key(old, new, out)
     _teams(old, new, out, wording or _registered_wording)
     _identity_center(old, new, out)
     _kubernetes(old, new, out)
@@ -211,6 +231,34 @@ def _fsx(old: Platform, new: Platform, out: list[PolicyIssue]) -> None:
             f"keep cluster.fsx.deploymentType {before!r}; to change it, create the new file system beside "
             "the old one and copy the data (e.g. through an S3 data repository) before switching.",
             "HPT-REPLACE-FSX",
+        )
+    )
+
+
+def _key(old: Platform, new: Platform, out: list[PolicyIssue]) -> None:
+    before, after = old.encryption.kms_key, new.encryption.kms_key
+    if before == after:
+        return
+    had_studio = {t.name for t in old.hosted_teams if t.studio}
+    studios = [t.name for t in new.hosted_teams if t.studio and t.name in had_studio]
+    domains = (
+        f" The Studio domains of {', '.join(studios)} are replaced too (AWS::SageMaker::Domain KmsKeyId is "
+        "create-only), and cannot be: their names are fixed, so those team stacks' updates fail; a new domain "
+        "would start with an empty home file system."
+        if studios
+        else ""
+    )
+    out.append(
+        PolicyIssue(
+            "encryption.kmsKey",
+            f"encryption.kmsKey changes from {before or 'none'!r} to {after or 'none'!r}: AWS::FSx::FileSystem "
+            "KmsKeyId cannot be updated, so CloudFormation replaces the file system. The new one is empty: every "
+            f"team's /fsx/<team> data stays only on the old, retained file system.{domains} Buckets, tables and "
+            "log groups take the new key in place (objects already written keep the old one).",
+            f"keep encryption.kmsKey {before or 'unset'!r}; to change keys, copy the file system's data out first "
+            "(e.g. through an S3 data repository) and, with Studio, back up the home directories and delete the "
+            "domains before the deploy.",
+            "HPT-REPLACE-KEY",
         )
     )
 

@@ -28,14 +28,13 @@ from hyperpod_tenancy.constructs.interfaces import IHyperPodCluster
 from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.k8s import onboarding
 from hyperpod_tenancy.policy import Platform, Team, names
+from hyperpod_tenancy.policy.changes import STUDIO_AUTH_MODE
 
 __all__ = [
-    "STUDIO_AUTH_MODE",
     "STUDIO_LIFECYCLE_SCRIPT",
     "StudioApplicationRecord",
     "TeamStudio",
     "build_studio",
-    "domain_replacement_inputs",
     "studio_lifecycle_script",
 ]
 
@@ -43,23 +42,6 @@ __all__ = [
 STUDIO_LIFECYCLE_SCRIPT = Path(__file__).resolve().parent.parent / "assets" / "studio-lifecycle.sh"
 #: ``StudioLifecycleConfigContent`` is base64 of at most 16384 characters (AWS::SageMaker::StudioLifecycleConfig).
 _LIFECYCLE_CONTENT_MAX = 16384
-#: Every team's domain authenticates through Identity Center.
-STUDIO_AUTH_MODE = "SSO"
-
-
-def domain_replacement_inputs(platform: Platform, team: Team) -> dict[str, str]:
-    """Return what, in the policy, decides a team domain's create-only properties; a change replaces the domain.
-
-    ``AWS::SageMaker::Domain``'s ``createOnlyProperties`` (its CloudFormation resource schema) are ``AuthMode``,
-    ``DomainName``, ``KmsKeyId`` and an RStudio setting the platform does not set. A new domain has a new Identity
-    Center application, so whoever assigns the team's group from another account reads its ARN again when these
-    change.
-    """
-    return {
-        "AuthMode": STUDIO_AUTH_MODE,
-        "DomainName": names.studio_domain(platform.cluster.name, team.name),
-        "KmsKeyId": platform.encryption.kms_key or "",
-    }
 
 
 def studio_lifecycle_script(facts: onboarding.OnboardingFacts) -> str:

@@ -18,8 +18,8 @@ from hyperpod_tenancy.constructs._private.annotations import (
     acknowledge_role,
     skip_checkov,
 )
-from hyperpod_tenancy.constructs.tenant.studio import domain_replacement_inputs
 from hyperpod_tenancy.policy import Platform, Team, names
+from hyperpod_tenancy.policy.changes import studio_domain_create_only
 
 __all__ = ["StudioAssignment", "assign_studio_from_identity_center"]
 
@@ -54,7 +54,7 @@ def assign_studio_from_identity_center(
     record = names.studio_application_record(cluster, team.name)
     # a change that replaces the domain changes the lookup's physical ID, so CloudFormation updates it: the ARN is
     # read again and the assignment follows the new application
-    inputs = json.dumps(domain_replacement_inputs(platform, team), sort_keys=True)
+    inputs = json.dumps(studio_domain_create_only(platform, team), sort_keys=True)
     revision = hashlib.sha256(inputs.encode()).hexdigest()[:16]
     role = iam.Role(
         scope,

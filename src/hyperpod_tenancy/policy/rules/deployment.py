@@ -179,6 +179,11 @@ REPLACEMENTS = (
         "team's Identity Center access",
     ),
     _replacement(
+        "HPT-REPLACE-KEY",
+        "a changed `encryption.kmsKey` replaces the FSx file system (empty) and, with Studio, the domains, whose "
+        "fixed names make the update fail",
+    ),
+    _replacement(
         "HPT-UPGRADE-KUBERNETES",
         "a Kubernetes version change EKS refuses (a skipped minor, a downgrade), or one that interrupts nodes",
     ),
