@@ -13,6 +13,7 @@ evaluator with the policies as synthesized, that only the team's assigner reache
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +88,9 @@ def test_the_domain_publishes_its_application_and_the_identity_center_stack_assi
     (domain_id,) = resources(team, "AWS::SageMaker::Domain")
     # no assignment in the cluster's account: the instance is administered from the other one
     assert resources(team, "AWS::SSO::ApplicationAssignment") == {}
+    tenant = identity_center_example.stage.team_stacks["research"].tenant
+    assert tenant.studio_assignment is None and tenant.studio_application is not None
+    assert tenant.studio_application.reader_role.node.default_child is not None
     (parameter,) = (p for p in resources(team, "AWS::SSM::Parameter").values() if p["Name"] == RECORD)
     assert parameter["Value"] == {"Fn::GetAtt": [domain_id, "SingleSignOnApplicationArn"]}
     (lookup_id, lookup) = next(iter(resources(identity, "Custom::AWS").items()))
@@ -215,3 +219,24 @@ def test_the_replacement_inputs_are_the_domain_create_only_properties() -> None:
     platform = platforms.example("identity-center-account")
     covered = set(studio_domain_create_only(platform, platform.team("research")))
     assert create_only - {rstudio} == covered
+
+
+@pytest.mark.parametrize(
+    ("cluster", "team"), [("shared-gpu", "research"), ("c" * 63, "t" * 63), ("a" * 40, "b")]
+)
+def test_the_studio_role_names_fit_iam_and_stay_apart(cluster: str, team: str) -> None:
+    """IAM role names: at most 64 characters of ``[\\w+=,.@-]``; another team of the cluster gets other names."""
+    made = [names.team_studio_reader_role(cluster, team), names.team_studio_assigner_role(cluster, team)]
+    assert all(len(n) <= 64 and re.fullmatch(r"[\w+=,.@-]+", n) for n in made), made
+    assert made[0].endswith("-studio-reader") and made[1].endswith("-studio-assigner")
+    other = team[:-1] + "z"
+    assert names.team_studio_reader_role(cluster, team) != names.team_studio_reader_role(cluster, other)
+
+
+def test_the_reader_trusts_the_assigner_by_condition_not_as_a_principal(documents: dict[str, Any]) -> None:
+    """IAM refuses a trust policy whose principal is a role that does not exist yet ("Invalid principal in
+    policy", IAM user guide); the assigner is created after the reader, so the trust names its account and matches
+    the role by ``aws:PrincipalArn``."""
+    (statement,) = documents["reader_trust"]["Statement"]
+    assert statement["Principal"] == {"AWS": f"arn:aws:iam::{IDENTITY_CENTER}:root"}
+    assert statement["Condition"] == {"ArnEquals": {"aws:PrincipalArn": ASSIGNER}}

@@ -175,15 +175,27 @@ def test_the_platform_stage_quick_start_synthesizes_the_reference_platform(
     assert len(images) == 1 and images[0]["source"]["dockerFile"] == "webhook/Dockerfile"
 
 
-def test_a_team_in_its_own_account_synthesizes_as_in_the_checkout(installed: Path, tmp_path: Path) -> None:
-    """The quick start with ``examples/team-accounts`` as the user's ``platform.yaml``: the stacks of three
-    accounts, each template as the checkout synthesizes it with CDK's default context."""
-    policy = platforms.EXAMPLES / "team-accounts" / "platform.yaml"
+@pytest.mark.parametrize(
+    ("example", "stack"),
+    [
+        # the stacks of three accounts
+        ("team-accounts", "ml-platform-org-Team-Research-Account"),
+        # Identity Center elsewhere, with a Studio team: its Identity Center stack carries aws-cdk-lib's
+        # AwsCustomResource handler as an asset
+        ("identity-center-account", "ml-platform-org-Team-Research-Identity"),
+    ],
+)
+def test_an_accounts_layout_synthesizes_as_in_the_checkout(
+    installed: Path, tmp_path: Path, example: str, stack: str
+) -> None:
+    """The quick start with an accounts example as the user's ``platform.yaml``: each template as the checkout
+    synthesizes it with CDK's default context."""
+    policy = platforms.EXAMPLES / example / "platform.yaml"
     assembly = _cdk_synth(installed, quick_start_snippets()[0], tmp_path / "accounts", policy=policy)
     templates = _templates(assembly)
-    expected = synthesize(platforms.example("team-accounts"), tmp_path / "checkout", context={}).templates
+    expected = synthesize(platforms.example(example), tmp_path / "checkout", context={}).templates
     assert set(templates) == set(expected)
-    assert "ml-platform-org-Team-Research-Account" in templates
+    assert stack in templates
     for name, template in expected.items():
         assert _without_cli_metadata(templates[name]) == _without_cli_metadata(template), name
 
