@@ -41,6 +41,7 @@ from hyperpod_tenancy.constructs.tenant.registry import register_tenant, registe
 from hyperpod_tenancy.constructs.tenant.roles import build_roles
 from hyperpod_tenancy.constructs.tenant.studio import (
     STUDIO_LIFECYCLE_SCRIPT,
+    StudioApplicationRecord,
     build_studio,
     studio_lifecycle_script,
 )
@@ -199,6 +200,11 @@ class TeamTenant(Construct):
         self.domain: sagemaker.CfnDomain | None = studio.domain if studio else None
         #: Assignment of the team's Identity Center group to the domain's SSO application (``None`` without Studio).
         self.studio_assignment: sso.CfnApplicationAssignment | None = studio.assignment if studio else None
+        #: With Identity Center in another account: the domain's application ARN published for it, and the one role
+        #: that may read it (``None`` otherwise, and without Studio).
+        self.studio_application: StudioApplicationRecord | None = (
+            studio.application_record if studio else None
+        )
         #: Security group of the team's Studio apps, admitted to the EKS API endpoint on 443 (``None`` without Studio).
         self.studio_security_group: ec2.SecurityGroup | None = studio.security_group if studio else None
         #: The Studio lifecycle configurations of the team's domain (JupyterLab, Code Editor; empty without Studio).
