@@ -98,7 +98,7 @@ def test_checkov_reads_every_template(scanned: tuple[Report, dict[str, dict[str,
     }
     assert seen == checked
     # the Identity Center and access stacks, but for the Identity Center stack of a team with Studio (its lookup)
-    studio = {"idc-ml-platform-org-Team-Research-Identity.template.json"}
+    studio = {f"{layout}-ml-platform-org-Team-Research-Identity.template.json" for layout in ("idc", "acct")}
     assert (
         set(templates) - checked
         == {n for n in templates if n.endswith(("-Identity.template.json", "-Access.template.json"))} - studio

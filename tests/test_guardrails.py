@@ -251,6 +251,22 @@ BAD = [
         "teams[1].account": "111122223333",
         "teams[2].account": "999988887777",
     },
+    # Studio domains in teams' own accounts, with Identity Center in the cluster's account
+    {
+        "teams[0].account": "444455556666",
+        "teams[0].studioNetwork": {
+            "vpcId": "vpc-1",
+            "cidr": "10.192.0.0/24",
+            "subnetIds": [],
+            "routeTableIds": ["rtb-0a1b2c3d4e5f60718"],
+        },
+        "teams[1].studioNetwork": {
+            "vpcId": "vpc-0a1b2c3d4e5f60718",
+            "cidr": "10.60.0.0/16",
+            "subnetIds": ["subnet-0a1b2c3d4e5f60718"],
+            "routeTableIds": ["rtb-0a1b2c3d4e5f60718"],
+        },
+    },
     # more teams than the default of every account quota (HPT-QUOTA-*)
     {"teams": [{**reference_data()["teams"][2], "name": f"team-{i:04d}"} for i in range(3501)]},
 ]
@@ -277,6 +293,7 @@ def _by_rule(platform: Platform) -> Iterator[tuple[rules.Rule, PolicyIssue]]:
         "no-terms",
         "borrowing",
         "accounts",
+        "team-studio",
         "quotas",
     ],
 )
@@ -312,6 +329,7 @@ def test_the_bad_platforms_exercise_every_rule(monkeypatch: pytest.MonkeyPatch) 
         "no-terms",
         "borrowing",
         "accounts",
+        "team-studio",
         "quotas",
     ],
 )

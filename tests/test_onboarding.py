@@ -29,11 +29,11 @@ import yaml
 from cfn_lint import lint_template
 from hyperpod_sdk import Posted, render
 from iam_eval import is_allowed
-from platforms import REPO
+from platforms import REPO, example
 from synth import Synth, resources_of
 
 from hyperpod_tenancy import cli
-from hyperpod_tenancy.constructs.tenant.team_tenant import STUDIO_LIFECYCLE_SCRIPT, studio_lifecycle_script
+from hyperpod_tenancy.constructs.tenant.team_tenant import studio_lifecycle_script
 from hyperpod_tenancy.k8s import admission, labels, onboarding, workloads
 from hyperpod_tenancy.k8s.posix_identity import POSIX_IDENTITY_POLICY
 from hyperpod_tenancy.policy import Platform, names
@@ -494,7 +494,12 @@ def test_the_lifecycle_script_is_shellcheck_clean(reference: Synth, tmp_path: Pa
     rendered = tmp_path / "rendered.sh"
     (config, *_) = _lifecycle(reference, "research").values()
     rendered.write_bytes(base64.b64decode(config["Properties"]["StudioLifecycleConfigContent"]))
-    for path in (STUDIO_LIFECYCLE_SCRIPT, rendered):
+    # a domain in the team's own account: the script's other end
+    team_account = tmp_path / "team-account.sh"
+    team_account.write_text(
+        studio_lifecycle_script(onboarding.onboarding_facts(example("team-accounts"), "research"))
+    )
+    for path in (rendered, team_account):
         result = _shellcheck(path)
         assert result.returncode == 0, result.stdout
     broken = tmp_path / "broken.sh"

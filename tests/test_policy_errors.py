@@ -114,6 +114,14 @@ class Case(NamedTuple):
     issues: int
 
 
+#: A well-formed Studio network of a team's own account.
+STUDIO_NETWORK = {
+    "vpcId": "vpc-0a1b2c3d4e5f60718",
+    "cidr": "10.60.0.0/16",
+    "subnetIds": ["subnet-0a1b2c3d4e5f60718"],
+    "routeTableIds": ["rtb-0a1b2c3d4e5f60718"],
+}
+
 CASES: list[Case] = [
     # --- structure: unknown key, wrong type, missing key ---------------------------------------------
     Case(
@@ -747,12 +755,84 @@ CASES: list[Case] = [
         1,
     ),
     Case(
-        "team-account-studio",
-        {"teams[0].account": "444455556666"},
-        "HPT-TEAM-ACCOUNT-STUDIO",
+        "team-account-studio-without-network",
+        {"teams[0].account": "444455556666", "identityCenter.account": "999988887777"},
+        "HPT-TEAM-STUDIO-NETWORK",
+        "teams[0].studioNetwork",
+        ("team 'research' has a Studio domain in its own account 444455556666", "no VPC there"),
+        "the platform peers it with the cluster's VPC",
+        1,
+    ),
+    Case(
+        "team-account-studio-bad-ids",
+        {
+            "teams[0].account": "444455556666",
+            "identityCenter.account": "999988887777",
+            "teams[0].studioNetwork": {**STUDIO_NETWORK, "subnetIds": ["subnet-xyz"]},
+        },
+        "HPT-TEAM-STUDIO-NETWORK",
+        "teams[0].studioNetwork.subnetIds[0]",
+        ("'subnet-xyz' is not a subnet- ID",),
+        "as the EC2 console shows it",
+        1,
+    ),
+    Case(
+        "studio-network-without-own-account",
+        {"teams[0].studioNetwork": STUDIO_NETWORK},
+        "HPT-TEAM-STUDIO-NETWORK",
+        "teams[0].studioNetwork",
+        ("team 'research' has no Studio domain in an account of its own",),
+        "remove `studioNetwork`",
+        1,
+    ),
+    Case(
+        "team-account-studio-cidr-overlaps-the-cluster",
+        {
+            "teams[0].account": "444455556666",
+            "identityCenter.account": "999988887777",
+            "teams[0].studioNetwork": {**STUDIO_NETWORK, "cidr": "10.192.128.0/20"},
+        },
+        "HPT-TEAM-STUDIO-CIDR",
+        "teams[0].studioNetwork.cidr",
+        ("'10.192.128.0/20' overlaps cluster.vpcCidr '10.192.0.0/16'", "AWS refuses to peer"),
+        "outside the cluster's VPC and Service CIDRs",
+        1,
+    ),
+    Case(
+        "team-account-studio-cidr-overlaps-another-team",
+        {
+            "teams[0].account": "444455556666",
+            "teams[1].account": "444455557777",
+            "identityCenter.account": "999988887777",
+            "teams[0].studioNetwork": STUDIO_NETWORK,
+            "teams[1].studioNetwork": {**STUDIO_NETWORK, "cidr": "10.60.4.0/24"},
+        },
+        "HPT-TEAM-STUDIO-CIDR",
+        "teams[1].studioNetwork.cidr",
+        ("'10.60.4.0/24' overlaps the Studio network of team 'research' ('10.60.0.0/16')",),
+        "a CIDR of its own",
+        1,
+    ),
+    Case(
+        "team-account-studio-public-cidr",
+        {
+            "teams[0].account": "444455556666",
+            "identityCenter.account": "999988887777",
+            "teams[0].studioNetwork": {**STUDIO_NETWORK, "cidr": "8.8.0.0/16"},
+        },
+        "HPT-TEAM-STUDIO-CIDR",
+        "teams[0].studioNetwork.cidr",
+        ("'8.8.0.0/16' is not a private IPv4 CIDR",),
+        "e.g. 10.60.0.0/16",
+        1,
+    ),
+    Case(
+        "team-account-studio-identity-center-in-the-cluster-account",
+        {"teams[0].account": "444455556666", "teams[0].studioNetwork": STUDIO_NETWORK},
+        "HPT-TEAM-STUDIO-IDENTITY-CENTER",
         "teams[0].studio",
-        ("team 'research' lives in its own account 444455556666",),
-        "set `studio: false` on the team",
+        ("Identity Center is administered from the cluster's account",),
+        "name the Identity Center account",
         1,
     ),
     Case(

@@ -31,6 +31,7 @@ from team_accounts import (
     stack_name,
     stacks,
     walk,
+    without_team_account_studio,
 )
 
 from hyperpod_tenancy.constructs.tenant.team_account import eks_cluster_arn
@@ -40,6 +41,30 @@ from hyperpod_tenancy.stacks import TeamAccountStack
 
 #: What a team's account stack may hold (a key only with ``encryption.kmsKey``).
 TEAM_ACCOUNT_TYPES = {"AWS::S3::Bucket", "AWS::S3::BucketPolicy", "AWS::IAM::Role", "AWS::IAM::ManagedPolicy"}
+#: The team's Studio stack in its account: the domain, its routes and group, the peering's lookup, the application.
+TEAM_STUDIO_TYPES = {
+    "AWS::SageMaker::Domain",
+    "AWS::SageMaker::StudioLifecycleConfig",
+    "AWS::EC2::Route",
+    "AWS::EC2::SecurityGroup",
+    "AWS::IAM::Role",
+    "AWS::IAM::Policy",
+    "AWS::SSM::Parameter",
+    "Custom::AWS",
+    "AWS::Lambda::Function",
+    "AWS::Logs::LogGroup",
+}
+#: The team's Identity Center stack: its permission set, and its Studio domain's assignment with the lookup.
+IDENTITY_CENTER_TYPES = {
+    "AWS::SSO::PermissionSet",
+    "AWS::SSO::Assignment",
+    "AWS::SSO::ApplicationAssignment",
+    "Custom::AWS",
+    "AWS::Lambda::Function",
+    "AWS::IAM::Role",
+    "AWS::IAM::Policy",
+    "AWS::Logs::LogGroup",
+}
 #: A concrete name for the team's bucket, whose ARN the templates hold as ``Fn::GetAtt``.
 BUCKET_ARN = "arn:aws:s3:::research-data-example"
 
@@ -83,15 +108,22 @@ def test_each_account_holds_only_itsresources(team_accounts_example: Synth) -> N
         by_account.setdefault(stack.account, []).append(stack.stack_name)
         types = _types(synth.templates[stack.stack_name])
         if stack.account == IDENTITY_CENTER:
-            assert types == {"AWS::SSO::PermissionSet", "AWS::SSO::Assignment"}, stack.stack_name
+            studio = stack.stack_name == stack_name("research", "-Identity")  # the one team with Studio
+            expected = (
+                IDENTITY_CENTER_TYPES if studio else {"AWS::SSO::PermissionSet", "AWS::SSO::Assignment"}
+            )
+            assert types == expected, stack.stack_name
         elif stack.account == RESEARCH:
-            assert types == TEAM_ACCOUNT_TYPES, stack.stack_name
+            studio = stack.stack_name.endswith("-Studio")
+            assert types == (TEAM_STUDIO_TYPES if studio else TEAM_ACCOUNT_TYPES), stack.stack_name
         else:
             assert not {t for t in types if t.startswith("AWS::SSO::")}, stack.stack_name
-    # the team account holds the team's account stack only, and names no other team
-    assert by_account[RESEARCH] == [stack_name("research", "-Account")]
-    text = json.dumps(synth.templates[stack_name("research", "-Account")])
-    assert "vision" not in text and "inference" not in text
+            assert "AWS::SageMaker::Domain" not in types, stack.stack_name
+    # the team account holds the team's account and Studio stacks only, and names no other team
+    assert by_account[RESEARCH] == [stack_name("research", "-Account"), stack_name("research", "-Studio")]
+    for name in by_account[RESEARCH]:
+        text = json.dumps(synth.templates[name])
+        assert "vision" not in text and "inference" not in text
     # the cluster, the associations, the access entries and the lookups: only in the cluster's account
     for kind in (
         "AWS::SageMaker::Cluster",
@@ -112,7 +144,11 @@ def test_nothing_crosses_the_accounts_as_a_cloudformation_reference(team_account
     assert [(name, mine, theirs) for name, mine, theirs in imports if mine != theirs] == []
     account_stack = team_accounts_example.templates[stack_name("research", "-Account")]
     assert not any(isinstance(v, dict) and "Fn::ImportValue" in v for v in walk(account_stack))
-    assert not any("Export" in o for o in account_stack["Outputs"].values())
+    # its one export, the bucket's ARN, is the Studio stack's, in the same account
+    assert len([o for o in account_stack["Outputs"].values() if "Export" in o]) == 1
+    assert {(n, mine) for n, mine, theirs in imports if theirs == RESEARCH} == {
+        (stack_name("research", "-Studio"), RESEARCH)
+    }
 
 
 def test_the_deploy_order_is_stack_dependencies(team_accounts_example: Synth) -> None:
@@ -122,11 +158,12 @@ def test_the_deploy_order_is_stack_dependencies(team_accounts_example: Synth) ->
         for s in assembly.stacks
     }
     by_name = {s.stack_name: s.id for s in assembly.stacks}
-    account, team, identity, access = (
-        stack_name("research", s) for s in ("-Account", "", "-Identity", "-Access")
+    account, team, studio, identity, access = (
+        stack_name("research", s) for s in ("-Account", "", "-Studio", "-Identity", "-Access")
     )
-    assert by_name[account] in depends[team]  # target role, lookup role and policy exist first
-    assert by_name[team] in depends[identity]
+    assert by_name[account] in depends[team]  # target role, lookup role, peering role and policy exist first
+    assert by_name[team] in depends[studio]  # the peering is accepted before its routes
+    assert by_name[studio] in depends[identity]  # the domain exists before its group is assigned
     assert by_name[identity] in depends[access]  # the role exists once the assignment is provisioned
     assert depends[account] == set()
 
@@ -505,6 +542,8 @@ def test_with_identity_center_in_the_cluster_account_the_team_stack_assigns_in_t
     lookup role and the access entry. cdk-nag clean."""
     data = platforms.example_data("team-accounts")
     del data["identityCenter"]["account"]
+    # a domain in the team's account is assigned from an Identity Center stack
+    without_team_account_studio(data)
     synth = synthesize(platforms.platform_from_dict(data), tmp_path, nag=True)  # raises on any finding
     assert sorted(n for n in synth.templates if "Research" in n) == [
         stack_name("research"),

@@ -20,7 +20,7 @@ import pytest
 from control_plane import kubectl_binary
 from moto_server import moto_server, refusing_sts
 from synth import Synth, synthesize
-from team_accounts import PLATFORM, RESEARCH, WORKLOADS, resources, stack_name
+from team_accounts import PLATFORM, RESEARCH, WORKLOADS, resources, stack_name, without_team_account_studio
 
 from hyperpod_tenancy.k8s import onboarding
 from hyperpod_tenancy.k8s.audit_record import team_expectation
@@ -116,6 +116,8 @@ def test_the_audit_judges_the_team_account_assignment_policy_and_entries(aws: No
 
     data = platforms.example_data("team-accounts")
     del data["identityCenter"]["account"]
+    # a domain in the team's account is assigned from an Identity Center stack
+    without_team_account_studio(data)
     platform = platforms.platform_from_dict(data)
     exp = team_expectation(platform, platform.team("research"), stack=f"{PLATFORM}/Team-Research")
     sso, instance = boto3.client("sso-admin"), platform.identity_center.instance_arn
@@ -158,12 +160,55 @@ def test_the_audit_judges_the_team_account_assignment_policy_and_entries(aws: No
     assert undeclared.kind == "access-entry-undeclared" and "intruder" in undeclared.object
 
 
+def test_the_audit_reads_the_studio_domain_in_the_team_account_through_the_lookup_role(aws: None) -> None:
+    """The domain is in the team's account: the audit lists it there through the team's lookup role, and checks
+    its execution role; where the role cannot be assumed it says so rather than reporting the domain missing."""
+    import boto3
+
+    from hyperpod_tenancy.runtime.drift_audit.aws import AwsClients
+    from hyperpod_tenancy.runtime.drift_audit.sagemaker import studio_findings
+
+    platform = platforms.example("team-accounts")
+    research = platform.team("research")
+    execution = f"arn:aws:iam::{RESEARCH}:role/{names.team_studio_role('shared-gpu', 'research')}"
+    exp = team_expectation(
+        platform, research, stack=f"{PLATFORM}/Team-Research", execution_role_arn=execution
+    )
+    assert (
+        exp.lookup_role_arn
+        == f"arn:aws:iam::{RESEARCH}:role/{names.team_lookup_role('shared-gpu', 'research')}"
+    )
+    clients = AwsClients.of(boto3.session.Session(region_name="us-east-1"))
+    cluster_account = clients.studio
+    (missing,) = studio_findings(cluster_account, [exp], sagemaker_in=clients.sagemaker_in)
+    assert missing.kind == "studio-domain-missing" and RESEARCH in missing.object
+    assert missing.fix == f"cdk deploy '{PLATFORM}/Team-Research*'"  # its Studio stack among the team's
+    team_account = clients.sagemaker_in(str(exp.lookup_role_arn))
+    network = research.studio_network
+    assert network is not None
+    team_account.create_domain(
+        DomainName=str(exp.studio_domain),
+        AuthMode="SSO",
+        DefaultUserSettings={"ExecutionRole": execution},
+        SubnetIds=list(network.subnet_ids),
+        VpcId=network.vpc_id,
+    )
+    assert studio_findings(cluster_account, [exp], sagemaker_in=clients.sagemaker_in) == []
+    assert cluster_account.list_domains()["Domains"] == []  # it was read in the team's account
+    # without the team's lookup role the audit cannot read that account, and says so
+    assert studio_findings(cluster_account, [exp], sagemaker_in=None)[0].kind == "team-account-unreadable"
+    wrong = dataclasses.replace(exp, execution_role_arn=f"arn:aws:iam::{RESEARCH}:role/other")
+    (role,) = studio_findings(cluster_account, [wrong], sagemaker_in=clients.sagemaker_in)
+    assert role.kind == "studio-execution-role"
+
+
 # ------------------------------------------------------------------ the Kubernetes side
 @pytest.fixture(scope="module")
 def without_team_account(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     """The example with ``research`` back in the cluster's account (``teams[0].account`` removed)."""
     data = platforms.example_data("team-accounts")
     del data["teams"][0]["account"]
+    without_team_account_studio(data)  # as in its own account: no domain beside the cluster
     return synthesize(platforms.platform_from_dict(data), tmp_path_factory.mktemp("no-team-account"))
 
 
@@ -243,6 +288,7 @@ def test_validate_names_the_team_account_and_warns_when_a_team_moves(
     # the team lived in the cluster's account before: moving it replaces its role and leaves its data behind
     data = platforms.example_data("team-accounts")
     del data["teams"][0]["account"]
+    without_team_account_studio(data)
     baseline = tmp_path / "deployed.yaml"
     baseline.write_text(yaml.safe_dump(data), encoding="utf-8")
     assert cli.main(["validate", str(path), "--baseline", str(baseline)]) == 0

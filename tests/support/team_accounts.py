@@ -54,3 +54,11 @@ def imports_by_account(synth: Synth) -> list[tuple[str, str, str]]:
         for value in walk(template)
         if isinstance(value, dict) and "Fn::ImportValue" in value
     ]
+
+
+def without_team_account_studio(data: dict[str, Any]) -> None:
+    """Turn off, in policy ``data``, the Studio domain of every team that has one in its own account."""
+    for team in data["teams"]:
+        if "studioNetwork" in team:
+            del team["studioNetwork"]
+            team["studio"] = False

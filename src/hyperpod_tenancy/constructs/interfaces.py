@@ -131,3 +131,9 @@ class IHyperPodCluster(Protocol):
     def allow_api_access_from(self, scope: Construct, id: str, *, peer: ec2.ISecurityGroup) -> None:
         """Admit ``peer`` to the private EKS API endpoint (TCP 443), with the rule created in ``scope``."""
         ...
+
+    def allow_api_access_from_cidr(
+        self, scope: Construct, id: str, *, cidr: str
+    ) -> ec2.CfnSecurityGroupIngress:
+        """Admit the IPv4 block ``cidr`` (a peered VPC) to the private EKS API endpoint (TCP 443), in ``scope``."""
+        ...

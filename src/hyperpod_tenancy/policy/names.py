@@ -304,10 +304,7 @@ TEAM_ACCOUNT_ROLE_PATH = "/hyperpod-tenancy/"
 
 
 def _role_name(cluster: str, team: str, purpose: str) -> str:
-    """Return ``hyperpod-tenancy-<cluster>-<team>-<purpose>``, at most 64 characters (IAM's role name limit).
-
-    A longer one is shortened with a hash of the full name (the same inputs always give the same name).
-    """
+    """Return ``hyperpod-tenancy-<cluster>-<team>-<purpose>`` in IAM's 64 characters (else shortened by a hash)."""
     name = f"{OBJECT_PREFIX}{cluster}-{team}-{purpose}"
     if len(name) <= 64:
         return name
@@ -339,6 +336,26 @@ def team_studio_reader_role(cluster: str, team: str) -> str:
 def team_studio_assigner_role(cluster: str, team: str) -> str:
     """Role in the Identity Center account that reads a team's Studio application ARN and assigns its group to it."""
     return _role_name(cluster, team, "studio-assigner")
+
+
+def team_peering_role(cluster: str, team: str) -> str:
+    """Role in a team's own account that accepts the peering of its Studio VPC with the cluster's VPC."""
+    return _role_name(cluster, team, "peering")
+
+
+def team_studio_role(cluster: str, team: str) -> str:
+    """Name the execution role of a team's Studio domain in the team's own account: ``...-<team>-studio``."""
+    return _role_name(cluster, team, "studio")
+
+
+def team_cluster_reader_role(cluster: str, team: str) -> str:
+    """Role in the cluster's account through which a team's Studio apps in its own account describe the cluster."""
+    return _role_name(cluster, team, "cluster-reader")
+
+
+def team_studio_stack_id(team: str) -> str:
+    """Stack ID of a team's Studio stack in its own account: ``Team-<PascalCase name>-Studio``."""
+    return f"{team_stack_id(team)}-Studio"
 
 
 def studio_application_record(cluster: str, team: str) -> str:

@@ -36,7 +36,7 @@ from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.k8s import onboarding
 from hyperpod_tenancy.policy import Platform, Team, names
 
-__all__ = ["TeamAccessStack", "TeamIdentityStack", "built_stacks", "require_team_stacks"]
+__all__ = ["TeamAccessStack", "TeamIdentityStack", "built_stacks", "policy_team", "require_team_stacks"]
 
 
 def built_stacks(scope: Construct) -> set[tuple[str, str]]:
@@ -84,16 +84,26 @@ def require_team_stacks(scope: Construct, platform: Platform, team: str) -> None
         scope.node.add_validation(_RequireTeamStacks(scope, platform, spec))
 
 
+def policy_team(platform: Platform, team: str, where: str) -> Team:
+    """Return the team ``team`` of the policy.
+
+    Raises:
+        TenancyError: the policy has no such team (naming ``where``, the stack being built).
+
+    """
+    try:
+        return platform.team(team)
+    except KeyError:
+        raise TenancyError(f"{where}: no team {team!r} in the platform policy.") from None
+
+
 def _team(platform: Platform, team: str, where: str) -> Team:
     if not platform.identity_center_elsewhere:
         raise TenancyError(
             f"{where}: Identity Center is administered from the cluster's account {platform.account}; the team "
             "stack creates the permission set itself. Set `identityCenter.account` to use this stack."
         )
-    try:
-        return platform.team(team)
-    except KeyError:
-        raise TenancyError(f"{where}: no team {team!r} in the platform policy.") from None
+    return policy_team(platform, team, where)
 
 
 class TeamIdentityStack(cdk.Stack):

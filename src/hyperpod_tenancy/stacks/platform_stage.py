@@ -20,6 +20,7 @@ from hyperpod_tenancy.stacks.identity_center import TeamAccessStack, TeamIdentit
 from hyperpod_tenancy.stacks.progress import SynthProgress
 from hyperpod_tenancy.stacks.team_account import TeamAccountStack
 from hyperpod_tenancy.stacks.team_stack import TeamStack
+from hyperpod_tenancy.stacks.team_studio import TeamStudioStack
 
 __all__ = ["PlatformStage", "team_stack_id"]
 
@@ -117,6 +118,8 @@ class PlatformStage(cdk.Stage):
         self.access_stacks: dict[str, TeamAccessStack] = {}
         #: Teams with an account of their own (``teams[].account``): each one's stack there, by team name.
         self.account_stacks: dict[str, TeamAccountStack] = {}
+        #: Teams with a Studio domain in their own account: each one's Studio stack there, by team name.
+        self.studio_stacks: dict[str, TeamStudioStack] = {}
         for done, spec in enumerate(hosted, start=1):
             own = (
                 TeamAccountStack(
@@ -136,8 +139,23 @@ class PlatformStage(cdk.Stage):
                     "them, and the permission set's policy before its assignment",
                 )
                 self.account_stacks[spec.name] = own
+            last: cdk.Stack = team_stack
+            if own is not None and platform.studio_in_team_account(spec):
+                studio = TeamStudioStack(
+                    self,
+                    names.team_studio_stack_id(spec.name),
+                    platform=platform,
+                    team=spec.name,
+                    account_resources=own.resources,
+                )
+                studio.add_stack_dependency(
+                    team_stack,
+                    reason="the peering of the team's Studio VPC exists and is accepted before its routes",
+                )
+                self.studio_stacks[spec.name] = studio
+                last = studio
             if platform.identity_center_elsewhere:
-                self._identity_center_stacks(spec.name, after=team_stack)
+                self._identity_center_stacks(spec.name, after=last)
             self.progress.step(done)
         #: The chargeback stack (``None`` without ``chargeback``).
         self.chargeback_stack: ChargebackStack | None = None
@@ -160,14 +178,15 @@ class PlatformStage(cdk.Stage):
                     tags.add(TEAM_TAG, team)
                     tags.add(TEAM_COST_CENTER_TAG, pipeline.cost_center(team))
 
-    def _identity_center_stacks(self, team: str, *, after: TeamStack) -> None:
+    def _identity_center_stacks(self, team: str, *, after: cdk.Stack) -> None:
         """Add the team's Identity Center stack and access stack, ordered after its team stack by dependencies."""
         identity = TeamIdentityStack(
             self, names.team_identity_stack_id(team), platform=self.platform, team=team
         )
         identity.add_stack_dependency(
             after,
-            reason="the policy its permission set references exists before the assignment is provisioned",
+            reason="the policy its permission set references exists before the assignment is provisioned, and the "
+            "Studio domain before its group is assigned",
         )
         access = TeamAccessStack(
             self, names.team_access_stack_id(team), cluster=self.cluster_stack.cluster, team=team

@@ -15,7 +15,7 @@ from constructs import Construct
 from hyperpod_tenancy.constructs.tenant.team_account import TeamAccount
 from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.policy import Platform
-from hyperpod_tenancy.stacks.identity_center import built_stacks
+from hyperpod_tenancy.stacks.identity_center import built_stacks, policy_team
 
 __all__ = ["TeamAccountStack"]
 
@@ -36,10 +36,7 @@ class TeamAccountStack(cdk.Stack):
     """
 
     def __init__(self, scope: Construct, id: str, *, platform: Platform, team: str, **kwargs: Any) -> None:
-        try:
-            spec = platform.team(team)
-        except KeyError:
-            raise TenancyError(f"TeamAccountStack {id!r}: no team {team!r} in the platform policy.") from None
+        spec = policy_team(platform, team, f"TeamAccountStack {id!r}")
         if not platform.team_in_own_account(spec):
             raise TenancyError(
                 f"TeamAccountStack {id!r}: team {team!r} lives in the cluster's account {platform.account}. Set "

@@ -12,6 +12,7 @@ from constructs import Construct
 
 from hyperpod_tenancy.constructs._private.sso_role_provider import SsoRoleProvider
 from hyperpod_tenancy.constructs.cluster.network import (
+    admit_cidr_to_api_endpoint,
     admit_to_api_endpoint,
 )
 from hyperpod_tenancy.constructs.encryption import PlatformKey
@@ -50,6 +51,7 @@ class ImportedHyperPodCluster(Construct):
         kms_key_arn: str | None,
         api_client_security_group_id: str | None = None,
         vpc_cidr_blocks: Sequence[str] | None = None,
+        private_subnet_route_table_ids: Sequence[str] | None = None,
     ) -> None:
         super().__init__(scope, id)
         #: The policy resolved (:class:`~hyperpod_tenancy.policy.plan.TenancyPlan`): what tenants read.
@@ -84,8 +86,21 @@ class ImportedHyperPodCluster(Construct):
                 self, "KubectlProvider", service_token=kubectl_provider_service_token, role=kubectl_role
             ),
         )
+        if private_subnet_route_table_ids is not None and len(private_subnet_route_table_ids) != len(zones):
+            raise TenancyError(
+                f"{self.node.path}: private_subnet_route_table_ids has {len(private_subnet_route_table_ids)} "
+                f"route table(s) but private_subnet_ids has {len(zones)} subnet(s); give the route table of each "
+                "subnet, in the same order."
+            )
         vpc = ec2.Vpc.from_vpc_attributes(
-            self, "Vpc", vpc_id=vpc_id, availability_zones=zones, private_subnet_ids=list(private_subnet_ids)
+            self,
+            "Vpc",
+            vpc_id=vpc_id,
+            availability_zones=zones,
+            private_subnet_ids=list(private_subnet_ids),
+            private_subnet_route_table_ids=(
+                list(private_subnet_route_table_ids) if private_subnet_route_table_ids is not None else None
+            ),
         )
         data_bucket = s3.Bucket.from_bucket_name(self, "DataBucket", data_bucket_name)
         self.platform: Platform = platform
@@ -118,6 +133,12 @@ class ImportedHyperPodCluster(Construct):
         """Admit ``peer`` to the private EKS API endpoint (TCP 443) through the imported endpoint group."""
         admit_to_api_endpoint(scope, id, group_id=self._api_endpoint_security_group_id, peer=peer)
 
+    def allow_api_access_from_cidr(
+        self, scope: Construct, id: str, *, cidr: str
+    ) -> ec2.CfnSecurityGroupIngress:
+        """Admit the IPv4 block ``cidr`` to the private EKS API endpoint (TCP 443) through the imported group."""
+        return admit_cidr_to_api_endpoint(scope, id, group_id=self._api_endpoint_security_group_id, cidr=cidr)
+
 
 def import_cluster(
     scope: Construct,
@@ -142,6 +163,7 @@ def import_cluster(
     kms_key_arn: str | None = None,
     api_client_security_group_id: str | None = None,
     vpc_cidr_blocks: Sequence[str] | None = None,
+    private_subnet_route_table_ids: Sequence[str] | None = None,
 ) -> IHyperPodCluster:
     """Import an existing HyperPod/EKS cluster (another app or account) to add tenants to it.
 
@@ -182,9 +204,13 @@ def import_cluster(
             (60 inbound rules by default: Service Quotas vpc L-0EA8095F).
         vpc_cidr_blocks: every IPv4 CIDR block of the cluster's VPC, secondary blocks included (team egress
             excludes them). Default: the policy's ``cluster.vpcCidr``.
+        private_subnet_route_table_ids: the route table of each of ``private_subnet_ids``, in the same order: a
+            team's Studio domain in its own account is routed through them. Default: none (such a team is
+            refused).
 
     Raises:
-        TenancyError: ``private_subnet_ids`` does not have one subnet per availability zone.
+        TenancyError: ``private_subnet_ids`` does not have one subnet per availability zone, or
+            ``private_subnet_route_table_ids`` not one route table per subnet.
 
     """
     return ImportedHyperPodCluster(
@@ -209,4 +235,5 @@ def import_cluster(
         kms_key_arn=kms_key_arn,
         api_client_security_group_id=api_client_security_group_id,
         vpc_cidr_blocks=vpc_cidr_blocks,
+        private_subnet_route_table_ids=private_subnet_route_table_ids,
     )

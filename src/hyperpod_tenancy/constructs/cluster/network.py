@@ -22,6 +22,7 @@ from hyperpod_tenancy.constructs.cluster.vpc import (
 from hyperpod_tenancy.errors import TenancyError
 
 __all__ = [
+    "admit_cidr_to_api_endpoint",
     "admit_to_api_endpoint",
     "connect_node_security_groups",
     "create_api_endpoint_groups",
@@ -45,6 +46,22 @@ def admit_to_api_endpoint(scope: Construct, id: str, *, group_id: str, peer: ec2
         from_port=443,
         to_port=443,
         description="EKS private API endpoint from an admitted peer",
+    )
+
+
+def admit_cidr_to_api_endpoint(
+    scope: Construct, id: str, *, group_id: str, cidr: str
+) -> ec2.CfnSecurityGroupIngress:
+    """Admit the IPv4 block ``cidr`` (a peered VPC) to the API endpoint's group (``group_id``) on TCP 443."""
+    return ec2.CfnSecurityGroupIngress(
+        scope,
+        id,
+        group_id=group_id,
+        cidr_ip=cidr,
+        ip_protocol="tcp",
+        from_port=443,
+        to_port=443,
+        description="EKS private API endpoint from a peered VPC",
     )
 
 

@@ -52,6 +52,7 @@ from hyperpod_tenancy.constructs.cluster.kubernetes import (
     create_eks,
 )
 from hyperpod_tenancy.constructs.cluster.network import (
+    admit_cidr_to_api_endpoint,
     admit_to_api_endpoint,
     connect_node_security_groups,
     create_api_endpoint_groups,
@@ -354,6 +355,14 @@ class SharedHyperPodCluster(ClusterBuild):
         """
         admit_to_api_endpoint(
             scope, id, group_id=self.api_endpoint_security_group.security_group_id, peer=peer
+        )
+
+    def allow_api_access_from_cidr(
+        self, scope: Construct, id: str, *, cidr: str
+    ) -> ec2.CfnSecurityGroupIngress:
+        """Admit the IPv4 block ``cidr`` (a peered VPC) to the API endpoint (TCP 443), as :meth:`allow_api_access_from`."""
+        return admit_cidr_to_api_endpoint(
+            scope, id, group_id=self.api_endpoint_security_group.security_group_id, cidr=cidr
         )
 
     def add_team(

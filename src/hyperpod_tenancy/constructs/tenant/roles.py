@@ -2,8 +2,8 @@
 
 In the cluster's account the team's data is ``teams/<team>/`` of the shared data bucket, and both roles may reach
 it there only. A team with an account of its own keeps its data there: its pods' role here is then only the first
-link of EKS Pod Identity's role chain, allowed to assume the team's target role and nothing else, and the team
-has no Studio execution role (its Studio is not offered, ``HPT-TEAM-ACCOUNT-STUDIO``).
+link of EKS Pod Identity's role chain, allowed to assume the team's target role and nothing else, and the team's
+Studio execution role lives in its account, beside its domain (``constructs/tenant/team_account_studio.py``).
 """
 
 from __future__ import annotations

@@ -31,22 +31,37 @@ from hyperpod_tenancy.policy import Platform, Team, names
 from hyperpod_tenancy.policy.changes import STUDIO_AUTH_MODE
 
 __all__ = [
+    "STUDIO_LIFECYCLE_CLUSTER_ACCOUNT",
     "STUDIO_LIFECYCLE_SCRIPT",
+    "STUDIO_LIFECYCLE_TEAM_ACCOUNT",
+    "DomainKey",
     "StudioApplicationRecord",
     "TeamStudio",
     "build_studio",
+    "create_domain",
+    "publish_application",
     "studio_lifecycle_script",
 ]
 
-#: The Studio lifecycle script (its ``HPT_*`` settings are prepended at synth: :func:`studio_lifecycle_script`).
-STUDIO_LIFECYCLE_SCRIPT = Path(__file__).resolve().parent.parent / "assets" / "studio-lifecycle.sh"
+_ASSETS = Path(__file__).resolve().parent.parent / "assets"
+#: The Studio lifecycle script's beginning (its ``HPT_*`` settings are prepended at synth:
+#: :func:`studio_lifecycle_script`), and its end for a domain in the cluster's account or in the team's own.
+STUDIO_LIFECYCLE_SCRIPT = _ASSETS / "studio-lifecycle.sh"
+STUDIO_LIFECYCLE_CLUSTER_ACCOUNT = _ASSETS / "studio-lifecycle-cluster-account.sh"
+STUDIO_LIFECYCLE_TEAM_ACCOUNT = _ASSETS / "studio-lifecycle-team-account.sh"
 #: ``StudioLifecycleConfigContent`` is base64 of at most 16384 characters (AWS::SageMaker::StudioLifecycleConfig).
 _LIFECYCLE_CONTENT_MAX = 16384
 
 
 def studio_lifecycle_script(facts: onboarding.OnboardingFacts) -> str:
-    """Return the Studio lifecycle script of a team: the asset with the team's ``HPT_*`` settings first."""
-    body = STUDIO_LIFECYCLE_SCRIPT.read_text(encoding="utf-8")
+    """Return the Studio lifecycle script of a team: the asset with the team's ``HPT_*`` settings first.
+
+    Its end depends on where the domain is: beside the cluster, ``aws eks update-kubeconfig`` with the member's
+    profile (:data:`STUDIO_LIFECYCLE_CLUSTER_ACCOUNT`); in the team's own account, a kubeconfig written from what
+    the cluster's reader role describes (:data:`STUDIO_LIFECYCLE_TEAM_ACCOUNT`).
+    """
+    tail = STUDIO_LIFECYCLE_TEAM_ACCOUNT if facts.in_own_account else STUDIO_LIFECYCLE_CLUSTER_ACCOUNT
+    body = STUDIO_LIFECYCLE_SCRIPT.read_text(encoding="utf-8") + tail.read_text(encoding="utf-8")
     shebang, _, rest = body.partition("\n")
     settings = "".join(
         f"{key}={shlex.quote(value)}\n" for key, value in onboarding.lifecycle_environment(facts).items()
@@ -110,6 +125,78 @@ def build_studio(
         description=f"SageMaker Studio of team {team.name}",
         allow_all_outbound=True,
     )
+    domain, configs, studio_policy = create_domain(
+        scope,
+        platform=platform,
+        team=team,
+        facts=facts,
+        execution_role=execution_role,
+        vpc_id=attribute(cluster.vpc, "vpc_id"),
+        subnet_ids=list(once(cluster.vpc, "private_subnet_ids", lambda: _private_subnet_ids(cluster.vpc))),
+        security_groups=[security_group.security_group_id, *([client] if client else [])],
+        key=(
+            DomainKey(
+                key_arn=key.use("AWS::SageMaker::Domain").key_arn,
+                via_services=(key.via_service("sagemaker"), key.via_service("ec2")),
+            )
+            if (key := cluster.platform_key)
+            else None
+        ),
+    )
+    # AuthMode SSO: a user sees the domain in the access portal only once their group is assigned to the domain's
+    # Identity Center application ("IAM Identity Center groups in a domain", SageMaker developer guide). With
+    # Identity Center administered from another account, the assignment is made there, from the ARN published here.
+    assignment: sso.CfnApplicationAssignment | None = None
+    record: StudioApplicationRecord | None = None
+    if platform.identity_center_elsewhere:
+        record = publish_application(scope, platform=platform, team=team, domain=domain)
+        record.parameter.node.add_dependency(studio_policy)
+    else:
+        assignment = sso.CfnApplicationAssignment(
+            scope,
+            "StudioAssignment",
+            application_arn=domain.attr_single_sign_on_application_arn,
+            principal_type="GROUP",
+            principal_id=team.identity.group_id,
+        )
+        # users arrive only once the execution role can create their apps and spaces
+        assignment.node.add_dependency(studio_policy)
+    # Studio apps call the cluster's private API endpoint (kubectl, the hyp CLI): through the client group, or
+    # (an imported cluster without one) a rule of their own on the endpoint's group
+    if client is None:
+        cluster.allow_api_access_from(scope, "StudioApiAccess", peer=security_group)
+    return TeamStudio(
+        domain=domain,
+        assignment=assignment,
+        security_group=security_group,
+        lifecycle_configs=tuple(configs),
+        application_record=record,
+    )
+
+
+@dataclass(frozen=True)
+class DomainKey:
+    """The customer-managed key of a Studio domain's EFS and EBS volumes, and the services that may use it."""
+
+    #: ARN of the key.
+    key_arn: str
+    #: ``kms:ViaService`` values the execution role may use it through (SageMaker's and EC2's in the region).
+    via_services: tuple[str, ...]
+
+
+def create_domain(
+    scope: Construct,
+    *,
+    platform: Platform,
+    team: Team,
+    facts: onboarding.OnboardingFacts,
+    execution_role: iam.Role,
+    vpc_id: str,
+    subnet_ids: list[str],
+    security_groups: list[str],
+    key: DomainKey | None,
+) -> tuple[sagemaker.CfnDomain, list[sagemaker.CfnStudioLifecycleConfig], iam.Policy]:
+    """Create a team's lifecycle configurations, its domain (retained on delete) and its execution policy."""
     configs = _lifecycle_configs(scope, team=team, facts=facts)
     lifecycle = {c.studio_lifecycle_config_app_type: c.attr_studio_lifecycle_config_arn for c in configs}
     domain = sagemaker.CfnDomain(
@@ -121,12 +208,13 @@ def build_studio(
         # the domain's tags (the team's and its cost center's) reach every space and app its people start, so
         # their bill lines are charged to the team ("Custom tag propagation", SageMaker AI developer guide)
         tag_propagation="ENABLED",
-        vpc_id=attribute(cluster.vpc, "vpc_id"),
-        subnet_ids=list(once(cluster.vpc, "private_subnet_ids", lambda: _private_subnet_ids(cluster.vpc))),
+        vpc_id=vpc_id,
+        subnet_ids=subnet_ids,
         default_user_settings=sagemaker.CfnDomain.UserSettingsProperty(
             execution_role=execution_role.role_arn,
-            # the cluster's API client group admits the apps to the private API endpoint: no rule per team
-            security_groups=[security_group.security_group_id, *([client] if client else [])],
+            # in the cluster's VPC, its API client group admits the apps to the private API endpoint: no rule
+            # per team
+            security_groups=security_groups,
             # the default lifecycle configuration runs at every app start ("Lifecycle configurations within
             # Amazon SageMaker Studio"; set as default in DefaultResourceSpec, and listed, as the schema asks)
             jupyter_lab_app_settings=sagemaker.CfnDomain.JupyterLabAppSettingsProperty(
@@ -143,7 +231,7 @@ def build_studio(
             ),
         ),
         # the domain's EFS home volume and its spaces' EBS volumes (CfnDomain KmsKeyId)
-        kms_key_id=key.use("AWS::SageMaker::Domain").key_arn if (key := cluster.platform_key) else None,
+        kms_key_id=key.key_arn if key is not None else None,
     )
     domain.apply_removal_policy(cdk.RemovalPolicy.RETAIN)
     if key is not None:
@@ -160,9 +248,7 @@ def build_studio(
                 "kms:ReEncrypt*",
             ],
             resource_arns=[key.key_arn],
-            conditions={
-                "StringEquals": {"kms:ViaService": [key.via_service("sagemaker"), key.via_service("ec2")]}
-            },
+            conditions={"StringEquals": {"kms:ViaService": list(key.via_services)}},
         )
     else:
         skip_without_key(
@@ -190,38 +276,10 @@ def build_studio(
         "while creating them); ListApps/ListSpaces/ListUserProfiles support no resource-level permission; "
         "isolation from other teams' domains is proven by tests/test_team_iam.py",
     )
-    # AuthMode SSO: a user sees the domain in the access portal only once their group is assigned to the domain's
-    # Identity Center application ("IAM Identity Center groups in a domain", SageMaker developer guide). With
-    # Identity Center administered from another account, the assignment is made there, from the ARN published here.
-    assignment: sso.CfnApplicationAssignment | None = None
-    record: StudioApplicationRecord | None = None
-    if platform.identity_center_elsewhere:
-        record = _publish_application(scope, platform=platform, team=team, domain=domain)
-        record.parameter.node.add_dependency(studio_policy)
-    else:
-        assignment = sso.CfnApplicationAssignment(
-            scope,
-            "StudioAssignment",
-            application_arn=domain.attr_single_sign_on_application_arn,
-            principal_type="GROUP",
-            principal_id=team.identity.group_id,
-        )
-        # users arrive only once the execution role can create their apps and spaces
-        assignment.node.add_dependency(studio_policy)
-    # Studio apps call the cluster's private API endpoint (kubectl, the hyp CLI): through the client group, or
-    # (an imported cluster without one) a rule of their own on the endpoint's group
-    if client is None:
-        cluster.allow_api_access_from(scope, "StudioApiAccess", peer=security_group)
-    return TeamStudio(
-        domain=domain,
-        assignment=assignment,
-        security_group=security_group,
-        lifecycle_configs=tuple(configs),
-        application_record=record,
-    )
+    return domain, configs, studio_policy
 
 
-def _publish_application(
+def publish_application(
     scope: Construct, *, platform: Platform, team: Team, domain: sagemaker.CfnDomain
 ) -> StudioApplicationRecord:
     """Publish the domain's application ARN for the Identity Center account, through a role only it may assume.

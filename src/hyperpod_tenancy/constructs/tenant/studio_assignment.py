@@ -21,7 +21,7 @@ from hyperpod_tenancy.constructs._private.annotations import (
 from hyperpod_tenancy.policy import Platform, Team, names
 from hyperpod_tenancy.policy.changes import studio_domain_create_only
 
-__all__ = ["StudioAssignment", "assign_studio_from_identity_center"]
+__all__ = ["StudioAssignment", "assign_studio_from_identity_center", "lookup_log_group"]
 
 
 @dataclass(frozen=True)
@@ -36,20 +36,32 @@ class StudioAssignment:
     assignment: sso.CfnApplicationAssignment
 
 
+def lookup_log_group(scope: Construct, id: str, holds: str) -> logs.LogGroup:
+    """Create the log group of an ``AwsCustomResource`` lookup (a year), without a customer-managed key.
+
+    ``holds`` says why no key is needed (checkov ``CKV_AWS_158``): where it is, and what it holds.
+    """
+    log_group = logs.LogGroup(scope, id, retention=logs.RetentionDays.ONE_YEAR)
+    skip_checkov(log_group, "CKV_AWS_158", f"{holds}, encrypted by CloudWatch Logs' service-managed key")
+    return log_group
+
+
 def assign_studio_from_identity_center(
     scope: Construct, *, platform: Platform, team: Team
 ) -> StudioAssignment:
     """Assign the team's group to its Studio domain's application, from the Identity Center account.
 
-    The domain, in the cluster's account, publishes its application ARN in an SSM parameter that only its reader
+    The domain, in the cluster's account or the team's own, publishes its application ARN in an SSM parameter that only its reader
     role may read (``constructs/tenant/studio.py``); this stack, deployed after the team stack, reads it through
     that role with the ``AwsCustomResource`` of aws-cdk-lib and assigns the group. What crosses the account line
     is the parameter's name and the two roles' names, all known at synthesis.
     """
     cluster = platform.cluster.name
     partition = cdk.Aws.PARTITION
+    # the domain lives with the team: in the cluster's account, or in the team's own
+    domain_account = platform.team_account(team)
     reader = names.role_arn(
-        partition=partition, account=platform.account, name=names.team_studio_reader_role(cluster, team.name)
+        partition=partition, account=domain_account, name=names.team_studio_reader_role(cluster, team.name)
     )
     record = names.studio_application_record(cluster, team.name)
     # a change that replaces the domain changes the lookup's physical ID, so CloudFormation updates it: the ARN is
@@ -61,7 +73,7 @@ def assign_studio_from_identity_center(
         "StudioAssignerRole",
         role_name=names.team_studio_assigner_role(cluster, team.name),
         assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-        description=f"Reads the application ARN of team {team.name}'s Studio domain in {platform.account}",
+        description=f"Reads the application ARN of team {team.name}'s Studio domain in {domain_account}",
         managed_policies=[
             iam.ManagedPolicy.from_aws_managed_policy_name("service-role/AWSLambdaBasicExecutionRole")
         ],
@@ -73,18 +85,16 @@ def assign_studio_from_identity_center(
         parameters={"Name": record},
         region=platform.region,
         assumed_role_arn=reader,
-        physical_resource_id=cr.PhysicalResourceId.of(f"{platform.account}:{record}:{revision}"),
+        physical_resource_id=cr.PhysicalResourceId.of(f"{domain_account}:{record}:{revision}"),
         output_paths=["Parameter.Value"],
     )
-    log_group = logs.LogGroup(scope, "StudioApplicationLogs", retention=logs.RetentionDays.ONE_YEAR)
     # the platform key is the cluster account's; what the lookup logs (the call and the application's ARN) is no
     # secret
-    skip_checkov(
-        log_group,
-        "CKV_AWS_158",
+    log_group = lookup_log_group(
+        scope,
+        "StudioApplicationLogs",
         "the lookup's log group is in the Identity Center account, which the platform key (cluster account) does "
-        "not serve; it holds the lookup's calls and the application's ARN, encrypted by CloudWatch Logs' "
-        "service-managed key",
+        "not serve; it holds the lookup's calls and the application's ARN",
     )
     lookup = cr.AwsCustomResource(
         scope,

@@ -144,6 +144,7 @@ class TeamAccount(Construct):
                 "ListRoles": iam.PolicyDocument(
                     statements=[
                         iam.PolicyStatement(actions=["iam:ListRoles"], resources=["*"]),
+                        *self._studio_audit_statements(platform, team, stack),
                         # the daily audit compares the role's creation with its access entry's
                         iam.PolicyStatement(
                             actions=["iam:GetRole"],
@@ -162,8 +163,14 @@ class TeamAccount(Construct):
         )
         acknowledge_role(
             self.lookup_role,
-            wildcards="iam:ListRoles supports no resource-level permissions; the lookup lists roles under "
-            "/aws-reserved/sso.amazonaws.com/ only",
+            wildcards="iam:ListRoles and sagemaker:ListDomains support no resource-level permissions; the lookup "
+            "lists roles under /aws-reserved/sso.amazonaws.com/ only, and the audit describes the domains of this "
+            "account, which are the team's",
+        )
+        #: Role the cluster's account accepts the peering of the team's Studio VPC through (``None`` without a
+        #: Studio domain here): ``AWS::EC2::VPCPeeringConnection`` ``PeerRoleArn``.
+        self.peering_role: iam.Role | None = (
+            self._peering_role(platform, team) if team.studio and team.studio_network is not None else None
         )
         grants = team_data_policy(team=team.name, bucket_arn=self.data_bucket.bucket_arn)
         if self.key is not None:
@@ -173,9 +180,10 @@ class TeamAccount(Construct):
                 "Sid": "ReadThisStack",
                 "Effect": "Allow",
                 "Action": "cloudformation:DescribeStacks",
-                "Resource": stack.format_arn(
-                    service="cloudformation", resource="stack", resource_name=f"{stack.stack_name}/*"
-                ),
+                "Resource": [
+                    stack.format_arn(service="cloudformation", resource="stack", resource_name=f"{name}/*")
+                    for name in self._readable_stacks(platform, team, stack)
+                ],
             }
         )
         #: What the team's permission set grants here: the policy it references by name and path.
@@ -199,6 +207,85 @@ class TeamAccount(Construct):
         cdk.CfnOutput(
             self, "PodsRoleArn", value=self.pods_role.role_arn, description="The role of the team's pods"
         )
+
+    @staticmethod
+    def _studio_audit_statements(
+        platform: Platform, team: Team, stack: cdk.Stack
+    ) -> list[iam.PolicyStatement]:
+        """Return what the daily audit reads of a Studio domain here: the domains' names, and a domain's settings."""
+        if not platform.studio_in_team_account(team):
+            return []
+        return [
+            # ListDomains supports no resource-level permission
+            iam.PolicyStatement(actions=["sagemaker:ListDomains"], resources=["*"]),
+            iam.PolicyStatement(
+                actions=["sagemaker:DescribeDomain"],
+                resources=[stack.format_arn(service="sagemaker", resource="domain", resource_name="*")],
+            ),
+        ]
+
+    @staticmethod
+    def _readable_stacks(platform: Platform, team: Team, stack: cdk.Stack) -> list[str]:
+        """Return the stacks of this account whose outputs the team's members read: this one, and its Studio stack."""
+        stacks = [stack.stack_name]
+        if platform.studio_in_team_account(team):
+            stacks.append(names.stage_stack_name(platform.name, names.team_studio_stack_id(team.name)))
+        return stacks
+
+    def _peering_role(self, platform: Platform, team: Team) -> iam.Role:
+        """Create the role that accepts, for the cluster's account, the peering of the team's Studio VPC only.
+
+        The accepter's role as in "Walkthrough: Peer with a VPC in another AWS account" (CloudFormation User Guide):
+        trusted by the requester's account, allowed ``ec2:AcceptVpcPeeringConnection``; here on the team's Studio
+        VPC, and on a connection only when its requester VPC is of the cluster's account.
+        """
+        stack = cdk.Stack.of(self)
+        net = team.studio_network
+        if net is None:  # pragma: no cover - called only with a Studio network
+            raise TenancyError(f"{self.node.path}: team {team.name!r} has no studioNetwork")
+        vpc = stack.format_arn(service="ec2", resource="vpc", resource_name=net.vpc_id)
+        role = iam.Role(
+            self,
+            "PeeringRole",
+            role_name=names.team_peering_role(platform.cluster.name, team.name),
+            description=f"HyperPod cluster {platform.cluster.name} ({platform.account}) peers its VPC with the "
+            f"Studio VPC of team {team.name}",
+            assumed_by=iam.AccountPrincipal(platform.account),
+            max_session_duration=cdk.Duration.hours(1),
+            inline_policies={
+                "AcceptClusterPeering": iam.PolicyDocument(
+                    statements=[
+                        iam.PolicyStatement(actions=["ec2:AcceptVpcPeeringConnection"], resources=[vpc]),
+                        iam.PolicyStatement(
+                            actions=["ec2:AcceptVpcPeeringConnection"],
+                            resources=[
+                                stack.format_arn(
+                                    service="ec2", resource="vpc-peering-connection", resource_name="*"
+                                )
+                            ],
+                            conditions={
+                                "ArnEquals": {"ec2:AccepterVpc": vpc},
+                                "ArnLike": {
+                                    "ec2:RequesterVpc": stack.format_arn(
+                                        service="ec2",
+                                        account=platform.account,
+                                        resource="vpc",
+                                        resource_name="*",
+                                    )
+                                },
+                            },
+                        ),
+                    ]
+                )
+            },
+        )
+        acknowledge_role(
+            role,
+            wildcards="a peering connection's ID is unknown until the cluster's account requests it; the connection "
+            "is accepted only onto the team's Studio VPC (ec2:AccepterVpc) and from a VPC of the cluster's account "
+            "(ec2:RequesterVpc)",
+        )
+        return role
 
     def _key_statement(self, region: str) -> dict[str, object]:
         key = self.key

@@ -45,6 +45,11 @@ from hyperpod_tenancy.constructs.tenant.studio import (
     build_studio,
     studio_lifecycle_script,
 )
+from hyperpod_tenancy.constructs.tenant.studio_peering import (
+    StudioPeering,
+    peer_team_studio,
+    studio_execution_role_arn,
+)
 from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.k8s import onboarding, posix_identity
 from hyperpod_tenancy.k8s.admission_check import check_team_objects
@@ -211,6 +216,12 @@ class TeamTenant(Construct):
         self.lifecycle_configs: list[sagemaker.CfnStudioLifecycleConfig] = (
             list(studio.lifecycle_configs) if studio else []
         )
+        #: The cluster's side of a Studio domain in the team's own account: peering, routes, reader (or ``None``).
+        self.studio_peering: StudioPeering | None = (
+            peer_team_studio(self, cluster=cluster, team=spec)
+            if platform.studio_in_team_account(spec)
+            else None
+        )
         access = build_identity(
             self,
             cluster=cluster,
@@ -289,7 +300,13 @@ class TeamTenant(Construct):
             stack=_stack_path(self),
             permission_set_arn=self.permission_set.attr_permission_set_arn if self.permission_set else None,
             sso_role_arn=self.sso_role_arn,
-            execution_role_arn=self.execution_role.role_arn if self.execution_role else None,
+            execution_role_arn=(
+                self.execution_role.role_arn
+                if self.execution_role
+                else studio_execution_role_arn(platform, self.team, partition=stack_of(self).partition)
+                if platform.studio_in_team_account(self.team)
+                else None
+            ),
             cluster_arn=self.cluster.hyperpod_cluster_arn,
             compute_quota=self.compute_quota is not None,
         )

@@ -173,6 +173,9 @@ class OnboardingFacts:
         """Return the name of the stack holding the deploy-time output ``key``."""
         if key in ACCOUNT_STACK_OUTPUTS and self.account_stack_name:
             return self.account_stack_name
+        if key.startswith("Studio") and self.account_stack_name:
+            # a domain in the team's own account is its Studio stack's
+            return names.stage_stack_name(self.platform, names.team_studio_stack_id(self.team))
         return self.sso_role_stack_name or self.stack_name if key == "SsoRoleArn" else self.stack_name
 
     @property

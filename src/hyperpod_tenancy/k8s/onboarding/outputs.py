@@ -186,4 +186,18 @@ def lifecycle_environment(facts: OnboardingFacts) -> dict[str, str]:
         "HPT_CLUSTER": facts.cluster,
         "HPT_NAMESPACE": facts.namespace,
         "HPT_KUBE_CONTEXT": facts.kube_context,
+        # a domain in the team's own account describes the cluster through the cluster's reader role there
+        **(
+            {
+                "HPT_CLUSTER_ACCOUNT": facts.cluster_account,
+                "HPT_CLUSTER_ROLE": names.role_arn(
+                    partition=names.partition(facts.region),
+                    account=facts.cluster_account,
+                    name=names.team_cluster_reader_role(facts.cluster, facts.team),
+                ),
+                "HPT_KUBE_USER": names.kubeconfig_user(facts.cluster, facts.team),
+            }
+            if facts.in_own_account
+            else {}
+        ),
     }

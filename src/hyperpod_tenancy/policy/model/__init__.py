@@ -59,6 +59,7 @@ from hyperpod_tenancy.policy.model.team import (
     PriorityClass,
     ResourceAmount,
     SchedulingSpec,
+    StudioNetwork,
     Team,
     TeamIdentity,
 )
@@ -101,6 +102,7 @@ __all__ = [
     "ResourceShape",
     "SchedulingSpec",
     "SharingStrategy",
+    "StudioNetwork",
     "SupplementalGroupsPolicy",
     "SystemNodeGroup",
     "Team",

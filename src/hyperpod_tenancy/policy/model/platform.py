@@ -93,6 +93,10 @@ class Platform:
         """Whether ``team`` has an account of its own, other than the cluster's."""
         return self.team_account(team) != self.account
 
+    def studio_in_team_account(self, team: Team) -> bool:
+        """Whether ``team`` has a Studio domain in an account of its own (in a VPC there: ``studioNetwork``)."""
+        return team.studio and self.team_in_own_account(team)
+
     @property
     def teams_in_own_accounts(self) -> tuple[Team, ...]:
         """The hosted teams with an account of their own."""

@@ -16,7 +16,15 @@ from hyperpod_tenancy.policy.model.enums import (
     interval_minutes,
 )
 
-__all__ = ["ComputeAllocation", "PriorityClass", "ResourceAmount", "SchedulingSpec", "Team", "TeamIdentity"]
+__all__ = [
+    "ComputeAllocation",
+    "PriorityClass",
+    "ResourceAmount",
+    "SchedulingSpec",
+    "StudioNetwork",
+    "Team",
+    "TeamIdentity",
+]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -138,6 +146,26 @@ class TeamIdentity:
 
 
 @dataclass(frozen=True, kw_only=True)
+class StudioNetwork:
+    """The VPC of a team's own account that its Studio domain runs in, peered by the platform with the cluster's.
+
+    The team stack requests a VPC peering connection from the cluster's VPC to this one and routes the cluster's
+    private subnets to :attr:`cidr`; the team's Studio stack routes :attr:`route_table_ids` to the cluster's VPC
+    through it and admits nothing else. Studio apps then reach the cluster's private API endpoint, whose public
+    DNS name resolves to its private addresses once public access is off.
+    """
+
+    #: The VPC (``vpc-...``) in the team's account.
+    vpc_id: str = field(metadata={"examples": ["vpc-0a1b2c3d4e5f60718"]})
+    #: Its IPv4 CIDR: private, apart from the cluster's VPC and Service CIDRs and from other teams' Studio networks.
+    cidr: str = field(metadata={"examples": ["10.60.0.0/16"]})
+    #: Private subnets of that VPC for the domain (``VpcOnly``: no public subnet), in the cluster's zones or not.
+    subnet_ids: tuple[str, ...] = field(metadata={"examples": [["subnet-0a1b2c3d4e5f60718"]]})
+    #: The route tables of those subnets: each gets a route to the cluster's VPC through the peering connection.
+    route_table_ids: tuple[str, ...] = field(metadata={"examples": [["rtb-0a1b2c3d4e5f60718"]]})
+
+
+@dataclass(frozen=True, kw_only=True)
 class Team:
     """One tenant of the shared cluster."""
 
@@ -164,6 +192,8 @@ class Team:
     #: pods reach it with (an EKS Pod Identity target role) and the policy of its permission set. Default: the
     #: cluster's account (the team's data is under ``teams/<team>/`` of the shared data bucket).
     account: str | None = field(default=None, metadata={"examples": ["444455556666"]})
+    #: For a team with an account of its own and a Studio domain: the VPC there the domain runs in.
+    studio_network: StudioNetwork | None = None
     #: The team's data must be encrypted with the platform's customer-managed key: validation fails
     #: (``HPT-KMS-REQUIRED``) when ``encryption.kmsKey`` is not set. Set it where the data classification's
     #: handling rules ask for keys the organisation controls.

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from hyperpod_tenancy.runtime.audit_findings import AuditError, check_version
+from hyperpod_tenancy.runtime.audit_findings import AuditError, Finding, check_version
 
 __all__ = [
     "LOG",
@@ -152,3 +152,15 @@ def _deploy(expectation: TeamExpectation, *, rerun_lookup: bool = False) -> str:
         return f"cdk deploy {expectation.stack}"
     stacks = dict.fromkeys((expectation.stack, expectation.lookup_stack))
     return f"cdk deploy {' '.join(stacks)} -c {SSO_ROLE_LOOKUP_CONTEXT}=$(date +%s)"
+
+
+def _team_account_unreadable(expectation: TeamExpectation, reason: str, *, to_read: str) -> Finding:
+    """Return the finding of a team account the audit could not enter through the team's lookup role."""
+    return Finding(
+        kind="team-account-unreadable",
+        team=expectation.team,
+        object=f"lookup role {expectation.lookup_role_arn}",
+        expected=f"assumable by the audit, to read {to_read} in its account",
+        actual=reason,
+        fix="deploy the team's account stack (Team-<Team>-Account); the audit's role needs sts:AssumeRole on it",
+    )

@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from hyperpod_tenancy.runtime.audit_findings import Finding
-from hyperpod_tenancy.runtime.drift_audit._common import TeamExpectation, _deploy
+from hyperpod_tenancy.runtime.drift_audit._common import TeamExpectation, _deploy, _team_account_unreadable
 
 __all__ = ["access_entries", "access_entry_findings"]
 
@@ -81,15 +81,7 @@ def access_entry_findings(
             except PermissionError as exc:
                 _declare_from_entries(exp, by_arn, declared)
                 findings.append(
-                    Finding(
-                        kind="team-account-unreadable",
-                        team=exp.team,
-                        object=f"lookup role {exp.lookup_role_arn}",
-                        expected="assumable by the audit, to read the team's Identity Center role in its account",
-                        actual=str(exc),
-                        fix="deploy the team's account stack (Team-<Team>-Account); the audit's role needs "
-                        "sts:AssumeRole on it",
-                    )
+                    _team_account_unreadable(exp, str(exc), to_read="the team's Identity Center role")
                 )
                 continue
             listed.setdefault(exp.team_account, _ListedRoles(client))
@@ -97,7 +89,8 @@ def access_entry_findings(
             client, listed[exp.team_account or ""], exp, by_arn, declared, cluster=cluster
         )
     for exp in expectations:
-        if exp.execution_role_arn:
+        # a domain in the team's own account has its execution role there, unmapped: it only describes the cluster
+        if exp.execution_role_arn and exp.team_account is None:
             declared[exp.execution_role_arn] = exp
             if exp.execution_role_arn not in by_arn:
                 findings.append(

@@ -47,6 +47,18 @@ class AwsClients:
             PermissionError: STS refused the role (its message says why).
 
         """
+        return self._client_in("iam", role_arn)
+
+    def sagemaker_in(self, role_arn: str) -> Any:
+        """Return a SageMaker client acting as ``role_arn`` (a team's lookup role: its Studio domain is there).
+
+        Raises:
+            PermissionError: STS refused the role (its message says why).
+
+        """
+        return self._client_in("sagemaker", role_arn)
+
+    def _client_in(self, service: str, role_arn: str) -> Any:
         import boto3  # noqa: PLC0415 - loaded on first use, as every AWS client of the audit
         from botocore.exceptions import ClientError  # noqa: PLC0415 - boto3's own dependency
 
@@ -56,8 +68,9 @@ class AwsClients:
             ]
         except ClientError as exc:
             raise PermissionError(f"sts:AssumeRole refused: {exc}") from None
-        return boto3.client(
-            "iam",
+        make: Any = boto3.client  # one service or another: the stubs type each by its literal name
+        return make(
+            service,
             aws_access_key_id=credentials["AccessKeyId"],
             aws_secret_access_key=credentials["SecretAccessKey"],
             aws_session_token=credentials["SessionToken"],
@@ -90,7 +103,11 @@ def aws_findings(
             cluster=eks_cluster,
             iam_in=clients.iam_in if clients.sts is not None else None,
         )
-        findings += studio_findings(clients.studio, expectations)
+        findings += studio_findings(
+            clients.studio,
+            expectations,
+            sagemaker_in=clients.sagemaker_in if clients.sts is not None else None,
+        )
         findings += compute_quota_findings(clients.quotas, expectations, cluster_arn=cluster_arn)
     except ClientError as exc:
         error = exc.response.get("Error", {})

@@ -3,56 +3,93 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from hyperpod_tenancy.runtime.audit_findings import Finding
-from hyperpod_tenancy.runtime.drift_audit._common import TeamExpectation, _deploy
+from hyperpod_tenancy.runtime.drift_audit._common import TeamExpectation, _deploy, _team_account_unreadable
 
 __all__ = ["compute_quota_findings", "studio_findings"]
 
 
 # ---------------------------------------------------------------------- SageMaker
-def studio_findings(sagemaker: Any, expectations: Sequence[TeamExpectation]) -> list[Finding]:
-    """Each team's Studio domain exists and its default execution role is the team's."""
+def studio_findings(
+    sagemaker: Any,
+    expectations: Sequence[TeamExpectation],
+    *,
+    sagemaker_in: Callable[[str], Any] | None = None,
+) -> list[Finding]:
+    """Each team's Studio domain exists and its default execution role is the team's.
+
+    A domain in a team's own account is read there, through the team's lookup role (``sagemaker_in``); where it
+    cannot be assumed, or without ``sagemaker_in``, the domain is not checked and a finding says so.
+    """
     wanted = [e for e in expectations if e.studio_domain]
     if not wanted:
         return []
-    domains = {
+    listed: dict[str, tuple[Any, dict[str, str]]] = {}
+    findings: list[Finding] = []
+    for exp in wanted:
+        where = exp.team_account or ""
+        if where not in listed:
+            try:
+                client = sagemaker if not where else _team_account_client(exp, sagemaker_in)
+            except PermissionError as exc:
+                findings.append(_team_account_unreadable(exp, str(exc), to_read="the team's Studio domain"))
+                continue
+            listed[where] = (client, _domains(client))
+        client, domains = listed[where]
+        findings += _domain_findings(client, domains, exp)
+    return findings
+
+
+def _team_account_client(exp: TeamExpectation, sagemaker_in: Callable[[str], Any] | None) -> Any:
+    if sagemaker_in is None or exp.lookup_role_arn is None:
+        raise PermissionError(
+            "the audit reads no team account (no STS client, or no lookup role in the record)"
+        )
+    return sagemaker_in(exp.lookup_role_arn)
+
+
+def _domains(sagemaker: Any) -> dict[str, str]:
+    """Domain IDs by name, in the account of ``sagemaker``."""
+    return {
         str(d.get("DomainName")): str(d.get("DomainId"))
         for page in sagemaker.get_paginator("list_domains").paginate()
         for d in page.get("Domains", [])
     }
-    findings: list[Finding] = []
-    for exp in wanted:
-        domain_id = domains.get(str(exp.studio_domain))
-        if domain_id is None:
-            findings.append(
-                Finding(
-                    kind="studio-domain-missing",
-                    team=exp.team,
-                    object=f"Studio domain {exp.studio_domain}",
-                    expected="the team's domain",
-                    actual="no domain of that name",
-                    fix=_deploy(exp),
-                )
+
+
+def _domain_findings(sagemaker: Any, domains: dict[str, str], exp: TeamExpectation) -> list[Finding]:
+    domain_id = domains.get(str(exp.studio_domain))
+    if domain_id is None:
+        return [
+            Finding(
+                kind="studio-domain-missing",
+                team=exp.team,
+                object=f"Studio domain {exp.studio_domain}"
+                + (f" in {exp.team_account}" if exp.team_account else ""),
+                expected="the team's domain",
+                actual="no domain of that name",
+                # a domain in the team's account is in its Studio stack, one of the team's stacks the pattern names
+                fix=f"cdk deploy '{exp.stack}*'" if exp.team_account else _deploy(exp),
             )
-            continue
-        described = sagemaker.describe_domain(DomainId=domain_id)
-        role = (described.get("DefaultUserSettings") or {}).get("ExecutionRole")
-        if exp.execution_role_arn and role != exp.execution_role_arn:
-            findings.append(
-                Finding(
-                    kind="studio-execution-role",
-                    team=exp.team,
-                    object=f"Studio domain {exp.studio_domain} ({domain_id})",
-                    expected=f"DefaultUserSettings.ExecutionRole {exp.execution_role_arn}",
-                    actual=f"DefaultUserSettings.ExecutionRole {role}",
-                    fix=f"{_deploy(exp)} (if CloudFormation sees no change: aws sagemaker update-domain "
-                    f"--domain-id {domain_id} --default-user-settings ExecutionRole={exp.execution_role_arn})",
-                )
+        ]
+    described = sagemaker.describe_domain(DomainId=domain_id)
+    role = (described.get("DefaultUserSettings") or {}).get("ExecutionRole")
+    if exp.execution_role_arn and role != exp.execution_role_arn:
+        return [
+            Finding(
+                kind="studio-execution-role",
+                team=exp.team,
+                object=f"Studio domain {exp.studio_domain} ({domain_id})",
+                expected=f"DefaultUserSettings.ExecutionRole {exp.execution_role_arn}",
+                actual=f"DefaultUserSettings.ExecutionRole {role}",
+                fix=f"{_deploy(exp)} (if CloudFormation sees no change: aws sagemaker update-domain "
+                f"--domain-id {domain_id} --default-user-settings ExecutionRole={exp.execution_role_arn})",
             )
-    return findings
+        ]
+    return []
 
 
 #: The figure a ``ComputeQuotaResourceConfig`` is stated in, first found first: the service fills the others in the
