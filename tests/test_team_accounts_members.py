@@ -295,6 +295,14 @@ def test_validate_names_the_team_account_and_warns_when_a_team_moves(
     out = capsys.readouterr().out
     assert f"team 'research' moves from account {WORKLOADS} to {RESEARCH}" in out
     assert "teams/research/ of the shared data bucket" in out and "aws s3 sync" in out
+    assert "Studio domain" not in out  # it had none beside the cluster
+    # with a domain beside the cluster before: the move creates another one in the team's account
+    del data["teams"][0]["studio"]
+    baseline.write_text(yaml.safe_dump(data), encoding="utf-8")
+    assert cli.main(["validate", str(path), "--baseline", str(baseline)]) == 0
+    out = capsys.readouterr().out
+    assert f"Its Studio domain is created anew in {RESEARCH}" in out and "home directories" in out
+    assert "copy what they keep in Studio" in out
 
 
 def test_the_audit_reads_the_team_role_in_its_account_through_the_lookup_role(aws: None) -> None:

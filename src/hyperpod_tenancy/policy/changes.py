@@ -374,10 +374,23 @@ def _team_account(
                 if not old.team_in_own_account(before)
                 else f"the bucket of its account stack in {was}, which is retained"
             )
-            + ".",
+            + "."
+            + (
+                f" Its Studio domain is created anew in {now} (a domain lives in one account): the one in {was} is "
+                "retained with its members' home directories on its EFS volume, which nothing copies."
+                if before.studio and after.studio
+                else ""
+            ),
             f"copy the team's S3 data to {'its new account' if new.team_in_own_account(after) else 'the shared data bucket'} "
             f"before its pods need it (`aws s3 sync`), deploy the team's stacks in their order (`cdk deploy --all`), "
-            "and tell its members the account they sign in to now.",
+            "and tell its members the account they sign in to now"
+            + (
+                " and to copy what they keep in Studio (a space of the old domain, `aws s3 sync` to the team's "
+                "prefix) before the old domain is deleted"
+                if before.studio and after.studio
+                else ""
+            )
+            + ".",
             "HPT-REPLACE-PERMISSION-SET",
         )
     )
