@@ -20,6 +20,7 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from iam_eval import is_allowed
 from sg_model import Endpoint, SecurityGroupModel
+from sg_places import platform_places
 from synth import Synth, new_app, one, resources_of, transitively_depends
 
 from hyperpod_tenancy.constructs.cluster.shared_hyperpod_cluster import NODE_BOOTSTRAP_ADDONS
@@ -224,41 +225,6 @@ def test_execution_role_trust_is_limited_to_this_account(reference: Synth) -> No
 # Pods take their node's groups (VPC CNI without security groups for pods).
 
 
-def _platform_places(synth: Synth) -> tuple[SecurityGroupModel, dict[str, Endpoint]]:
-    model = SecurityGroupModel().add_templates(synth.templates)
-    cluster_stack = synth.stage.cluster_stack.stack_name
-    eks_id, eks_cluster = one(synth.cluster, "AWS::EKS::Cluster")
-    cluster_sg = model.name(cluster_stack, eks_id, "ClusterSecurityGroupId")
-    model.add_eks_cluster_security_group(cluster_sg)
-
-    def groups(values: list[Any], stack: str = cluster_stack) -> list[str]:
-        return [model.group_name(stack, v) for v in values]
-
-    _, hyperpod = one(synth.cluster, "AWS::SageMaker::Cluster")
-    hyperpod_groups = set()
-    for group in hyperpod["Properties"]["InstanceGroups"]:
-        vpc = group.get("OverrideVpcConfig") or hyperpod["Properties"]["VpcConfig"]
-        hyperpod_groups.add(frozenset(groups(vpc["SecurityGroupIds"])))
-    assert len(hyperpod_groups) == 1, hyperpod_groups
-    for logical_id, nodegroup in resources_of(synth.cluster, "AWS::EKS::Nodegroup").items():
-        assert "LaunchTemplate" not in nodegroup["Properties"], logical_id
-        assert "RemoteAccess" not in nodegroup["Properties"], logical_id
-    _, file_system = one(synth.cluster, "AWS::FSx::FileSystem")
-    places = {
-        "hyperpod": Endpoint(hyperpod_groups.pop()),
-        "system": Endpoint.of(cluster_sg),
-        "api": Endpoint.of(
-            cluster_sg, *groups(eks_cluster["Properties"]["ResourcesVpcConfig"].get("SecurityGroupIds", []))
-        ),
-        "fsx": Endpoint.of(*groups(file_system["Properties"]["SecurityGroupIds"])),
-    }
-    for team, stack in synth.stage.team_stacks.items():
-        (domain,) = resources_of(synth.team(team), "AWS::SageMaker::Domain").values()
-        studio = domain["Properties"]["DefaultUserSettings"]["SecurityGroups"]
-        places[f"studio:{team}"] = Endpoint.of(*groups(studio, stack.stack_name))
-    return model, places
-
-
 # (source, destination, protocol, port, why). Ports: CoreDNS 53 (kube-dns Service); kubelet 10250 and webhooks
 # (Kueue 9443, cert-manager 10250, HyperPod training operator 9443) per
 # https://kubernetes.io/docs/reference/networking/ports-and-protocols/; Lustre 988 and 1018-1023
@@ -292,12 +258,12 @@ def _failures(model: SecurityGroupModel, places: dict[str, Endpoint], flows: lis
 
 @pytest.mark.parametrize("backend", ["reference", "kueue_reference"])
 def test_required_flows_are_open(backend: str, request: pytest.FixtureRequest) -> None:
-    model, places = _platform_places(request.getfixturevalue(backend))
+    model, places = platform_places(request.getfixturevalue(backend))
     assert _failures(model, places, REQUIRED_FLOWS) == []
 
 
 def test_each_team_studio_reaches_the_api_endpoint_and_not_the_nodes(reference: Synth) -> None:
-    model, places = _platform_places(reference)
+    model, places = platform_places(reference)
     studios = [p for p in places if p.startswith("studio:")]
     assert studios
     for studio in studios:
@@ -310,7 +276,7 @@ def test_each_team_studio_reaches_the_api_endpoint_and_not_the_nodes(reference: 
 def test_reachability_model_rejects_hyperpod_nodes_in_their_own_group_only(reference: Synth) -> None:
     # The layout before the fix: HyperPod nodes in a group that admits only itself. The model must see that
     # DNS and system -> HyperPod traffic are dropped (otherwise the flow checks above prove nothing).
-    model, places = _platform_places(reference)
+    model, places = platform_places(reference)
     own_group_only = Endpoint(places["fsx"].groups)
     broken = {**places, "hyperpod": own_group_only}
     failures = _failures(model, broken, REQUIRED_FLOWS)

@@ -11,6 +11,7 @@ real against a moto server holding the two accounts' VPCs and their peering.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import re
 import subprocess
@@ -27,6 +28,7 @@ from aws_custom_resource import joined, response_server, run_handler
 from control_plane import ControlPlane, kubectl_binary
 from iam_eval import is_allowed, is_allowed_across
 from moto_server import moto_server, reset
+from sg_places import platform_places
 from synth import Synth
 from team_accounts import IDENTITY_CENTER, RESEARCH, WORKLOADS, resources, stack_name
 
@@ -162,6 +164,28 @@ def test_the_peering_lookup_asks_ec2_for_this_connection_only(team_accounts_exam
     )
     assert set(filters) <= set(re.findall(r"<code>([a-z.-]+)</code> -", documented))
     assert call["outputPaths"] == ["VpcPeeringConnections.0.VpcPeeringConnectionId"]
+
+
+def test_the_peering_opens_the_api_endpoint_to_the_team_studio_network_and_nothing_else(
+    team_accounts_example: Synth,
+) -> None:
+    """Through the security groups as synthesized (the reachability model of ``tests/support/sg_model.py``): an app
+    of the team's Studio, at an address of its network, reaches the API endpoint on 443 and no node, file system
+    or other port; an address outside the team's CIDR (another VPC peered or routed there) does not reach it."""
+    model, places = platform_places(team_accounts_example)
+    studio = places["studio:research"]
+    assert studio.ip is not None and studio.ip.startswith("10.60.")
+    assert model.can_reach(studio, places["api"], "tcp", 443)
+    for target, port in (
+        ("api", 10250),
+        ("hyperpod", 10250),
+        ("hyperpod", 443),
+        ("system", 443),
+        ("fsx", 988),
+    ):
+        assert not model.can_reach(studio, places[target], "tcp", port), (target, port)
+    stranger = dataclasses.replace(studio, ip="10.61.0.5")
+    assert not model.can_reach(stranger, places["api"], "tcp", 443)
 
 
 # ------------------------------------------------------------------ IAM across the account line
