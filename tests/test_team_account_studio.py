@@ -292,6 +292,19 @@ def test_the_peering_role_accepts_the_cluster_s_peering_onto_the_team_vpc_only(i
     )
 
 
+def test_members_read_the_domain_s_outputs_from_the_studio_stack(team_accounts_example: Synth) -> None:
+    """``hyperpod-tenancy onboarding`` tells members to read ``StudioUrl`` from the Studio stack in their account."""
+    (member,) = resources(team_accounts_example.templates[ACCOUNT], "AWS::IAM::ManagedPolicy").values()
+    policy = _resolved(member["PolicyDocument"])
+
+    def stack(name: str) -> str:
+        return f"arn:aws:cloudformation:us-east-1:{RESEARCH}:stack/{name}/0a1b2c3d"
+
+    for readable in (ACCOUNT, STUDIO):
+        assert is_allowed(policy, "cloudformation:DescribeStacks", stack(readable)), readable
+    assert not is_allowed(policy, "cloudformation:DescribeStacks", stack(IDENTITY))
+
+
 # ------------------------------------------------------------------ the lookup, run for real
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, Path]]:

@@ -43,6 +43,16 @@ def test_onboarding_signs_members_in_to_the_team_account_and_writes_the_kubeconf
     assert (
         "--stack-name ml-platform-org-Team-Research-Account" in out and "ClusterStorageDataBucket" not in out
     )
+    # its Studio domain is in its account: the domain's outputs are read from the team's Studio stack there
+    assert (
+        "outputs of stack ml-platform-org-Team-Research-Account and ml-platform-org-Team-Research-Studio"
+        in out
+    )
+    assert (
+        "--stack-name ml-platform-org-Team-Research-Studio --query \"Stacks[0].Outputs[?OutputKey=='StudioUrl']"
+        in out
+    )
+    assert "is peered with the cluster's" in out
     facts = onboarding.onboarding_facts(platforms.example("team-accounts"), "research")
     commands = onboarding.kubeconfig_commands(facts)
     assert all(c in out for c in commands)

@@ -181,7 +181,13 @@ def facts_lines(facts: OnboardingFacts, platform: Platform) -> list[str]:
         lines += [
             f"   From Studio: a JupyterLab or Code Editor space of domain {facts.studio_domain}; its lifecycle "
             "configuration writes the profile above; in its terminal run hyperpod_login (sign-in with a device "
-            "code, then the kubeconfig).",
+            "code, then the kubeconfig"
+            + (
+                f": the domain's VPC in {facts.account} is peered with the cluster's, and the context is written "
+                "from what the domain describes of the cluster; nothing below is needed there)."
+                if facts.in_own_account
+                else ")."
+            ),
         ]
     lines += [
         "   Elsewhere: a network path into the VPC that the platform team admits to the endpoint on 443 "
@@ -219,12 +225,14 @@ def facts_lines(facts: OnboardingFacts, platform: Platform) -> list[str]:
             "5. Studio",
             f"   domain         {facts.studio_domain} (open it from the AWS access portal)",
         ]
+    studio = {
+        k: t for k, t in outputs.items() if facts.studio_domain is not None or not k.startswith("Studio")
+    }
     shown = (
-        dict(onboarding.ACCOUNT_STACK_OUTPUTS)
+        # the team's account stack, and its Studio stack there (the Identity Center role's ARN is not readable)
+        {**onboarding.ACCOUNT_STACK_OUTPUTS, **{k: t for k, t in studio.items() if k.startswith("Studio")}}
         if facts.in_own_account
-        else {
-            k: t for k, t in outputs.items() if facts.studio_domain is not None or not k.startswith("Studio")
-        }
+        else studio
     )
     stacks = " and ".join(dict.fromkeys(facts.output_stack(key) for key in shown))
     lines += ["", f"Known once deployed: outputs of stack {stacks} (your profile may read them)"]
