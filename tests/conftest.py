@@ -10,6 +10,7 @@ from pathlib import Path
 
 import platforms
 import pytest
+from aws_custom_resource import response_server
 from cluster_platform import ClusterPlatforms, OnCluster
 from control_plane import DEPLOYED_KUBECONFIG, Components, ControlPlane, kueue_configuration
 from kube_client import KubeClient, from_kubeconfig
@@ -17,6 +18,13 @@ from synth import Synth, synthesize
 from webhook_server import Certificates, certificates, serial_moto_server
 
 from hyperpod_tenancy.policy import Platform
+
+
+@pytest.fixture(scope="module")
+def cfn_response_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, Path]]:
+    """The loopback HTTPS server standing for CloudFormation's response URL (``aws_custom_resource.run_handler``)."""
+    with response_server(tmp_path_factory.mktemp("response-pki")) as answered:
+        yield answered
 
 
 @pytest.fixture(scope="session")

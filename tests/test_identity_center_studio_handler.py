@@ -10,13 +10,12 @@ other account.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
-from aws_custom_resource import REPO, response_server, run_handler
+from aws_custom_resource import REPO, run_handler
 from moto_server import moto_server, reset
 from synth import Synth
 
@@ -26,13 +25,6 @@ WORKLOADS = "111122223333"
 IDENTITY_STACK = "ml-platform-org-Team-Research-Identity"
 RECORD = names.studio_application_record("shared-gpu", "research")
 APPLICATION = f"arn:aws:sso::{WORKLOADS}:application/ssoins-1111222233334444/apl-0123456789abcdef"
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, Path]]:
-    """The loopback HTTPS server standing for CloudFormation's response URL."""
-    with response_server(tmp_path_factory.mktemp("response-pki")) as answered:
-        yield answered
 
 
 def _cluster_account_ssm() -> Any:
@@ -58,13 +50,17 @@ def test_the_sdk_packages_the_handler_loads_are_installed() -> None:
 
 @pytest.mark.parametrize("request_type", ["Create", "Update"])
 def test_the_handler_reads_the_application_arn_through_the_reader_role(
-    identity_center_example: Synth, server: tuple[int, Path], request_type: str
+    identity_center_example: Synth, cfn_response_server: tuple[int, Path], request_type: str
 ) -> None:
     with moto_server() as endpoint:
         reset(endpoint)
         _cluster_account_ssm().put_parameter(Name=RECORD, Value=APPLICATION, Type="String")
         answer = run_handler(
-            identity_center_example, IDENTITY_STACK, request_type, server=server, endpoint=endpoint
+            identity_center_example,
+            IDENTITY_STACK,
+            request_type,
+            server=cfn_response_server,
+            endpoint=endpoint,
         )
     assert answer["Status"] == "SUCCESS", answer
     # the value the assignment's ApplicationArn reads (Fn::GetAtt <lookup>.Parameter.Value), and nothing else
@@ -73,13 +69,13 @@ def test_the_handler_reads_the_application_arn_through_the_reader_role(
 
 
 def test_before_the_team_stack_the_lookup_fails_and_says_why(
-    identity_center_example: Synth, server: tuple[int, Path]
+    identity_center_example: Synth, cfn_response_server: tuple[int, Path]
 ) -> None:
     """Without the team stack's parameter (the stack dependency ignored) the deploy fails on the lookup."""
     with moto_server() as endpoint:
         reset(endpoint)
         answer = run_handler(
-            identity_center_example, IDENTITY_STACK, "Create", server=server, endpoint=endpoint
+            identity_center_example, IDENTITY_STACK, "Create", server=cfn_response_server, endpoint=endpoint
         )
     assert answer["Status"] == "FAILED"
     assert answer["Reason"] == f"Parameter {RECORD} not found.", answer

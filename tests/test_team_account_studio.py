@@ -15,7 +15,6 @@ import dataclasses
 import json
 import re
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,7 @@ import boto3
 import botocore.session
 import platforms
 import pytest
-from aws_custom_resource import joined, response_server, run_handler
+from aws_custom_resource import joined, run_handler
 from control_plane import ControlPlane, kubectl_binary
 from iam_eval import is_allowed, is_allowed_across
 from moto_server import moto_server, reset
@@ -306,13 +305,6 @@ def test_members_read_the_domain_s_outputs_from_the_studio_stack(team_accounts_e
 
 
 # ------------------------------------------------------------------ the lookup, run for real
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, Path]]:
-    """The loopback HTTPS server standing for CloudFormation's response URL."""
-    with response_server(tmp_path_factory.mktemp("response-pki")) as answered:
-        yield answered
-
-
 def _credentials(account: str) -> dict[str, str]:
     """Credentials of ``account`` on the moto server (moto keeps one state per account, keyed by credentials)."""
     c = boto3.client("sts").assume_role(
@@ -338,7 +330,7 @@ def _ec2(account: str) -> Any:
 
 @pytest.mark.parametrize("request_type", ["Create", "Update"])
 def test_the_handler_finds_the_accepted_peering_in_the_team_account(
-    team_accounts_example: Synth, server: tuple[int, Path], request_type: str
+    team_accounts_example: Synth, cfn_response_server: tuple[int, Path], request_type: str
 ) -> None:
     """The cluster's account requests the peering and the team's accepts it (as the team stack does); the Studio
     stack's lookup, run by aws-cdk-lib's handler as the team account, answers its ID."""
@@ -355,7 +347,7 @@ def test_the_handler_finds_the_accepted_peering_in_the_team_account(
             team_accounts_example,
             STUDIO,
             request_type,
-            server=server,
+            server=cfn_response_server,
             endpoint=endpoint,
             environment=_credentials(RESEARCH),
         )
@@ -366,7 +358,7 @@ def test_the_handler_finds_the_accepted_peering_in_the_team_account(
 
 
 def test_without_the_team_stack_the_lookup_answers_no_connection(
-    team_accounts_example: Synth, server: tuple[int, Path]
+    team_accounts_example: Synth, cfn_response_server: tuple[int, Path]
 ) -> None:
     """No peering yet (the stack dependency ignored): the answer holds no ID, and CloudFormation fails the routes'
     ``Fn::GetAtt`` on it rather than routing anywhere."""
@@ -376,7 +368,7 @@ def test_without_the_team_stack_the_lookup_answers_no_connection(
             team_accounts_example,
             STUDIO,
             "Create",
-            server=server,
+            server=cfn_response_server,
             endpoint=endpoint,
             environment=_credentials(RESEARCH),
         )
