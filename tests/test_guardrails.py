@@ -160,6 +160,7 @@ BAD = [
         "cluster.instanceGroups[0].ebsVolumeGiB": 0,
         "cluster.instanceGroups[1].name": "shared",
         "cluster.instanceGroups[1].trainingPlanArn": "arn:nope",
+        "cluster.instanceGroups[1].topologyAware": True,
         "scheduling.priorityClasses[0].weight": 900,
         "scheduling.priorityClasses[1].maxCheckpointInterval": "9999h",
     },
@@ -183,7 +184,14 @@ BAD = [
         "cluster.fsx.deploymentType": "SCRATCH_2",
         "cluster.instanceGroups": [
             *reference_data()["cluster"]["instanceGroups"],
-            {"name": "p5-more", "instanceType": P5, "count": 2, "reserved": 0, "threadsPerCore": 2},
+            {
+                "name": "p5-more",
+                "instanceType": P5,
+                "count": 2,
+                "reserved": 0,
+                "threadsPerCore": 2,
+                "topologyAware": True,
+            },
             {"name": "cpu", "instanceType": "ml.c5.12xlarge", "count": 2, "reserved": 0},
         ],
     },

@@ -129,6 +129,10 @@ DENIED_LINES: dict[str, tuple[str, str]] = {
         _line("half", interval=None),
         f"a container that sets {labels.CHECKPOINT_DIR_ENV} must also set {labels.CHECKPOINT_INTERVAL_ENV}",
     ),
+    "a network node on a cluster with no topology-aware type": (
+        _line("near") + " --required-topology topology.k8s.aws/network-node-layer-3",
+        "may name nothing: no instance type of this cluster is placed by network topology",
+    ),
 }
 JUMPSTART = (
     "hyp create hyp-jumpstart-endpoint --namespace hyperpod-ns-inference --model-id "

@@ -1259,6 +1259,27 @@ CASES: list[Case] = [
         1,
     ),
     Case(
+        "topology-on-an-unlabelled-type",
+        {"cluster.instanceGroups[1].topologyAware": True},
+        "HPT-TOPOLOGY-TYPE",
+        "cluster.instanceGroups[1].topologyAware",
+        ("ml.g5.12xlarge nodes carry no topology.k8s.aws/network-node-layer-<n> labels",),
+        "remove `topologyAware` from group 'g5-inference', or use one of: ml.p3dn.24xlarge",
+        1,
+    ),
+    Case(
+        "topology-on-half-a-type",
+        {
+            "cluster.instanceGroups[0].topologyAware": True,
+            "cluster.instanceGroups[2]": {"name": "p5-more", "instanceType": "ml.p5.48xlarge", "count": 2},
+        },
+        "HPT-TOPOLOGY-CONSISTENT",
+        "cluster.instanceGroups[2].topologyAware",
+        ("groups 'p5-training' and 'p5-more' are both ml.p5.48xlarge but only one is topology-aware",),
+        "set `topologyAware: true` on group 'p5-more'",
+        1,
+    ),
+    Case(
         "training-plan-arn",
         {"cluster.instanceGroups[0].trainingPlanArn": "plan-1"},
         "HPT-TRAINING-PLAN",

@@ -278,7 +278,52 @@ def cases(member: Mapping[str, Any] = MEMBER) -> list[Case]:
             old=_named(owned_old, "ac-owned-same"),
             old_identity=MPI_OPERATOR,
         ),
+        # topology requests: the reference places no instance type by topology, so none names a level that exists
+        Case(
+            "a pod template asks for a network node on a cluster without topology-aware types",
+            member,
+            "CREATE",
+            _with(
+                _named(honest, "ac-topology"),
+                _template_note(_REQUIRED, "topology.k8s.aws/network-node-layer-3"),
+            ),
+            False,
+            "may name nothing: no instance type of this cluster is placed by network topology",
+        ),
+        Case(
+            "a job's own metadata asks for a network node, as hyp writes it beside the template",
+            member,
+            "CREATE",
+            _with(
+                _named(honest, "ac-topology-job"),
+                _set_meta("annotations", {_REQUIRED: "kubernetes.io/hostname"}),
+            ),
+            False,
+            "may name nothing",
+        ),
+        Case(
+            "a pod template asks for slices, which the platform does not offer",
+            member,
+            "CREATE",
+            _with(
+                _named(honest, "ac-topology-slice"), _template_note("kueue.x-k8s.io/podset-slice-size", "2")
+            ),
+            False,
+            "kueue.x-k8s.io/podset-slice-size",
+        ),
     ]
+
+
+_REQUIRED = "kueue.x-k8s.io/podset-required-topology"
+
+
+def _template_note(key: str, value: str) -> Callable[[dict[str, Any]], None]:
+    """Set annotation ``key`` on the Job's pod template."""
+
+    def edit(job: dict[str, Any]) -> None:
+        job["spec"]["template"].setdefault("metadata", {}).setdefault("annotations", {})[key] = value
+
+    return edit
 
 
 def offline(synth: Synth, case: Case) -> Verdict:

@@ -22,6 +22,7 @@ from hyperpod_tenancy.k8s.admission.checkpoints import (
 )
 from hyperpod_tenancy.k8s.admission.deletes import _delete_validations
 from hyperpod_tenancy.k8s.admission.pod_specs import _pod_spec_validations
+from hyperpod_tenancy.k8s.admission.topology import topology_validations
 from hyperpod_tenancy.k8s.admission.workload_labels import _unqueued_kind_validations, _workload_validations
 from hyperpod_tenancy.policy.model import CheckpointEnforcement, Platform
 
@@ -73,7 +74,7 @@ def admission_policies(platform: Platform) -> list[dict[str, Any]]:
             POD_SPEC_POLICY,
             rules=[*_rules(_OPERATIONS), pods_ephemeral],
             match_conditions=[_not_being_deleted()],
-            validations=_pod_spec_validations(platform),
+            validations=[*_pod_spec_validations(platform), *topology_validations(platform)],
         ),
         vap.policy_binding(POD_SPEC_POLICY, ["Deny"]),
         vap.policy(

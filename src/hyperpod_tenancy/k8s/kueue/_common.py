@@ -16,6 +16,7 @@ __all__ = [
     "KUEUE_FRAMEWORKS",
     "MANAGED_BY_LABELS",
     "MEMORY",
+    "TOPOLOGY",
     "UNMANAGED_RESOURCE_PREFIXES",
 ]
 
@@ -26,6 +27,10 @@ KUEUE_API_VERSION = "kueue.x-k8s.io/v1beta2"
 #: The one cohort every team ClusterQueue joins. Our own name: the name Task Governance uses internally is
 #: not documented, and the two backends never run on the same cluster.
 COHORT = "hyperpod-tenancy-cohort"
+
+
+#: The one Topology (the AWS network's layers, then the node) the flavors of topology-aware instance types name.
+TOPOLOGY = "hyperpod-tenancy-network"
 
 
 #: Node label a ResourceFlavor pins its instance type with (set by EKS on every HyperPod node).

@@ -16,6 +16,7 @@ from hyperpod_tenancy.k8s.kueue._common import (
     KUEUE_API_VERSION,
     MANAGED_BY_LABELS,
     MEMORY,
+    TOPOLOGY,
 )
 from hyperpod_tenancy.k8s.kueue.lint import lint_kueue_objects
 from hyperpod_tenancy.k8s.quantities import cpu_millis, cpu_quantity, memory_mib, memory_quantity
@@ -30,8 +31,9 @@ from hyperpod_tenancy.policy.model import (
     SharingStrategy,
     Team,
 )
+from hyperpod_tenancy.policy.topology import TOPOLOGY_LEVELS
 
-__all__ = ["cluster_objects", "team_objects"]
+__all__ = ["cluster_objects", "team_objects", "topology_aware_types"]
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,15 @@ def _metadata(
 def _instance_types(platform: Platform) -> list[str]:
     """Instance types of the cluster, in instance-group order, each once."""
     return list(dict.fromkeys(g.instance_type for g in platform.cluster.instance_groups))
+
+
+def topology_aware_types(platform: Platform) -> list[str]:
+    """Instance types placed by network topology (``topologyAware`` groups), in instance-group order."""
+    return [
+        t
+        for t in _instance_types(platform)
+        if any(g.topology_aware for g in platform.cluster.instance_groups if g.instance_type == t)
+    ]
 
 
 def _shape_of(index: int, group: InstanceGroup) -> _FlavorShape:
@@ -185,7 +196,9 @@ def _raise_on_findings(findings: list[str], what: str) -> None:
 def cluster_objects(platform: Platform) -> list[dict[str, Any]]:
     """Cluster-scoped Kueue objects: ResourceFlavors, the Cohort and the WorkloadPriorityClasses.
 
-    One ResourceFlavor per instance type of the instance groups (named after the type), the cohort
+    One ResourceFlavor per instance type of the instance groups (named after the type; a topology-aware type's
+    names the Topology :data:`TOPOLOGY` of :data:`~hyperpod_tenancy.policy.topology.TOPOLOGY_LEVELS`, rendered
+    when there is one), the cohort
     :data:`COHORT` (no quota of its own), and one WorkloadPriorityClass ``<name>-priority`` per priority class
     with ``value`` = weight.
 
@@ -193,15 +206,28 @@ def cluster_objects(platform: Platform) -> list[dict[str, Any]]:
         TenancyError: the rendering fails :func:`lint_kueue_objects`.
 
     """
+    placed = topology_aware_types(platform)
     objects: list[dict[str, Any]] = [
         {
             "apiVersion": KUEUE_API_VERSION,
             "kind": "ResourceFlavor",
             "metadata": _metadata(instance_type),
-            "spec": {"nodeLabels": {INSTANCE_TYPE_LABEL: instance_type}},
+            "spec": {
+                "nodeLabels": {INSTANCE_TYPE_LABEL: instance_type},
+                **({"topologyName": TOPOLOGY} if instance_type in placed else {}),
+            },
         }
         for instance_type in _instance_types(platform)
     ]
+    if placed:
+        objects.append(
+            {
+                "apiVersion": KUEUE_API_VERSION,
+                "kind": "Topology",
+                "metadata": _metadata(TOPOLOGY),
+                "spec": {"levels": [{"nodeLabel": level} for level in TOPOLOGY_LEVELS]},
+            }
+        )
     objects.append(
         {"apiVersion": KUEUE_API_VERSION, "kind": "Cohort", "metadata": _metadata(COHORT), "spec": {}}
     )

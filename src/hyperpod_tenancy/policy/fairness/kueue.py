@@ -74,7 +74,7 @@ class KueueFairness(Fairness):
                 )
 
     def upgrade_problems(self, old: Platform, new: Platform) -> Iterator[Problem]:
-        """Another Kueue chart version restarts the controller and may change its APIs."""
+        """Another Kueue chart version restarts the controller and may change its APIs; see :func:`_topology_changes`."""
         before, after = old.cluster.kueue_chart.version, new.cluster.kueue_chart.version
         if before != after:
             yield (
@@ -88,3 +88,39 @@ class KueueFairness(Fairness):
                 "workloads.kueue.x-k8s.io -o jsonpath='{.spec.versions[?(@.served==true)].name}'`), or `hyp "
                 "list-cluster` and `hyp create`'s priority check fail; and upgrade while the queues are quiet.",
             )
+        yield from _topology_changes(old, new)
+
+
+def _topology_aware(platform: Platform) -> dict[str, int]:
+    """Each topology-aware instance type and the index of its first group."""
+    out: dict[str, int] = {}
+    for i, group in enumerate(platform.cluster.instance_groups):
+        if group.topology_aware:
+            out.setdefault(group.instance_type, i)
+    return out
+
+
+def _topology_changes(old: Platform, new: Platform) -> Iterator[Problem]:
+    """Yield a type newly placed by topology (every job's placement changes) and one no longer (not appliable)."""
+    before, after = _topology_aware(old), _topology_aware(new)
+    first = {g.instance_type: i for i, g in reversed(list(enumerate(new.cluster.instance_groups)))}
+    for instance_type in sorted(set(after) - set(before)):
+        yield (
+            f"cluster.instanceGroups[{after[instance_type]}].topologyAware",
+            f"{instance_type} becomes topology-aware: its ResourceFlavor gets the topology, and from then on Kueue "
+            "places every job of that type itself (running work keeps its nodes); Kueue v0.19.2 refuses to take "
+            "the topology off the flavor again (CRD rule `topologyName is immutable when topologyName is set`).",
+            "deploy when the type's queues are quiet, and tell the teams they may ask for a network node "
+            '(docs: Submitting work, "Placing a job under one network node").',
+        )
+    for instance_type in sorted(set(before) - set(after)):
+        if instance_type not in first:
+            continue  # the type left the cluster: its flavor is deleted, not updated
+        yield (
+            f"cluster.instanceGroups[{first[instance_type]}].topologyAware",
+            f"{instance_type} is no longer topology-aware, but Kueue v0.19.2 refuses to remove a ResourceFlavor's "
+            "topology (CRD rule `topologyName is immutable when topologyName is set`): the deploy would fail "
+            "applying the flavor.",
+            f"keep `topologyAware: true` on {instance_type} (jobs that ask for no topology are placed as before); "
+            "taking it off means deleting the flavor, which Kueue allows only when no ClusterQueue uses it.",
+        )

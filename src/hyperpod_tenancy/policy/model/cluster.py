@@ -74,6 +74,11 @@ class InstanceGroup:
     ebs_volume_gib: int = field(default=500, metadata={"alias": "ebsVolumeGiB"})
     #: Resources per instance. Default: looked up from the built-in catalogue.
     resources: ResourceShape | None = None
+    #: Place work on this instance type by network topology: jobs may ask for their pods under one network
+    #: node (``kueue.x-k8s.io/podset-required-topology``). Only on the types whose nodes carry the topology
+    #: labels (:data:`hyperpod_tenancy.policy.topology.TOPOLOGY_INSTANCE_TYPES`); the same on every group of a
+    #: type. On the ``kueue`` backend every job on the type is then placed by Kueue's topology-aware scheduling.
+    topology_aware: bool = False
 
     @property
     def quota_capacity(self) -> int:

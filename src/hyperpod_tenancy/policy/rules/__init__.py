@@ -108,6 +108,7 @@ ERROR_RULES: tuple[Rule, ...] = (
     capacity.deep_health_checks_unique,
     capacity.group_resources,
     capacity.kueue_group_resources,
+    scheduling.topology_type,
     naming.group_name_unique,
     # the rest of the cluster
     capacity.system_node_count,
@@ -116,6 +117,7 @@ ERROR_RULES: tuple[Rule, ...] = (
     storage.fsx_capacity,
     storage.fsx_throughput,
     capacity.kueue_flavor_shapes,
+    scheduling.topology_consistent,
     deployment.helm_chart,
     deployment.usage_report_chart,
     security.cluster_classification,

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from hyperpod_tenancy.policy.model import (
     MAX_CHECKPOINT_INTERVAL_CEILING,
+    InstanceGroup,
     Platform,
     PriorityClass,
     Team,
@@ -20,11 +21,13 @@ from hyperpod_tenancy.policy.rules._base import (
     Severity,
     Stage,
     admission_guardrail,
+    group_rule,
     platform_rule,
     priority_class_rule,
     team_rule,
 )
 from hyperpod_tenancy.policy.rules._common import MAX_PRIORITY_CLASSES, WEIGHT_RANGE
+from hyperpod_tenancy.policy.topology import NETWORK_LAYERS, TOPOLOGY_INSTANCE_TYPES
 
 
 @platform_rule(
@@ -172,6 +175,49 @@ def inference_lowest_priority(p: Platform) -> Iterator[Finding]:
                 f"inference team {team.name!r} may use the lowest priority class {used}; its endpoints "
                 "would be the first work evicted when capacity is reclaimed.",
                 "allow inference teams only priority classes above the lowest weight.",
+            )
+
+
+@group_rule(
+    code="HPT-TOPOLOGY-TYPE",
+    domain=Domain.SCHEDULING,
+    at="cluster.instanceGroups[*].topologyAware",
+    reads=("cluster.instanceGroups[*].instanceType",),
+    failure="jobs asking to be placed under one network node wait forever: the nodes carry no topology labels",
+    guardrail="`topologyAware` only on the instance types HyperPod labels with their network topology",
+)
+def topology_type(p: Platform, i: int, g: InstanceGroup) -> Iterator[Finding]:
+    """Check that a topology-aware group is of a type whose nodes carry the network topology labels."""
+    if g.topology_aware and g.instance_type not in TOPOLOGY_INSTANCE_TYPES:
+        yield Finding(
+            f"cluster.instanceGroups[{i}].topologyAware",
+            f"{g.instance_type} nodes carry no {NETWORK_LAYERS[0].rsplit('-', 1)[0]}-<n> labels (HyperPod "
+            "labels them only on the types of its topology-aware scheduling documentation), so a job asking "
+            "for a network node would never be placed.",
+            f"remove `topologyAware` from group {g.name!r}, or use one of: {', '.join(sorted(TOPOLOGY_INSTANCE_TYPES))}.",
+        )
+
+
+@platform_rule(
+    code="HPT-TOPOLOGY-CONSISTENT",
+    domain=Domain.SCHEDULING,
+    at="cluster.instanceGroups[*].topologyAware",
+    reads=("cluster.instanceGroups[*].instanceType",),
+    failure="half the nodes of a type placed by topology: Kueue has one flavor per instance type",
+    guardrail="`topologyAware` the same on every group of an instance type",
+)
+def topology_consistent(p: Platform) -> Iterator[Finding]:
+    """Check that every group of an instance type agrees on ``topologyAware`` (one Kueue flavor per type)."""
+    first: dict[str, InstanceGroup] = {}
+    for i, g in enumerate(p.cluster.instance_groups):
+        seen = first.setdefault(g.instance_type, g)
+        if seen.topology_aware != g.topology_aware:
+            yield Finding(
+                f"cluster.instanceGroups[{i}].topologyAware",
+                f"groups {seen.name!r} and {g.name!r} are both {g.instance_type} but only one is topology-aware; "
+                "Kueue places an instance type by topology or not at all.",
+                f"set `topologyAware: {str(seen.topology_aware).lower()}` on group {g.name!r}, or the opposite on "
+                f"{seen.name!r}.",
             )
 
 

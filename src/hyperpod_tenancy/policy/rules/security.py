@@ -221,8 +221,10 @@ def _admission(code: str, failure: str, guardrail: str) -> Guardrail:
 ADMISSION = (
     _admission(
         "hyperpod-tenancy-pod-specs",
-        "a pod preempting other teams through a Kubernetes PriorityClass, or seeing GPUs it was not given",
-        "no `priorityClassName` and no GPU-visibility environment variables in any PodSpec, from every requester",
+        "a pod preempting other teams through a Kubernetes PriorityClass, seeing GPUs it was not given, or a job "
+        "waiting for ever on a topology level no node has",
+        "no `priorityClassName` and no GPU-visibility environment variables in any PodSpec, and Kueue topology "
+        "requests naming a level of the platform's Topology, from every requester",
     ),
     _admission(
         "hyperpod-tenancy-posix-identity",

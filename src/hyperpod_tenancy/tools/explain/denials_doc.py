@@ -47,8 +47,10 @@ WHAT_TO_DO: dict[str, str] = {
     ),
     "hyperpod-tenancy-pod-specs": (
         "Remove `priorityClassName` from the pod template (the Kueue label carries the priority), remove the "
-        "device-visibility variables (the device plugin sets them), and request the accelerators that go with "
-        "any EFA interfaces."
+        "device-visibility variables (the device plugin sets them), request the accelerators that go with "
+        "any EFA interfaces, and name a topology level the cluster has (or none) in "
+        "`kueue.x-k8s.io/podset-required-topology`; see [Submitting work](submitting-work.md#placing-a-job-under-"
+        "one-network-node)."
     ),
     "hyperpod-tenancy-workload-deletes": (
         "Delete with the default cascade (`kubectl delete job <name>`, which is `--cascade=background`), or "

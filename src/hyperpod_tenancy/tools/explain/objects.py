@@ -27,6 +27,7 @@ __all__ = [
     "objects_from_documents",
     "owner_names",
     "parse_quantity",
+    "requested",
     "select_workload",
 ]
 
@@ -82,6 +83,8 @@ class Cause(enum.StrEnum):
     ADMISSION_DENIED = "admission-denied"
     #: The POSIX identity webhook does not answer and its ``failurePolicy`` is ``Fail``.
     WEBHOOK_UNAVAILABLE = "webhook-unavailable"
+    #: The job asked for a network topology level and no domain of that level has room for all its pods at once.
+    TOPOLOGY_DOMAIN = "topology-domain"
     #: The team's queue cannot admit anything (inactive, stopped, missing or not selecting the namespace).
     QUEUE_INACTIVE = "queue-inactive"
     #: Kueue has not looked at the workload yet.
@@ -283,3 +286,25 @@ def objects_from_documents(
         denials=tuple(denials),
         asked=asked,
     )
+
+
+def _amount(value: object) -> Decimal:
+    return parse_quantity(value) or Decimal(0)
+
+
+def requested(workload: dict[str, Any], resource: str) -> Decimal:
+    """Total ``resource`` the workload asks for, over its pod sets (``status.resourceRequests``, else the spec)."""
+    status = (workload.get("status") or {}).get("resourceRequests")
+    if status:
+        return sum((_amount((ps.get("resources") or {}).get(resource)) for ps in status), Decimal(0))
+    total = Decimal(0)
+    for ps in (workload.get("spec") or {}).get("podSets") or ():
+        spec = ((ps.get("template") or {}).get("spec")) or {}
+        per_pod = Decimal(0)
+        for container in spec.get("containers") or ():
+            res = container.get("resources") or {}
+            per_pod += _amount(
+                (res.get("requests") or {}).get(resource, (res.get("limits") or {}).get(resource))
+            )
+        total += per_pod * int(ps.get("count", 1))
+    return total

@@ -26,8 +26,16 @@ from typing import Any
 
 from hyperpod_tenancy.policy import names
 from hyperpod_tenancy.policy.borrowing import absolute_limit
-from hyperpod_tenancy.tools.explain.objects import Cause, Diagnosis, Objects, condition, parse_quantity
+from hyperpod_tenancy.tools.explain.objects import (
+    Cause,
+    Diagnosis,
+    Objects,
+    condition,
+    parse_quantity,
+    requested,
+)
 from hyperpod_tenancy.tools.explain.team import TeamFacts
+from hyperpod_tenancy.tools.explain.topology import topology_diagnosis
 
 __all__ = ["QuotaLine", "diagnose_pending", "quota_lines", "requested"]
 
@@ -108,24 +116,6 @@ def quota_lines(cluster_queue: dict[str, Any] | None) -> dict[tuple[str, str], Q
                     borrowed,
                 )
     return lines
-
-
-def requested(workload: dict[str, Any], resource: str) -> Decimal:
-    """Total ``resource`` the workload asks for, over its pod sets (``status.resourceRequests``, else the spec)."""
-    status = (workload.get("status") or {}).get("resourceRequests")
-    if status:
-        return sum((_num((ps.get("resources") or {}).get(resource)) for ps in status), Decimal(0))
-    total = Decimal(0)
-    for ps in (workload.get("spec") or {}).get("podSets") or ():
-        spec = ((ps.get("template") or {}).get("spec")) or {}
-        per_pod = Decimal(0)
-        for container in spec.get("containers") or ():
-            res = container.get("resources") or {}
-            per_pod += _num(
-                (res.get("requests") or {}).get(resource, (res.get("limits") or {}).get(resource))
-            )
-        total += per_pod * int(ps.get("count", 1))
-    return total
 
 
 def _message(workload: dict[str, Any]) -> str:
@@ -387,6 +377,8 @@ def diagnose_pending(team: TeamFacts, objects: Objects) -> Diagnosis:
     message = _message(objects.workload)
     if (flavor := _flavor_diagnosis(team, objects, message)) is not None:
         return flavor
+    if (topology := topology_diagnosis(objects, message)) is not None:
+        return topology
     if _INACTIVE.search(message):
         return Diagnosis(
             Cause.QUEUE_INACTIVE,
