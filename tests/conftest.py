@@ -52,6 +52,14 @@ def kueue_reference(kueue_platform: Platform, tmp_path_factory: pytest.TempPathF
 
 
 @pytest.fixture(scope="session")
+def partitions_example(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    """``examples/partitions-and-topology`` (a partitioned p4de group, a topology-aware p5 group), synthesized."""
+    return synthesize(
+        platforms.example("partitions-and-topology"), tmp_path_factory.mktemp("partitions"), validate=True
+    )
+
+
+@pytest.fixture(scope="session")
 def borrowing_example(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     """``examples/borrowing-range`` (a 1,000 % borrower, absolute borrow limits), synthesized."""
     return synthesize(

@@ -48,6 +48,7 @@ SCANNED = {
     "borrowing": "borrowing_example",
     "idc": "identity_center_example",
     "acct": "team_accounts_example",
+    "mig": "partitions_example",
 }
 
 

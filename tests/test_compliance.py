@@ -38,6 +38,7 @@ KUEUE_GROUP = "kueue.x-k8s.io/"
         "borrowing_example",
         "identity_center_example",
         "team_accounts_example",
+        "partitions_example",
     ],
 )
 def test_cfn_lint_has_no_errors_and_only_accepted_warnings(
@@ -69,6 +70,7 @@ FIXTURES = [
     "borrowing_example",
     "identity_center_example",
     "team_accounts_example",
+    "partitions_example",
 ]
 
 
@@ -102,6 +104,7 @@ def test_cfn_lint_catches_a_broken_template(reference: Synth) -> None:
         "borrowing-example",
         "identity-center-example",
         "team-accounts-example",
+        "partitions-example",
     ],
 )
 def test_cdk_nag_aws_solutions_has_no_unacknowledged_findings(
@@ -114,6 +117,7 @@ def test_cdk_nag_aws_solutions_has_no_unacknowledged_findings(
         "borrowing-example": platforms.example("borrowing-range"),
         "identity-center-example": platforms.example("identity-center-account"),
         "team-accounts-example": platforms.example("team-accounts"),
+        "partitions-example": platforms.example("partitions-and-topology"),
     }[backend]
     # raises ValidationFailed on any unacknowledged finding
     synth = synthesize(platform, tmp_path, nag=True)

@@ -19,6 +19,7 @@ EXPECTED_WARNINGS = {
     "borrowing-range": ["HPT-BORROW-LIMIT-RANGE"],
     "identity-center-account": ["HPT-CHARGEBACK-TAGS-PAYER"],
     "team-accounts": ["HPT-CHARGEBACK-TAGS-PAYER"],
+    "partitions-and-topology": [],
 }
 
 

@@ -275,6 +275,17 @@ BAD = [
             "routeTableIds": ["rtb-0a1b2c3d4e5f60718"],
         },
     },
+    # partitioned GPUs: a layout the chart lacks, groups of one type that disagree, quotas that do not fit them
+    {
+        "cluster.instanceGroups": [
+            {**reference_data()["cluster"]["instanceGroups"][0], "migConfig": "all-1g.10gb"},
+            {**reference_data()["cluster"]["instanceGroups"][1], "migConfig": "all-1g.10gb"},
+            {"name": "p5-more", "instanceType": P5, "count": 2, "reserved": 0, "migConfig": "all-2g.20gb"},
+        ],
+        "teams[0].compute.quotas": {P5: 2},
+        "teams[1].compute.quotas": {P5: {"acceleratorPartition": {"type": "mig-1g.10gb", "count": 9999}}},
+        "teams[2].compute.quotas": {P5: {"acceleratorPartition": {"type": "mig-3g.40gb", "count": 1}}},
+    },
     # more teams than the default of every account quota (HPT-QUOTA-*)
     {"teams": [{**reference_data()["teams"][2], "name": f"team-{i:04d}"} for i in range(3501)]},
 ]
@@ -302,6 +313,7 @@ def _by_rule(platform: Platform) -> Iterator[tuple[rules.Rule, PolicyIssue]]:
         "borrowing",
         "accounts",
         "team-studio",
+        "mig",
         "quotas",
     ],
 )
@@ -338,6 +350,7 @@ def test_the_bad_platforms_exercise_every_rule(monkeypatch: pytest.MonkeyPatch) 
         "borrowing",
         "accounts",
         "team-studio",
+        "mig",
         "quotas",
     ],
 )

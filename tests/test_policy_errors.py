@@ -1280,6 +1280,90 @@ CASES: list[Case] = [
         1,
     ),
     Case(
+        "mig-layout-the-chart-lacks",
+        {
+            "cluster.instanceGroups[0].migConfig": "all-2g.20gb",
+            "chargeback": None,
+            "teams[0].compute.quotas": {
+                "ml.p5.48xlarge": {"acceleratorPartition": {"type": "mig-1g.10gb", "count": 7}}
+            },
+            "teams[1].compute.quotas": {
+                "ml.p5.48xlarge": {"acceleratorPartition": {"type": "mig-1g.10gb", "count": 7}}
+            },
+        },
+        "HPT-MIG-CONFIG",
+        "cluster.instanceGroups[0].migConfig",
+        ("'all-2g.20gb' is not a layout of HyperPod's GPU operator for ml.p5.48xlarge",),
+        "use one of: all-1g.10gb, all-3g.40gb, all-7g.80gb",
+        1,
+    ),
+    Case(
+        "mig-on-half-a-type",
+        {
+            "chargeback": None,
+            "cluster.instanceGroups[0].migConfig": "all-1g.10gb",
+            "cluster.instanceGroups[2]": {"name": "p5-more", "instanceType": "ml.p5.48xlarge", "count": 2},
+            "teams[0].compute.quotas": {
+                "ml.p5.48xlarge": {"acceleratorPartition": {"type": "mig-1g.10gb", "count": 7}}
+            },
+            "teams[1].compute.quotas": {
+                "ml.p5.48xlarge": {"acceleratorPartition": {"type": "mig-1g.10gb", "count": 7}}
+            },
+        },
+        "HPT-MIG-CONSISTENT",
+        "cluster.instanceGroups[2].migConfig",
+        ("groups 'p5-training' and 'p5-more' are both ml.p5.48xlarge but partition their GPUs differently",),
+        "give group 'p5-more' `migConfig: all-1g.10gb`",
+        1,
+    ),
+    Case(
+        "whole-gpus-on-partitioned-nodes",
+        {"chargeback": None, "cluster.instanceGroups[0].migConfig": "all-1g.10gb"},
+        "HPT-QUOTA-PARTITION",
+        "teams[0].compute.quotas.ml.p5.48xlarge",
+        ("team 'research' has a quota of whole GPUs (9) on ml.p5.48xlarge, whose nodes are partitioned",),
+        "state it in partitions",
+        2,
+    ),
+    Case(
+        "more-partitions-than-the-nodes-make",
+        {
+            "chargeback": None,
+            "cluster.instanceGroups[0].migConfig": "mixed-3-1g.10gb-1-4g.40gb",
+            "teams[0].compute.quotas": {
+                "ml.p5.48xlarge": {"acceleratorPartition": {"type": "mig-1g.10gb", "count": 300}}
+            },
+            "teams[1].compute.quotas": {
+                "ml.p5.48xlarge": {"acceleratorPartition": {"type": "mig-1g.10gb", "count": 100}}
+            },
+        },
+        "HPT-PARTITION-CAPACITY",
+        "teams[*].compute.quotas.ml.p5.48xlarge",
+        (
+            "mig-1g.10gb quotas on ml.p5.48xlarge sum to 400 (research 300 + vision 100) but the instances not in "
+            "reserve make 360 (3 per GPU x 8 GPUs x 15 instances)",
+        ),
+        "lower the mig-1g.10gb quotas by 40",
+        1,
+    ),
+    Case(
+        "partitioned-group-with-chargeback",
+        {
+            "cluster.instanceGroups[0].migConfig": "all-1g.10gb",
+            "teams[0].compute.quotas": {
+                "ml.p5.48xlarge": {"acceleratorPartition": {"type": "mig-1g.10gb", "count": 7}}
+            },
+            "teams[1].compute.quotas": {
+                "ml.p5.48xlarge": {"acceleratorPartition": {"type": "mig-1g.10gb", "count": 7}}
+            },
+        },
+        "HPT-MIG-CHARGEBACK",
+        "cluster.instanceGroups[0].migConfig",
+        ("the partitions' work would be billed to the idle owner and no team",),
+        "run partitioned groups on a platform without `chargeback`",
+        1,
+    ),
+    Case(
         "training-plan-arn",
         {"cluster.instanceGroups[0].trainingPlanArn": "plan-1"},
         "HPT-TRAINING-PLAN",

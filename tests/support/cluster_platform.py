@@ -39,6 +39,7 @@ from synth import Synth
 from webhook_server import controller, sso_user
 
 from hyperpod_tenancy.k8s import posix_identity
+from hyperpod_tenancy.policy.mig import offered, partition_resource
 
 
 def platform_nodes(synth: Synth) -> list[dict[str, Any]]:
@@ -55,6 +56,10 @@ def platform_nodes(synth: Synth) -> list[dict[str, Any]]:
         }
         if hardware.efa_interfaces:
             capacity["vpc.amazonaws.com/efa"] = str(hardware.efa_interfaces)
+        made = offered(synth.platform, group.instance_type, hardware.accelerators)
+        if made:  # a MIG layout: the device plugin's mixed strategy offers the partitions and no whole GPU
+            del capacity[hardware.accelerator_resource]
+            capacity.update({partition_resource(p): str(n) for p, n in made.items()})
         for i in range(group.count):
             labels = {"node.kubernetes.io/instance-type": group.instance_type}
             nodes.append(kwok_node(f"{group.name}-{i}", capacity=capacity, labels=labels))

@@ -19,10 +19,10 @@ instance's amount in its own unit and floors the product.
 
 from __future__ import annotations
 
-from hyperpod_tenancy.policy.grains import Resource, guaranteed, instance_fractions, shape_of
+from hyperpod_tenancy.policy.grains import Resource, guaranteed, instance_fractions, partitions, shape_of
 from hyperpod_tenancy.policy.model import Platform, ResourceAmount, Team
 
-__all__ = ["Resource", "absolute_limit", "borrowing_limit", "may_borrow"]
+__all__ = ["Resource", "absolute_limit", "borrowing_limit", "may_borrow", "partition_borrowing_limit"]
 
 
 def may_borrow(platform: Platform, team: Team) -> bool:
@@ -64,3 +64,20 @@ def borrowing_limit(
         return sharing.borrowing_limit(nominal, team.compute.borrow_limit)
     fraction = instance_fractions(absolute, shape_of(platform, instance_type))[resource]
     return int(fraction * per_instance)
+
+
+def partition_borrowing_limit(platform: Platform, team: Team, instance_type: str, partition: str) -> int:
+    """Most partitions of profile ``partition`` (``mig-1g.10gb``) ``team`` may borrow on ``instance_type``.
+
+    ``borrowLimit`` percent of its own partitions of that profile there, or the partitions of that profile its
+    absolute limit on the type names (none when the limit is stated otherwise).
+    """
+    sharing = platform.effective_sharing(team)
+    if not sharing.borrows:
+        return 0
+    absolute = absolute_limit(team, instance_type)
+    if absolute is None:
+        nominal = partitions(platform, team, instance_type).get(partition, 0)
+        return sharing.borrowing_limit(nominal, team.compute.borrow_limit)
+    given = absolute.accelerator_partition
+    return given.count if given is not None and given.type == partition else 0

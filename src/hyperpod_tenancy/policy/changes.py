@@ -78,7 +78,28 @@ def replacement_warnings(
     _identity_center(old, new, out)
     _kubernetes(old, new, out)
     _scheduler(old, new, out)
+    _mig(old, new, out)
     return out
+
+
+def _mig(old: Platform, new: Platform, out: list[PolicyIssue]) -> None:
+    """Report a group whose MIG layout changes: the GPU operator applies it with the GPUs idle."""
+    before = {g.name: g.mig_config for g in old.cluster.instance_groups}
+    for i, group in enumerate(new.cluster.instance_groups):
+        if group.name not in before or before[group.name] == group.mig_config:
+            continue
+        was, now = before[group.name] or "whole GPUs", group.mig_config or "whole GPUs"
+        out.append(
+            PolicyIssue(
+                f"cluster.instanceGroups[{i}].migConfig",
+                f"group {group.name!r} goes from {was} to {now}: the GPU operator's MIG manager applies a layout "
+                "only with the GPUs idle, stopping every pod on them, and may reboot each node (the HyperPod chart "
+                "sets WITH_REBOOT); the partitions teams hold change with it.",
+                "drain the group first (cordon its nodes and let the teams checkpoint), deploy, and tell the teams "
+                "whose quotas name its partitions.",
+                "HPT-UPGRADE-MIG",
+            )
+        )
 
 
 def _minor(version: str) -> tuple[int, int] | None:

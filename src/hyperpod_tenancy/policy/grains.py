@@ -17,6 +17,7 @@ from fractions import Fraction
 
 from hyperpod_tenancy.errors import TenancyError
 from hyperpod_tenancy.policy.instance_types import resource_shape
+from hyperpod_tenancy.policy.mig import COMPUTE_SLICES, slices
 from hyperpod_tenancy.policy.model import Platform, ResourceAmount, ResourceShape, Team
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "instance_fractions",
     "instances_by_type",
     "instances_text",
+    "partitions",
     "quota_fractions",
     "quota_instances",
     "shape_of",
@@ -78,8 +80,22 @@ def instance_fractions(amount: ResourceAmount, shape: ResourceShape | None) -> d
             Resource.MEMORY: next(f for f in (memory, cpu) if f is not None),
             Resource.EFA: Fraction(0),
         }
+    if grains == ("acceleratorPartition",) and amount.accelerator_partition is not None:
+        if shape.accelerators < 1:
+            raise TenancyError("an amount in accelerator partitions on an instance type without accelerators")
+        partition = amount.accelerator_partition
+        # its compute slices of the instance's: vCPUs and memory follow, no whole accelerator (the HyperPod CLI's
+        # and Task Governance's ratio for a partition)
+        share = Fraction(partition.count * slices(partition.type), shape.accelerators * COMPUTE_SLICES)
+        return {
+            Resource.ACCELERATORS: Fraction(0),
+            Resource.CPU: share,
+            Resource.MEMORY: share,
+            Resource.EFA: Fraction(0),
+        }
     raise TenancyError(
-        f"an amount needs exactly one grain (instances, accelerators, or vcpus/memoryGiB); got {grains}"
+        "an amount needs exactly one grain (instances, accelerators, vcpus/memoryGiB, or acceleratorPartition); "
+        f"got {grains}"
     )
 
 
@@ -101,6 +117,14 @@ def quota_fractions(platform: Platform, team: Team, instance_type: str) -> dict[
     if isinstance(quota, int):
         return dict.fromkeys(Resource, Fraction(quota))
     return instance_fractions(quota, shape_of(platform, instance_type))
+
+
+def partitions(platform: Platform, team: Team, instance_type: str) -> dict[str, int]:
+    """Return the team's guaranteed partitions on ``instance_type``: ``{"mig-1g.10gb": 14}`` (none: empty)."""
+    quota = team.compute.quotas.get(instance_type)
+    if isinstance(quota, ResourceAmount) and quota.accelerator_partition is not None:
+        return {quota.accelerator_partition.type: quota.accelerator_partition.count}
+    return {}
 
 
 def quota_instances(platform: Platform, team: Team, instance_type: str) -> Fraction:

@@ -122,7 +122,14 @@ def resource_config(instance_type: str, amount: int | ResourceAmount) -> dict[st
     """Return a ``ComputeQuotaResourceConfig``: ``{"InstanceType": ..., "Accelerators": 8}`` (an int: ``Count``)."""
     if isinstance(amount, int):
         return {"InstanceType": instance_type, "Count": amount}
-    return {"InstanceType": instance_type, **{_API_GRAIN[k]: v for k, v in amount.given.items()}}
+    config: dict[str, Any] = {
+        "InstanceType": instance_type,
+        **{_API_GRAIN[k]: v for k, v in amount.given.items()},
+    }
+    if amount.accelerator_partition is not None:
+        partition = amount.accelerator_partition
+        config["AcceleratorPartition"] = {"Type": partition.type, "Count": partition.count}
+    return config
 
 
 def compute_quota_properties(platform: Platform, team: Team, *, cluster_arn: str) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from hyperpod_tenancy.constructs._private.kubectl import KUBECTL_WAIT
 from hyperpod_tenancy.constructs.cluster.build import ClusterBuild
 from hyperpod_tenancy.errors import TenancyError
+from hyperpod_tenancy.policy.mig import MIG_CONFIG_LABEL
 
 __all__ = [
     "HYPERPOD_CHART_RBAC_SUBCHARTS",
@@ -21,6 +22,7 @@ __all__ = [
     "create_execution_role",
     "create_hyperpod_cluster",
     "create_hyperpod_helm_chart",
+    "gpu_operator_values",
 ]
 
 #: Subcharts of the HyperPod dependencies chart that grant RBAC to team groups; always rendered disabled.
@@ -127,6 +129,43 @@ def create_execution_role(shared: ClusterBuild) -> iam.Role:
     return role
 
 
+def gpu_operator_values() -> dict[str, Any]:
+    """Return the HyperPod chart values that install its GPU operator for MIG layouts, hardened as the default plugin.
+
+    The chart's ``gpu-operator`` subchart (aws/sagemaker-hyperpod-cli ``helm_chart/HyperPodHelmChart/charts/
+    gpu-operator``, off by default) wraps NVIDIA's chart under the key ``gpu-operator`` and runs its MIG manager,
+    which applies each node's ``nvidia.com/mig.config`` layout, and its own device plugin with
+    ``mig.strategy: mixed``. Three things are set here rather than left to defaults:
+
+    * the chart's own ``nvidia-device-plugin`` is turned off (its node affinity lists the partitioned types too:
+      two plugins would advertise one node's GPUs);
+    * the operator's device plugin hands GPUs over as volume mounts (``DEVICE_LIST_STRATEGY``, which the
+      operator applies after its own settings: ``TransformDevicePlugin`` in NVIDIA/gpu-operator
+      ``controllers/object_controls.go``), and CDI stays off, so no other strategy is chosen for it;
+    * the operator's toolkit, which configures the container runtime on every GPU node, ignores
+      ``NVIDIA_VISIBLE_DEVICES`` in unprivileged containers and accepts the volume mounts: its installer defaults
+      ``accept-nvidia-visible-devices-envvar-when-unprivileged`` to true (NVIDIA/nvidia-container-toolkit v1.19.0,
+      the version the subchart pins, ``cmd/nvidia-ctk-installer/toolkit/toolkit.go``), which would undo the
+      lifecycle script's hardening.
+    """
+    return {
+        "nvidia-device-plugin": {"devicePlugin": {"enabled": False}, "deviceListStrategy": "volume-mounts"},
+        "gpu-operator": {
+            "enabled": True,
+            "gpu-operator": {
+                "cdi": {"enabled": False},
+                "devicePlugin": {"env": [{"name": "DEVICE_LIST_STRATEGY", "value": "volume-mounts"}]},
+                "toolkit": {
+                    "env": [
+                        {"name": "ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED", "value": "false"},
+                        {"name": "ACCEPT_NVIDIA_VISIBLE_DEVICES_AS_VOLUME_MOUNTS", "value": "true"},
+                    ]
+                },
+            },
+        },
+    }
+
+
 def create_hyperpod_helm_chart(shared: ClusterBuild) -> eks.HelmChart:
     """Install the HyperPod dependencies Helm chart (its team RBAC subcharts off)."""
     source = shared.platform.cluster.hyperpod_helm_chart
@@ -145,6 +184,8 @@ def create_hyperpod_helm_chart(shared: ClusterBuild) -> eks.HelmChart:
         # ``team-role-and-bindings.enabled: false`` at aws/sagemaker-hyperpod-cli 011ca927).
         **{chart: {"enabled": False} for chart in HYPERPOD_CHART_RBAC_SUBCHARTS},
     }
+    if any(g.mig_config is not None for g in shared.platform.cluster.instance_groups):
+        values.update(gpu_operator_values())
     common: dict[str, Any] = {
         "cluster": shared.kubernetes,
         "release": HYPERPOD_HELM_RELEASE,
@@ -203,6 +244,12 @@ def create_hyperpod_cluster(shared: ClusterBuild) -> sagemaker.CfnCluster:
                 override_vpc_config=sagemaker.CfnCluster.VpcConfigProperty(
                     security_group_ids=shared.node_security_group_ids, subnets=[subnet.subnet_id]
                 ),
+                # HyperPod's "managed" way to partition a group's GPUs: the label its GPU operator applies
+                kubernetes_config=sagemaker.CfnCluster.ClusterKubernetesConfigProperty(
+                    labels={MIG_CONFIG_LABEL: group.mig_config}
+                )
+                if group.mig_config is not None
+                else None,
             )
         )
     cluster = sagemaker.CfnCluster(

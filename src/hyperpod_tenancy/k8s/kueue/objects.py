@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from hyperpod_tenancy.errors import TenancyError
@@ -22,8 +22,9 @@ from hyperpod_tenancy.k8s.kueue.lint import lint_kueue_objects
 from hyperpod_tenancy.k8s.quantities import cpu_millis, cpu_quantity, memory_mib, memory_quantity
 from hyperpod_tenancy.policy import names
 from hyperpod_tenancy.policy.borrowing import Resource, borrowing_limit
-from hyperpod_tenancy.policy.grains import guaranteed
+from hyperpod_tenancy.policy.grains import guaranteed, partitions
 from hyperpod_tenancy.policy.instance_types import resource_shape
+from hyperpod_tenancy.policy.mig import PARTITION_RESOURCE_PREFIX, offered, partition_resource
 from hyperpod_tenancy.policy.model import (
     InstanceGroup,
     Platform,
@@ -46,8 +47,12 @@ class _FlavorShape:
     cpu_millis: int
     memory_mib: int
     efa_interfaces: int = 0
+    #: Partitions one instance offers, by resource (``nvidia.com/mig-1g.10gb``: 56); its GPUs are then not offered.
+    partitions: Mapping[str, int] = field(default_factory=dict)
 
     def amount(self, resource: str) -> int:
+        if resource.startswith(PARTITION_RESOURCE_PREFIX):
+            return self.partitions.get(resource, 0)
         kind = _borrowed_resource(resource)
         if kind is Resource.ACCELERATORS:
             return self.accelerators if resource == self.accelerator_resource else 0
@@ -82,7 +87,7 @@ def topology_aware_types(platform: Platform) -> list[str]:
     ]
 
 
-def _shape_of(index: int, group: InstanceGroup) -> _FlavorShape:
+def _shape_of(platform: Platform, index: int, group: InstanceGroup) -> _FlavorShape:
     shape = resource_shape(group)
     if shape is None:
         raise TenancyError(
@@ -91,13 +96,19 @@ def _shape_of(index: int, group: InstanceGroup) -> _FlavorShape:
             f"instance group {group.name!r} (accelerators, vcpus, memoryGiB and, for non-NVIDIA devices, "
             "acceleratorResource)."
         )
+    made = {
+        partition_resource(partition): n
+        for partition, n in offered(platform, group.instance_type, shape.accelerators).items()
+    }
     return _FlavorShape(
         instance_type=group.instance_type,
         accelerator_resource=shape.accelerator_resource,
-        accelerators=shape.accelerators,
+        # partitioned GPUs are offered as their partitions only (the device plugin's mixed strategy)
+        accelerators=0 if made else shape.accelerators,
         cpu_millis=cpu_millis(group, shape),
         memory_mib=memory_mib(shape),
         efa_interfaces=shape.efa_interfaces,
+        partitions=made,
     )
 
 
@@ -105,7 +116,7 @@ def _flavor_shapes(platform: Platform) -> dict[str, _FlavorShape]:
     shapes: dict[str, _FlavorShape] = {}
     first: dict[str, InstanceGroup] = {}
     for i, group in enumerate(platform.cluster.instance_groups):
-        shape = _shape_of(i, group)
+        shape = _shape_of(platform, i, group)
         known = shapes.get(group.instance_type)
         if known is None:
             shapes[group.instance_type] = shape
@@ -122,8 +133,9 @@ def _flavor_shapes(platform: Platform) -> dict[str, _FlavorShape]:
 def _covered_resources(shapes: Iterable[_FlavorShape]) -> list[str]:
     shapes = list(shapes)
     accelerators = list(dict.fromkeys(s.accelerator_resource for s in shapes))
+    partitioned = sorted({resource for s in shapes for resource in s.partitions})
     efa = [EFA] if any(s.efa_interfaces for s in shapes) else []
-    return [*accelerators, CPU, MEMORY, *efa]
+    return [*accelerators, *partitioned, CPU, MEMORY, *efa]
 
 
 def _quantity(resource: str, base: int) -> int | str:
@@ -175,6 +187,9 @@ def _flavor_quota(
 ) -> dict[str, Any]:
     resources = []
     for resource in covered:
+        if resource.startswith(PARTITION_RESOURCE_PREFIX):
+            resources.append(_partition_quota(platform, team, shape, resource, sharing))
+            continue
         per_instance = shape.amount(resource)
         kind = _borrowed_resource(resource)
         nominal = guaranteed(platform, team, shape.instance_type, per_instance, kind)
@@ -185,6 +200,30 @@ def _flavor_quota(
             entry["lendingLimit"] = _quantity(resource, 0)
         resources.append(entry)
     return {"name": shape.instance_type, "resources": resources}
+
+
+def _partition_quota(
+    platform: Platform, team: Team, shape: _FlavorShape, resource: str, sharing: SharingStrategy
+) -> dict[str, Any]:
+    """Return the team's quota of one partition resource on one flavor: its partitions, and what it may borrow.
+
+    It may borrow ``borrowLimit`` percent of them, or its absolute limit's partitions of that profile on the type.
+    """
+    nominal = sum(
+        n
+        for partition, n in partitions(platform, team, shape.instance_type).items()
+        if partition_resource(partition) == resource and resource in shape.partitions
+    )
+    entry: dict[str, Any] = {
+        "name": resource,
+        "nominalQuota": nominal,
+        "borrowingLimit": sharing.borrowing_limit(nominal, team.compute.borrow_limit)
+        if sharing.borrows
+        else 0,
+    }
+    if not sharing.lends:
+        entry["lendingLimit"] = 0
+    return entry
 
 
 def _raise_on_findings(findings: list[str], what: str) -> None:

@@ -5,9 +5,10 @@ from __future__ import annotations
 from hyperpod_tenancy.k8s.quantities import cpu_millis, cpu_quantity, memory_mib, memory_quantity
 from hyperpod_tenancy.k8s.team_manifests._common import Manifest, _meta
 from hyperpod_tenancy.policy import names
-from hyperpod_tenancy.policy.borrowing import Resource, borrowing_limit
-from hyperpod_tenancy.policy.grains import guaranteed
+from hyperpod_tenancy.policy.borrowing import Resource, borrowing_limit, partition_borrowing_limit
+from hyperpod_tenancy.policy.grains import guaranteed, partitions
 from hyperpod_tenancy.policy.instance_types import resource_shape
+from hyperpod_tenancy.policy.mig import offered, partition_resource
 from hyperpod_tenancy.policy.model import (
     InstanceGroup,
     Platform,
@@ -131,6 +132,13 @@ def accelerator_ceiling(platform: Platform, team: Team) -> dict[str, int] | None
         ceiling[shape.accelerator_resource] = ceiling.get(shape.accelerator_resource, 0) + _ceiling(
             platform, team, shape.accelerators, group.instance_type, Resource.ACCELERATORS
         )
+        # a partitioned type's partitions: the team's own of each profile, plus what it may borrow of them
+        for partition in offered(platform, group.instance_type, shape.accelerators):
+            ceiling.setdefault(partition_resource(partition), 0)
+            if group is platform.instance_group_for(group.instance_type)[0]:
+                ceiling[partition_resource(partition)] += partitions(platform, team, group.instance_type).get(
+                    partition, 0
+                ) + partition_borrowing_limit(platform, team, group.instance_type, partition)
     if _NEURON_DEVICE in ceiling:
         for alias in _NEURON_ALIASES:
             ceiling.setdefault(alias, 0)

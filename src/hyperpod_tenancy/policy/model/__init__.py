@@ -55,6 +55,7 @@ from hyperpod_tenancy.policy.model.enums import (
 )
 from hyperpod_tenancy.policy.model.platform import CREATE_KMS_KEY, EncryptionSpec, IdentityCenter, Platform
 from hyperpod_tenancy.policy.model.team import (
+    AcceleratorPartition,
     ComputeAllocation,
     PriorityClass,
     ResourceAmount,
@@ -77,6 +78,7 @@ __all__ = [
     "DEFAULT_WEBHOOK_TIMEOUT_SECONDS",
     "DOCUMENTED_BORROW_LIMIT_RANGE",
     "MAX_CHECKPOINT_INTERVAL_CEILING",
+    "AcceleratorPartition",
     "BillingTermSpec",
     "ChargebackSpec",
     "CheckpointEnforcement",

@@ -79,6 +79,11 @@ class InstanceGroup:
     #: labels (:data:`hyperpod_tenancy.policy.topology.TOPOLOGY_INSTANCE_TYPES`); the same on every group of a
     #: type. On the ``kueue`` backend every job on the type is then placed by Kueue's topology-aware scheduling.
     topology_aware: bool = False
+    #: Partition every GPU of the group with this MIG layout: a name of HyperPod's GPU operator configuration
+    #: (``all-1g.10gb``, ``mixed-3-1g.10gb-1-4g.40gb``; :func:`hyperpod_tenancy.policy.mig.mig_configs`). Its
+    #: nodes then offer partitions (``nvidia.com/mig-1g.10gb``) and no whole GPUs; quotas on the type are in
+    #: ``acceleratorPartition``. The same on every group of a type.
+    mig_config: str | None = None
 
     @property
     def quota_capacity(self) -> int:

@@ -69,6 +69,20 @@ class SchedulingSpec:
 
 
 @dataclass(frozen=True, kw_only=True)
+class AcceleratorPartition:
+    """GPU partitions of one MIG profile (Task Governance ``AcceleratorPartitionConfig``)."""
+
+    #: The profile as the HyperPod CLI and the SageMaker API name it (``mig-1g.10gb``).
+    type: str
+    #: Partitions.
+    count: int
+
+    def __str__(self) -> str:
+        """``14 mig-1g.10gb``."""
+        return f"{self.count} {self.type}"
+
+
+@dataclass(frozen=True, kw_only=True)
 class ResourceAmount:
     """An amount of one instance type's compute, at one grain (Task Governance ``ComputeQuotaResourceConfig``).
 
@@ -85,6 +99,11 @@ class ResourceAmount:
     vcpus: float | None = None
     #: Memory in GiB (``MemoryInGiB``); no accelerators.
     memory_gib: float | None = field(default=None, metadata={"alias": "memoryGiB"})
+    #: Partitions of a GPU (``AcceleratorPartition``), on a type whose group has a ``migConfig``; vCPUs and memory
+    #: follow in the partition's share of the instance (its compute slices of 7, of the instance's GPUs).
+    accelerator_partition: AcceleratorPartition | None = field(
+        default=None, metadata={"alias": "acceleratorPartition"}
+    )
 
     @property
     def given(self) -> dict[str, int | float]:
@@ -100,11 +119,15 @@ class ResourceAmount:
     @property
     def grains(self) -> tuple[str, ...]:
         """The ``platform.yaml`` keys set, in field order (``("accelerators",)``)."""
-        return tuple(self.given)
+        partition = ("acceleratorPartition",) if self.accelerator_partition is not None else ()
+        return (*self.given, *partition)
 
     def __str__(self) -> str:
-        """``8 accelerators``, ``16 vcpus, 128 memoryGiB``."""
-        return ", ".join(f"{value:g} {key}" for key, value in self.given.items())
+        """``8 accelerators``, ``16 vcpus, 128 memoryGiB``, ``14 mig-1g.10gb``."""
+        parts = [f"{value:g} {key}" for key, value in self.given.items()]
+        if self.accelerator_partition is not None:
+            parts.append(str(self.accelerator_partition))
+        return ", ".join(parts)
 
 
 @dataclass(frozen=True, kw_only=True)

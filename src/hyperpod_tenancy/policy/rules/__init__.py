@@ -23,6 +23,7 @@ from hyperpod_tenancy.policy.rules import (
     deployment,
     identity,
     identity_center,
+    mig,
     naming,
     networking,
     quotas,
@@ -109,6 +110,8 @@ ERROR_RULES: tuple[Rule, ...] = (
     capacity.group_resources,
     capacity.kueue_group_resources,
     scheduling.topology_type,
+    mig.mig_config,
+    mig.mig_chargeback,
     naming.group_name_unique,
     # the rest of the cluster
     capacity.system_node_count,
@@ -118,6 +121,7 @@ ERROR_RULES: tuple[Rule, ...] = (
     storage.fsx_throughput,
     capacity.kueue_flavor_shapes,
     scheduling.topology_consistent,
+    mig.mig_consistent,
     deployment.helm_chart,
     deployment.usage_report_chart,
     security.cluster_classification,
@@ -147,6 +151,7 @@ ERROR_RULES: tuple[Rule, ...] = (
     capacity.quota_type,
     capacity.quota_count,
     capacity.quota_grain,
+    mig.quota_partition,
     # the rest of the team
     *borrowing.ERROR_RULES,
     scheduling.fair_share_weight,
@@ -168,6 +173,7 @@ ERROR_RULES: tuple[Rule, ...] = (
     chargeback.cost_center,
     # across teams
     capacity.quota_capacity,
+    mig.partition_capacity,
     # chargeback
     chargeback.terms_defined,
     chargeback.effective_from,
@@ -186,6 +192,7 @@ WARNING_RULES: tuple[Rule, ...] = (
     security.dedicated_cluster,
     deployment.task_governance_region,
     capacity.unused_instance_type,
+    mig.quota_partition_offered,
     *borrowing.WARNING_RULES,
     identity.posix_supplemental_groups,
     chargeback.price_unused,

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from hyperpod_tenancy.policy import names
+from hyperpod_tenancy.policy.model import InstanceGroup, Platform
 
 __all__ = [
     "DNS_LABEL",
@@ -39,3 +41,12 @@ REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-\d$")
 def valid_team_name(name: str) -> bool:
     """Whether ``name`` passes ``HPT-TEAM-NAME`` (rules deriving names from it skip it otherwise)."""
     return bool(DNS_LABEL.match(name)) and len(name) <= MAX_TEAM_NAME
+
+
+def disagreeing_groups(p: Platform, field: str) -> Iterator[tuple[int, InstanceGroup, InstanceGroup]]:
+    """Yield ``(index, first, group)`` for each group whose ``field`` differs from the first group of its type's."""
+    first: dict[str, InstanceGroup] = {}
+    for i, g in enumerate(p.cluster.instance_groups):
+        seen = first.setdefault(g.instance_type, g)
+        if getattr(seen, field) != getattr(g, field):
+            yield i, seen, g

@@ -191,6 +191,10 @@ REPLACEMENTS = (
         "HPT-UPGRADE-SCHEDULER",
         "another fairness backend or Kueue chart deletes or restarts the queues running work depends on",
     ),
+    _replacement(
+        "HPT-UPGRADE-MIG",
+        "a changed MIG layout stops every pod on the group's GPUs and may reboot its nodes",
+    ),
 )
 
 #: Construct validation of :class:`~hyperpod_tenancy.constructs.SharedHyperPodCluster`.

@@ -26,7 +26,7 @@ from hyperpod_tenancy.policy.rules._base import (
     priority_class_rule,
     team_rule,
 )
-from hyperpod_tenancy.policy.rules._common import MAX_PRIORITY_CLASSES, WEIGHT_RANGE
+from hyperpod_tenancy.policy.rules._common import MAX_PRIORITY_CLASSES, WEIGHT_RANGE, disagreeing_groups
 from hyperpod_tenancy.policy.topology import NETWORK_LAYERS, TOPOLOGY_INSTANCE_TYPES
 
 
@@ -208,17 +208,14 @@ def topology_type(p: Platform, i: int, g: InstanceGroup) -> Iterator[Finding]:
 )
 def topology_consistent(p: Platform) -> Iterator[Finding]:
     """Check that every group of an instance type agrees on ``topologyAware`` (one Kueue flavor per type)."""
-    first: dict[str, InstanceGroup] = {}
-    for i, g in enumerate(p.cluster.instance_groups):
-        seen = first.setdefault(g.instance_type, g)
-        if seen.topology_aware != g.topology_aware:
-            yield Finding(
-                f"cluster.instanceGroups[{i}].topologyAware",
-                f"groups {seen.name!r} and {g.name!r} are both {g.instance_type} but only one is topology-aware; "
-                "Kueue places an instance type by topology or not at all.",
-                f"set `topologyAware: {str(seen.topology_aware).lower()}` on group {g.name!r}, or the opposite on "
-                f"{seen.name!r}.",
-            )
+    for i, seen, g in disagreeing_groups(p, "topology_aware"):
+        yield Finding(
+            f"cluster.instanceGroups[{i}].topologyAware",
+            f"groups {seen.name!r} and {g.name!r} are both {g.instance_type} but only one is topology-aware; "
+            "Kueue places an instance type by topology or not at all.",
+            f"set `topologyAware: {str(seen.topology_aware).lower()}` on group {g.name!r}, or the opposite on "
+            f"{seen.name!r}.",
+        )
 
 
 def _admission(code: str, failure: str, guardrail: str) -> Guardrail:

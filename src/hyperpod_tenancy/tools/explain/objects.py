@@ -85,6 +85,8 @@ class Cause(enum.StrEnum):
     WEBHOOK_UNAVAILABLE = "webhook-unavailable"
     #: The job asked for a network topology level and no domain of that level has room for all its pods at once.
     TOPOLOGY_DOMAIN = "topology-domain"
+    #: The job asks for a GPU partition profile the team holds no quota for.
+    PARTITION_PROFILE = "partition-profile"
     #: The team's queue cannot admit anything (inactive, stopped, missing or not selecting the namespace).
     QUEUE_INACTIVE = "queue-inactive"
     #: Kueue has not looked at the workload yet.

@@ -34,6 +34,7 @@ from hyperpod_tenancy.tools.explain.objects import (
     parse_quantity,
     requested,
 )
+from hyperpod_tenancy.tools.explain.partitions import partition_diagnosis
 from hyperpod_tenancy.tools.explain.team import TeamFacts
 from hyperpod_tenancy.tools.explain.topology import topology_diagnosis
 
@@ -371,14 +372,21 @@ def _flavor_diagnosis(team: TeamFacts, objects: Objects, message: str) -> Diagno
     return None
 
 
+def _placement_diagnosis(team: TeamFacts, objects: Objects, message: str) -> Diagnosis | None:
+    """Return the first of: a partition profile without quota, no flavor that fits, no topology domain with room."""
+    return (
+        partition_diagnosis(team.name, objects, message)
+        or _flavor_diagnosis(team, objects, message)
+        or topology_diagnosis(objects, message)
+    )
+
+
 def diagnose_pending(team: TeamFacts, objects: Objects) -> Diagnosis:
     """Why the workload has no quota reservation: the first cause that its condition message and queue show."""
     assert objects.workload is not None  # noqa: S101 - the caller checked
     message = _message(objects.workload)
-    if (flavor := _flavor_diagnosis(team, objects, message)) is not None:
-        return flavor
-    if (topology := topology_diagnosis(objects, message)) is not None:
-        return topology
+    if (placement := _placement_diagnosis(team, objects, message)) is not None:
+        return placement
     if _INACTIVE.search(message):
         return Diagnosis(
             Cause.QUEUE_INACTIVE,

@@ -143,7 +143,7 @@ def _team_rows(plan: TenancyPlan, limit: int | None = None) -> tuple[list[list[s
             [
                 s.team,
                 s.instance_type,
-                f"{s.guaranteed_gpus:,}",
+                f"{s.guaranteed_gpus:,}" + "".join(f" + {n:,} {p}" for p, n in sorted(s.partitions.items())),
                 _percent(s.share),
                 s.sharing.value,
                 f"{s.burst_ceiling_gpus:,}",

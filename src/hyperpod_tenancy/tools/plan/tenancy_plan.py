@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from fractions import Fraction
 
@@ -44,7 +44,7 @@ from hyperpod_tenancy.chargeback.model import (
 )
 from hyperpod_tenancy.errors import PolicyIssue
 from hyperpod_tenancy.policy.borrowing import Resource, absolute_limit, borrowing_limit
-from hyperpod_tenancy.policy.grains import as_decimal, guaranteed, quota_instances
+from hyperpod_tenancy.policy.grains import as_decimal, guaranteed, partitions, quota_instances
 from hyperpod_tenancy.policy.instance_types import resource_shape
 from hyperpod_tenancy.policy.model import Platform, SharingStrategy, Team
 
@@ -124,6 +124,8 @@ class TeamShare:
     reclaimable_gpus: int
     #: GPU-hours one reclaim of the whole burst may lose, per priority class the team may use.
     risks: tuple[ClassRisk, ...]
+    #: GPU partitions the team holds on the type (``{"mig-1g.10gb": 98}``), besides whole GPUs.
+    partitions: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -260,6 +262,7 @@ def _shares(platform: Platform, capacities: Sequence[TypeCapacity]) -> tuple[Tea
                     burst_ceiling_gpus=held + borrowable,
                     reclaimable_gpus=borrowable,
                     risks=_risks(platform, team, borrowable),
+                    partitions=partitions(platform, team, cap.instance_type),
                 )
             )
     return tuple(shares)

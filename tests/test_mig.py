@@ -1,0 +1,392 @@
+"""GPU partitions (MIG): the layouts HyperPod's GPU operator applies, quotas in partitions, Kueue admitting them.
+
+The layouts are the HyperPod chart's (checked name by name); a group's layout reaches its nodes as HyperPod's
+``nvidia.com/mig.config`` label with the chart's GPU operator installed and hardened; quotas in partitions become
+Task Governance ``AcceleratorPartition`` and Kueue quotas of ``nvidia.com/mig-<profile>``. On the real control
+plane (Kueue v0.19.2, KWOK nodes advertising the partitions the layout makes and no whole GPU), a partition-only
+team runs on its slices and waits, with explain saying why, for a whole GPU or a profile it holds no quota for.
+``hyp --accelerator-partition-type`` writes the resource the queues count. The chargeback does not bill
+partitions yet, so a platform with ``chargeback`` refuses them.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import tenant_admission as ta
+from cel_admission import evaluate_policies
+from cluster_platform import ClusterPlatforms, OnCluster
+from hyperpod_sdk import render
+from kube_client import wait_until
+from kueue_crd_validator import validate_kueue
+from platforms import example, reference_data
+from synth import Synth, resources_of, synthesize
+from webhook_server import sso_user
+
+from hyperpod_tenancy.constructs._private.task_governance import resource_config
+from hyperpod_tenancy.constructs.cluster.hyperpod import HYPERPOD_HELM_RELEASE, gpu_operator_values
+from hyperpod_tenancy.errors import PolicyError
+from hyperpod_tenancy.k8s.admission import admission_policies
+from hyperpod_tenancy.k8s.kueue import cluster_objects, team_objects
+from hyperpod_tenancy.policy import Platform, platform_from_dict
+from hyperpod_tenancy.policy.changes import replacement_warnings
+from hyperpod_tenancy.policy.mig import PARTITIONED_TYPES, layout, mig_configs
+from hyperpod_tenancy.tools.explain.diagnose import diagnose
+from hyperpod_tenancy.tools.explain.live import read_live
+from hyperpod_tenancy.tools.explain.objects import Cause, Objects
+from hyperpod_tenancy.tools.plan.command import text_lines
+from hyperpod_tenancy.tools.plan.tenancy_plan import build_plan
+
+#: The layouts of the chart's ConfigMap ``default-mig-config`` for A100 40GB, A100 80GB/H100 and H200
+#: (aws/sagemaker-hyperpod-cli helm_chart/HyperPodHelmChart/charts/gpu-operator/config/default-mig-config.yaml at
+#: 011ca927), by the profile of their 1g partition.
+CHART = {
+    family: [
+        f"all-1g.{a}",
+        f"all-3g.{c}",
+        f"all-7g.{g}",
+        f"mixed-1-3g.{c}-1-4g.{c}",
+        f"mixed-1-1g.{a}-1-2g.{b}-1-4g.{c}",
+        f"mixed-3-1g.{a}-1-4g.{c}",
+        f"mixed-1-1g.{a}-1-2g.{b}-1-3g.{c}",
+        f"mixed-3-1g.{a}-1-3g.{c}",
+        f"mixed-2-2g.{b}-1-3g.{c}",
+        f"mixed-2-1g.{a}-1-2g.{b}-1-3g.{c}",
+        f"mixed-4-1g.{a}-1-3g.{c}",
+        f"mixed-1-1g.{a}-3-2g.{b}",
+        f"mixed-3-1g.{a}-2-2g.{b}",
+        f"mixed-5-1g.{a}-1-2g.{b}",
+    ]
+    for family, (a, b, c, g) in {
+        "ml.p4d.24xlarge": ("5gb", "10gb", "20gb", "40gb"),
+        "ml.p5.48xlarge": ("10gb", "20gb", "40gb", "80gb"),
+        "ml.p5e.48xlarge": ("18gb", "35gb", "71gb", "141gb"),
+    }.items()
+}
+
+
+@pytest.mark.parametrize("instance_type", sorted(CHART))
+def test_the_layouts_are_the_charts(instance_type: str) -> None:
+    assert sorted(mig_configs(instance_type)) == sorted(CHART[instance_type])
+
+
+def test_a_layout_is_partitions_per_gpu() -> None:
+    assert layout("ml.p5.48xlarge", "mixed-3-1g.10gb-1-4g.40gb") == {"mig-1g.10gb": 3, "mig-4g.40gb": 1}
+    assert layout("ml.p5.48xlarge", "all-1g.5gb") is None
+    assert "ml.p6-b200.48xlarge" not in PARTITIONED_TYPES
+
+
+def _partitioned(edit: Any = None, *, backend: str = "kueue") -> Platform:
+    data = reference_data()
+    data["fairnessBackend"] = backend
+    data.pop("chargeback")  # it cannot bill partitions yet (HPT-MIG-CHARGEBACK)
+    data["cluster"]["instanceGroups"][0]["migConfig"] = "all-1g.10gb"
+    research, vision = data["teams"][0], data["teams"][1]
+    research["compute"]["quotas"] = {
+        "ml.p5.48xlarge": {"acceleratorPartition": {"type": "mig-1g.10gb", "count": 14}}
+    }
+    vision["compute"]["quotas"] = {
+        "ml.p5.48xlarge": {"acceleratorPartition": {"type": "mig-1g.10gb", "count": 56}}
+    }
+    if edit is not None:
+        edit(data)
+    return platform_from_dict(data, source="platform.yaml with partitioned p5 nodes")
+
+
+def _codes(edit: Any) -> list[str]:
+    with pytest.raises(PolicyError) as caught:
+        _partitioned(edit)
+    return [issue.code for issue in caught.value.issues]
+
+
+def test_partition_quotas_become_kueue_quotas_of_the_partition_resource() -> None:
+    platform = _partitioned()
+    research = platform.team("research")
+    objects = [*cluster_objects(platform), *team_objects(platform, research)]
+    assert validate_kueue(objects) == []
+    (queue,) = [o for o in objects if o["kind"] == "ClusterQueue"]
+    (group,) = queue["spec"]["resourceGroups"]
+    assert "nvidia.com/mig-1g.10gb" in group["coveredResources"]
+    p5 = {r["name"]: r for r in group["flavors"][0]["resources"]}
+    assert p5["nvidia.com/mig-1g.10gb"]["nominalQuota"] == 14
+    assert p5["nvidia.com/gpu"]["nominalQuota"] == 0  # partitioned GPUs are offered as partitions only
+    # 14 one-slice partitions of 8 GPUs x 7 slices: a quarter of the instance's 96 cores (one thread per core)
+    assert p5["cpu"]["nominalQuota"] == 24
+
+
+def test_task_governance_gets_the_partition() -> None:
+    platform = _partitioned(backend="task-governance")
+    quota = platform.team("research").compute.quotas["ml.p5.48xlarge"]
+    assert resource_config("ml.p5.48xlarge", quota) == {
+        "InstanceType": "ml.p5.48xlarge",
+        "AcceleratorPartition": {"Type": "mig-1g.10gb", "Count": 14},
+    }
+
+
+def test_a_layout_the_chart_does_not_have_is_refused() -> None:
+    def wrong(d: dict[str, Any]) -> None:
+        d["cluster"]["instanceGroups"][0]["migConfig"] = "all-2g.20gb"
+
+    assert _codes(wrong) == ["HPT-MIG-CONFIG"]
+
+
+def test_whole_gpus_on_partitioned_nodes_are_refused() -> None:
+    def whole(d: dict[str, Any]) -> None:
+        d["teams"][0]["compute"]["quotas"] = {"ml.p5.48xlarge": 2}
+
+    assert "HPT-QUOTA-PARTITION" in _codes(whole)
+
+
+def test_more_partitions_than_the_nodes_make_are_refused() -> None:
+    def many(d: dict[str, Any]) -> None:
+        d["teams"][1]["compute"]["quotas"] = {
+            "ml.p5.48xlarge": {"acceleratorPartition": {"type": "mig-1g.10gb", "count": 900}}
+        }
+
+    assert "HPT-PARTITION-CAPACITY" in _codes(many)
+
+
+def test_the_chargeback_refuses_partitioned_groups() -> None:
+    def billed(d: dict[str, Any]) -> None:
+        d["chargeback"] = reference_data()["chargeback"]
+
+    assert _codes(billed) == ["HPT-MIG-CHARGEBACK"]
+
+
+# ---------------------------------------------------------------------------------------- on the real Kueue
+
+
+@pytest.fixture(scope="module")
+def mig_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    return synthesize(_partitioned(), tmp_path_factory.mktemp("mig"), validate=True)
+
+
+@pytest.fixture(scope="module")
+def on_cluster(cluster_platforms: ClusterPlatforms, mig_synth: Synth) -> Iterator[OnCluster]:
+    yield cluster_platforms.on("mig-kueue", mig_synth)
+    cluster_platforms.close()
+
+
+def _job(name: str, resource: str, amount: int) -> dict[str, Any]:
+    """A research member's Job of one pod asking ``amount`` of ``resource`` (request = limit), held Running."""
+    job = ta.runnable_job(name, gpus=1)
+    (container,) = job["spec"]["template"]["spec"]["containers"]
+    container["resources"] = {"requests": {resource: str(amount)}, "limits": {resource: str(amount)}}
+    job["spec"]["template"]["metadata"] = {"annotations": dict(_HOLD)}
+    return job
+
+
+#: KWOK completes a Job's pods after a second or so (its ``pod/general`` stages); these hold them Running.
+_HOLD = {
+    "pod-complete.stage.kwok.x-k8s.io/delay": "24h",
+    "pod-complete.stage.kwok.x-k8s.io/jitter-delay": "24h",
+}
+
+
+def _quota_message(plane: OnCluster, job: dict[str, Any]) -> str | None:
+    namespace = job["metadata"]["namespace"]
+    for workload in plane.admin.list("kueue.x-k8s.io/v1beta2", "Workload", namespace=namespace):
+        if any(o["name"] == job["metadata"]["name"] for o in workload["metadata"].get("ownerReferences", [])):
+            for condition in workload.get("status", {}).get("conditions", []):
+                if condition["type"] == "QuotaReserved" and condition["status"] == "False":
+                    return str(condition.get("message", ""))
+    return None
+
+
+def _running_on(plane: OnCluster, job: dict[str, Any]) -> str | None:
+    selector = f"batch.kubernetes.io/job-name={job['metadata']['name']}"
+    for pod in plane.admin.list("v1", "Pod", namespace=job["metadata"]["namespace"], labelSelector=selector):
+        if pod["spec"].get("nodeName") and pod["status"].get("phase") == "Running":
+            return str(pod["spec"]["nodeName"])
+    return None
+
+
+@pytest.mark.cluster
+def test_a_partition_only_team_runs_on_its_slices_and_waits_for_a_whole_gpu(on_cluster: OnCluster) -> None:
+    plane = on_cluster
+    plane.await_admission()
+    alice = plane.member("alice", "research")
+    slices_job = _job("slices", "nvidia.com/mig-1g.10gb", 2)
+    whole = _job("whole-gpu", "nvidia.com/gpu", 1)
+    other_profile = _job("other-profile", "nvidia.com/mig-3g.40gb", 1)
+    try:
+        for job in (slices_job, whole, other_profile):
+            assert (answer := alice.create(job)).ok, answer.message
+        node = wait_until(lambda: _running_on(plane, slices_job), timeout=240, what="the slices job to run")
+        assert node.startswith("p5-training-")
+        # no node offers a whole GPU of p5, and the team holds none anywhere: Kueue never admits it
+        message = wait_until(
+            lambda: _quota_message(plane, whole), timeout=120, what="the whole-GPU job to wait"
+        )
+        assert "insufficient quota for nvidia.com/gpu" in message, message
+        # a profile no layout makes is a resource no queue covers
+        message = wait_until(
+            lambda: _quota_message(plane, other_profile), timeout=120, what="the 3g job to wait"
+        )
+        assert "resource nvidia.com/mig-3g.40gb unavailable in ClusterQueue" in message, message
+        # explain, as the member reads it with their own kubeconfig, says which profiles the team holds
+        user = sso_user("mig-alice", "research")
+        kubeconfig = plane.plane.kubeconfig("mig-alice", user=user["username"], groups=tuple(user["groups"]))
+        objects = read_live(
+            namespace="hyperpod-ns-research",
+            asked="other-profile",
+            denials=(),
+            kubeconfig=str(kubeconfig),
+            context=None,
+        )
+        (main, *_) = diagnose(plane.synth.platform, objects)
+        assert main.cause is Cause.PARTITION_PROFILE, main.render()
+        assert "nvidia.com/mig-1g.10gb (your quota: 14 on ml.p5.48xlarge)" in main.details[1], main.render()
+        assert _running_on(plane, whole) is None and _running_on(plane, other_profile) is None
+    finally:
+        for job in (slices_job, whole, other_profile):
+            plane.admin.delete(job, propagation="Foreground")
+
+
+@pytest.mark.cluster
+def test_the_backstop_caps_the_partitions_the_team_may_hold(on_cluster: OnCluster) -> None:
+    quota = on_cluster.admin.get(
+        {
+            "apiVersion": "v1",
+            "kind": "ResourceQuota",
+            "metadata": {"name": "accelerator-ceiling", "namespace": "hyperpod-ns-research"},
+        }
+    )
+    assert quota is not None
+    # 14 of its own and half of them borrowed (research's borrowLimit), no whole GPU
+    assert quota["spec"]["hard"]["requests.nvidia.com/mig-1g.10gb"] == "21", quota["spec"]["hard"]
+    assert quota["spec"]["hard"]["requests.nvidia.com/gpu"] == "0", quota["spec"]["hard"]
+
+
+def test_the_cluster_installs_the_gpu_operator_with_the_hardening(mig_synth: Synth) -> None:
+    """The layout's label on the group (HyperPod's "managed" way), and the chart's GPU operator with the same GPU
+    hardening as the chart's own device plugin (:func:`gpu_operator_values`, its sources)."""
+    (cluster,) = resources_of(mig_synth.cluster, "AWS::SageMaker::Cluster").values()
+    groups = {g["InstanceGroupName"]: g for g in cluster["Properties"]["InstanceGroups"]}
+    assert groups["p5-training"]["KubernetesConfig"] == {"Labels": {"nvidia.com/mig.config": "all-1g.10gb"}}
+    assert "KubernetesConfig" not in groups["g5-inference"]
+    (chart,) = [
+        c
+        for c in resources_of(mig_synth.cluster, "Custom::AWSCDK-EKS-HelmChart").values()
+        if c["Properties"]["Release"] == HYPERPOD_HELM_RELEASE
+    ]
+    values = json.loads(chart["Properties"]["Values"])
+    assert values["gpu-operator"] == gpu_operator_values()["gpu-operator"]
+    operator = values["gpu-operator"]["gpu-operator"]
+    assert {"name": "ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED", "value": "false"} in operator[
+        "toolkit"
+    ]["env"]
+    assert operator["devicePlugin"]["env"] == [{"name": "DEVICE_LIST_STRATEGY", "value": "volume-mounts"}]
+    assert values["nvidia-device-plugin"]["devicePlugin"] == {"enabled": False}
+
+
+def test_without_a_layout_the_chart_keeps_its_own_device_plugin(reference: Synth) -> None:
+    (chart,) = [
+        c
+        for c in resources_of(reference.cluster, "Custom::AWSCDK-EKS-HelmChart").values()
+        if c["Properties"]["Release"] == HYPERPOD_HELM_RELEASE
+    ]
+    values = json.loads(chart["Properties"]["Values"])
+    assert "gpu-operator" not in values
+    assert values["nvidia-device-plugin"] == {"deviceListStrategy": "volume-mounts"}
+
+
+def _waiting_for(resource: str) -> Objects:
+    message = f"couldn't assign flavors to pod set main: resource {resource} unavailable in ClusterQueue"
+    platform = _partitioned()
+    research = platform.team("research")
+    (queue,) = [o for o in team_objects(platform, research) if o["kind"] == "ClusterQueue"]
+    workload = {
+        "metadata": {"name": "job-z", "namespace": "hyperpod-ns-research"},
+        "spec": {"queueName": "hyperpod-ns-research-localqueue", "podSets": []},
+        "status": {"conditions": [{"type": "QuotaReserved", "status": "False", "message": message}]},
+    }
+    return Objects(namespace="hyperpod-ns-research", workload=workload, cluster_queue=queue)
+
+
+def test_explain_names_the_profile_without_quota_and_the_ones_held() -> None:
+    (main, *_) = diagnose(_partitioned(), _waiting_for("nvidia.com/mig-3g.40gb"))
+    assert main.cause is Cause.PARTITION_PROFILE
+    assert main.summary.startswith("No quota for this partition profile: your team's queue has none of ")
+    assert (
+        main.details[1]
+        == "partitions your team holds: nvidia.com/mig-1g.10gb (your quota: 14 on ml.p5.48xlarge)"
+    )
+    page = (Path(__file__).resolve().parents[1] / "docs" / "explain.md").read_text(encoding="utf-8")
+    assert f"```text\n{main.render()}\n```" in page
+
+
+_HYP = (
+    "hyp create hyp-pytorch-job --job-name notebook --namespace hyperpod-ns-research "
+    "--image 111122223333.dkr.ecr.us-east-1.amazonaws.com/train:1 --instance-type ml.p5.48xlarge "
+    "--queue-name hyperpod-ns-research-localqueue --priority training-priority "
+    "--volume name=fsx,type=pvc,mount_path=/fsx/research,claim_name=fsx "
+    """--environment '{"HYPERPOD_TENANCY_CHECKPOINT_DIR": "/fsx/research/nb", "HYPERPOD_TENANCY_CHECKPOINT_INTERVAL": "1h"}' """
+    "--accelerator-partition-type mig-1g.10gb --accelerator-partition-count 2"
+)
+
+
+def test_hyp_asks_for_partitions_as_the_queues_count_them(
+    reference: Synth, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``hyp`` 3.12 writes ``nvidia.com/mig-1g.10gb`` (request = limit), the resource the partitioned flavor's quota
+    covers, and the platform admits it. The CLI's own check of the profile against live nodes is off: no cluster
+    answers here (``VALIDATE_PROFILE_IN_CLUSTER``, sagemaker/hyperpod/training/accelerator_partition_util.py)."""
+    monkeypatch.setenv("VALIDATE_PROFILE_IN_CLUSTER", "false")
+    (posted,) = render([_HYP])
+    (replica,) = posted.body["spec"]["replicaSpecs"]
+    (container,) = replica["template"]["spec"]["containers"]
+    assert str(container["resources"]["requests"]["nvidia.com/mig-1g.10gb"]) == "2"
+    assert str(container["resources"]["limits"]["nvidia.com/mig-1g.10gb"]) == "2"
+    assert "nvidia.com/gpu" not in container["resources"]["requests"]
+    platform = _partitioned(backend="task-governance")
+    decision = evaluate_policies(
+        admission_policies(platform),
+        obj=copy.deepcopy(posted.body),
+        namespace=ta.namespace(reference, "research"),
+        group="sagemaker.amazonaws.com",
+        resource="hyperpodpytorchjobs",
+        operation="CREATE",
+        user_info=ta.MEMBER,
+    )
+    assert decision.denied == []
+
+
+def test_validate_baseline_says_a_layout_change_stops_the_gpus_work() -> None:
+    plain = platform_from_dict({**reference_data(), "fairnessBackend": "kueue"} | {"chargeback": None})
+    (issue,) = [i for i in replacement_warnings(plain, _partitioned()) if i.code == "HPT-UPGRADE-MIG"]
+    assert issue.path == "cluster.instanceGroups[0].migConfig"
+    assert "goes from whole GPUs to all-1g.10gb" in issue.message
+    assert "drain the group first" in issue.fix
+
+
+def test_plan_lists_the_partitions_a_team_holds() -> None:
+    plan = build_plan(example("partitions-and-topology"), month="2026-12")
+    (share,) = [s for s in plan.shares if s.team == "inference"]
+    assert (share.guaranteed_gpus, dict(share.partitions)) == (0, {"mig-1g.10gb": 98})
+    assert any("0 + 98 mig-1g.10gb" in line for line in text_lines(plan))
+
+
+def test_a_partition_named_by_its_mig_identifier_is_refused(reference: Synth) -> None:
+    """The GPU-visibility rule refuses ``NVIDIA_VISIBLE_DEVICES`` whatever it names, MIG device identifiers too."""
+    job = ta.runnable_job("peek", gpus=1)
+    (container,) = job["spec"]["template"]["spec"]["containers"]
+    container["resources"] = {"limits": {"nvidia.com/mig-1g.10gb": "1"}}
+    container.setdefault("env", []).append(
+        {"name": "NVIDIA_VISIBLE_DEVICES", "value": "MIG-4a9e0f3c-6c1d-5e8f-9a0b-1c2d3e4f5a6b"}
+    )
+    decision = evaluate_policies(
+        admission_policies(_partitioned()),
+        obj=job,
+        namespace=ta.namespace(reference, "research"),
+        group="batch",
+        resource="jobs",
+        operation="CREATE",
+        user_info=ta.MEMBER,
+    )
+    assert any("may set NVIDIA_VISIBLE_DEVICES" in m for m in decision.denied), decision.denied
