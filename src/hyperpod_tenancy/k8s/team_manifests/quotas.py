@@ -132,13 +132,14 @@ def accelerator_ceiling(platform: Platform, team: Team) -> dict[str, int] | None
         ceiling[shape.accelerator_resource] = ceiling.get(shape.accelerator_resource, 0) + _ceiling(
             platform, team, shape.accelerators, group.instance_type, Resource.ACCELERATORS
         )
-        # a partitioned type's partitions: the team's own of each profile, plus what it may borrow of them
+        # a partitioned type's partitions (one group per type here): the team's own, plus what it may borrow
+        held = partitions(platform, team, group.instance_type)
         for partition in offered(platform, group.instance_type, shape.accelerators):
-            ceiling.setdefault(partition_resource(partition), 0)
-            if group is platform.instance_group_for(group.instance_type)[0]:
-                ceiling[partition_resource(partition)] += partitions(platform, team, group.instance_type).get(
-                    partition, 0
-                ) + partition_borrowing_limit(platform, team, group.instance_type, partition)
+            ceiling[partition_resource(partition)] = (
+                ceiling.get(partition_resource(partition), 0)
+                + held.get(partition, 0)
+                + partition_borrowing_limit(platform, team, group.instance_type, partition)
+            )
     if _NEURON_DEVICE in ceiling:
         for alias in _NEURON_ALIASES:
             ceiling.setdefault(alias, 0)
