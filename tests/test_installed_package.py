@@ -183,6 +183,8 @@ def test_the_platform_stage_quick_start_synthesizes_the_reference_platform(
         # Identity Center elsewhere, with a Studio team: its Identity Center stack carries aws-cdk-lib's
         # AwsCustomResource handler as an asset
         ("identity-center-account", "ml-platform-org-Team-Research-Identity"),
+        # partitioned GPUs and topology: the cluster stack carries the MIG label and the hardened GPU operator
+        ("partitions-and-topology", "ml-platform-Cluster"),
     ],
 )
 def test_an_accounts_layout_synthesizes_as_in_the_checkout(

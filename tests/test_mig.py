@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import cfnlint
 import pytest
 import tenant_admission as ta
 from cel_admission import evaluate_policies
@@ -35,7 +36,7 @@ from hyperpod_tenancy.k8s.admission import admission_policies
 from hyperpod_tenancy.k8s.kueue import cluster_objects, team_objects
 from hyperpod_tenancy.policy import Platform, platform_from_dict
 from hyperpod_tenancy.policy.changes import replacement_warnings
-from hyperpod_tenancy.policy.mig import PARTITIONED_TYPES, layout, mig_configs
+from hyperpod_tenancy.policy.mig import PARTITIONED_TYPES, layout, mig_configs, profiles
 from hyperpod_tenancy.tools.explain.diagnose import diagnose
 from hyperpod_tenancy.tools.explain.live import read_live
 from hyperpod_tenancy.tools.explain.objects import Cause, Objects
@@ -390,3 +391,21 @@ def test_a_partition_named_by_its_mig_identifier_is_refused(reference: Synth) ->
         user_info=ta.MEMBER,
     )
     assert any("may set NVIDIA_VISIBLE_DEVICES" in m for m in decision.denied), decision.denied
+
+
+def test_every_partition_type_is_one_the_compute_quota_accepts() -> None:
+    """``AWS::SageMaker::ComputeQuota`` rejects a ``AcceleratorPartition.Type`` outside its enum (the CloudFormation
+    schema cfn-lint ships, ``AcceleratorPartitionConfig``), and the service one the instance type does not support:
+    every profile offered here is in the enum, and each type's are the HyperPod CLI's for it."""
+    schemas = Path(cfnlint.__file__).parent / "data" / "schemas" / "resources"
+    (schema,) = [
+        d
+        for f in schemas.glob("*.json")
+        if '"AWS::SageMaker::ComputeQuota"' in (text := f.read_text(encoding="utf-8"))
+        for d in [json.loads(text)]
+    ]
+    accepted = set(schema["definitions"]["AcceleratorPartitionConfig"]["properties"]["Type"]["enum"])
+    for instance_type in PARTITIONED_TYPES:
+        assert set(profiles(instance_type)) <= accepted, instance_type
+        for config in mig_configs(instance_type):
+            assert set(layout(instance_type, config) or {}) <= set(profiles(instance_type)), config

@@ -32,6 +32,7 @@ from hyperpod_tenancy.k8s.kueue import cluster_objects
 from hyperpod_tenancy.k8s.kueue._common import TOPOLOGY
 from hyperpod_tenancy.policy import Platform, platform_from_dict
 from hyperpod_tenancy.policy.changes import replacement_warnings
+from hyperpod_tenancy.policy.rules import check_warnings
 from hyperpod_tenancy.policy.topology import NETWORK_LAYERS, TOPOLOGY_LEVELS
 from hyperpod_tenancy.tools.explain.diagnose import diagnose
 from hyperpod_tenancy.tools.explain.live import read_live
@@ -241,6 +242,55 @@ def test_a_job_required_under_one_network_node_waits_until_one_has_room(on_clust
 
 
 @pytest.mark.cluster
+def test_a_job_needs_a_topology_request_on_a_topology_aware_type_and_a_wrong_level_is_refused(
+    on_cluster: OnCluster,
+) -> None:
+    """Beside a type that is not placed by topology (the g5 group), Kueue v0.19.2 admits a job on the topology-aware
+    p5 flavor only if it asks for a topology (what HPT-TOPOLOGY-REQUEST warns about): one that asks for none waits,
+    one with ``podset-unconstrained-topology: "true"`` runs, Kueue naming its node. The API server refuses a level
+    the Topology lacks."""
+    plane = on_cluster
+    plane.await_admission()
+    alice = plane.member("alice", "research")
+    plain, anywhere = ta.runnable_job("plain", gpus=8), ta.runnable_job("anywhere", gpus=8)
+    for job, notes in ((plain, {}), (anywhere, {"kueue.x-k8s.io/podset-unconstrained-topology": "true"})):
+        job["spec"]["template"]["metadata"] = {"annotations": {**_HOLD, **notes}}
+        job["spec"]["template"]["spec"]["nodeSelector"] = {
+            "node.kubernetes.io/instance-type": "ml.p5.48xlarge"
+        }
+    try:
+        for job in (plain, anywhere):
+            assert (answer := alice.create(job)).ok, answer.message
+        try:
+            node = wait_until(
+                lambda: _nodes_of(plane, anywhere, 1), timeout=240, what="the anywhere job to run"
+            )
+        except AssertionError as error:
+            raise AssertionError(f"{error}\n{_state(plane, anywhere)}") from error
+        selector = "batch.kubernetes.io/job-name=anywhere"
+        (pod,) = plane.admin.list("v1", "Pod", namespace="hyperpod-ns-research", labelSelector=selector)
+        assert pod["spec"]["nodeSelector"].get("kubernetes.io/hostname") == node[0], pod["spec"][
+            "nodeSelector"
+        ]
+        waiting = wait_until(
+            lambda: (
+                (c := _condition(_workload(plane, plain), "QuotaReserved")) and c["status"] == "False" and c
+            ),
+            timeout=120,
+            what="the plain job to wait",
+        )
+        assert 'Flavor "ml.p5.48xlarge" supports only TopologyAwareScheduling' in waiting["message"], waiting
+        assert _nodes_of(plane, plain, 1) is None
+    finally:
+        for job in (plain, anywhere):
+            plane.admin.delete(job, propagation="Foreground")
+    wrong = _placed_job("far", pods=1, level="topology.k8s.aws/ultraserver-id")
+    answer = alice.create(wrong, dry_run=True)
+    assert not answer.ok
+    assert "may name one of topology.k8s.aws/network-node-layer-1" in answer.message, answer.message
+
+
+@pytest.mark.cluster
 def test_the_topology_and_flavor_are_accepted_by_kueue(on_cluster: OnCluster) -> None:
     topology = on_cluster.admin.get(
         {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Topology", "metadata": {"name": TOPOLOGY}}
@@ -417,3 +467,25 @@ def test_the_explain_page_shows_what_explain_prints_for_a_topology_wait() -> Non
     (main, *_) = diagnose(_topology_platform(), _waiting(message, pinned="ml.p5.48xlarge"))
     page = (Path(__file__).resolve().parents[1] / "docs" / "explain.md").read_text(encoding="utf-8")
     assert f"```text\n{main.render()}\n```" in page
+
+
+def test_beside_other_types_kueue_needs_a_request_and_validation_says_so() -> None:
+    codes = [w.code for w in check_warnings(_topology_platform())]
+    assert "HPT-TOPOLOGY-REQUEST" in codes
+    assert "HPT-TOPOLOGY-REQUEST" not in [
+        w.code for w in check_warnings(_topology_platform(backend="task-governance"))
+    ]
+
+
+def test_explain_says_a_job_on_a_topology_aware_type_must_ask_for_a_topology() -> None:
+    message = (
+        'couldn\'t assign flavors to pod set main: Flavor "ml.p5.48xlarge" supports only TopologyAwareScheduling, '
+        "flavor ml.g5.12xlarge doesn't match node affinity"
+    )
+    objects = _waiting(message, pinned="ml.p5.48xlarge")
+    assert objects.workload is not None
+    del objects.workload["spec"]["podSets"][0]["topologyRequest"]
+    (main, *_) = diagnose(_topology_platform(), objects)
+    assert main.cause is Cause.FLAVOR_MISSING
+    assert "asks for no topology" in main.summary
+    assert 'podset-unconstrained-topology: "true"' in main.fix[0]

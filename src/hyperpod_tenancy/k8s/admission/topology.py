@@ -16,13 +16,24 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final
 
-from hyperpod_tenancy.k8s.admission._common import WORKLOAD_RESOURCES, _cel_list, _is_resource
+from hyperpod_tenancy.k8s.admission._common import WORKLOAD_RESOURCES, _cel_list, _is_resource, _q
 from hyperpod_tenancy.k8s.admission.checkpoints import _for_every_pod_template
 from hyperpod_tenancy.k8s.kueue.objects import topology_aware_types
 from hyperpod_tenancy.policy.model import Platform
 from hyperpod_tenancy.policy.topology import TOPOLOGY_LEVELS
 
-__all__ = ["REFUSED_TOPOLOGY_ANNOTATIONS", "TOPOLOGY_ANNOTATIONS", "topology_levels", "topology_validations"]
+__all__ = [
+    "REFUSED_TOPOLOGY_ANNOTATIONS",
+    "TOPOLOGY_ANNOTATIONS",
+    "UNCONSTRAINED_ANNOTATION",
+    "topology_levels",
+    "topology_validations",
+]
+
+#: Placed anywhere on a topology-aware type: the request a job without a level needs there when its queue also has
+#: types that are not placed by topology (Kueue v0.19.2 then admits a pod set on a topology-aware flavor only if it
+#: asks for a topology, ``checkPodSetAndFlavorMatchForTAS``). Its one value is ``"true"``.
+UNCONSTRAINED_ANNOTATION: Final = "kueue.x-k8s.io/podset-unconstrained-topology"
 
 #: The topology requests a job may make, each naming a level.
 TOPOLOGY_ANNOTATIONS: Final[tuple[str, ...]] = (
@@ -32,7 +43,6 @@ TOPOLOGY_ANNOTATIONS: Final[tuple[str, ...]] = (
 
 #: Kueue's other pod-set topology annotations (v0.19.2 ``topology_types.go``), refused wherever they appear.
 REFUSED_TOPOLOGY_ANNOTATIONS: Final[tuple[str, ...]] = (
-    "kueue.x-k8s.io/podset-unconstrained-topology",
     "kueue.x-k8s.io/podset-slice-required-topology",
     "kueue.x-k8s.io/podset-slice-size",
     "kueue.x-k8s.io/podset-slice-required-topology-constraints",
@@ -54,9 +64,10 @@ def _topology_request(levels: tuple[str, ...]) -> Callable[[str], str]:
 
     def check(metadata: str) -> str:
         notes = f"{metadata}.annotations"
+        unconstrained = f"(!({_q(UNCONSTRAINED_ANNOTATION)} in {notes}) || {notes}[{_q(UNCONSTRAINED_ANNOTATION)}] == 'true')"
         return (
             f"(!has({notes}) || (!{refused}.exists(k, k in {notes}) && "
-            f"{allowed}.all(k, !(k in {notes}) || {notes}[k] in {listed})))"
+            f"{allowed}.all(k, !(k in {notes}) || {notes}[k] in {listed}) && {unconstrained}))"
         )
 
     return check
@@ -78,6 +89,7 @@ def topology_validations(platform: Platform) -> list[dict[str, str]]:
             "expression": f"!({kinds}) || ({check('object.metadata')} && {on_templates})",
             "message": (
                 f"{' and '.join(TOPOLOGY_ANNOTATIONS)} (on the workload or its pod templates) may name {where}; "
+                f'{UNCONSTRAINED_ANNOTATION} may only be "true"; '
                 f"{', '.join(REFUSED_TOPOLOGY_ANNOTATIONS)} are not offered. A level that no node carries leaves "
                 "the job pending for ever: e.g. kueue.x-k8s.io/podset-required-topology: "
                 "topology.k8s.aws/network-node-layer-3 (all pods under one bottom-layer network node)."

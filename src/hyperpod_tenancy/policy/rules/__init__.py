@@ -189,6 +189,7 @@ ERROR_RULES: tuple[Rule, ...] = (
 #: The warning rules, in reporting order.
 WARNING_RULES: tuple[Rule, ...] = (
     scheduling.inference_lowest_priority,
+    scheduling.topology_request,
     security.dedicated_cluster,
     deployment.task_governance_region,
     capacity.unused_instance_type,

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from hyperpod_tenancy.policy.model import (
     MAX_CHECKPOINT_INTERVAL_CEILING,
+    FairnessBackend,
     InstanceGroup,
     Platform,
     PriorityClass,
@@ -215,6 +216,31 @@ def topology_consistent(p: Platform) -> Iterator[Finding]:
             "Kueue places an instance type by topology or not at all.",
             f"set `topologyAware: {str(seen.topology_aware).lower()}` on group {g.name!r}, or the opposite on "
             f"{seen.name!r}.",
+        )
+
+
+@platform_rule(
+    code="HPT-TOPOLOGY-REQUEST",
+    domain=Domain.SCHEDULING,
+    at="cluster.instanceGroups[*].topologyAware",
+    reads=("fairnessBackend",),
+    failure="a job on a topology-aware type that asks for no topology waits for ever beside types that are not",
+    guardrail="warning on the kueue backend when some instance types are topology-aware and others are not",
+    severity=Severity.WARNING,
+)
+def topology_request(p: Platform) -> Iterator[Finding]:
+    """Warn that, on Kueue beside other types, a job must ask for a topology to run on a topology-aware type."""
+    aware = sorted({g.instance_type for g in p.cluster.instance_groups if g.topology_aware})
+    plain = {g.instance_type for g in p.cluster.instance_groups if not g.topology_aware} - set(aware)
+    if p.fairness_backend is FairnessBackend.KUEUE and aware and plain:
+        yield Finding(
+            "cluster.instanceGroups[*].topologyAware",
+            f"{', '.join(aware)} {'is' if len(aware) == 1 else 'are'} placed by topology and "
+            f"{', '.join(sorted(plain))} not: Kueue 0.19 then admits a job on a topology-aware type only if it asks "
+            'for a topology ("Flavor ... supports only TopologyAwareScheduling"); a job that asks for none waits '
+            "for ever there.",
+            "tell the teams to annotate such jobs' pod templates (`kueue.x-k8s.io/podset-unconstrained-topology: "
+            '"true"` to be placed anywhere, or a required/preferred level), or make every type topology-aware.',
         )
 
 

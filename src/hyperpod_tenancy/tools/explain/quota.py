@@ -373,11 +373,11 @@ def _flavor_diagnosis(team: TeamFacts, objects: Objects, message: str) -> Diagno
 
 
 def _placement_diagnosis(team: TeamFacts, objects: Objects, message: str) -> Diagnosis | None:
-    """Return the first of: a partition profile without quota, no flavor that fits, no topology domain with room."""
+    """Return the first of: a partition profile without quota, a topology wait or request, no flavor that fits."""
     return (
         partition_diagnosis(team.name, objects, message)
-        or _flavor_diagnosis(team, objects, message)
         or topology_diagnosis(objects, message)
+        or _flavor_diagnosis(team, objects, message)
     )
 
 

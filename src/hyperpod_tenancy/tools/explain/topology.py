@@ -33,6 +33,7 @@ _NOT_FIT = re.compile(
     r"(?P<some>\d+) out of (?P<total>\d+)) (?P<unit>pod|slice)\(s\)"
 )
 _NOT_TAS = re.compile(r"Flavor \"(?P<flavor>[^\"]+)\" does not support TopologyAwareScheduling")
+_ONLY_TAS = re.compile(r"Flavor \"(?P<flavor>[^\"]+)\" supports only TopologyAwareScheduling")
 _INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 _ACCELERATORS = ("nvidia.com/gpu", "aws.amazon.com/neurondevice", "aws.amazon.com/neuron")
 
@@ -69,6 +70,18 @@ def _pinned(workload: dict[str, Any]) -> str | None:
 def topology_diagnosis(objects: Objects, message: str) -> Diagnosis | None:
     """Diagnose a workload waiting for a topology domain with room for it, or None when that is not the cause."""
     workload = objects.workload
+    only = _ONLY_TAS.search(message)
+    if only is not None and workload is not None and _level(workload) is None:
+        return Diagnosis(
+            Cause.FLAVOR_MISSING,
+            f"The job runs on {only['flavor']}, which is placed by network topology, and asks for no topology: "
+            "beside types that are not, Kueue admits a job there only if it asks for one.",
+            (f"Kueue: {message}",),
+            (
+                'annotate the pod template with kueue.x-k8s.io/podset-unconstrained-topology: "true" (placed '
+                "anywhere), or with kueue.x-k8s.io/podset-preferred-topology: <level>",
+            ),
+        )
     asked = _level(workload) if workload is not None else None
     match = _NOT_FIT.search(message)
     not_tas = {m["flavor"] for m in _NOT_TAS.finditer(message)}
