@@ -51,6 +51,9 @@ class Fairness:
     #: Admission message refusing a team-written kind the backend cannot queue as one workload (``{kind}``
     #: names it); ``None`` when the backend queues every kind it is given.
     unintegrated_kind_refusal: str | None = None
+    #: Whether a job on a topology-aware type must ask for a topology while other types are not topology-aware
+    #: (upstream Kueue 0.19: ``checkPodSetAndFlavorMatchForTAS``).
+    needs_topology_request_beside_other_types: bool = False
 
     def resource_figure_problems(
         self, platform: Platform, index: int, group: InstanceGroup

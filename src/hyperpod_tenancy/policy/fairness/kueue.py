@@ -33,6 +33,7 @@ class KueueFairness(Fairness):
     )
     creates_team_namespace = True
     admits_hyp_pytorch_job = False
+    needs_topology_request_beside_other_types = True
     unintegrated_kind_refusal = (
         "{kind} is not supported with fairnessBackend: kueue: upstream Kueue has no job integration for it, so "
         "its pods would be admitted one by one and a multi-node job can deadlock half-admitted. Submit the job "

@@ -5,9 +5,9 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterator
 
+from hyperpod_tenancy.policy.fairness import fairness_of
 from hyperpod_tenancy.policy.model import (
     MAX_CHECKPOINT_INTERVAL_CEILING,
-    FairnessBackend,
     InstanceGroup,
     Platform,
     PriorityClass,
@@ -232,7 +232,7 @@ def topology_request(p: Platform) -> Iterator[Finding]:
     """Warn that, on Kueue beside other types, a job must ask for a topology to run on a topology-aware type."""
     aware = sorted({g.instance_type for g in p.cluster.instance_groups if g.topology_aware})
     plain = {g.instance_type for g in p.cluster.instance_groups if not g.topology_aware} - set(aware)
-    if p.fairness_backend is FairnessBackend.KUEUE and aware and plain:
+    if fairness_of(p).needs_topology_request_beside_other_types and aware and plain:
         yield Finding(
             "cluster.instanceGroups[*].topologyAware",
             f"{', '.join(aware)} {'is' if len(aware) == 1 else 'are'} placed by topology and "
