@@ -229,10 +229,10 @@ def test_expressions_use_only_standard_cel() -> None:
     kinds = len([k for k in workloads.served_kinds() if k.pod_specs])
     # conditions: 2 + 2 + 1 + 1 (whether work can be preempted is part of each checkpoint validation: match
     # conditions see no namespaceObject), and the team-namespace condition of each of the 4 policies;
-    # validations: 7 + 6 (2 refusing the checkpoint annotations, 4 on the environment's declaration) + 3 per kind
-    # with pod specs (priority class, GPU visibility, EFA with accelerators) + 1 (topology requests) + 3, each with
-    # a messageExpression or ''
-    assert len(expressions) == 6 + 4 + 2 * (7 + 6 + 3 * kinds + 1 + 3)
+    # validations: 7 + 6 (2 refusing the checkpoint annotations, 4 on the environment's declaration) + 4 per kind
+    # with pod specs (priority class, GPU visibility, EFA with accelerators, entitled accelerators) + 1 (topology
+    # requests) + 3, each with a messageExpression or ''
+    assert len(expressions) == 6 + 4 + 2 * (7 + 6 + 4 * kinds + 1 + 3)
     for expression in expressions:
         assert functions_used(expression) <= STANDARD_CEL_FUNCTIONS, expression
         for forbidden in ("authorizer", "params", "variables."):

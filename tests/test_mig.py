@@ -25,6 +25,7 @@ from cluster_platform import ClusterPlatforms, OnCluster
 from hyperpod_sdk import render
 from kube_client import wait_until
 from kueue_crd_validator import validate_kueue
+from matplotlib.patches import Rectangle
 from platforms import example, reference_data
 from synth import Synth, resources_of, synthesize
 from webhook_server import sso_user
@@ -33,13 +34,21 @@ from hyperpod_tenancy.constructs._private.task_governance import resource_config
 from hyperpod_tenancy.constructs.cluster.hyperpod import HYPERPOD_HELM_RELEASE, gpu_operator_values
 from hyperpod_tenancy.errors import PolicyError
 from hyperpod_tenancy.k8s.admission import admission_policies
+from hyperpod_tenancy.k8s.ceilings import accelerator_ceiling
 from hyperpod_tenancy.k8s.kueue import cluster_objects, team_objects
-from hyperpod_tenancy.policy import Platform, platform_from_dict
+from hyperpod_tenancy.k8s.labels import (
+    ACCELERATOR_LABEL_PREFIX,
+    accelerator_entitlement_label,
+    namespace_labels,
+    revoked_namespace_labels,
+)
+from hyperpod_tenancy.policy import Platform, names, platform_from_dict
 from hyperpod_tenancy.policy.changes import replacement_warnings
 from hyperpod_tenancy.policy.mig import PARTITIONED_TYPES, layout, mig_configs, profiles
 from hyperpod_tenancy.tools.explain.diagnose import diagnose
 from hyperpod_tenancy.tools.explain.live import read_live
 from hyperpod_tenancy.tools.explain.objects import Cause, Objects
+from hyperpod_tenancy.tools.plan.chart import render_chart
 from hyperpod_tenancy.tools.plan.command import text_lines
 from hyperpod_tenancy.tools.plan.tenancy_plan import build_plan
 
@@ -207,46 +216,138 @@ def _running_on(plane: OnCluster, job: dict[str, Any]) -> str | None:
     return None
 
 
+def _namespace(platform: Platform, team: str) -> dict[str, Any]:
+    """The team's namespace with the labels its team stack writes (the product's contract)."""
+    name = names.namespace(team)
+    labels = {**namespace_labels(platform, platform.team(team)), "kubernetes.io/metadata.name": name}
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
+
+
+def _admit(platform: Platform, job: dict[str, Any], team: str = "research") -> list[str]:
+    """The refusals of the platform's policies for ``job`` created by a member of ``team`` (CEL engine)."""
+    decision = evaluate_policies(
+        admission_policies(platform),
+        obj=job,
+        namespace=_namespace(platform, team),
+        group="batch",
+        resource="jobs",
+        user_info=ta.MEMBER,
+    )
+    return list(decision.denied)
+
+
+def test_admission_refuses_what_a_partition_only_team_is_not_entitled_to() -> None:
+    platform = _partitioned()
+    assert _admit(platform, _job("slices", "nvidia.com/mig-1g.10gb", 2)) == []
+    for resource in (
+        "nvidia.com/gpu",
+        "nvidia.com/mig-3g.40gb",
+        "nvidia.com/mig-1g.10gbx",
+        "aws.amazon.com/neuron",
+    ):
+        (denial,) = _admit(platform, _job("refused", resource, 1))
+        assert _NOT_ENTITLED in denial and "nvidia.com/mig-1g.10gb" in denial, denial
+    # in limits only, or in an init container, it is the same request
+    job = _job("limits-only", "nvidia.com/mig-1g.10gb", 1)
+    job["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "1"
+    assert any(_NOT_ENTITLED in d for d in _admit(platform, job))
+    job = _job("init", "nvidia.com/mig-1g.10gb", 1)
+    init = copy.deepcopy(job["spec"]["template"]["spec"]["containers"][0])
+    init |= {"name": "init", "resources": {"requests": {"nvidia.com/gpu": "1"}}}
+    job["spec"]["template"]["spec"]["initContainers"] = [init]
+    assert any(_NOT_ENTITLED in d for d in _admit(platform, job))
+    # asking for 0 asks for nothing
+    assert _admit(platform, _job("zero", "nvidia.com/gpu", 0)) == []
+
+
+def test_a_namespace_without_the_entitlement_label_is_refused_every_accelerator() -> None:
+    platform = _partitioned()
+    namespace = _namespace(platform, "research")
+    namespace["metadata"]["labels"] = {
+        k: v for k, v in namespace["metadata"]["labels"].items() if not k.startswith(ACCELERATOR_LABEL_PREFIX)
+    }
+    decision = evaluate_policies(
+        admission_policies(platform),
+        obj=_job("slices", "nvidia.com/mig-1g.10gb", 2),
+        namespace=namespace,
+        group="batch",
+        resource="jobs",
+        user_info=ta.MEMBER,
+    )
+    assert any(_NOT_ENTITLED in d for d in decision.denied), decision.denied
+
+
+def test_the_entitlements_follow_the_ceiling_and_are_revoked_with_the_team() -> None:
+    platform = _partitioned()
+    research = platform.team("research")
+    entitled = {
+        k: v
+        for k, v in namespace_labels(platform, research).items()
+        if k.startswith(ACCELERATOR_LABEL_PREFIX)
+    }
+    ceiling = accelerator_ceiling(platform, research) or {}
+    assert entitled == {
+        accelerator_entitlement_label(r): "allowed" if n > 0 else "denied" for r, n in ceiling.items()
+    }
+    assert entitled[accelerator_entitlement_label("nvidia.com/mig-1g.10gb")] == "allowed"
+    assert entitled[accelerator_entitlement_label("nvidia.com/gpu")] == "denied"
+    revoked = revoked_namespace_labels(platform, research)
+    assert {revoked[k] for k in entitled} == {"denied"}
+
+
+#: What the pod-spec policy answers a container asking for an accelerator the team is not entitled to.
+_NOT_ENTITLED = "requests an accelerator its team holds no quota for and may not borrow"
+
+
 @pytest.mark.cluster
-def test_a_partition_only_team_runs_on_its_slices_and_waits_for_a_whole_gpu(on_cluster: OnCluster) -> None:
+def test_a_partition_only_team_runs_on_its_slices_and_is_refused_a_whole_gpu(on_cluster: OnCluster) -> None:
     plane = on_cluster
     plane.await_admission()
     alice = plane.member("alice", "research")
     slices_job = _job("slices", "nvidia.com/mig-1g.10gb", 2)
-    whole = _job("whole-gpu", "nvidia.com/gpu", 1)
-    other_profile = _job("other-profile", "nvidia.com/mig-3g.40gb", 1)
     try:
-        for job in (slices_job, whole, other_profile):
-            assert (answer := alice.create(job)).ok, answer.message
+        assert (answer := alice.create(slices_job)).ok, answer.message
         node = wait_until(lambda: _running_on(plane, slices_job), timeout=240, what="the slices job to run")
         assert node.startswith("p5-training-")
-        # no node offers a whole GPU of p5, and the team holds none anywhere: Kueue never admits it
-        message = wait_until(
-            lambda: _quota_message(plane, whole), timeout=120, what="the whole-GPU job to wait"
-        )
-        assert "insufficient quota for nvidia.com/gpu" in message, message
-        # a profile no layout makes is a resource no queue covers
-        message = wait_until(
-            lambda: _quota_message(plane, other_profile), timeout=120, what="the 3g job to wait"
-        )
-        assert "resource nvidia.com/mig-3g.40gb unavailable in ClusterQueue" in message, message
-        # explain, as the member reads it with their own kubeconfig, says which profiles the team holds
+        # no node offers a whole GPU of p5 and the team holds none anywhere, nor a 3g partition (no layout makes
+        # it): admission refuses both before Kueue would hold them for ever
+        for refused in (
+            _job("whole-gpu", "nvidia.com/gpu", 1),
+            _job("other-profile", "nvidia.com/mig-3g.40gb", 1),
+        ):
+            answer = alice.create(refused)
+            assert not answer.ok and _NOT_ENTITLED in answer.message, answer.message
+        # the backstop stands behind admission: a pod the policy let through on the whole GPU is still refused
+        # by the namespace's ResourceQuota (0 nvidia.com/gpu); the policy is what a member meets first
+    finally:
+        plane.admin.delete(slices_job, propagation="Foreground")
+
+
+@pytest.mark.cluster
+def test_a_job_past_the_quota_waits_and_explain_names_the_profiles_held(on_cluster: OnCluster) -> None:
+    """A job entitled to the profile but asking more than the queue can ever hold waits; explain says why."""
+    plane = on_cluster
+    plane.await_admission()
+    alice = plane.member("alice", "research")
+    big = _job("too-many-slices", "nvidia.com/mig-1g.10gb", 22)  # ceiling: 14 own + 7 borrowed
+    try:
+        assert (answer := alice.create(big)).ok, answer.message
+        message = wait_until(lambda: _quota_message(plane, big), timeout=120, what="the big job to wait")
+        assert "nvidia.com/mig-1g.10gb" in message, message
         user = sso_user("mig-alice", "research")
         kubeconfig = plane.plane.kubeconfig("mig-alice", user=user["username"], groups=tuple(user["groups"]))
         objects = read_live(
             namespace="hyperpod-ns-research",
-            asked="other-profile",
+            asked="too-many-slices",
             denials=(),
             kubeconfig=str(kubeconfig),
             context=None,
         )
         (main, *_) = diagnose(plane.synth.platform, objects)
-        assert main.cause is Cause.PARTITION_PROFILE, main.render()
-        assert "nvidia.com/mig-1g.10gb (your quota: 14 on ml.p5.48xlarge)" in main.details[1], main.render()
-        assert _running_on(plane, whole) is None and _running_on(plane, other_profile) is None
+        assert _running_on(plane, big) is None
+        assert "nvidia.com/mig-1g.10gb" in main.render(), main.render()
     finally:
-        for job in (slices_job, whole, other_profile):
-            plane.admin.delete(job, propagation="Foreground")
+        plane.admin.delete(big, propagation="Foreground")
 
 
 @pytest.mark.cluster
@@ -332,9 +433,7 @@ _HYP = (
 )
 
 
-def test_hyp_asks_for_partitions_as_the_queues_count_them(
-    reference: Synth, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_hyp_asks_for_partitions_as_the_queues_count_them(monkeypatch: pytest.MonkeyPatch) -> None:
     """``hyp`` 3.12 writes ``nvidia.com/mig-1g.10gb`` (request = limit), the resource the partitioned flavor's quota
     covers, and the platform admits it. The CLI's own check of the profile against live nodes is off: no cluster
     answers here (``VALIDATE_PROFILE_IN_CLUSTER``, sagemaker/hyperpod/training/accelerator_partition_util.py)."""
@@ -349,7 +448,7 @@ def test_hyp_asks_for_partitions_as_the_queues_count_them(
     decision = evaluate_policies(
         admission_policies(platform),
         obj=copy.deepcopy(posted.body),
-        namespace=ta.namespace(reference, "research"),
+        namespace=_namespace(platform, "research"),
         group="sagemaker.amazonaws.com",
         resource="hyperpodpytorchjobs",
         operation="CREATE",
@@ -409,3 +508,27 @@ def test_every_partition_type_is_one_the_compute_quota_accepts() -> None:
         assert set(profiles(instance_type)) <= accepted, instance_type
         for config in mig_configs(instance_type):
             assert set(layout(instance_type, config) or {}) <= set(profiles(instance_type)), config
+
+
+def test_the_plan_chart_draws_partitions_at_their_share_of_gpus() -> None:
+    """98 one-slice partitions are 14 GPUs of the p4de panel, hatched, and the row says what they are."""
+    figure = render_chart(build_plan(example("partitions-and-topology"), month="2026-12"))
+    figure.canvas.draw()
+    bars = {
+        str(p.get_gid()): p
+        for ax in figure.axes
+        for p in ax.patches
+        if isinstance(p, Rectangle) and str(p.get_gid()).endswith(":inference")
+    }
+    assert {gid: bar.get_width() for gid, bar in bars.items()} == {
+        "segment:inference": 14,
+        "guarantee:inference": 14,
+    }
+    assert {bar.get_hatch() for bar in bars.values()} == {"xx"}
+    texts = [t.get_text() for ax in figure.axes for t in ax.texts]
+    assert "98 mig-1g.10gb = 14 GPUs" in texts, texts
+    legend = [t.get_text() for legend in figure.legends for t in legend.get_texts()]
+    assert "in GPU partitions" in legend
+    # whole-GPU teams are drawn as before, without the hatch
+    whole = [p for ax in figure.axes for p in ax.patches if str(p.get_gid()) == "guarantee:research"]
+    assert [(b.get_width(), b.get_hatch()) for b in whole] == [(72, None)]

@@ -128,6 +128,7 @@ REFERENCE_LABELS = {
         "priority.hyperpod-tenancy.io/experimentation-priority": other,
         "hyperpod-tenancy.io/borrows": borrows,
         "hyperpod-tenancy.io/preempts-own-work": "true",  # preemptTeamTasks: LowerPriority, the default
+        "accelerator.hyperpod-tenancy.io/gpu": "allowed",  # every team holds or may borrow nvidia.com/gpu
     }
     for team, inference, other, borrows, gid in (
         ("research", "denied", "allowed", "true", "20001"),  # lend-and-borrow, training + experimentation

@@ -311,6 +311,31 @@ def cases(member: Mapping[str, Any] = MEMBER) -> list[Case]:
             False,
             "kueue.x-k8s.io/podset-slice-size",
         ),
+        # accelerators: the reference partitions no GPU and has no Trainium, so neither is the team's to ask for
+        Case(
+            "a job asks for a GPU partition on a cluster that partitions none",
+            member,
+            "CREATE",
+            ta.job(
+                annotations=ta.CHECKPOINT,
+                name="ac-partition",
+                spec=ta.pod_spec(resources={"nvidia.com/mig-1g.10gb": "1"}),
+            ),
+            False,
+            "requests an accelerator its team holds no quota for",
+        ),
+        Case(
+            "a job asks for NeuronCores on a cluster without Trainium",
+            member,
+            "CREATE",
+            ta.job(
+                annotations=ta.CHECKPOINT,
+                name="ac-neuroncore",
+                spec=ta.pod_spec(resources={"aws.amazon.com/neuroncore": "2"}),
+            ),
+            False,
+            "requests an accelerator its team holds no quota for",
+        ),
     ]
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
+from hyperpod_tenancy.k8s.ceilings import accelerator_ceiling
 from hyperpod_tenancy.policy import names
 from hyperpod_tenancy.policy.borrowing import may_borrow
 from hyperpod_tenancy.policy.model import Platform, PodSecurityLevel, PreemptTeamTasks, Team
@@ -33,6 +34,11 @@ TEAM_LABEL = "hyperpod-tenancy.io/team"
 PRIORITY_LABEL_PREFIX = "priority.hyperpod-tenancy.io/"
 #: Value of an entitlement label that entitles the namespace to the class.
 ALLOWED = "allowed"
+#: Prefix of the per-accelerator entitlement labels: ``accelerator.hyperpod-tenancy.io/<name>: allowed`` where
+#: ``<name>`` is the extended resource's name after its vendor domain (``gpu``, ``mig-1g.10gb``,
+#: ``neurondevice``). A pod may request an accelerator only where its namespace's label says ``allowed``: those
+#: the team's ResourceQuota ``accelerator-ceiling`` grants above 0 (:func:`accelerator_entitlement_labels`).
+ACCELERATOR_LABEL_PREFIX = "accelerator.hyperpod-tenancy.io/"
 #: Value of an entitlement label for a platform class the team may not use. Every class of the platform is
 #: rendered explicitly, ``allowed`` or ``denied``: the CDK patch handler applies a strategic merge that never
 #: removes a key a later patch leaves out, so only an explicit value revokes a class on update.
@@ -132,6 +138,24 @@ def priority_entitlement_label(priority_class: str) -> str:
     return f"{PRIORITY_LABEL_PREFIX}{names.workload_priority_class(priority_class)}"
 
 
+def accelerator_entitlement_label(resource: str) -> str:
+    """Namespace label key entitling a team to request the extended resource ``resource`` (``nvidia.com/gpu``)."""
+    return ACCELERATOR_LABEL_PREFIX + resource.rpartition("/")[2]
+
+
+def accelerator_entitlement_labels(platform: Platform, team: Team) -> dict[str, str]:
+    """Return the team's accelerator entitlement labels, one per accelerator resource of the cluster.
+
+    :data:`ALLOWED` where the team's ceiling (:func:`~hyperpod_tenancy.k8s.ceilings.accelerator_ceiling`, what
+    the ResourceQuota enforces) is above 0, :data:`DENIED` for the others (explicit, as a strategic merge never
+    removes a key).
+    """
+    ceiling = accelerator_ceiling(platform, team) or {}
+    return {
+        accelerator_entitlement_label(r): ALLOWED if n > 0 else DENIED for r, n in sorted(ceiling.items())
+    }
+
+
 def team_borrows(platform: Platform, team: Team) -> bool:
     """Whether ``team``'s work may run on borrowed capacity (the value of :data:`BORROWS_LABEL`).
 
@@ -167,6 +191,7 @@ def namespace_labels(platform: Platform, team: Team) -> dict[str, str]:
     ) in team.allowed_priority_classes:  # a class unknown to the platform is a policy error; keep it visible
         labels.setdefault(priority_entitlement_label(name), ALLOWED)
     labels[BORROWS_LABEL] = "true" if team_borrows(platform, team) else "false"
+    labels.update(accelerator_entitlement_labels(platform, team))
     preempts_own = team.compute.preempt_team_tasks is PreemptTeamTasks.LOWER_PRIORITY
     labels[PREEMPTS_OWN_WORK_LABEL] = "true" if preempts_own else "false"
     return labels
@@ -180,7 +205,9 @@ def revoked_namespace_labels(platform: Platform, team: Team) -> dict[str, str]:
     ``null``: CDK drops nulls when it renders a patch, and the strategic merge keeps keys a patch leaves out.
     """
     labels = {
-        key: DENIED for key in namespace_labels(platform, team) if key.startswith(PRIORITY_LABEL_PREFIX)
+        key: DENIED
+        for key in namespace_labels(platform, team)
+        if key.startswith((PRIORITY_LABEL_PREFIX, ACCELERATOR_LABEL_PREFIX))
     }
     labels[BORROWS_LABEL] = "false"
     return labels

@@ -1,4 +1,4 @@
-"""The pod-spec policy: no pod priority class, no GPU-visibility variables, EFA only with accelerators."""
+"""The pod-spec policy: no pod priority class or GPU-visibility variable, EFA with accelerators, entitled accelerators."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from hyperpod_tenancy.k8s.admission._common import (
     _q,
     _walk,
 )
+from hyperpod_tenancy.k8s.ceilings import accelerator_resources
 from hyperpod_tenancy.k8s.team_manifests import EFA_RESOURCE, SYSTEM_PRIORITY_CLASSES
 from hyperpod_tenancy.policy.instance_types import resource_shape
 from hyperpod_tenancy.policy.model import Platform
@@ -101,6 +102,46 @@ def _efa_with_accelerators(platform: Platform) -> Callable[[str], str]:
     return check
 
 
+#: Vendor prefixes of accelerator resources: a request of any resource under them is an accelerator request, and
+#: one the cluster does not know (``nvidia.com/mig-3g.40gb`` where no layout makes it) is refused with the others.
+ACCELERATOR_VENDOR_PREFIXES = ("nvidia.com/", "aws.amazon.com/neuron")
+
+
+def _accelerators_entitled(platform: Platform) -> Callable[[str], str]:
+    """CEL: every accelerator a container requests (or limits) above 0 is one its namespace is entitled to.
+
+    The entitlement is the namespace's label :func:`~hyperpod_tenancy.k8s.labels.accelerator_entitlement_label`
+    of the resource saying ``allowed``; a resource under :data:`ACCELERATOR_VENDOR_PREFIXES` that the cluster
+    does not offer has no label and is refused.
+    """
+    keys = (
+        "{"
+        + ", ".join(
+            f"{_q(r)}: {_q(labels.accelerator_entitlement_label(r))}" for r in accelerator_resources(platform)
+        )
+        + "}"
+    )
+    ns = "namespaceObject.metadata.labels"
+    vendor = " || ".join(f"k.startsWith({_q(p)})" for p in ACCELERATOR_VENDOR_PREFIXES)
+
+    def entitled(amounts: str) -> str:
+        return (
+            f"(!has(c.resources.{amounts}) || c.resources.{amounts}.all(k, !({vendor}) || "
+            f"string(c.resources.{amounts}[k]) == '0' || (k in {keys} && has({ns}) && {keys}[k] in {ns} && "
+            f"{ns}[{keys}[k]] == {_q(labels.ALLOWED)})))"
+        )
+
+    per_container = f"!has(c.resources) || ({entitled('requests')} && {entitled('limits')})"
+
+    def check(spec: str) -> str:
+        return " && ".join(
+            f"(!has({spec}.{containers}) || {spec}.{containers}.all(c, {per_container}))"
+            for containers in ("containers", "initContainers")
+        )
+
+    return check
+
+
 def _pod_spec_validations(platform: Platform) -> list[dict[str, str]]:
     system = ", ".join(SYSTEM_PRIORITY_CLASSES)
     env = ", ".join(GPU_VISIBILITY_ENV)
@@ -129,6 +170,15 @@ def _pod_spec_validations(platform: Platform) -> list[dict[str, str]]:
                 "(e.g. nvidia.com/gpu: 8 with vpc.amazonaws.com/efa: 32 on ml.p5.48xlarge). EFA interfaces held "
                 "without GPUs keep every team's multi-node jobs off the nodes. Request the accelerators, or "
                 "drop the EFA request.",
+            ),
+            (
+                _accelerators_entitled(platform),
+                f"{kind.kind}: a container ({paths}) requests an accelerator its team holds no quota for and "
+                "may not borrow, which Kueue would never admit (this cluster offers "
+                f"{', '.join(accelerator_resources(platform)) or 'none'}; the namespace's "
+                f"{labels.ACCELERATOR_LABEL_PREFIX}<name> labels say {labels.ALLOWED} for the team's). Request "
+                "one the team holds: `hyperpod-tenancy explain` lists its quotas, and on partitioned nodes they "
+                "are nvidia.com/mig-<profile>, not nvidia.com/gpu.",
             ),
         ):
             expressions = [_walk("object", path.split("."), check) for path in kind.pod_specs]

@@ -1,5 +1,6 @@
 """The plan as a picture: per instance type, who is guaranteed its GPUs and how far each team can burst.
 
+A guarantee held in GPU partitions is drawn hatched, at its share of GPUs (a partition's compute slices / 7).
 One panel per instance type, all on one GPU scale (16 GPUs are drawn an eighth as long as 128, whatever their
 type). Its top bar is the type's GPUs stacked by team guarantee, then the reserved and the unallocated ones;
 below it one row per team: its guarantee (a bar in the team's colour, the same on every panel) and its burst
@@ -49,13 +50,25 @@ _WIDTH_INCHES = 10.0
 @dataclass(frozen=True)
 class _Row:
     label: str
-    guaranteed: int
+    #: GPUs guaranteed, whole ones and partitions' share of them (slices / 7): a partition holder's is a fraction.
+    guaranteed: float
     ceiling: int
     color: tuple[float, float, float, float]
     #: For the "others" row: their guarantees are summed, and this is the largest burst ceiling of any one of them.
     grouped: bool = False
     #: The team's name (the label may add its month's cost); empty for the "others" row.
     team: str = ""
+    #: The GPU partitions in the guarantee, for people (``98 mig-1g.10gb``); empty: whole GPUs only.
+    partitions: str = ""
+
+
+#: Hatch of a guarantee held in GPU partitions (drawn at their share of GPUs).
+_PARTITION_HATCH = "xx"
+
+
+def _gpus(count: float) -> str:
+    """Write a count of GPUs for people: ``1,024``, or ``1.5`` where partitions make a fraction of one."""
+    return f"{count:,.0f}" if float(count).is_integer() else f"{count:,.2f}".rstrip("0")
 
 
 def _shown(shares: Sequence[TeamShare]) -> Sequence[TeamShare]:
@@ -72,17 +85,27 @@ def _colors(plan: TenancyPlan, types: Sequence[TypeCapacity]) -> dict[str, tuple
     return colors
 
 
+def _guaranteed(share: TeamShare, per: int) -> float:
+    """Return the share's GPUs: its whole GPUs, or its guarantee in instances where partitions make it (slices / 7)."""
+    return float(share.guaranteed_instances * per) if share.partitions else float(share.guaranteed_gpus)
+
+
 def _rows(
-    shares: Sequence[TeamShare], colors: dict[str, tuple[float, float, float, float]], costs: dict[str, str]
+    cap: TypeCapacity,
+    shares: Sequence[TeamShare],
+    colors: dict[str, tuple[float, float, float, float]],
+    costs: dict[str, str],
 ) -> list[_Row]:
     shown = _shown(shares)
+    per = cap.gpus_per_instance
     rows = [
         _Row(
             s.team + costs.get(s.team, ""),
-            s.guaranteed_gpus,
+            _guaranteed(s, per),
             s.burst_ceiling_gpus,
             colors[s.team],
             team=s.team,
+            partitions=" + ".join(f"{n:,} {profile}" for profile, n in s.partitions.items()),
         )
         for s in shown
     ]
@@ -91,7 +114,7 @@ def _rows(
         rows.append(
             _Row(
                 f"others ({len(rest)} teams)",
-                sum(s.guaranteed_gpus for s in rest),
+                sum(_guaranteed(s, per) for s in rest),
                 max(s.burst_ceiling_gpus for s in rest),
                 mpl.colors.to_rgba(_OTHERS),
                 grouped=True,
@@ -105,7 +128,7 @@ def _panel(ax: Axes, cap: TypeCapacity, rows: Sequence[_Row], right: float) -> N
     per = cap.gpus_per_instance
     total = cap.gpus
     y_bar = len(rows) + 0.4
-    left = 0
+    left = 0.0
     # a segment of no GPUs is not drawn (a zero-width bar would still show its edge), nor labelled
     for row in rows:
         if row.guaranteed > 0:
@@ -117,6 +140,7 @@ def _panel(ax: Axes, cap: TypeCapacity, rows: Sequence[_Row], right: float) -> N
                 color=row.color,
                 edgecolor="white",
                 linewidth=0.5,
+                hatch=_PARTITION_HATCH if row.partitions else None,
                 gid=f"segment:{row.team}",
             )
         left += row.guaranteed
@@ -137,9 +161,12 @@ def _panel(ax: Axes, cap: TypeCapacity, rows: Sequence[_Row], right: float) -> N
     for i, row in enumerate(rows):
         y = len(rows) - 1 - i
         if row.guaranteed > 0:
-            ax.barh(y, row.guaranteed, height=0.6, color=row.color, gid=f"guarantee:{row.team}")
+            hatch = _PARTITION_HATCH if row.partitions else None
+            ax.barh(y, row.guaranteed, height=0.6, color=row.color, hatch=hatch, gid=f"guarantee:{row.team}")
         if row.grouped:  # summed guarantees; a burst is one team's, so it is written, not drawn
-            label, end = f"{row.guaranteed:,} in all, each ≤ {row.ceiling:,}", row.guaranteed
+            label, end = f"{_gpus(row.guaranteed)} in all, each ≤ {row.ceiling:,}", row.guaranteed
+        elif row.partitions and row.ceiling == 0:  # partitions only: what they are, and their GPUs
+            label, end = f"{row.partitions} = {_gpus(row.guaranteed)} GPUs", row.guaranteed
         else:
             if row.ceiling > 0:  # a marker above the row, never a bar: ceilings do not add up
                 ax.plot(
@@ -173,7 +200,7 @@ def _panel(ax: Axes, cap: TypeCapacity, rows: Sequence[_Row], right: float) -> N
 def _label_segments(fig: Figure, ax: Axes, rows: Sequence[_Row], y_bar: float) -> None:
     """Name each team inside its segment of the top bar where the name fits (drawn first to measure)."""
     renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]  # an Agg canvas (render_chart)
-    left = 0
+    left = 0.0
     for row in rows:
         if row.guaranteed:
             text = ax.text(
@@ -206,7 +233,7 @@ def render_chart(plan: TenancyPlan) -> Figure:
         if plan.cost is not None
         else {}
     )
-    panels = [(c, _rows(plan.shares_of(c.instance_type), colors, costs)) for c in types]
+    panels = [(c, _rows(c, plan.shares_of(c.instance_type), colors, costs)) for c in types]
     right = max((c.gpus for c in types), default=0) * 1.3 or 1
     heights = [len(rows) + 2.2 for _, rows in panels] or [1.0]
     fig = Figure(figsize=(_WIDTH_INCHES, sum(heights) * _ROW_INCHES + 1.4), dpi=100, layout="constrained")
@@ -223,6 +250,18 @@ def render_chart(plan: TenancyPlan) -> Figure:
         handles=[
             *(Patch(facecolor=color, label=f"{team} (guaranteed)") for team, color in colors.items()),
             *([Patch(facecolor=_OTHERS, label="other teams (guaranteed)")] if grouped else []),
+            *(
+                [
+                    Patch(
+                        facecolor="white",
+                        hatch=_PARTITION_HATCH,
+                        edgecolor="#444444",
+                        label="in GPU partitions",
+                    )
+                ]
+                if any(row.partitions for _, rows in panels for row in rows)
+                else []
+            ),
             Line2D(
                 [],
                 [],
