@@ -22,7 +22,7 @@ import botocore
 import botocore.exceptions
 import duckdb
 import pytest
-from chargeback_data import generate_month, generated_cur
+from chargeback_data import generate_month, generated_cur, register_tables
 from moto_server import moto_server, reset
 
 from hyperpod_tenancy.chargeback import queries, report
@@ -99,12 +99,7 @@ def month_data(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 def athena_rows(usage: Path, cur: Path) -> dict[str, tuple[list[str], list[list[str | None]]]]:
     """Query name → (columns, rows as Athena strings) computed by DuckDB over the month's files."""
     con = duckdb.connect()
-    for table in ("clusterqueue", "heartdub", "node", "eviction"):
-        if (usage / table).is_dir():
-            con.execute(
-                f"CREATE VIEW {table} AS SELECT * FROM read_parquet('{usage / table}/**/*.parquet', "
-                "hive_partitioning = true, hive_types_autocast = false, union_by_name = true)"
-            )
+    register_tables(con, usage)
     _register_cur(con, cur)
     found = {}
     for name in queries.USAGE_QUERIES + queries.COST_QUERIES:

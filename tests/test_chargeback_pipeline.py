@@ -26,6 +26,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from synth import TOKEN, new_app, render_intrinsics, resources_of
 from webhook_server import Certificates, WebhookProcess, create_table, platform_webhook_config
 
+from hyperpod_tenancy.chargeback import queries
 from hyperpod_tenancy.chargeback.model import BillingRule, config_from_json, team_config_from_json
 from hyperpod_tenancy.chargeback.queries import GAP_THRESHOLD_MINUTES
 from hyperpod_tenancy.constructs.chargeback.chargeback_pipeline import (
@@ -139,7 +140,22 @@ def test_glue_tables_project_partitions_of_the_collector_and_the_cur(synthesized
         t["Properties"]["TableInput"]["Name"]: t["Properties"]["TableInput"]
         for t in resources_of(synthesized.template, "AWS::Glue::Table").values()
     }
-    assert sorted(tables) == ["clusterqueue", "cur", "eviction", "heartdub", "node", "pod", "workload"]
+    assert sorted(tables) == [
+        "clusterqueue",
+        "cur",
+        "eviction",
+        "heartdub",
+        "node",
+        "partition_usage",
+        "pod",
+        "workload",
+    ]
+    # the GPU partitions the eviction collector writes: JSON lines, the collector schema's columns
+    partitions = tables["partition_usage"]
+    assert partitions["StorageDescriptor"]["SerdeInfo"]["SerializationLibrary"].endswith("JsonSerDe")
+    assert [(c["Name"], c["Type"]) for c in partitions["StorageDescriptor"]["Columns"]] == list(
+        queries.COLLECTOR_COLUMNS["partition_usage"]
+    )
     node = tables["node"]
     assert node["Parameters"]["projection.enabled"] == "true"
     assert node["Parameters"]["projection.cluster.values"] == "shared-gpu"

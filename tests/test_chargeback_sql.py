@@ -18,7 +18,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import sqlglot
-from chargeback_data import SCHEMAS, cur_line, generate_month, heartbeats, t, write_cur, write_table
+from chargeback_data import (
+    SCHEMAS,
+    cur_line,
+    generate_month,
+    heartbeats,
+    register_tables,
+    t,
+    write_cur,
+    write_table,
+)
 
 from hyperpod_tenancy.chargeback import queries
 from hyperpod_tenancy.chargeback.model import (
@@ -357,11 +366,7 @@ def test_athena_string_rows_give_the_same_inputs_as_duckdb_rows(usage_dir: Path,
         usage=usage_dir, month=MONTH, cluster=CLUSTER, gpus_per_instance=GPUS, cur=cur_file
     )
     con = duckdb.connect()
-    for table in ("clusterqueue", "heartdub", "node", "eviction"):
-        con.execute(
-            f"CREATE VIEW {table} AS SELECT * FROM read_parquet('{usage_dir / table}/**/*.parquet', "
-            "hive_partitioning = true, hive_types_autocast = false)"
-        )
+    register_tables(con, usage_dir)
 
     def as_athena(name: str) -> queries.QueryResult:
         # Athena's GetQueryResults returns every value as a string (VarCharValue), NULL as an absent value
@@ -402,6 +407,8 @@ def test_the_bulk_generator_writes_the_hand_written_schema(tmp_path: Path) -> No
         "eviction": 6,
     }
     for table, schema in SCHEMAS.items():
+        if table == "partition_usage":  # a month without GPU partitions has none
+            continue
         first = next((tmp_path / table).rglob("*.parquet"))
         assert pq.read_schema(first).remove_metadata() == schema, table
     usage, _ = run_queries(usage=tmp_path, month="2026-02", cluster=CLUSTER, gpus_per_instance=GPUS)

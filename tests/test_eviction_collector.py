@@ -34,6 +34,7 @@ from prometheus_server import query, running_prometheus
 
 from hyperpod_tenancy.chargeback.engine import preemption_loss
 from hyperpod_tenancy.chargeback.model import Eviction, LossBasis
+from hyperpod_tenancy.chargeback.queries import COLLECTOR_COLUMNS
 from hyperpod_tenancy.constructs.chargeback.chargeback_pipeline import (
     EVICTION_COLLECTOR_HANDLER,
     METRIC_NAMESPACE,
@@ -47,6 +48,7 @@ from hyperpod_tenancy.k8s.labels import (
 )
 from hyperpod_tenancy.policy import names
 from hyperpod_tenancy.runtime import eviction_collector, kube_api
+from hyperpod_tenancy.runtime.eviction_collector.partitions import partition_rows
 
 CLUSTER = "shared-gpu"
 BUCKET = "reports"
@@ -508,7 +510,7 @@ def test_the_collector_runs_in_the_vpc_every_five_minutes_with_its_config(
     )
 
 
-def test_the_collectors_role_may_describe_its_cluster_and_put_evictions_only(
+def test_the_collectors_role_may_describe_its_cluster_and_put_evictions_and_partitions_only(
     pipeline_template: dict[str, Any],
 ) -> None:
     from synth import render_intrinsics
@@ -544,7 +546,13 @@ def test_the_collectors_role_may_describe_its_cluster_and_put_evictions_only(
     (gauges,) = [s for s in statements if s["Action"] == "cloudwatch:PutMetricData"]
     assert gauges["Condition"] == {"StringEquals": {"cloudwatch:namespace": METRIC_NAMESPACE}}
     assert by_action["eks:DescribeCluster"] == "arn:aws:eks:us-east-1:111122223333:cluster/eks"
-    assert str(by_action["s3:PutObject"]).endswith("/raw/eviction/*")
+    puts = [
+        render_intrinsics(s["Resource"])
+        for s in statements
+        if "s3:PutObject" in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
+    ]
+    (resources,) = puts  # one statement, the two prefixes
+    assert sorted(str(r).rsplit("/raw/", 1)[1] for r in resources) == ["eviction/*", "partition_usage/*"]
     (listing,) = [s for s in statements if s["Action"] == "s3:ListBucket"]
     assert listing["Condition"] == {"StringLike": {"s3:prefix": "raw/eviction/*"}}
     assert by_action["sns:Publish"] == "arn:aws:sns:us-east-1:111122223333:shared-gpu-preemptions-*"
@@ -985,3 +993,81 @@ def test_two_gpu_flavors_leave_the_instance_type_unknown() -> None:
         team_gpu_flavors=flavors["hyperpod-ns-team-a"],
     )
     assert record is not None and record["instance_type"] == ""
+
+
+# ---------------------------------------------------------------------- partitions held, for the chargeback
+PARTITION_PREFIX = "raw/partition_usage/"
+
+
+def _partition_queue(team: str, held: str, borrowed: str = "0") -> dict[str, Any]:
+    resource = "nvidia.com/mig-1g.10gb"
+    return {
+        "metadata": {"name": f"{names.NAMESPACE_PREFIX}{team}{names.CLUSTER_QUEUE_SUFFIX}"},
+        "spec": {
+            "cohortName": "shared",
+            "resourceGroups": [
+                {
+                    "coveredResources": ["cpu", "memory", resource],
+                    "flavors": [
+                        {"name": "ml.p5.48xlarge", "resources": [{"name": resource, "nominalQuota": "14"}]}
+                    ],
+                }
+            ],
+        },
+        "status": {
+            "flavorsUsage": [
+                {
+                    "name": "ml.p5.48xlarge",
+                    "resources": [{"name": resource, "total": held, "borrowed": borrowed}],
+                }
+            ]
+        },
+    }
+
+
+def test_each_run_writes_the_partitions_the_team_queues_hold(
+    collector_env: FakeApi, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PARTITION_PREFIX", PARTITION_PREFIX)
+    collector_env.cluster_queues = [
+        _partition_queue("research", "16", "2"),
+        _partition_queue("vision", "0"),
+        {"metadata": {"name": "not-a-team"}, "spec": {}},
+    ]
+    eviction_collector.handler(EVENT)
+    key = f"{PARTITION_PREFIX}year=2026/month=07/day=01/hour=02/cluster={CLUSTER}/20260701T020500Z.json"
+    row = {
+        "schema_version": 1,
+        "timestamp": "2026-07-01 02:05:00",
+        "instance_type": "ml.p5.48xlarge",
+        "profile": "mig-1g.10gb",
+        "slices": 1,
+    }
+    assert _objects(PARTITION_PREFIX) == {
+        key: [
+            {**row, "namespace": "hyperpod-ns-research", "total": 16, "borrowed": 2},
+            {**row, "namespace": "hyperpod-ns-vision", "total": 0, "borrowed": 0},
+        ]
+    }
+    # the same run again (a retry) rewrites the same object
+    eviction_collector.handler(EVENT)
+    assert list(_objects(PARTITION_PREFIX)) == [key]
+
+
+def test_a_cluster_without_partitions_writes_no_partition_snapshot(
+    collector_env: FakeApi, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PARTITION_PREFIX", PARTITION_PREFIX)
+    collector_env.cluster_queues = [{"metadata": {"name": "hyperpod-ns-research-clusterqueue"}, "spec": {}}]
+    eviction_collector.handler(EVENT)
+    assert _objects(PARTITION_PREFIX) == {}
+
+
+def test_the_partition_rows_match_the_glue_table() -> None:
+    (row,) = partition_rows(
+        [_partition_queue("research", "1")],
+        queue_prefix=names.NAMESPACE_PREFIX,
+        queue_suffix=names.CLUSTER_QUEUE_SUFFIX,
+        moment=dt.datetime(2026, 7, 1, tzinfo=dt.UTC),
+    )
+    assert list(row) == [name for name, _ in COLLECTOR_COLUMNS["partition_usage"]]

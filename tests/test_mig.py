@@ -12,8 +12,10 @@ partitions yet, so a platform with ``chargeback`` refuses them.
 from __future__ import annotations
 
 import copy
+import datetime as dt
 import json
 from collections.abc import Iterator
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,7 @@ from platforms import example, reference_data
 from synth import Synth, resources_of, synthesize
 from webhook_server import sso_user
 
+from hyperpod_tenancy.chargeback.model import config_from_json, config_to_json
 from hyperpod_tenancy.constructs._private.task_governance import resource_config
 from hyperpod_tenancy.constructs.cluster.hyperpod import HYPERPOD_HELM_RELEASE, gpu_operator_values
 from hyperpod_tenancy.errors import PolicyError
@@ -44,7 +47,9 @@ from hyperpod_tenancy.k8s.labels import (
 )
 from hyperpod_tenancy.policy import Platform, names, platform_from_dict
 from hyperpod_tenancy.policy.changes import replacement_warnings
+from hyperpod_tenancy.policy.chargeback import chargeback_config
 from hyperpod_tenancy.policy.mig import PARTITIONED_TYPES, layout, mig_configs, profiles
+from hyperpod_tenancy.runtime.eviction_collector.partitions import partition_rows
 from hyperpod_tenancy.tools.explain.diagnose import diagnose
 from hyperpod_tenancy.tools.explain.live import read_live
 from hyperpod_tenancy.tools.explain.objects import Cause, Objects
@@ -94,7 +99,7 @@ def test_a_layout_is_partitions_per_gpu() -> None:
 def _partitioned(edit: Any = None, *, backend: str = "kueue") -> Platform:
     data = reference_data()
     data["fairnessBackend"] = backend
-    data.pop("chargeback")  # it cannot bill partitions yet (HPT-MIG-CHARGEBACK)
+    data.pop("chargeback")  # scheduling only (the chargeback of partitions: test_chargeback_partitions.py)
     data["cluster"]["instanceGroups"][0]["migConfig"] = "all-1g.10gb"
     research, vision = data["teams"][0], data["teams"][1]
     research["compute"]["quotas"] = {
@@ -161,11 +166,19 @@ def test_more_partitions_than_the_nodes_make_are_refused() -> None:
     assert "HPT-PARTITION-CAPACITY" in _codes(many)
 
 
-def test_the_chargeback_refuses_partitioned_groups() -> None:
+def test_the_chargeback_knows_the_partitioned_types_and_guarantees() -> None:
     def billed(d: dict[str, Any]) -> None:
         d["chargeback"] = reference_data()["chargeback"]
 
-    assert _codes(billed) == ["HPT-MIG-CHARGEBACK"]
+    config = chargeback_config(_partitioned(billed))
+    assert config.partitioned_slices == {"ml.p5.48xlarge": 7}
+    # 14 one-slice partitions of 8 x 7 slices: a quarter of an instance, 2 GPUs
+    assert {t.name: t.quotas.get("ml.p5.48xlarge") for t in config.teams} == {
+        "research": Fraction(1, 4),
+        "vision": 1,
+        "inference": None,
+    }
+    assert config_from_json(config_to_json(config)) == config
 
 
 # ---------------------------------------------------------------------------------------- on the real Kueue
@@ -258,6 +271,24 @@ def test_admission_refuses_what_a_partition_only_team_is_not_entitled_to() -> No
     assert any(_NOT_ENTITLED in d for d in _admit(platform, job))
     # asking for 0 asks for nothing
     assert _admit(platform, _job("zero", "nvidia.com/gpu", 0)) == []
+    # a profile the cluster offers, asked by a team that holds none of it and may not borrow (inference lends)
+    job = _job("not-held", "nvidia.com/mig-1g.10gb", 1)
+    job["metadata"]["namespace"] = "hyperpod-ns-inference"
+    job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "hyperpod-ns-inference-localqueue"
+    job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "inference-priority"
+    inference = {
+        **ta.MEMBER,
+        "groups": ["hyperpod-ns-inference-namespace-level-group", "system:authenticated"],
+    }
+    decision = evaluate_policies(
+        admission_policies(platform),
+        obj=job,
+        namespace=_namespace(platform, "inference"),
+        group="batch",
+        resource="jobs",
+        user_info=inference,
+    )
+    assert [d for d in decision.denied if _NOT_ENTITLED in d], decision.denied
 
 
 def test_a_namespace_without_the_entitlement_label_is_refused_every_accelerator() -> None:
@@ -295,6 +326,28 @@ def test_the_entitlements_follow_the_ceiling_and_are_revoked_with_the_team() -> 
     assert {revoked[k] for k in entitled} == {"denied"}
 
 
+def _partition_rows(plane: OnCluster) -> list[tuple[Any, ...]]:
+    """The eviction collector's partition rows of research's live ClusterQueue, once it counts what is held."""
+    queue = plane.admin.get(
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ClusterQueue",
+            "metadata": {"name": names.cluster_queue("research")},
+        }
+    )
+    rows = partition_rows(
+        [queue] if queue else [],
+        queue_prefix=names.NAMESPACE_PREFIX,
+        queue_suffix=names.CLUSTER_QUEUE_SUFFIX,
+        moment=dt.datetime.now(dt.UTC),
+    )
+    found = [
+        (r["namespace"], r["instance_type"], r["profile"], r["slices"], r["total"], r["borrowed"])
+        for r in rows
+    ]
+    return found if any(r[4] for r in found) else []
+
+
 #: What the pod-spec policy answers a container asking for an accelerator the team is not entitled to.
 _NOT_ENTITLED = "requests an accelerator its team holds no quota for and may not borrow"
 
@@ -309,6 +362,11 @@ def test_a_partition_only_team_runs_on_its_slices_and_is_refused_a_whole_gpu(on_
         assert (answer := alice.create(slices_job)).ok, answer.message
         node = wait_until(lambda: _running_on(plane, slices_job), timeout=240, what="the slices job to run")
         assert node.startswith("p5-training-")
+        # what the eviction collector records for the chargeback, read from the queue as Kueue reports it
+        rows = wait_until(
+            lambda: _partition_rows(plane) or None, timeout=60, what="the queue to count the slices"
+        )
+        assert rows == [("hyperpod-ns-research", "ml.p5.48xlarge", "mig-1g.10gb", 1, 2, 0)], rows
         # no node offers a whole GPU of p5 and the team holds none anywhere, nor a 3g partition (no layout makes
         # it): admission refuses both before Kueue would hold them for ever
         for refused in (

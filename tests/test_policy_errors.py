@@ -1347,23 +1347,6 @@ CASES: list[Case] = [
         1,
     ),
     Case(
-        "partitioned-group-with-chargeback",
-        {
-            "cluster.instanceGroups[0].migConfig": "all-1g.10gb",
-            "teams[0].compute.quotas": {
-                "ml.p5.48xlarge": {"acceleratorPartition": {"type": "mig-1g.10gb", "count": 7}}
-            },
-            "teams[1].compute.quotas": {
-                "ml.p5.48xlarge": {"acceleratorPartition": {"type": "mig-1g.10gb", "count": 7}}
-            },
-        },
-        "HPT-MIG-CHARGEBACK",
-        "cluster.instanceGroups[0].migConfig",
-        ("the partitions' work would be billed to the idle owner and no team",),
-        "run partitioned groups on a platform without `chargeback`",
-        1,
-    ),
-    Case(
         "training-plan-arn",
         {"cluster.instanceGroups[0].trainingPlanArn": "plan-1"},
         "HPT-TRAINING-PLAN",

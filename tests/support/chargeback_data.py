@@ -59,6 +59,18 @@ SCHEMAS: dict[str, pa.Schema] = {
         ]
     ),
     "heartdub": pa.schema([("timestamp", TS), ("cluster", pa.string())]),
+    "partition_usage": pa.schema(
+        [
+            ("schema_version", pa.int32()),
+            ("timestamp", TS),
+            ("namespace", pa.string()),
+            ("instance_type", pa.string()),
+            ("profile", pa.string()),
+            ("slices", pa.int32()),
+            ("total", pa.int64()),
+            ("borrowed", pa.int64()),
+        ]
+    ),
     "eviction": pa.schema(
         [
             ("timestamp", TS),
@@ -73,6 +85,24 @@ SCHEMAS: dict[str, pa.Schema] = {
         ]
     ),
 }
+
+_DUCKDB = {pa.string(): "VARCHAR", TS: "TIMESTAMP", pa.int32(): "INTEGER", pa.int64(): "BIGINT"}
+
+
+def register_tables(con: duckdb.DuckDBPyConnection, usage: Path) -> None:
+    """Create a view of each table ``usage`` has (Parquet, as :func:`write_table` writes it), as Athena's Glue
+    tables; ``partition_usage``, which a cluster without GPU partitions never writes, is an empty table there."""
+    for table in ("clusterqueue", "heartdub", "node", "eviction", "partition_usage"):
+        if (usage / table).is_dir():
+            con.execute(
+                f"CREATE VIEW {table} AS SELECT * FROM read_parquet('{usage / table}/**/*.parquet', "
+                "hive_partitioning = true, hive_types_autocast = false, union_by_name = true)"
+            )
+        elif table == "partition_usage":
+            columns = [f'"{f.name}" {_DUCKDB[f.type]}' for f in SCHEMAS[table]]
+            columns += [f"{c} VARCHAR" for c in PARTITIONS]
+            con.execute(f"CREATE TABLE {table} ({', '.join(columns)})")
+
 
 CUR_SCHEMA = pa.schema(
     [

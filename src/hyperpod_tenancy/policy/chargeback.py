@@ -16,6 +16,7 @@ from hyperpod_tenancy.chargeback.model import BillingTerm, ChargebackConfig, Tea
 from hyperpod_tenancy.policy.borrowing import may_borrow
 from hyperpod_tenancy.policy.grains import instances_by_type
 from hyperpod_tenancy.policy.instance_types import resource_shape
+from hyperpod_tenancy.policy.mig import slices_in_partitions
 from hyperpod_tenancy.policy.model import Platform, Team
 
 __all__ = ["chargeback_config", "team_borrows"]
@@ -68,6 +69,7 @@ def chargeback_config(platform: Platform) -> ChargebackConfig:
         max_checkpoint_minutes=max_checkpoint_minutes(platform),
         tolerance=_decimal(spec.reconciliation_tolerance),
         unknown_teams=spec.unknown_teams,
+        partitioned_slices=partitioned_slices(platform),
     )
 
 
@@ -97,6 +99,16 @@ def gpus_per_instance(platform: Platform) -> dict[str, int]:
         if shape is not None and shape.accelerators > 0:
             gpus.setdefault(group.instance_type, shape.accelerators)
     return dict(sorted(gpus.items()))
+
+
+def partitioned_slices(platform: Platform) -> dict[str, int]:
+    """Return, per partitioned instance type, the compute slices of each GPU its MIG layout puts in partitions."""
+    found = {
+        g.instance_type: slices_in_partitions(g.instance_type, g.mig_config)
+        for g in platform.cluster.instance_groups
+        if g.mig_config
+    }
+    return dict(sorted(found.items()))
 
 
 def max_checkpoint_minutes(platform: Platform) -> dict[str, int]:

@@ -149,11 +149,17 @@ def guaranteed(
 def instances_by_type(platform: Platform, team: Team) -> dict[str, int | Fraction]:
     """Return the team's guarantee of accelerators per instance type, in instances.
 
-    An int where whole (``4``), else a fraction (``{accelerators: 4}`` of 8 GPUs: 1/2; a quota in vCPUs: 0).
+    An int where whole (``4``), else a fraction (``{accelerators: 4}`` of 8 GPUs: 1/2; a quota in vCPUs: 0). GPU
+    partitions count at their compute slices' share of the GPUs: 98 one-slice partitions of 8-GPU instances are
+    98 / (8 x 7) = 7/4 instances, the GPU-hours the chargeback bills them at.
     """
     out: dict[str, int | Fraction] = {}
     for itype in team.compute.quotas:
         count = quota_fractions(platform, team, itype)[Resource.ACCELERATORS]
+        held, shape = partitions(platform, team, itype), shape_of(platform, itype)
+        if held and shape is not None and shape.accelerators > 0:
+            slices_held = sum(n * slices(p) for p, n in held.items())
+            count += Fraction(slices_held, shape.accelerators * COMPUTE_SLICES)
         out[itype] = count.numerator if count.denominator == 1 else count
     return out
 

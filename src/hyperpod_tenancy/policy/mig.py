@@ -39,6 +39,7 @@ __all__ = [
     "partition_resource",
     "profiles",
     "slices",
+    "slices_in_partitions",
 ]
 
 #: A GPU's compute slices.
@@ -138,6 +139,14 @@ def layout(instance_type: str, config: str) -> dict[str, int] | None:
     family = _TYPE_FAMILY.get(instance_type)
     found = _LAYOUTS[family].get(config) if family is not None else None
     return None if found is None else {PARTITION_TYPE_PREFIX + p: n for p, n in found.items()}
+
+
+def slices_in_partitions(instance_type: str, config: str) -> int:
+    """Return the compute slices of each GPU the layout puts in partitions (0: no such layout).
+
+    7 for ``all-1g.10gb``; 6 for ``all-3g.40gb``, which strands one.
+    """
+    return sum(slices(p) * n for p, n in (layout(instance_type, config) or {}).items())
 
 
 def partition_resource(partition: str) -> str:

@@ -8,6 +8,7 @@ import operator
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import NoReturn
 
 from hyperpod_tenancy.chargeback.engine._common import (
@@ -34,9 +35,11 @@ from hyperpod_tenancy.chargeback.engine.arithmetic import (
 )
 from hyperpod_tenancy.chargeback.engine.state import _State
 from hyperpod_tenancy.chargeback.model import (
+    SLICES_PER_GPU,
     HourlyUsage,
     HourlyUsageBlock,
     UsageRecords,
+    gpu_hours,
 )
 
 
@@ -183,6 +186,7 @@ class _Hours(_State):
                     "(more nodes unavailable than reserved); those hours' guarantees were scaled down so the "
                     "unavailable capacity stays the idle owner's."
                 )
+        self._partition_notes()
         reclassified = sum(acc.reclassified for acc in types.values())
         if reclassified:
             self.notes.append(
@@ -190,6 +194,23 @@ class _Hours(_State):
                 "excess was counted as borrowed (Kueue's definition)."
             )
         return {itype: acc.gpu_hours() for itype, acc in types.items()}
+
+    def _partition_notes(self) -> None:
+        """Say, per partitioned instance type, how partitions are billed and what its layout strands."""
+        for itype, in_partitions in sorted(self.config.partitioned_slices.items()):
+            stranded = SLICES_PER_GPU - in_partitions
+            note = (
+                f"{itype}: GPUs partitioned (MIG); a partition's GPU-hours are its compute slices / "
+                f"{SLICES_PER_GPU} of a GPU's"
+            )
+            if stranded > 0:
+                capacity = sum(c.gpu_ms for c in self.inputs.capacity if c.instance_type == itype)
+                hours = gpu_hours(capacity * stranded // SLICES_PER_GPU)
+                note += (
+                    f"; its layout leaves {stranded} of each GPU's {SLICES_PER_GPU} slices in no partition: "
+                    f"{hours.quantize(Decimal('0.01')):f} GPU-hours no team could hold, the idle owner's"
+                )
+            self.notes.append(note + ".")
 
     @staticmethod
     def _hour(

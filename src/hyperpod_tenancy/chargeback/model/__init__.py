@@ -26,6 +26,7 @@ from hyperpod_tenancy.chargeback.model.config import (
 )
 from hyperpod_tenancy.chargeback.model.inputs import (
     MS_PER_HOUR,
+    SLICES_PER_GPU,
     BillCredit,
     CollectionGap,
     CostInputs,
@@ -67,6 +68,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "SHARED",
     "SHARED_COSTS_ROW",
+    "SLICES_PER_GPU",
     "BillCredit",
     "BillingRule",
     "BillingTerm",

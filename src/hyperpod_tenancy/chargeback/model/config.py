@@ -140,3 +140,7 @@ class ChargebackConfig:
     tolerance: Decimal = Decimal("0.005")
     #: A namespace with usage that is no team here: a reconciliation failure, or billed under its own name.
     unknown_teams: UnknownTeams = UnknownTeams.FAIL
+    #: Per instance type whose GPUs are partitioned (``migConfig``): the compute slices of each GPU (of
+    #: :data:`~hyperpod_tenancy.chargeback.model.SLICES_PER_GPU`) its layout makes into partitions. The others
+    #: are stranded: no team can hold them, so they are the idle owner's, and the report says how many GPU-hours.
+    partitioned_slices: dict[str, int] = field(default_factory=dict)

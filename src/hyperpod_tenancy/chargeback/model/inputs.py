@@ -12,6 +12,7 @@ from typing import NamedTuple, overload
 
 __all__ = [
     "MS_PER_HOUR",
+    "SLICES_PER_GPU",
     "BillCredit",
     "CollectionGap",
     "CostInputs",
@@ -30,6 +31,12 @@ __all__ = [
 
 #: Milliseconds per hour: GPU-hours = GPU-milliseconds / MS_PER_HOUR.
 MS_PER_HOUR = 3_600_000
+
+#: Compute slices of a GPU that NVIDIA MIG partitions (NVIDIA MIG User Guide, "Supported MIG Profiles": each slice
+#: is 1/7 of the GPU's SMs); a partition of profile ``<g>g.<m>gb`` is ``g`` of them. The policy's
+#: ``hyperpod_tenancy.policy.mig.COMPUTE_SLICES``, repeated here because the engine is self-contained (a test
+#: keeps the two equal).
+SLICES_PER_GPU = 7
 
 
 def gpu_hours(gpu_ms: int) -> Decimal:

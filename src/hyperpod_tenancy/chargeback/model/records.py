@@ -85,6 +85,11 @@ def config_to_json(config: ChargebackConfig) -> str:
         "maxCheckpointMinutes": dict(sorted(config.max_checkpoint_minutes.items())),
         "tolerance": str(config.tolerance),
         "unknownTeams": config.unknown_teams.value,
+        **(
+            {"partitionedSlices": dict(sorted(config.partitioned_slices.items()))}
+            if config.partitioned_slices
+            else {}
+        ),
     }
     return json.dumps(document, indent=2, sort_keys=True) + "\n"
 
@@ -189,6 +194,7 @@ def config_from_json(text: str) -> ChargebackConfig:
             max_checkpoint_minutes={k: int(v) for k, v in document.get("maxCheckpointMinutes", {}).items()},
             tolerance=Decimal(document.get("tolerance", "0.005")),
             unknown_teams=UnknownTeams(document.get("unknownTeams", UnknownTeams.FAIL.value)),
+            partitioned_slices={k: int(v) for k, v in document.get("partitionedSlices", {}).items()},
         )
     except KeyError as missing:
         raise ValueError(

@@ -43,6 +43,14 @@ string, ``namespace`` string, ``workload`` string, ``priority_class`` string (``
 ``instance_type`` string, ``gpus`` bigint, ``admitted_at`` timestamp, ``checkpoint_interval_minutes`` bigint
 (NULL where the workload declared none), ``last_checkpoint`` timestamp (NULL where not collected).
 
+``partition_usage`` (ours; the eviction collector, every 5 minutes, from the teams' ClusterQueues: every row of
+a run with the run's ``timestamp``): ``schema_version`` int, ``timestamp`` timestamp, ``cluster`` string,
+``namespace`` string, ``instance_type`` string (the flavor), ``profile`` string (``mig-1g.10gb``), ``slices``
+int (compute slices of one partition of the profile, of a GPU's 7), ``total`` and ``borrowed`` bigint (partitions
+the queue's admitted workloads hold, and the part over its nominal quota). A row for each queue, flavor and
+partition resource the queue is guaranteed (nominal quota above 0) or holds; a run's rows hold until the next
+run's (:mod:`hyperpod_tenancy.runtime.eviction_collector.partitions`).
+
 A team is the namespace without its ``hyperpod-ns-`` prefix (the ``team`` column where the namespace has
 no such prefix).
 
@@ -59,9 +67,11 @@ from __future__ import annotations
 from hyperpod_tenancy.chargeback.queries.rows import (
     USAGE_BLOCK_COLUMNS,
     cost_inputs,
+    gpu_ms_of_slices,
     usage_blocks,
     usage_inputs,
     usage_records,
+    with_partition_usage,
 )
 from hyperpod_tenancy.chargeback.queries.sql import (
     CLUSTER_TAG_KEY,
@@ -101,9 +111,11 @@ __all__ = [
     "cost_inputs",
     "cur_tag_column",
     "gc_paused",
+    "gpu_ms_of_slices",
     "month_bounds",
     "render",
     "usage_blocks",
     "usage_inputs",
     "usage_records",
+    "with_partition_usage",
 ]

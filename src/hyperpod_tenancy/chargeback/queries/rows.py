@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal
 
 from hyperpod_tenancy.chargeback.model import (
+    SLICES_PER_GPU,
     BillCredit,
     CollectionGap,
     CostInputs,
@@ -30,7 +31,15 @@ from hyperpod_tenancy.chargeback.queries.sql import (
     Row,
 )
 
-__all__ = ["USAGE_BLOCK_COLUMNS", "cost_inputs", "usage_blocks", "usage_inputs", "usage_records"]
+__all__ = [
+    "USAGE_BLOCK_COLUMNS",
+    "cost_inputs",
+    "gpu_ms_of_slices",
+    "usage_blocks",
+    "usage_inputs",
+    "usage_records",
+    "with_partition_usage",
+]
 
 #: The ``cur_costs`` kinds of the credits and refunds on the bill (:class:`~.model.BillCredit`).
 _CREDIT_KINDS = ("credit", "refund")
@@ -89,6 +98,10 @@ def usage_inputs(
     )
     if usage is None:
         usage = usage_records(results["hourly_usage"])
+    partitions = tuple(
+        _partition_row(row, i) for i, row in enumerate(results.get("hourly_partitions", _NO_RESULT).records())
+    )
+    usage = with_partition_usage(usage, partitions)
     return UsageInputs(
         usage=usage, capacity=capacity, evictions=evictions, collection_gaps=gaps, team_periods=periods
     )
@@ -285,6 +298,55 @@ def _capacity_row(row: Row, i: int, gpus_per_instance: Mapping[str, int]) -> Hou
         instance_type=itype,
         gpu_ms=_int(row, "instance_ms", q, i) * gpus,
         unavailable_gpu_ms=_int(row, "unavailable_instance_ms", q, i) * gpus,
+    )
+
+
+def gpu_ms_of_slices(slice_ms: int) -> int:
+    """GPU-milliseconds of ``slice_ms`` compute-slice-milliseconds: a slice is 1/:data:`SLICES_PER_GPU` of a GPU.
+
+    Rounded to the nearest millisecond (half up), as the engine bills whole GPU-milliseconds: at most half a
+    GPU-millisecond a team, hour and instance type, and the capacity the teams do not hold, this rounding
+    included, is the idle owner's, so the bill still adds up.
+    """
+    return (2 * slice_ms + SLICES_PER_GPU) // (2 * SLICES_PER_GPU)
+
+
+def _partition_row(row: Row, i: int) -> HourlyUsage:
+    q = "hourly_partitions"
+    held, borrowed = _int(row, "slice_ms", q, i), _int(row, "borrowed_slice_ms", q, i)
+    if not 0 <= borrowed <= held:
+        raise QueryInputError(
+            f"{q} row {i}: {borrowed} borrowed of {held} slice-milliseconds; the borrowed part is at most the total"
+        )
+    return HourlyUsage(
+        hour=_time(row, "hour", q, i),
+        cluster=_text(row, "cluster", q, i),
+        instance_type=_text(row, "instance_type", q, i),
+        team=_text(row, "team", q, i),
+        gpu_ms=gpu_ms_of_slices(held),
+        borrowed_gpu_ms=gpu_ms_of_slices(borrowed),
+    )
+
+
+def with_partition_usage(
+    usage: Sequence[HourlyUsage], partitions: Sequence[HourlyUsage]
+) -> Sequence[HourlyUsage]:
+    """``usage`` with the GPU partitions' usage added: one record per hour, instance type and team, in that order.
+
+    A team's partitions and its whole GPUs of the same hour and type (the usage-report operator counts
+    ``nvidia.com/gpu`` only, which partitioned nodes do not offer) are summed. Without partitions, ``usage`` is
+    returned as it is.
+    """
+    if not partitions:
+        return usage
+    held: dict[tuple[dt.datetime, str, str, str], tuple[int, int]] = {}
+    for u in (*usage, *partitions):
+        key = (u.hour, u.cluster, u.instance_type, u.team)
+        g, b = held.get(key, (0, 0))
+        held[key] = (g + u.gpu_ms, b + u.borrowed_gpu_ms)
+    return tuple(
+        HourlyUsage(hour=h, cluster=c, instance_type=t, team=team, gpu_ms=g, borrowed_gpu_ms=b)
+        for (h, c, t, team), (g, b) in sorted(held.items(), key=lambda kv: (kv[0][0], kv[0][2], kv[0][3]))
     )
 
 

@@ -73,13 +73,21 @@ CUR_TEAM_TAG = cur_tag_column(TEAM_TAG_KEY)
 
 
 #: The queries whose rows :func:`usage_inputs` reads.
-USAGE_QUERIES = ("hourly_usage", "hourly_capacity", "evictions", "collection_gaps", "team_periods")
+USAGE_QUERIES = (
+    "hourly_usage",
+    "hourly_capacity",
+    "evictions",
+    "collection_gaps",
+    "team_periods",
+    "hourly_partitions",
+)
 
 
 #: Table → the longest stretch without a record that is not a gap (``collection_gaps``), in minutes: three runs of
-#: the 5-minute node inventory; for the operator's heartbeat, whose period is not published, one hour (AWS's own
-#: report generator counts a clock hour without a heartbeat as missing).
-GAP_THRESHOLD_MINUTES: Mapping[str, int] = {"node": 15, "heartdub": 60}
+#: the 5-minute node inventory and of the 5-minute partition snapshots; for the operator's heartbeat, whose period
+#: is not published, one hour (AWS's own report generator counts a clock hour without a heartbeat as missing).
+#: ``partition_usage`` is checked only on a cluster that wrote partition snapshots this month or the month before.
+GAP_THRESHOLD_MINUTES: Mapping[str, int] = {"node": 15, "heartdub": 60, "partition_usage": 15}
 
 
 #: The queries whose rows :func:`cost_inputs` reads.
@@ -147,6 +155,16 @@ COLLECTOR_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
         ("timestamp", "timestamp"),
         ("cluster", "string"),
     ),
+    "partition_usage": (
+        ("schema_version", "int"),
+        ("timestamp", "timestamp"),
+        ("namespace", "string"),
+        ("instance_type", "string"),
+        ("profile", "string"),
+        ("slices", "int"),
+        ("total", "bigint"),
+        ("borrowed", "bigint"),
+    ),
     "eviction": (
         ("timestamp", "timestamp"),
         ("namespace", "string"),
@@ -162,7 +180,7 @@ COLLECTOR_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
 
 
 #: Table placeholder → the table each query reads (a ``{{table}}`` in the SQL).
-TABLES = ("clusterqueue", "heartdub", "node", "eviction", "cur")
+TABLES = ("clusterqueue", "heartdub", "node", "eviction", "partition_usage", "cur")
 
 
 def _load_sql() -> dict[str, str]:

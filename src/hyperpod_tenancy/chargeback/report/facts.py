@@ -197,13 +197,18 @@ def _credit_total(report: Report) -> Decimal:
 
 
 #: Table of a collection gap → the collector that writes it.
-COLLECTOR_NAMES = {"node": "node inventory", "heartdub": "usage-report operator"}
+COLLECTOR_NAMES = {
+    "node": "node inventory",
+    "heartdub": "usage-report operator",
+    "partition_usage": "eviction collector",
+}
 
 
 #: Table of a collection gap → the collector and what it writes, as the report's gap table names it.
 COLLECTORS = {
     "node": f"{COLLECTOR_NAMES['node']} (raw/node/)",
     "heartdub": f"{COLLECTOR_NAMES['heartdub']} (its heartbeat, raw/heartdub/; it writes the clusterqueue snapshots)",
+    "partition_usage": f"{COLLECTOR_NAMES['partition_usage']} (GPU partitions held, raw/partition_usage/)",
 }
 
 

@@ -18,7 +18,12 @@ from hyperpod_tenancy.constructs._private.annotations import (
 )
 from hyperpod_tenancy.constructs.chargeback.build import PipelineBuild
 from hyperpod_tenancy.errors import TenancyError
-from hyperpod_tenancy.policy.chargeback import gpus_per_instance, max_checkpoint_minutes, team_configs
+from hyperpod_tenancy.policy.chargeback import (
+    gpus_per_instance,
+    max_checkpoint_minutes,
+    partitioned_slices,
+    team_configs,
+)
 
 __all__ = ["acknowledge_pipeline_findings", "pipeline_config"]
 
@@ -88,6 +93,7 @@ def pipeline_config(
         max_checkpoint_minutes=max_checkpoint_minutes(platform),
         tolerance=tolerance,
         unknown_teams=unknown_teams,
+        partitioned_slices=partitioned_slices(platform),
     )
 
 
@@ -103,7 +109,7 @@ def acknowledge_pipeline_findings(pipeline: PipelineBuild) -> None:
                 "AWSLambdaVPCAccessExecutionRole) are the managed policies CDK attaches for the function's logs "
                 "and network interfaces",
                 wildcards="object wildcards are under one prefix of the report bucket (raw/, cur/, athena-results/, "
-                "reports/, raw/node/ or raw/eviction/); the team records are the SSM parameters under "
+                "reports/, raw/node/, raw/eviction/ or raw/partition_usage/); the team records are the SSM parameters under "
                 "/hyperpod-tenancy/<cluster>/chargeback/ only; cloudwatch:PutMetricData supports no resource and is limited to the "
                 "chargeback namespace by condition; KMS data-key actions on the topic's own key; the eviction collector "
                 "publishes to the teams' topics (<cluster>-preemptions-<team>, created in the team stacks) and "

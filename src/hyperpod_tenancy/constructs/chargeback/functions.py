@@ -166,6 +166,8 @@ def create_eviction_collector(pipeline: PipelineBuild) -> lambda_.Function:
             "CLUSTER_LABEL": pipeline._name,
             "BUCKET": pipeline.bucket.bucket_name,
             "PREFIX": f"{_RAW}eviction/",
+            # each run's snapshot of the GPU partitions the teams' queues hold (the chargeback bills them)
+            "PARTITION_PREFIX": f"{_RAW}partition_usage/",
             "LOOKBACK_MINUTES": "15",
             # the one checkpoint declaration: variables of the pod templates' main containers
             "CHECKPOINT_INTERVAL_ENV": labels.CHECKPOINT_INTERVAL_ENV,
@@ -192,6 +194,7 @@ def create_eviction_collector(pipeline: PipelineBuild) -> lambda_.Function:
         )
     )
     pipeline.bucket.grant_put(function, f"{_RAW}eviction/*")
+    pipeline.bucket.grant_put(function, f"{_RAW}partition_usage/*")
     # an eviction is told to its team once, when its record is first written: it lists its own key first
     function.add_to_role_policy(
         iam.PolicyStatement(

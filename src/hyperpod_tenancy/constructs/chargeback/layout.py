@@ -78,7 +78,7 @@ _JSON = {
 }
 #: Tables the operator writes (Parquet) and the ones this construct's collectors write (JSON lines).
 _OPERATOR_TABLES = ("clusterqueue", "workload", "pod", "heartdub")
-_OWN_TABLES = ("node", "eviction")
+_OWN_TABLES = ("node", "eviction", "partition_usage")
 #: The operator's heartbeat: partitioned by the hour only, ``cluster`` a column (its CloudFormation template,
 #: cloudformation/usage-report.yaml ``HeartdubTable`` at awslabs/sagemaker-hyperpod-usage-report@e71f39ae).
 _HEARTBEAT = "heartdub"

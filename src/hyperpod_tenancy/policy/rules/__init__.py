@@ -111,7 +111,6 @@ ERROR_RULES: tuple[Rule, ...] = (
     capacity.kueue_group_resources,
     scheduling.topology_type,
     mig.mig_config,
-    mig.mig_chargeback,
     naming.group_name_unique,
     # the rest of the cluster
     capacity.system_node_count,

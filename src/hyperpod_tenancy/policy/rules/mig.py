@@ -163,23 +163,3 @@ def partition_capacity(p: Platform) -> Iterator[Finding]:
                 f"{instances} instances).",
                 f"lower the {profile} quotas by {total - capacity}, or add {itype} instances.",
             )
-
-
-@group_rule(
-    code="HPT-MIG-CHARGEBACK",
-    domain=Domain.CHARGEBACK,
-    at="cluster.instanceGroups[*].migConfig",
-    reads=("chargeback",),
-    failure="partitioned GPUs billed to nobody: the usage report counts whole GPUs only",
-    guardrail="no `migConfig` while the platform has a `chargeback` section",
-)
-def mig_chargeback(p: Platform, i: int, g: InstanceGroup) -> Iterator[Finding]:
-    """Check that no group is partitioned while the monthly chargeback runs (it cannot bill partitions yet)."""
-    if g.mig_config is not None and p.chargeback is not None:
-        yield Finding(
-            f"cluster.instanceGroups[{i}].migConfig",
-            f"group {g.name!r} is partitioned, but the chargeback bills GPU-hours from the usage-report "
-            "operator's `gpu_total`, which counts whole GPUs (`nvidia.com/gpu`) only: the partitions' work "
-            "would be billed to the idle owner and no team.",
-            "run partitioned groups on a platform without `chargeback`, or leave the group whole for now.",
-        )

@@ -71,7 +71,9 @@ schedules, so a failed run is caught up by the next ones), ``API_ENDPOINT`` and 
 optional, they replace ``DescribeCluster``), ``LAST_CHECKPOINT_ANNOTATION`` (the scanner's annotation; unset: no
 ``last_checkpoint`` and no overdue gauge), ``CHECKPOINT_DIR_ENV`` and ``CHECKPOINT_INTERVAL_ENV`` (the
 declaration's variables), ``CHECKPOINT_SCAN_MINUTES`` (the scanner's period, default 5),
-``REMOTE_WRITE_URL`` (unset: no overdue count). Only the standard library, botocore,
+``REMOTE_WRITE_URL`` (unset: no overdue count), ``PARTITION_PREFIX`` (where each run's snapshot of the GPU
+partitions the teams' queues hold goes, :mod:`~hyperpod_tenancy.runtime.eviction_collector.partitions`; unset:
+none is written). Only the standard library, botocore,
 boto3 and the package's own :mod:`~hyperpod_tenancy.runtime.remote_write`, :mod:`~hyperpod_tenancy.runtime.kube_api`
 and :mod:`~hyperpod_tenancy.runtime.checkpoint_scanner` (in the asset beside this module) are imported.
 """

@@ -23,6 +23,11 @@ from hyperpod_tenancy.runtime.eviction_collector.gauges import (
     team_gpu_gauges,
 )
 from hyperpod_tenancy.runtime.eviction_collector.overdue import checkpoints_overdue
+from hyperpod_tenancy.runtime.eviction_collector.partitions import (
+    partition_key,
+    partition_lines,
+    partition_rows,
+)
 from hyperpod_tenancy.runtime.eviction_collector.records import _stamp, eviction_record, snapshot_time
 from hyperpod_tenancy.runtime.kube_api import (
     cluster_access,  # noqa: F401 - part of this module's interface before the module was shared
@@ -141,6 +146,21 @@ def handler(event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
     LOG.info(
         "%d workload(s), %d new eviction(s) written to s3://%s/%s", len(workloads), len(keys), bucket, prefix
     )
+    partition_prefix = os.environ.get("PARTITION_PREFIX")
+    if partition_prefix:
+        moment = snapshot_time(event)
+        rows = partition_rows(
+            cluster_queues, queue_prefix=queue_prefix, queue_suffix=queue_suffix, moment=moment
+        )
+        if rows:  # a cluster whose queues cover no GPU partition writes nothing
+            key = partition_key(partition_prefix, cluster, moment)
+            s3.put_object(
+                Bucket=bucket,
+                Key=key,
+                Body=partition_lines(rows).encode(),
+                ContentType="application/x-ndjson",
+            )
+            LOG.info("%d partition row(s) written to s3://%s/%s", len(rows), bucket, key)
     teams = 0
     namespace = os.environ.get("GAUGE_NAMESPACE")
     if namespace:

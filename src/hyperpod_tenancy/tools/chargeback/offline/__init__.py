@@ -7,7 +7,8 @@ engine and renderers, so a report computed on a laptop equals the Lambda's for t
 
 Inputs (formats in :mod:`.chargeback.queries`):
 
-* ``usage``: a folder holding ``clusterqueue/``, ``node/`` and optionally ``eviction/`` (directly or under
+* ``usage``: a folder holding ``clusterqueue/``, ``node/`` and optionally ``eviction/``, ``heartdub/`` and
+  ``partition_usage/`` (the GPU partitions held, on a cluster that has them) (directly or under
   ``raw/``), each of Parquet (``*.parquet``), CSV (``*.csv``, ``*.csv.gz``) or JSON-lines (``*.json``,
   ``*.jsonl``, optionally gzipped) files, Hive-partitioned ``year=/month=/day=/hour=/cluster=`` as the
   collectors write them: ``aws s3 sync s3://<report-bucket>/raw ./usage`` gives the operator's Parquet

@@ -24,6 +24,7 @@ from hyperpod_tenancy.chargeback.report import COLLECTOR_NAMES
 from hyperpod_tenancy.tools.chargeback.limits import DEFAULT_MEMORY_LIMIT
 from hyperpod_tenancy.tools.chargeback.offline.tables import (
     _GAP_TABLES,
+    _OPTIONAL_TABLES,
     PROGRESS_THRESHOLD_BYTES,
     OfflineInputError,
     _bad_timestamp,
@@ -274,12 +275,14 @@ _BLOCK_LISTS = (("team", "teams"), ("gpu_ms", "gpu_ms"), ("borrowed_gpu_ms", "bo
 
 def _unchecked(inputs: UsageInputs, present: set[str]) -> UsageInputs:
     """Drop the gaps of the tables the folder does not have, and say which were not checked."""
-    missing = [table for table in _GAP_TABLES if table not in present]
+    missing = [table for table in _GAP_TABLES if table not in present and table not in _OPTIONAL_TABLES]
     if not missing:
         return inputs
     return dataclasses.replace(
         inputs,
-        collection_gaps=tuple(g for g in inputs.collection_gaps if g.table in present),
+        collection_gaps=tuple(
+            g for g in inputs.collection_gaps if g.table in present or g.table in _OPTIONAL_TABLES
+        ),
         unchecked_collections=tuple(
             f"no {table}/ folder in the usage files: the {COLLECTOR_NAMES[table]}'s collection gaps were "
             f"not checked; copy raw/{table}/ too"

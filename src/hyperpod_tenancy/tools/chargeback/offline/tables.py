@@ -20,7 +20,7 @@ __all__ = ["PROGRESS_THRESHOLD_BYTES", "OfflineInputError", "transpile"]
 PROGRESS_THRESHOLD_BYTES = 32 * 1024 * 1024
 
 
-_USAGE_TABLES = ("clusterqueue", "heartdub", "node", "eviction")
+_USAGE_TABLES = ("clusterqueue", "heartdub", "node", "eviction", "partition_usage")
 
 
 _REQUIRED_TABLES = ("clusterqueue", "node")
@@ -28,6 +28,11 @@ _REQUIRED_TABLES = ("clusterqueue", "node")
 
 #: Tables whose gaps ``collection_gaps`` reports; one that is missing here is not checked (the report says so).
 _GAP_TABLES = tuple(queries.GAP_THRESHOLD_MINUTES)
+
+
+#: Tables a cluster writes only when it has GPU partitions: one that is missing is an empty table, not a gap to
+#: report (``collection_gaps`` checks it only where it has records).
+_OPTIONAL_TABLES = ("partition_usage",)
 
 
 #: The partition columns a table may have (``heartdub`` has no ``cluster`` partition: a column of it).
@@ -202,7 +207,7 @@ def _register_usage(con: duckdb.DuckDBPyConnection, usage: Path, month: str) -> 
                     f"raw/{table}/); copy the collector's raw/{table}/ there"
                 )
             # a gap table without files: an empty view for collection_gaps to read (its gaps are then dropped)
-            if table in _GAP_TABLES:
+            if table in _GAP_TABLES or table in _OPTIONAL_TABLES:
                 typed = dict(queries.COLLECTOR_COLUMNS[table]) | dict.fromkeys(_PARTITIONS, "string")
                 columns = ", ".join(
                     f"CAST(NULL AS {_DUCKDB_TYPES[kind]}) AS {_ident(name)}" for name, kind in typed.items()
