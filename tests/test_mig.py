@@ -49,6 +49,7 @@ from hyperpod_tenancy.policy import Platform, names, platform_from_dict
 from hyperpod_tenancy.policy.changes import replacement_warnings
 from hyperpod_tenancy.policy.chargeback import chargeback_config
 from hyperpod_tenancy.policy.mig import PARTITIONED_TYPES, layout, mig_configs, profiles
+from hyperpod_tenancy.runtime.eviction_collector.gauges import team_gpu_gauges
 from hyperpod_tenancy.runtime.eviction_collector.partitions import partition_rows
 from hyperpod_tenancy.tools.explain.diagnose import diagnose
 from hyperpod_tenancy.tools.explain.live import read_live
@@ -590,3 +591,31 @@ def test_the_plan_chart_draws_partitions_at_their_share_of_gpus() -> None:
     # whole-GPU teams are drawn as before, without the hatch
     whole = [p for ax in figure.axes for p in ax.patches if str(p.get_gid()) == "guarantee:research"]
     assert [(b.get_width(), b.get_hatch()) for b in whole] == [(72, None)]
+
+
+def test_the_team_dashboards_count_partitions_at_their_share_of_gpus() -> None:
+    """The live gauges of a team holding partitions: 14 one-slice partitions are 2 GPUs in use and guaranteed."""
+    platform = _partitioned()
+    queues = [
+        o for t in platform.hosted_teams for o in team_objects(platform, t) if o["kind"] == "ClusterQueue"
+    ]
+    research = names.cluster_queue("research")
+    usage = {
+        "name": "ml.p5.48xlarge",
+        "resources": [{"name": "nvidia.com/mig-1g.10gb", "total": "17", "borrowed": "3"}],
+    }
+    queues = [
+        {**q, "status": {"flavorsUsage": [usage]}} if q["metadata"]["name"] == research else q for q in queues
+    ]
+    gauges = team_gpu_gauges(
+        queues, queue_prefix=names.NAMESPACE_PREFIX, queue_suffix=names.CLUSTER_QUEUE_SUFFIX
+    )
+    # research: 14 of its own (2 GPUs), may borrow 7 more of vision's 56 (3 GPUs in all); 17 held, 3 borrowed
+    assert gauges["research"] == {
+        "GpusInUse": round(17 / 7, 3),
+        "GpusBorrowed": round(3 / 7, 3),
+        "GpuGuarantee": 2,
+        "GpuCeiling": 3,
+    }
+    # vision: 56 (8 GPUs), may borrow all of research's 14 (borrowLimit 100 %)
+    assert gauges["vision"] == {"GpusInUse": 0, "GpusBorrowed": 0, "GpuGuarantee": 8, "GpuCeiling": 10}

@@ -32,7 +32,7 @@ __all__ = ["checkpoints_overdue"]
 # ---------------------------------------------------------------------- overdue checkpoints
 def checkpoints_overdue(
     workloads: Sequence[Mapping[str, Any]],
-    gauges: Mapping[str, Mapping[str, int]],
+    gauges: Mapping[str, Mapping[str, int | float]],
     *,
     now: dt.datetime,
     queue_prefix: str,

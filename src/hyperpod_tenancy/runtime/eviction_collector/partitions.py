@@ -30,13 +30,28 @@ from typing import Any
 
 from hyperpod_tenancy.runtime.eviction_collector._common import _TEAM, LOG, SCHEMA_VERSION, _quantity
 
-__all__ = ["PARTITION_RESOURCE_PREFIX", "partition_key", "partition_lines", "partition_rows"]
+__all__ = [
+    "PARTITION_RESOURCE_PREFIX",
+    "SLICES_PER_GPU",
+    "partition_key",
+    "partition_lines",
+    "partition_rows",
+    "partition_slices",
+]
 
 #: Prefix of a partition resource: the NVIDIA device plugin's ``mixed`` strategy names one ``nvidia.com/mig-<profile>``.
 PARTITION_RESOURCE_PREFIX = "nvidia.com/mig-"
 #: A MIG profile as a resource names it, ``mig-<g>g.<m>gb``: ``g`` compute slices (the policy's
 #: ``hyperpod_tenancy.policy.mig.slices`` reads the same form; a test keeps the two in step).
 _PROFILE = re.compile(r"^mig-(?P<g>[1-7])g\.[0-9]+gb$")
+#: Compute slices of a GPU (NVIDIA MIG User Guide): a partition of ``g`` slices is ``g / 7`` of a GPU.
+SLICES_PER_GPU = 7
+
+
+def partition_slices(resource: str) -> int | None:
+    """Return the compute slices of one partition of ``resource`` (``nvidia.com/mig-3g.40gb`` -> 3); None if not one."""
+    shape = _PROFILE.match(resource.removeprefix("nvidia.com/"))
+    return int(shape["g"]) if shape is not None else None
 
 
 def _guaranteed(queue: Mapping[str, Any]) -> set[tuple[str, str]]:
@@ -75,9 +90,8 @@ def partition_rows(
                     used[key] = (_quantity(resource.get("total")), _quantity(resource.get("borrowed")))
         in_use = {key for key, (total, _) in used.items() if total > 0}
         for flavor, resource in sorted(_guaranteed(queue) | in_use):
-            profile = resource.removeprefix("nvidia.com/")
-            shape = _PROFILE.match(profile)
-            if shape is None:
+            profile, slices = resource.removeprefix("nvidia.com/"), partition_slices(resource)
+            if slices is None:
                 LOG.error(
                     "%s: %s is not a MIG profile (mig-<g>g.<m>gb); not recorded", match["team"], resource
                 )
@@ -90,7 +104,7 @@ def partition_rows(
                     "namespace": f"{queue_prefix}{match['team']}",
                     "instance_type": flavor,
                     "profile": profile,
-                    "slices": int(shape["g"]),
+                    "slices": slices,
                     "total": total,
                     "borrowed": borrowed,
                 }
