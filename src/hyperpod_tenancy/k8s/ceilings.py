@@ -18,6 +18,7 @@ __all__ = [
     "EFA_RESOURCE",
     "HUGEPAGE_RESOURCES",
     "accelerator_ceiling",
+    "accelerator_ceilings_known",
     "accelerator_resources",
     "compute_ceiling",
 ]
@@ -88,6 +89,11 @@ def accelerator_ceiling(platform: Platform, team: Team) -> dict[str, int] | None
                 platform, team, group.instance_type, partition
             )
     return ceiling
+
+
+def accelerator_ceilings_known(platform: Platform) -> bool:
+    """Whether every instance group's shape is known, so that the accelerator ceilings are (not ``None``)."""
+    return _shapes(platform) is not None
 
 
 def accelerator_resources(platform: Platform) -> tuple[str, ...]:

@@ -13,7 +13,7 @@ from hyperpod_tenancy.k8s.admission._common import (
     _q,
     _walk,
 )
-from hyperpod_tenancy.k8s.ceilings import accelerator_resources
+from hyperpod_tenancy.k8s.ceilings import accelerator_ceilings_known, accelerator_resources
 from hyperpod_tenancy.k8s.team_manifests import EFA_RESOURCE, SYSTEM_PRIORITY_CLASSES
 from hyperpod_tenancy.policy.instance_types import resource_shape
 from hyperpod_tenancy.policy.model import Platform
@@ -171,14 +171,22 @@ def _pod_spec_validations(platform: Platform) -> list[dict[str, str]]:
                 "without GPUs keep every team's multi-node jobs off the nodes. Request the accelerators, or "
                 "drop the EFA request.",
             ),
-            (
-                _accelerators_entitled(platform),
-                f"{kind.kind}: a container ({paths}) requests an accelerator its team holds no quota for and "
-                "may not borrow, which Kueue would never admit (this cluster offers "
-                f"{', '.join(accelerator_resources(platform)) or 'none'}; the namespace's "
-                f"{labels.ACCELERATOR_LABEL_PREFIX}<name> labels say {labels.ALLOWED} for the team's). Request "
-                "one the team holds: `hyperpod-tenancy explain` lists its quotas, and on partitioned nodes they "
-                "are nvidia.com/mig-<profile>, not nvidia.com/gpu.",
+            *(
+                (
+                    (
+                        _accelerators_entitled(platform),
+                        f"{kind.kind}: a container ({paths}) requests an accelerator its team holds no quota for and "
+                        "may not borrow, which Kueue would never admit (this cluster offers "
+                        f"{', '.join(accelerator_resources(platform)) or 'none'}; the namespace's "
+                        f"{labels.ACCELERATOR_LABEL_PREFIX}<name> labels say {labels.ALLOWED} for the team's). Request "
+                        "one the team holds: `hyperpod-tenancy explain` lists its quotas, and on partitioned nodes they "
+                        "are nvidia.com/mig-<profile>, not nvidia.com/gpu.",
+                    ),
+                )
+                # what each type's nodes advertise is unknown where a group's shape is (neither catalogued nor
+                # set): then, as for the ResourceQuota backstop, no entitlement is checked, not all work refused
+                if accelerator_ceilings_known(platform)
+                else ()
             ),
         ):
             expressions = [_walk("object", path.split("."), check) for path in kind.pod_specs]
