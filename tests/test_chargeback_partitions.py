@@ -38,6 +38,7 @@ from hyperpod_tenancy.chargeback.queries import gpu_ms_of_slices
 from hyperpod_tenancy.policy import Platform, names, platform_from_dict
 from hyperpod_tenancy.policy.chargeback import chargeback_config
 from hyperpod_tenancy.policy.mig import COMPUTE_SLICES, profiles, slices
+from hyperpod_tenancy.runtime.eviction_collector.partitions import SLICES_PER_GPU as COLLECTOR_SLICES_PER_GPU
 from hyperpod_tenancy.runtime.eviction_collector.partitions import partition_rows
 from hyperpod_tenancy.tools.chargeback.offline import run_queries
 
@@ -225,7 +226,7 @@ def test_the_policy_derives_the_guarantee_and_the_layouts_slices() -> None:
 
 def test_a_slice_is_a_seventh_of_a_gpu_wherever_it_is_counted() -> None:
     # the engine's constant is the policy's, and the collector reads a profile's slices as the policy does
-    assert SLICES_PER_GPU == COMPUTE_SLICES
+    assert SLICES_PER_GPU == COMPUTE_SLICES == COLLECTOR_SLICES_PER_GPU
     for itype in ("ml.p4d.24xlarge", "ml.p5.48xlarge", "ml.p5e.48xlarge"):
         for profile in profiles(itype):
             (row,) = partition_rows(

@@ -37,7 +37,7 @@ from hyperpod_tenancy.constructs._private.task_governance import resource_config
 from hyperpod_tenancy.constructs.cluster.hyperpod import HYPERPOD_HELM_RELEASE, gpu_operator_values
 from hyperpod_tenancy.errors import PolicyError
 from hyperpod_tenancy.k8s.admission import admission_policies
-from hyperpod_tenancy.k8s.ceilings import accelerator_ceiling
+from hyperpod_tenancy.k8s.ceilings import accelerator_ceiling, accelerator_ceilings_known
 from hyperpod_tenancy.k8s.kueue import cluster_objects, team_objects
 from hyperpod_tenancy.k8s.labels import (
     ACCELERATOR_LABEL_PREFIX,
@@ -349,6 +349,75 @@ def _partition_rows(plane: OnCluster) -> list[tuple[Any, ...]]:
     return found if any(r[4] for r in found) else []
 
 
+def _with_limit(job: dict[str, Any], resource: str, amount: str) -> dict[str, Any]:
+    job["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"][resource] = amount
+    return job
+
+
+def _with_init(job: dict[str, Any], resource: str) -> dict[str, Any]:
+    init = copy.deepcopy(job["spec"]["template"]["spec"]["containers"][0])
+    init |= {"name": "init", "resources": {"requests": {resource: "1"}, "limits": {resource: "1"}}}
+    job["spec"]["template"]["spec"]["initContainers"] = [init]
+    return job
+
+
+def _inference(job: dict[str, Any]) -> dict[str, Any]:
+    job["metadata"]["namespace"] = "hyperpod-ns-inference"
+    job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "hyperpod-ns-inference-localqueue"
+    job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "inference-priority"
+    return job
+
+
+#: (case, the Job, its team, admitted?): what a research (or inference) member may ask for on the partitioned
+#: platform, judged by the CEL engine and by the real API server alike.
+ENTITLEMENT_CASES: list[tuple[str, Any, str, bool]] = [
+    ("its own slices", lambda: _job("own-slices", "nvidia.com/mig-1g.10gb", 2), "research", True),
+    ("a whole GPU", lambda: _job("whole", "nvidia.com/gpu", 1), "research", False),
+    ("a profile no layout makes", lambda: _job("three-g", "nvidia.com/mig-3g.40gb", 1), "research", False),
+    ("a malformed profile", lambda: _job("bad-profile", "nvidia.com/mig-1g.10gbx", 1), "research", False),
+    ("Neuron devices", lambda: _job("neuron", "aws.amazon.com/neuron", 1), "research", False),
+    (
+        "a whole GPU in limits only",
+        lambda: _with_limit(_job("limits", "nvidia.com/mig-1g.10gb", 1), "nvidia.com/gpu", "1"),
+        "research",
+        False,
+    ),
+    (
+        "a whole GPU in an init container",
+        lambda: _with_init(_job("init", "nvidia.com/mig-1g.10gb", 1), "nvidia.com/gpu"),
+        "research",
+        False,
+    ),
+    ("no GPU at all (0)", lambda: _job("zero", "nvidia.com/gpu", 0), "research", True),
+    (
+        "an offered profile by a team that holds none and lends only",
+        lambda: _inference(_job("not-held", "nvidia.com/mig-1g.10gb", 1)),
+        "inference",
+        False,
+    ),
+]
+
+
+def _member(team: str) -> dict[str, Any]:
+    return {**ta.MEMBER, "groups": [f"hyperpod-ns-{team}-namespace-level-group", "system:authenticated"]}
+
+
+@pytest.mark.parametrize(
+    ("case", "make", "team", "admitted"), ENTITLEMENT_CASES, ids=[c[0] for c in ENTITLEMENT_CASES]
+)
+def test_the_entitlement_cases_offline(case: str, make: Any, team: str, admitted: bool) -> None:
+    decision = evaluate_policies(
+        admission_policies(_partitioned()),
+        obj=make(),
+        namespace=_namespace(_partitioned(), team),
+        group="batch",
+        resource="jobs",
+        user_info=_member(team),
+    )
+    refused = [d for d in decision.denied if _NOT_ENTITLED in d]
+    assert (not refused) is admitted, (case, decision.denied)
+
+
 #: What the pod-spec policy answers a container asking for an accelerator the team is not entitled to.
 _NOT_ENTITLED = "requests an accelerator its team holds no quota for and may not borrow"
 
@@ -407,6 +476,28 @@ def test_a_job_past_the_quota_waits_and_explain_names_the_profiles_held(on_clust
         assert "nvidia.com/mig-1g.10gb" in main.render(), main.render()
     finally:
         plane.admin.delete(big, propagation="Foreground")
+
+
+@pytest.mark.cluster
+def test_the_real_api_server_gives_the_entitlement_cases_the_same_verdict(on_cluster: OnCluster) -> None:
+    """Each case of :data:`ENTITLEMENT_CASES`, created by a member of its team, is admitted or refused by the
+    entitlement exactly as the CEL engine judged it offline (created for real: the POSIX identity webhook gives a
+    person no UID on a dry run; what is admitted is deleted after)."""
+    on_cluster.await_admission()
+    disagreements, created = [], []
+    try:
+        for case, make, team, admitted in ENTITLEMENT_CASES:
+            job = make()
+            answer = on_cluster.member("ent-" + team, team).create(job)
+            if answer.ok:
+                created.append(job)
+            refused = not answer.ok and _NOT_ENTITLED in answer.message
+            if refused is admitted or (not answer.ok and not refused):
+                disagreements.append((case, answer.ok, answer.message))
+    finally:
+        for job in created:
+            on_cluster.admin.delete(job, propagation="Foreground")
+    assert not disagreements, disagreements
 
 
 @pytest.mark.cluster
@@ -619,3 +710,26 @@ def test_the_team_dashboards_count_partitions_at_their_share_of_gpus() -> None:
     }
     # vision: 56 (8 GPUs), may borrow all of research's 14 (borrowLimit 100 %)
     assert gauges["vision"] == {"GpusInUse": 0, "GpusBorrowed": 0, "GpuGuarantee": 8, "GpuCeiling": 10}
+
+
+def test_where_a_groups_shape_is_unknown_no_entitlement_refuses_honest_work() -> None:
+    """An uncatalogued type without `resources` is valid on Task Governance; what its nodes advertise is unknown,
+    so (as for the ResourceQuota backstop) no entitlement is checked rather than every GPU job refused."""
+    data = reference_data()
+    data["cluster"]["instanceGroups"][1]["instanceType"] = "ml.g4dn.12xlarge"  # not in the catalogue
+    data["teams"][2]["compute"]["quotas"] = {"ml.g4dn.12xlarge": 3}
+    data["chargeback"]["prices"]["ml.g4dn.12xlarge"] = 1.0
+    platform = platform_from_dict(data)
+    assert not accelerator_ceilings_known(platform)
+    assert not [
+        k
+        for k in namespace_labels(platform, platform.team("research"))
+        if k.startswith(ACCELERATOR_LABEL_PREFIX)
+    ]
+    assert _admit(platform, _job("whole", "nvidia.com/gpu", 8)) == []
+    # where every shape is known, the same job is checked (and research holds p5 GPUs)
+    assert _admit(platform_from_dict(reference_data()), _job("whole", "nvidia.com/gpu", 8)) == []
+    assert any(
+        _NOT_ENTITLED in d
+        for d in _admit(platform_from_dict(reference_data()), _job("x", "nvidia.com/mig-1g.10gb", 1))
+    )
